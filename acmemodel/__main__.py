@@ -1,0 +1,3 @@
+from acmemodel.cli import main
+
+main()

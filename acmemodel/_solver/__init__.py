@@ -1,0 +1,1 @@
+"""C99 kernels of the planner (compiled by the package build). See ``acmemodel.planner.reference``."""

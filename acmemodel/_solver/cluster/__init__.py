@@ -1,0 +1,1 @@
+"""C99 discrete-event cluster simulator and quota search kernels."""

@@ -1,0 +1,43 @@
+"""Command-line interface: ``acmemodel COMMAND``. User errors exit with code 2 and one line."""
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from acmemodel.cli._app import app, evaluate_app  # noqa: F401
+from acmemodel.errors import AcmeModelError
+
+# Command modules register their commands on ``app`` / ``evaluate_app`` when imported.
+from acmemodel.cli import (  # noqa: F401,E402
+    calibrate, checkpoint, describe, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
+    forecast, plan, reproduce, synth,
+)
+
+USER_ERRORS = (AcmeModelError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``acmemodel`` script: run the typer app, map user errors to exit 2."""
+    try:
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int) and not isinstance(rv, bool):
+            sys.exit(rv)
+    except typer.Exit as e:  # pragma: no cover - typer's own exits
+        sys.exit(e.exit_code)
+    except SystemExit:
+        raise
+    except USER_ERRORS as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        sys.stderr.write(f"error: {msg}\n")
+        sys.exit(2)
+    except Exception as e:  # click usage errors and aborts
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(1)
+        raise
+    sys.exit(0)

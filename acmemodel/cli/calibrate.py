@@ -1,0 +1,1 @@
+"""`acmemodel calibrate` command(s)."""

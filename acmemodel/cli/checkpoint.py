@@ -1,0 +1,1 @@
+"""`acmemodel checkpoint` command(s)."""

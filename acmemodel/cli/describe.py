@@ -1,0 +1,1 @@
+"""`acmemodel describe` command(s)."""

@@ -1,0 +1,1 @@
+"""`acmemodel evaluate_failure` command(s)."""

@@ -1,0 +1,1 @@
+"""`acmemodel export` command(s)."""

@@ -1,0 +1,1 @@
+"""`acmemodel fit` command(s)."""

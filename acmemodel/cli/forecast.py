@@ -1,0 +1,1 @@
+"""`acmemodel forecast` command(s)."""

@@ -1,0 +1,1 @@
+"""`acmemodel plan` command(s)."""

@@ -1,0 +1,1 @@
+"""`acmemodel reproduce` command(s)."""

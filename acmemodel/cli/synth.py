@@ -1,0 +1,1 @@
+"""`acmemodel synth` command(s)."""

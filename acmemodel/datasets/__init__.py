@@ -1,0 +1,1 @@
+"""Data shipped in the package: a sample trace and the published AcmeTrace reference tables."""

@@ -1,0 +1,1 @@
+"""Planner: checkpoint interval, completion time, failure-weighted GPU-time loss, quotas."""

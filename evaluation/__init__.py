@@ -1,0 +1,1 @@
+"""Backtests and metrics on time-ordered holdouts (installed as ``acmemodel.evaluation``)."""

@@ -1,0 +1,3 @@
+"""Statistical models of AcmeTrace jobs (installed as ``acmemodel.models``)."""
+from acmemodel.models.base import BaseModel, MODEL_REGISTRY, register  # noqa: F401
+from acmemodel.models.bundle import Bundle  # noqa: F401
