@@ -49,3 +49,30 @@ def load_failure_table() -> pd.DataFrame:
     pretraining jobs): a prior for the mix of failure types, not a global failure rate. Returns a copy.
     """
     return _read_failure_table().copy()
+
+
+#: the published reference tables shipped under ``data/reference/`` (see PROVENANCE.md)
+REFERENCE_TABLES: tuple[str, ...] = (
+    "cluster_summary", "clusters", "workload_mix", "duration_cdf_by_type", "gpu_job_duration_cdf_by_cluster",
+    "gpu_count_cdf_by_jobs", "gpu_count_box_by_type", "gpu_count_outliers_by_type",
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _read_reference(name: str) -> pd.DataFrame:
+    with _data_path(f"reference/{name}.csv").open("r") as f:
+        return pd.read_csv(f)
+
+
+def load_reference(name: str) -> pd.DataFrame:
+    """A published AcmeTrace reference table by name (one of :data:`REFERENCE_TABLES`), as a copy.
+
+    ``duration_cdf_by_type`` labels Eval jobs ``"Evaluation"`` as the paper's figure does; the copy
+    returned here renames them to the trace's ``"Eval"``.
+    """
+    if name not in REFERENCE_TABLES:
+        raise ValueError(f"name must be one of {', '.join(REFERENCE_TABLES)}; got {name!r}")
+    df = _read_reference(name).copy()
+    if "type" in df.columns:
+        df["type"] = df["type"].replace({"Evaluation": "Eval"})
+    return df
