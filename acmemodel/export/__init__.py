@@ -1,0 +1,1 @@
+"""Writers for cluster-simulator formats (see :func:`write`)."""

@@ -1,0 +1,412 @@
+"""Shared machinery of the export writers: input normalisation, restart chains, vectorised
+timestamp formatting, fast CSV writing, sidecar READMEs and the result record.
+
+Every writer takes the jobs DataFrame of the Trace contract (one row per job *attempt*) and
+never mutates it. Times are handled as float Unix seconds (UTC) and rounded to whole seconds
+in exactly one place (:func:`round_seconds`) so that derived durations are computed from the
+rounded timestamps and stay consistent with them (``submit + wait + run == end`` exactly).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.errors import DataWarning
+
+# Hardware of the two AcmeTrace clusters (paper Table 1 / AcmeTrace README; see
+# /work/shared/reference/acmetrace/clusters.csv): used for SWF MaxNodes/MaxProcs, Batsim nb_res,
+# Helios vc_config totals and AIReSim pool sizes when the caller gives no cluster size.
+KNOWN_CLUSTERS: dict[str, dict[str, Any]] = {
+    "seren": {"name": "Seren", "nodes": 286, "gpus": 2288, "gpus_per_node": 8, "cpus_per_node": 128,
+              "tz": "+08:00", "tzname": "Asia/Shanghai", "scheduler": "Slurm"},
+    "kalos": {"name": "Kalos", "nodes": 302, "gpus": 2416, "gpus_per_node": 8, "cpus_per_node": 128,
+              "tz": "+00:00", "tzname": "UTC", "scheduler": "Kubernetes"},
+}
+
+#: fixed codes of the published job types (SWF queue numbers); unknown types get 7, 8, ... in
+#: alphabetical order
+TYPE_ORDER: tuple[str, ...] = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other")
+
+ANALYSIS_STATES = ("COMPLETED", "CANCELLED", "FAILED")
+_STATE_TO_ANALYSIS = {"COMPLETED": "COMPLETED", "CANCELLED": "CANCELLED", "FAILED": "FAILED",
+                      "TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"}
+
+#: columns the writers need (the rest of the contract is derived when missing)
+REQUIRED = ("cluster", "job_id", "user", "type", "gpu_num", "submit_s", "end_s")
+
+CHAIN_COLUMNS = ("chain_id", "attempt", "prev_index", "restart_gap_s")
+
+
+# --------------------------------------------------------------------------- cluster facts
+def cluster_info(name: str) -> dict[str, Any] | None:
+    """Published facts of a known cluster (``Seren``/``Kalos``, case-insensitive) or ``None``."""
+    return KNOWN_CLUSTERS.get(str(name).lower())
+
+
+def parse_offset(tz: str) -> int:
+    """``"+08:00"`` → 28800 seconds. Raises ``ValueError`` naming the value otherwise."""
+    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", str(tz).strip())
+    if not m:
+        if str(tz).strip().upper() in ("UTC", "Z"):
+            return 0
+        raise ValueError(f"timezone must be a UTC offset like '+08:00', got {tz!r}")
+    sign = 1 if m.group(1) == "+" else -1
+    return sign * (int(m.group(2)) * 3600 + int(m.group(3)) * 60)
+
+
+def format_offset(offset_s: int) -> str:
+    sign = "+" if offset_s >= 0 else "-"
+    a = abs(int(offset_s))
+    return f"{sign}{a // 3600:02d}:{(a % 3600) // 60:02d}"
+
+
+def cluster_offsets(clusters: Iterable[str], timezones: Mapping[str, str] | None) -> dict[str, int]:
+    """UTC offset (s) per cluster: ``timezones`` first, then the published zone, else UTC (+ a
+    :class:`DataWarning`)."""
+    out = {}
+    tzs = {str(k).lower(): v for k, v in (timezones or {}).items()}
+    for c in clusters:
+        if str(c).lower() in tzs:
+            out[c] = parse_offset(tzs[str(c).lower()])
+        elif cluster_info(c) is not None:
+            out[c] = parse_offset(cluster_info(c)["tz"])
+        else:
+            warnings.warn(f"no time zone known for cluster {c!r}: writing local times in UTC (+00:00)",
+                          DataWarning, stacklevel=3)
+            out[c] = 0
+    return out
+
+
+# --------------------------------------------------------------------------- input normalisation
+def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Accept a jobs DataFrame (or a ``Trace``) and return ``(frame, timezones)``.
+
+    The frame is a shallow copy with the contract columns the writers use, filled in where they
+    can be derived: ``submit_s``/``start_s``/``end_s`` from the datetime columns, ``analysis_state``
+    from ``state`` (TIMEOUT and NODE_FAIL → FAILED) or vice versa, ``node_num`` from
+    ``gpu_num`` (8 GPUs per node), ``cpu_num`` as NaN, ``fail_time_s`` as NaN.
+    Raises ``ValueError`` naming the missing columns.
+    """
+    timezones: dict[str, str] = {}
+    if hasattr(jobs, "jobs") and isinstance(getattr(jobs, "jobs"), pd.DataFrame):
+        timezones = dict(getattr(jobs, "timezones", {}) or {})
+        jobs = jobs.jobs
+    if not isinstance(jobs, pd.DataFrame):
+        raise ValueError(f"jobs must be a pandas DataFrame or a Trace, got {type(jobs).__name__}")
+    df = jobs.copy(deep=False)
+    for col in ("submit", "start", "end"):
+        if f"{col}_s" not in df.columns and f"{col}_time" in df.columns:
+            t = pd.to_datetime(df[f"{col}_time"], utc=True)
+            s = t.astype("int64").astype(float) / 1e9
+            s[t.isna().to_numpy()] = np.nan
+            df[f"{col}_s"] = s
+    if "start_s" not in df.columns:
+        df["start_s"] = np.nan
+    if "state" not in df.columns and "analysis_state" not in df.columns:
+        raise ValueError("jobs has neither a 'state' nor an 'analysis_state' column")
+    if "state" not in df.columns:
+        df["state"] = df["analysis_state"]
+    if "analysis_state" not in df.columns:
+        df["analysis_state"] = df["state"].map(lambda s: _STATE_TO_ANALYSIS.get(str(s), str(s)))
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(f"jobs is missing required column(s): {', '.join(missing)}")
+    df["gpu_num"] = pd.to_numeric(df["gpu_num"]).fillna(0).astype("int64")
+    if "node_num" not in df.columns:
+        df["node_num"] = np.ceil(df["gpu_num"].to_numpy() / 8).astype("int64")
+    else:
+        df["node_num"] = pd.to_numeric(df["node_num"]).fillna(0).astype("int64")
+    if "cpu_num" not in df.columns:
+        df["cpu_num"] = np.nan
+    if "fail_time_s" not in df.columns:
+        df["fail_time_s"] = np.nan
+    for c in ("submit_s", "start_s", "end_s"):
+        df[c] = pd.to_numeric(df[c]).astype(float)
+    if df["submit_s"].isna().any():
+        raise ValueError(f"jobs has {int(df['submit_s'].isna().sum())} row(s) without a submit time")
+    if df["end_s"].isna().any():
+        raise ValueError(f"jobs has {int(df['end_s'].isna().sum())} row(s) without an end time")
+    bad = (df["end_s"] < df["submit_s"]) | (df["start_s"] < df["submit_s"]) | (df["end_s"] < df["start_s"])
+    if bad.any():
+        raise ValueError(f"jobs has {int(bad.sum())} row(s) whose times are out of order "
+                         "(need submit <= start <= end)")
+    df["cluster"] = df["cluster"].astype(str)
+    df["job_id"] = df["job_id"].astype(str)
+    df["user"] = df["user"].astype(str)
+    df["type"] = df["type"].astype(str)
+    return df, timezones
+
+
+def ensure_chains(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Make sure ``df`` carries the restart-chain columns ``chain_id``, ``attempt``, ``prev_index``,
+    ``restart_gap_s``.
+
+    Uses the columns when present, otherwise :func:`acmemodel.features.chains.restart_chains`;
+    if that is unavailable every row is its own one-attempt chain (with a :class:`DataWarning`).
+    Returns ``(frame, source)`` with source ``"columns"``, ``"restart_chains"`` or ``"none"``.
+    """
+    if all(c in df.columns for c in CHAIN_COLUMNS):
+        return df, "columns"
+    try:
+        from acmemodel.features.chains import restart_chains
+    except ImportError:
+        restart_chains = None
+    if restart_chains is not None:
+        ch = restart_chains(df)
+        df = df.copy(deep=False)
+        for c in CHAIN_COLUMNS:
+            df[c] = ch[c].reindex(df.index)
+        return df, "restart_chains"
+    warnings.warn("restart chains unavailable (acmemodel.features.chains not importable): every "
+                  "job is exported as a single attempt", DataWarning, stacklevel=3)
+    df = df.copy(deep=False)
+    df["chain_id"] = np.arange(len(df))
+    df["attempt"] = 1
+    df["prev_index"] = np.nan
+    df["restart_gap_s"] = np.nan
+    return df, "none"
+
+
+def sort_jobs(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows ordered by cluster, then submission time (stable: ties keep input order)."""
+    order = np.lexsort((np.arange(len(df)), df["submit_s"].to_numpy(), df["cluster"].to_numpy()))
+    return df.iloc[order]
+
+
+def split_clusters(df: pd.DataFrame, cluster: str | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """``[(cluster_name, rows)]`` sorted by submit time; ``cluster`` (case-insensitive) selects one."""
+    if cluster is not None:
+        mask = df["cluster"].str.lower() == str(cluster).lower()
+        if not mask.any():
+            raise ValueError(f"cluster={cluster!r} not in the jobs (have: "
+                             f"{', '.join(sorted(df['cluster'].unique()))})")
+        df = df[mask]
+    if len(df) == 0:
+        raise ValueError("no jobs to export")
+    out = []
+    for name in sorted(df["cluster"].unique()):
+        sub = df[df["cluster"] == name]
+        order = np.argsort(sub["submit_s"].to_numpy(), kind="stable")
+        out.append((name, sub.iloc[order]))
+    return out
+
+
+def safe_name(s: str) -> str:
+    """A file-name-safe lower-case version of a cluster name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(s)).strip("_").lower() or "cluster"
+
+
+# --------------------------------------------------------------------------- times
+def round_seconds(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Round float seconds to whole seconds (half to even, ``numpy.rint``).
+
+    Returns ``(int64 seconds with 0 where missing, missing mask, max |adjustment|)``.
+    """
+    s = np.asarray(s, dtype=float)
+    miss = np.isnan(s)
+    r = np.rint(np.where(miss, 0.0, s))
+    adj = float(np.max(np.abs(r - np.where(miss, 0.0, s)))) if len(s) else 0.0
+    return r.astype("int64"), miss, adj
+
+
+def format_times(sec: np.ndarray, missing: np.ndarray | None = None, *, offset_s: int = 0,
+                 suffix: str = "", sep: str = " ") -> np.ndarray:
+    """Vectorised ``YYYY-MM-DD HH:MM:SS`` + ``suffix`` of integer Unix seconds shifted by
+    ``offset_s`` (local wall-clock time); missing entries become ``None``.
+
+    Uses ``numpy.datetime_as_string`` and a character-array view: ~0.5 s per million values.
+    """
+    sec = np.asarray(sec, dtype="int64")
+    n = len(sec)
+    if n == 0:
+        return np.array([], dtype=object)
+    a = np.datetime_as_string((sec + int(offset_s)).astype("datetime64[s]"), unit="s").astype("U19")
+    u = a.view(np.uint32).reshape(n, 19)
+    if sep != "T":
+        u = u.copy()
+        u[:, 10] = ord(sep)
+    if suffix:
+        suf = np.frombuffer(suffix.encode("utf-32-le"), dtype=np.uint32)
+        u = np.hstack([u, np.broadcast_to(suf, (n, len(suf)))])
+    out = np.ascontiguousarray(u).view(f"U{u.shape[1]}").ravel().astype(object)
+    if missing is not None and missing.any():
+        out[missing] = None
+    return out
+
+
+def int_strings(x: np.ndarray, missing: np.ndarray | None = None, *, float_suffix: bool = False) -> np.ndarray:
+    """Integers as decimal strings (``"936"``, or ``"936.0"`` with ``float_suffix``); missing → None."""
+    x = np.asarray(x)
+    s = x.astype("int64").astype(str)
+    if float_suffix:
+        s = np.char.add(s, ".0")
+    out = s.astype(object)
+    if missing is not None and missing.any():
+        out[missing] = None
+    return out
+
+
+def float_strings(x: np.ndarray) -> np.ndarray:
+    """Floats in Python's shortest ``repr`` (``100.0``, ``2.5``); NaN → None."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty(len(x), dtype=object)
+    ok = ~np.isnan(x)
+    out[ok] = [repr(float(v)) for v in x[ok]]
+    out[~ok] = None
+    return out
+
+
+def iso_utc(s: float) -> str | None:
+    if s is None or not math.isfinite(s):
+        return None
+    return _dt.datetime.fromtimestamp(s, tz=_dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def time_span(df: pd.DataFrame) -> dict[str, Any]:
+    """First submit and last end (UTC ISO) and the span in seconds."""
+    if len(df) == 0:
+        return {"start_utc": None, "end_utc": None, "seconds": 0.0}
+    t0 = float(df["submit_s"].min())
+    t1 = float(np.nanmax(df["end_s"].to_numpy()))
+    return {"start_utc": iso_utc(t0), "end_utc": iso_utc(t1), "seconds": t1 - t0}
+
+
+def rebase_shift(first_submit_s: float, offset_s: int, epoch: str) -> int:
+    """Seconds to add to every timestamp so the trace starts at the simulator's hard-coded epoch.
+
+    The shift is a whole number of weeks, chosen so that local midnight of the first submission
+    day lands in ``[epoch, epoch + 7 days)``: hour of day and day of week are preserved (the
+    diurnal and weekly cycles of the trace stay where they were).
+    """
+    ep = pd.Timestamp(epoch)
+    if ep.tzinfo is not None:
+        ep = ep.tz_convert(None)
+    ep_s = int(ep.value // 10**9)
+    local_first = int(math.floor(first_submit_s)) + offset_s
+    local_midnight = local_first - (local_first % 86400)
+    week = 7 * 86400
+    weeks = math.ceil((ep_s - local_midnight) / week)
+    return int(weeks * week)
+
+
+# --------------------------------------------------------------------------- files
+def prepare_out(out: str | Path) -> Path:
+    """``out`` as a directory (created); refuses an existing regular file."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output {out} exists and is not a directory (-o takes a directory)")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def write_csv(path: Path, header: list[str], columns: list[np.ndarray], *, header_line: str | None = None) -> None:
+    """Write string/None columns as CSV: header verbatim, values unquoted (quoted only if a
+    value contains a comma, quote or newline — then the pandas writer is used), None → empty."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    hdr = header_line if header_line is not None else ",".join(header)
+    arrays = [pa.array(c, type=pa.string()) for c in columns]
+    table = pa.table(dict(zip([f"c{i}" for i in range(len(arrays))], arrays)))
+    with open(path, "wb") as f:
+        f.write((hdr + "\n").encode())
+        try:
+            pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+            return
+        except pa.ArrowInvalid:
+            pass
+    frame = pd.DataFrame({h: c for h, c in zip(header, columns)})
+    with open(path, "w", newline="") as f:
+        f.write(hdr + "\n")
+        frame.to_csv(f, index=False, header=False, lineterminator="\n")
+
+
+def write_readme(out: Path, title: str, sections: list[tuple[str, str]], name: str = "README.md") -> Path:
+    """Write the sidecar README (markdown) stating units, time zones, epochs and what was dropped."""
+    from acmemodel import __version__
+
+    lines = [f"# {title}", "",
+             f"Written by acmemodel {__version__} on "
+             f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}.", ""]
+    for head, body in sections:
+        lines += [f"## {head}", "", body.rstrip(), ""]
+    p = out / name
+    p.write_text("\n".join(lines))
+    return p
+
+
+def type_codes(types: Iterable[str]) -> dict[str, int]:
+    """Stable type → code map: published types 1..6 (:data:`TYPE_ORDER`), others 7.. alphabetically."""
+    codes = {t: i + 1 for i, t in enumerate(TYPE_ORDER)}
+    extra = sorted(set(map(str, types)) - set(codes))
+    for i, t in enumerate(extra):
+        codes[t] = len(TYPE_ORDER) + 1 + i
+    return codes
+
+
+# --------------------------------------------------------------------------- virtual clusters
+DEFAULT_VC = {"Pretrain": "pretrain"}
+DEFAULT_VC_OTHER = "shared"
+
+
+def assign_vc(df: pd.DataFrame, vc: Mapping[str, str] | str | None = None, *,
+              vc_default: str = DEFAULT_VC_OTHER) -> tuple[np.ndarray, str]:
+    """The quota partition (virtual cluster) of every row.
+
+    * ``vc`` a column name present in ``df`` (e.g. ``"vc"``, ``"partition"``) → that column;
+    * ``vc`` a mapping type → partition → mapped, unmapped types get ``vc_default``;
+    * ``None`` → a ``vc``/``partition`` column if the frame has one, else the default split
+      ``Pretrain → "pretrain"``, every other type → ``"shared"``.
+
+    Returns ``(array of partition names, description)``.
+    """
+    if isinstance(vc, str):
+        if vc not in df.columns:
+            raise ValueError(f"vc={vc!r}: no such column in the jobs")
+        return df[vc].astype(str).to_numpy(), f"from column {vc!r}"
+    if vc is None:
+        for col in ("vc", "partition"):
+            if col in df.columns:
+                return df[col].astype(str).to_numpy(), f"from column {col!r}"
+        mapping, desc = DEFAULT_VC, "default: Pretrain → pretrain, every other type → shared"
+    else:
+        mapping = {str(k): str(v) for k, v in dict(vc).items()}
+        desc = "by type: " + ", ".join(f"{k} → {v}" for k, v in mapping.items()) + f", others → {vc_default}"
+    types = df["type"].astype(str)
+    return types.map(mapping).fillna(vc_default).to_numpy(dtype=object), desc
+
+
+def largest_remainder(weights: np.ndarray, total: int, minimum: np.ndarray) -> np.ndarray:
+    """Integer split of ``total`` proportional to ``weights`` with per-entry ``minimum``
+    (Hamilton's largest-remainder method on what is left after the minimums)."""
+    weights = np.asarray(weights, dtype=float)
+    minimum = np.asarray(minimum, dtype="int64")
+    left = int(total) - int(minimum.sum())
+    if left <= 0:
+        return minimum.copy()
+    w = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
+    raw = w * left
+    base = np.floor(raw).astype("int64")
+    rem = left - int(base.sum())
+    order = np.argsort(-(raw - base), kind="stable")
+    base[order[:rem]] += 1
+    return minimum + base
+
+
+def result(fmt: str, out: Path, files: list[Path], *, jobs: int, attempts: int, df: pd.DataFrame,
+           clusters: list[str], dropped: dict[str, int] | None = None, notes: list[str] | None = None,
+           **extra: Any) -> dict[str, Any]:
+    """The record every writer returns (printed by ``acmemodel export --json``)."""
+    rec = {"format": fmt, "out": str(out), "files": [str(p) for p in files], "clusters": clusters,
+           "jobs": int(jobs), "attempts": int(attempts), "restarts": int(attempts - jobs),
+           "time_span": time_span(df), "dropped": {k: int(v) for k, v in (dropped or {}).items()},
+           "notes": list(notes or [])}
+    rec.update(extra)
+    return rec

@@ -1,0 +1,193 @@
+"""AcmeTrace CSV: the native format, in the exact column order and value formats of the
+published ``trace_seren.csv`` / ``trace_kalos.csv`` (AcmeTrace README example rows).
+
+Seren schema::
+
+    job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time
+    5778432,u5907,1,8,128,Other,FAILED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,117,32,936.0
+
+Kalos schema::
+
+    job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_per_pod,type,state,submit_time,start_time,
+    end_time,fail_time,stop_time,duration,queue,gpu_time
+
+Value formats (as published):
+
+* timestamps ``YYYY-MM-DD HH:MM:SS+HH:MM`` in the cluster's local time (Seren ``+08:00``, Kalos
+  ``+00:00``), whole seconds;
+* Seren ``duration = end − start`` (integer s), ``queue = start − submit`` (integer s),
+  ``gpu_time = gpu_num × duration`` (GPU-seconds, written as a float ``936.0``);
+* Kalos ``duration = end − submit`` — **queueing included**, as in the published Kalos files
+  (their README says end − start, but both published example rows are end − submit and their
+  ``gpu_time`` uses it); ``queue = start − submit`` written as a float (``10.0``);
+  ``gpu_time = gpu_num × duration`` (float). :func:`acmemodel.load_trace` recomputes run time from
+  the timestamps, so the file reads back to the same ``run_s``;
+* Kalos ``fail_time`` = ``start + fail_time_s`` where known (else empty; if the frame has no
+  ``fail_time_s`` column at all, FAILED rows get ``end_time`` as in the published rows),
+  ``stop_time`` = ``end_time`` on CANCELLED rows (published pattern), empty otherwise;
+  ``mem_per_pod_GB`` / ``shared_mem_per_pod`` from same-named columns when present, else empty.
+
+Jobs that never started (``start_s`` NaN): ``start_time`` empty, ``duration`` 0 (Seren; Kalos keeps
+end − submit), ``queue`` = end − submit (the wait until cancellation), ``gpu_time`` 0.0 for Seren.
+
+Rounding: every timestamp is rounded to the nearest second (half to even) and durations are
+computed from the rounded timestamps.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.export import _common as C
+
+SEREN_COLUMNS = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "state", "submit_time",
+                 "start_time", "end_time", "duration", "queue", "gpu_time"]
+KALOS_COLUMNS = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "mem_per_pod_GB", "shared_mem_per_pod",
+                 "type", "state", "submit_time", "start_time", "end_time", "fail_time", "stop_time", "duration",
+                 "queue", "gpu_time"]
+
+
+def _schema_for(cluster: str, schema: str | None) -> str:
+    if schema is not None:
+        s = str(schema).lower()
+        if s not in ("seren", "kalos"):
+            raise ValueError(f"schema must be 'seren' or 'kalos', got {schema!r}")
+        return s
+    return "kalos" if str(cluster).lower().startswith("kalos") else "seren"
+
+
+def _num_strings(x: pd.Series) -> np.ndarray:
+    """Integral numbers as ints (``128``), others as Python floats; NaN → empty."""
+    v = pd.to_numeric(x, errors="coerce").to_numpy(dtype=float)
+    miss = np.isnan(v)
+    integral = ~miss & (np.floor(np.where(miss, 0, v)) == np.where(miss, 0, v))
+    out = np.empty(len(v), dtype=object)
+    out[integral] = C.int_strings(v[integral])
+    rest = ~miss & ~integral
+    out[rest] = C.float_strings(v[rest])
+    out[miss] = None
+    return out
+
+
+def _float_col(df: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in df.columns:
+        return np.full(len(df), None, dtype=object)
+    v = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float)
+    return C.float_strings(v)
+
+
+def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: bool = True
+                ) -> tuple[list[str], list[np.ndarray], float]:
+    """Columns (header, string arrays) of one cluster's rows in ``schema``; also the max rounding
+    adjustment in seconds. ``fail_known=False`` (the jobs had no ``fail_time_s`` column) writes
+    ``fail_time = end_time`` on FAILED rows."""
+    suffix = C.format_offset(offset_s)
+    sub, sub_miss, a1 = C.round_seconds(df["submit_s"].to_numpy())
+    st, st_miss, a2 = C.round_seconds(df["start_s"].to_numpy())
+    en, _, a3 = C.round_seconds(df["end_s"].to_numpy())
+    adj = max(a1, a2, a3)
+    started = ~st_miss
+    gpus = df["gpu_num"].to_numpy(dtype="int64")
+    t_sub = C.format_times(sub, offset_s=offset_s, suffix=suffix)
+    t_st = C.format_times(st, st_miss, offset_s=offset_s, suffix=suffix)
+    t_en = C.format_times(en, offset_s=offset_s, suffix=suffix)
+    queue = np.where(started, st - sub, en - sub)
+    common = {
+        "job_id": df["job_id"].to_numpy(dtype=object),
+        "user": df["user"].to_numpy(dtype=object),
+        "node_num": C.int_strings(df["node_num"].to_numpy()),
+        "gpu_num": C.int_strings(gpus),
+        "cpu_num": _num_strings(df["cpu_num"]),
+        "type": df["type"].to_numpy(dtype=object),
+        "state": df["state"].astype(str).to_numpy(dtype=object),
+        "submit_time": t_sub, "start_time": t_st, "end_time": t_en,
+    }
+    if schema == "seren":
+        duration = np.where(started, en - st, 0)
+        common.update(duration=C.int_strings(duration), queue=C.int_strings(queue),
+                      gpu_time=C.int_strings(gpus * duration, float_suffix=True))
+        return SEREN_COLUMNS, [common[c] for c in SEREN_COLUMNS], adj
+    duration = en - sub
+    state = df["state"].astype(str).to_numpy()
+    if fail_known and "fail_time_s" in df.columns:
+        ft = df["fail_time_s"].to_numpy(dtype=float)
+        fmiss = np.isnan(ft) | st_miss
+        fsec = np.rint(np.where(fmiss, 0, df["start_s"].fillna(0).to_numpy() + np.where(np.isnan(ft), 0, ft)))
+        fail = C.format_times(fsec.astype("int64"), fmiss, offset_s=offset_s, suffix=suffix)
+    else:
+        fmiss = state != "FAILED"
+        fail = C.format_times(en, fmiss, offset_s=offset_s, suffix=suffix)
+    stop = C.format_times(en, state != "CANCELLED", offset_s=offset_s, suffix=suffix)
+    common.update(mem_per_pod_GB=_num_strings(df["mem_per_pod_GB"]) if "mem_per_pod_GB" in df.columns
+                  else np.full(len(df), None, dtype=object),
+                  shared_mem_per_pod=_float_col(df, "shared_mem_per_pod"),
+                  fail_time=fail, stop_time=stop, duration=C.int_strings(duration),
+                  queue=C.int_strings(queue, float_suffix=True),
+                  gpu_time=C.int_strings(gpus * duration, float_suffix=True))
+    return KALOS_COLUMNS, [common[c] for c in KALOS_COLUMNS], adj
+
+
+def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, schema: str | None = None,
+                    timezones: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Write ``jobs`` as AcmeTrace CSV, one ``trace_<cluster>.csv`` per cluster, plus ``README.md``.
+
+    Parameters
+    ----------
+    jobs : jobs DataFrame of the Trace contract (or a ``Trace``).
+    out : output directory (created).
+    cluster : export only this cluster (case-insensitive).
+    schema : ``"seren"`` or ``"kalos"``; default by cluster name (Kalos* → kalos, else seren).
+    timezones : cluster → UTC offset (``"+08:00"``); default the trace's, then the published zones.
+    """
+    df, tzs = C.normalize_jobs(jobs)
+    no_fail_col = "fail_time_s" not in (jobs.jobs.columns if hasattr(jobs, "jobs") else jobs.columns)
+    tzs.update(timezones or {})
+    out = C.prepare_out(out)
+    groups = C.split_clusters(df, cluster)
+    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    files, notes, rows, desc, chains = [], [], 0, [], 0
+    for name, sub in groups:
+        sch = _schema_for(name, schema)
+        header, cols, adj = format_rows(sub, sch, offsets[name], fail_known=not no_fail_col)
+        path = out / f"trace_{C.safe_name(name)}.csv"
+        C.write_csv(path, header, cols)
+        files.append(path)
+        rows += len(sub)
+        chains += _n_chains(sub)
+        desc.append(f"- `{path.name}`: {len(sub)} jobs of cluster **{name}**, {sch.capitalize()} schema, "
+                    f"local time {C.format_offset(offsets[name])}; largest rounding of a timestamp "
+                    f"{adj:.3f} s.")
+    sections = [
+        ("Files", "\n".join(desc)),
+        ("Format", _FORMAT_NOTES),
+    ]
+    files.append(C.write_readme(out, "AcmeTrace CSV export", sections))
+    return C.result("acmetrace", out, files, jobs=chains, attempts=rows, df=df if cluster is None else
+                    pd.concat([g for _, g in groups]), clusters=[g for g, _ in groups], notes=notes)
+
+
+def _n_chains(sub: pd.DataFrame) -> int:
+    if "chain_id" in sub.columns:
+        return int(sub["chain_id"].nunique())
+    return len(sub)
+
+
+_FORMAT_NOTES = """\
+Column order and value formats of the published AcmeTrace files (`trace_seren.csv`, `trace_kalos.csv`).
+
+- Times: `YYYY-MM-DD HH:MM:SS+HH:MM`, the cluster's local time (Seren +08:00, Kalos +00:00), whole
+  seconds. Every timestamp was rounded to the nearest second (half to even); `duration` and `queue`
+  were computed from the rounded timestamps.
+- Units: `duration`, `queue` in seconds; `gpu_time` in GPU-seconds (`gpu_num × duration`).
+- Seren: `duration = end_time − start_time`, `queue = start_time − submit_time` (integers).
+- Kalos: `duration = end_time − submit_time` — it INCLUDES the queueing time, as in the published Kalos
+  files (their README says end − start; their example rows and `gpu_time` use end − submit). `queue` is
+  written as a float (`10.0`). Run time is `end_time − start_time`; `acmemodel.load_trace` recomputes it.
+- Kalos `fail_time` = start + time-to-failure where known; `stop_time` = `end_time` on CANCELLED rows;
+  `mem_per_pod_GB`, `shared_mem_per_pod` are empty unless the jobs carried them.
+- Jobs that never started: empty `start_time`; `queue` = end − submit (the wait until cancellation);
+  Seren `duration` 0 and `gpu_time` 0.0.
+"""
