@@ -1,0 +1,227 @@
+"""Standard Workload Format (SWF) v2.2 of the Parallel Workloads Archive.
+
+One ``<cluster>.swf`` per cluster: ``;`` header comments, then one line per job attempt with the 18
+whitespace-separated integer fields of SWF v2.2 (``-1`` = unknown):
+
+====  ==============================  ==========================================================
+ #    field                           written as
+====  ==============================  ==========================================================
+ 1    job number                      1..N in submission order
+ 2    submit time                     s since ``UnixStartTime`` (= the first submission)
+ 3    wait time                       start − submit; never-started jobs: end − submit (the wait
+                                      until cancellation)
+ 4    run time                        end − start; never-started jobs 0
+ 5    allocated processors            GPUs (``gpu_num``); never-started jobs −1
+ 6    average CPU time                −1
+ 7    used memory                     −1
+ 8    requested processors            GPUs
+ 9    requested time                  −1 (AcmeTrace has no time limits)
+ 10   requested memory                −1
+ 11   status                          1 completed, 0 failed (FAILED, TIMEOUT, NODE_FAIL), 5 cancelled
+ 12   user ID                         1.. in order of first appearance (map in the sidecar CSV)
+ 13   group ID                        −1
+ 14   executable number               −1
+ 15   queue number                    job type code: 1 Eval, 2 Pretrain, 3 SFT, 4 MLLM, 5 Debug,
+                                      6 Other, 7.. other types alphabetically (legend in header)
+ 16   partition number                −1
+ 17   preceding job number            restart attempt k>1: the job number of the failed attempt
+                                      k−1 of the same restart chain; else −1
+ 18   think time from preceding job   restart attempt: the restart gap (this submit − failed
+                                      attempt's end, s); else −1
+====  ==============================  ==========================================================
+
+Times are integers: every timestamp is rounded to the nearest second (half to even) and the
+fields are differences of rounded timestamps, so ``submit + wait + run`` equals the rounded end
+exactly; the header states the largest rounding. CPU-only jobs (``gpu_num == 0``) are omitted by
+default (processors = GPUs) and counted in the header; ``include_cpu=True`` keeps them with 0
+processors. A sidecar ``<cluster>_swf_jobs.csv`` maps job numbers back to job ids, users, types,
+states and restart chains.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.export import _common as C
+
+SWF_FIELDS = ("job_number", "submit_time", "wait_time", "run_time", "allocated_processors",
+              "average_cpu_time", "used_memory", "requested_processors", "requested_time",
+              "requested_memory", "status", "user_id", "group_id", "executable_number", "queue_number",
+              "partition_number", "preceding_job_number", "think_time")
+STATUS_CODES = {"COMPLETED": 1, "FAILED": 0, "CANCELLED": 5}
+
+
+def tz_string(cluster: str, offset_s: int) -> str:
+    """An Olson time-zone name for the header's ``TimeZoneString``."""
+    info = C.cluster_info(cluster)
+    if info is not None and C.parse_offset(info["tz"]) == offset_s:
+        return info["tzname"]
+    if offset_s == 0:
+        return "UTC"
+    if offset_s % 3600 == 0:
+        h = offset_s // 3600
+        return f"Etc/GMT{'-' if h > 0 else '+'}{abs(h)}"  # POSIX sign convention
+    return f"UTC{C.format_offset(offset_s)}"
+
+
+def _date_string(sec: int, tzname: str, offset_s: int) -> str:
+    """Like the output of ``date``: ``Wed Mar  1 00:18:22 CST 2023``."""
+    try:
+        from zoneinfo import ZoneInfo
+
+        tz = ZoneInfo(tzname)
+    except Exception:  # non-Olson name: fixed offset
+        tz = _dt.timezone(_dt.timedelta(seconds=offset_s))
+    d = _dt.datetime.fromtimestamp(sec, tz=tz)
+    return d.strftime("%a %b ") + f"{d.day:2d}" + d.strftime(" %H:%M:%S %Z %Y")
+
+
+def swf_fields(sub: pd.DataFrame) -> tuple[np.ndarray, dict[str, Any]]:
+    """The (n, 18) int64 field matrix of one cluster's rows (sorted by submit time) and facts for
+    the header (``t0``, rounding, user codes, type codes, clipped think times)."""
+    n = len(sub)
+    s, _, a1 = C.round_seconds(sub["submit_s"].to_numpy())
+    st, st_miss, a2 = C.round_seconds(sub["start_s"].to_numpy())
+    en, _, a3 = C.round_seconds(sub["end_s"].to_numpy())
+    started = ~st_miss
+    t0 = int(s.min()) if n else 0
+    gpus = sub["gpu_num"].to_numpy(dtype="int64")
+    F = np.full((n, 18), -1, dtype="int64")
+    F[:, 0] = np.arange(1, n + 1)
+    F[:, 1] = s - t0
+    F[:, 2] = np.where(started, st - s, en - s)
+    F[:, 3] = np.where(started, en - st, 0)
+    F[:, 4] = np.where(started, gpus, -1)
+    F[:, 7] = gpus
+    F[:, 10] = sub["analysis_state"].map(STATUS_CODES).fillna(-1).to_numpy(dtype="int64")
+    ucodes, uniques = pd.factorize(sub["user"], sort=False)
+    F[:, 11] = ucodes + 1
+    tcodes = C.type_codes(sub["type"].unique())
+    F[:, 14] = sub["type"].map(tcodes).to_numpy(dtype="int64")
+    clipped = 0
+    if "prev_index" in sub.columns:
+        prev = sub["prev_index"].to_numpy()
+        has = ~pd.isna(prev)
+        pos = np.full(n, -1, dtype="int64")
+        if has.any():
+            pos[has] = sub.index.get_indexer(pd.Index(prev[has]).astype(sub.index.dtype))
+        link = pos >= 0
+        F[link, 16] = pos[link] + 1
+        think = s[link] - en[pos[link]]
+        clipped = int((think < 0).sum())
+        F[link, 17] = np.maximum(think, 0)
+    facts = {"t0": t0, "t_end": int(en.max()) if n else 0, "rounding_s": max(a1, a2, a3),
+             "users": uniques, "type_codes": tcodes, "think_clipped": clipped,
+             "never_started": int((~started).sum()), "links": int((F[:, 16] > 0).sum())}
+    return F, facts
+
+
+def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
+              timezones: Mapping[str, str] | None = None, include_cpu: bool = False,
+              total_gpus: int | None = None, total_nodes: int | None = None) -> dict[str, Any]:
+    """Write ``jobs`` as SWF v2.2, one ``<cluster>.swf`` per cluster (see the module docstring).
+
+    Parameters
+    ----------
+    jobs : jobs DataFrame of the Trace contract (or a ``Trace``); restart chains are taken from
+        its chain columns or computed with :func:`acmemodel.features.chains.restart_chains`.
+    out : output directory.
+    cluster : export only this cluster.
+    timezones : cluster → UTC offset for ``TimeZoneString`` / ``StartTime``.
+    include_cpu : keep CPU-only jobs (0 processors); default drop them (counted in the header).
+    total_gpus, total_nodes : ``MaxProcs`` / ``MaxNodes``; default the published cluster size,
+        else the largest job.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from acmemodel import __version__
+
+    df, tzs = C.normalize_jobs(jobs)
+    tzs.update(timezones or {})
+    df, chain_src = C.ensure_chains(df)
+    out = C.prepare_out(out)
+    groups = C.split_clusters(df, cluster)
+    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    files, desc, written, n_jobs, n_cpu_total, frames = [], [], 0, 0, 0, []
+    for name, sub in groups:
+        cpu = sub["gpu_num"].to_numpy() <= 0
+        n_cpu = int(cpu.sum()) if not include_cpu else 0
+        if not include_cpu:
+            sub = sub[~cpu]
+        n_cpu_total += n_cpu
+        if len(sub) == 0:
+            desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu} CPU-only jobs omitted).")
+            continue
+        F, facts = swf_fields(sub)
+        info = C.cluster_info(name) or {}
+        max_procs = int(total_gpus or info.get("gpus") or sub["gpu_num"].max())
+        max_nodes = int(total_nodes or info.get("nodes") or sub["node_num"].max())
+        off = offsets[name]
+        tzname = tz_string(name, off)
+        tc = facts["type_codes"]
+        used = sorted(set(F[:, 14].tolist()))
+        legend = ", ".join(f"{c} {t}" for t, c in sorted(tc.items(), key=lambda kv: kv[1]) if c in used)
+        hdr = [
+            "Version: 2.2",
+            f"Computer: {name}" + (f" ({info['nodes']} nodes x {info['gpus_per_node']} GPUs, "
+                                   f"{info['scheduler']})" if info else ""),
+            "Installation: AcmeTrace (Shanghai AI Laboratory), https://github.com/InternLM/AcmeTrace"
+            if info else f"Installation: {name}",
+            f"Conversion: acmemodel {__version__} "
+            f"{_dt.datetime.now(_dt.timezone.utc).strftime('%d %b %Y')}",
+            f"MaxJobs: {len(sub)}",
+            f"MaxRecords: {len(sub)}",
+            "Preemption: No",
+            f"UnixStartTime: {facts['t0']}",
+            f"TimeZoneString: {tzname}",
+            f"StartTime: {_date_string(facts['t0'], tzname, off)}",
+            f"EndTime:   {_date_string(facts['t_end'], tzname, off)}",
+            f"MaxNodes: {max_nodes}",
+            f"MaxProcs: {max_procs}",
+            f"MaxQueues: {len(used)}",
+            f"Queues: queue number = job type code: {legend}",
+            "Note: processors are GPUs (fields 5 and 8 count GPUs; MaxProcs is the cluster's GPU count).",
+            "Note: status 1 = COMPLETED, 0 = FAILED (incl. TIMEOUT and NODE_FAIL), 5 = CANCELLED.",
+            f"Note: times are integer seconds: each timestamp was rounded to the nearest second (half to "
+            f"even; largest adjustment {facts['rounding_s']:.3f} s) and wait/run/think times are differences "
+            "of rounded timestamps, so submit + wait + run = end exactly.",
+            "Note: a restart attempt is a new job: field 17 = job number of the failed attempt it restarts, "
+            f"field 18 = restart gap (its submit - that attempt's end, s); {facts['links']} restart links "
+            f"(chains from {chain_src})"
+            + (f"; {facts['think_clipped']} negative gaps written as 0." if facts["think_clipped"] else "."),
+            f"Note: {facts['never_started']} jobs never started (cancelled while queued): wait = time until "
+            "cancellation, run = 0, allocated processors = -1.",
+            f"Note: user IDs numbered 1..{len(facts['users'])} in order of first appearance; "
+            f"map in {C.safe_name(name)}_swf_jobs.csv.",
+        ]
+        if not include_cpu:
+            hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) omitted.")
+        path = out / f"{C.safe_name(name)}.swf"
+        table = pa.table({f"f{i + 1}": F[:, i] for i in range(18)})
+        with open(path, "wb") as f:
+            f.write(("".join(f"; {h}\n" for h in hdr)).encode())
+            pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=" "))
+        mpath = out / f"{C.safe_name(name)}_swf_jobs.csv"
+        C.write_csv(mpath, ["job_number", "job_id", "user_id", "user", "type", "state", "chain_id", "attempt"], [
+            C.int_strings(F[:, 0]), sub["job_id"].to_numpy(dtype=object), C.int_strings(F[:, 11]),
+            sub["user"].to_numpy(dtype=object), sub["type"].to_numpy(dtype=object),
+            sub["state"].astype(str).to_numpy(dtype=object), sub["chain_id"].astype(str).to_numpy(dtype=object),
+            C.int_strings(sub["attempt"].fillna(1).to_numpy())])
+        files += [path, mpath]
+        written += len(sub)
+        n_jobs += int(sub["chain_id"].nunique())
+        frames.append(sub)
+        desc.append(f"- `{path.name}`: {len(sub)} job lines of cluster **{name}** (UnixStartTime "
+                    f"{facts['t0']}, TimeZoneString {tzname}); `{mpath.name}`: job number → job id map.")
+    if not frames:
+        raise ValueError("no GPU jobs to write as SWF (CPU-only jobs are omitted; use include_cpu=True)")
+    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
+    files.append(C.write_readme(out, "SWF v2.2 export", sections))
+    return C.result("swf", out, files, jobs=n_jobs, attempts=written, df=pd.concat(frames),
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total} if not include_cpu else {},
+                    chains=chain_src)
