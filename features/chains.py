@@ -60,7 +60,8 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S) -> pd
         # each candidate restarts at most one failure: keep the latest-ending failure
         o = np.lexsort((-end[f_ok], c_ok))
         f_ok, c_ok = f_ok[o], c_ok[o]
-        first = np.r_[True, c_ok[1:] != c_ok[:-1]]
+        first = np.ones(len(c_ok), dtype=bool)
+        first[1:] = c_ok[1:] != c_ok[:-1]
         nxt[f_ok[first]] = c_ok[first]
     prev = np.full(n, -1, dtype=np.int64)
     has_next = nxt >= 0

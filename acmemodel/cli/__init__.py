@@ -18,26 +18,30 @@ USER_ERRORS = (AcmeModelError, FileNotFoundError, IsADirectoryError, PermissionE
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``acmemodel`` script: run the typer app, map user errors to exit 2."""
+    """Entry point of the ``acmemodel`` script: run the typer app, map user errors to exit 2.
+
+    Usage errors (bad option values) are shown by typer/click and exit 2; :class:`AcmeModelError`,
+    ``ValueError`` and file errors print one ``error: ...`` line on stderr and exit 2.
+    """
     try:
         rv = app(args=argv, standalone_mode=False)
         if isinstance(rv, int) and not isinstance(rv, bool):
             sys.exit(rv)
-    except typer.Exit as e:  # pragma: no cover - typer's own exits
-        sys.exit(e.exit_code)
     except SystemExit:
         raise
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(1)
     except USER_ERRORS as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         sys.stderr.write(f"error: {msg}\n")
         sys.exit(2)
-    except Exception as e:  # click usage errors and aborts
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
+    except Exception as e:
+        # click / typer's vendored click exceptions (usage errors) know how to show themselves
+        if callable(getattr(e, "show", None)) and hasattr(e, "exit_code"):
             e.show()
-            sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
-            sys.exit(1)
+            sys.exit(e.exit_code)
         raise
     sys.exit(0)

@@ -1,1 +1,101 @@
-"""`acmemodel describe` command(s)."""
+"""``acmemodel describe``: the paper's characterisation tables for any trace."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from acmemodel.cli._app import app, print_json
+from acmemodel.cli._common import console, load_traces
+
+
+class By(str, Enum):
+    type = "type"
+    state = "state"
+    gpu_bucket = "gpu-bucket"
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _sec(x) -> str:
+    if x is None:
+        return "–"
+    if x < 120:
+        return f"{x:.0f} s"
+    if x < 7200:
+        return f"{x / 60:.1f} min"
+    return f"{x / 3600:.1f} h"
+
+
+@app.command("describe")
+def describe_cmd(
+    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files (.csv, .csv.gz, .parquet); "
+                                                  "none = the shipped sample"),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON document instead of tables."),
+    rejects: Optional[Path] = typer.Option(None, "--rejects", help="Write quarantined rows with reasons to this CSV."),
+    by: Optional[List[By]] = typer.Option(None, "--by", help="Tables to show: type, state, gpu-bucket (repeatable)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files (default: from file name)."),
+) -> None:
+    """Job counts, shares of jobs and GPU time, run and queue times per cluster, by type/state/GPU size."""
+    from acmemodel.describe import describe
+
+    trace = load_traces(list(paths or []), cluster)
+    doc = describe(trace)
+    if rejects is not None:
+        trace.rejected.to_csv(rejects, index=False)
+    if json_out:
+        print_json(doc)
+        return
+    _render(doc, [b.value for b in (by or [By.type, By.state])])
+
+
+def _render(doc: dict, by: list[str]) -> None:
+    files = Table(title="Files")
+    for c in ("path", "cluster", "schema", "rows", "accepted", "rejected"):
+        files.add_column(c, justify="right" if c in ("rows", "accepted", "rejected") else "left")
+    for f in doc["files"]:
+        files.add_row(f["path"], f["cluster"], f["schema"], str(f["rows"]), str(f["accepted"]), str(f["rejected"]))
+    console.print(files)
+    rej = doc["rejected"]
+    if rej["total"]:
+        console.print(f"[yellow]Quarantined rows: {rej['total']}[/yellow] "
+                      + ", ".join(f"{k}={v}" for k, v in rej["by_reason"].items()))
+    inc = {k: v for k, v in doc["inconsistencies"].items() if v}
+    if inc:
+        console.print("File columns that disagree with the timestamps (run time and queue are recomputed): "
+                      + ", ".join(f"{k}={v}" for k, v in inc.items()))
+    for w in doc["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    for name, c in doc["clusters"].items():
+        console.print(f"\n[bold]{name}[/bold]: {c['gpu_jobs']} GPU jobs, {c['cpu_jobs']} CPU jobs; "
+                      f"GPU time {c['gpu_time_s'] / 3600:.0f} GPU-h; median run {_sec(c['median_run_s'])}, "
+                      f"median queue {_sec(c['median_queue_s'])}, mean GPUs {c['mean_gpus'] or 0:.2f}")
+        q = c["run_s_quantiles"]
+        if q:
+            console.print("  run time quantiles: " + ", ".join(f"{k} {_sec(v)}" for k, v in q.items()))
+        q = c["queue_s_quantiles"]
+        if q:
+            console.print("  queue quantiles:    " + ", ".join(f"{k} {_sec(v)}" for k, v in q.items()))
+        for b in by:
+            key = {"type": "by_type", "state": "by_state", "gpu-bucket": "by_gpu_bucket"}[b]
+            rows = c[key]
+            t = Table(title=f"{name} GPU jobs by {b}")
+            t.add_column(b)
+            cols = ["jobs", "job share", "GPU-time share"]
+            full = b != "state"
+            if full:
+                cols += ["median run", "median queue", "mean GPUs"]
+            for col in cols:
+                t.add_column(col, justify="right")
+            for k, r in rows.items():
+                vals = [str(r["jobs"]), _pct(r["job_share"]), _pct(r["gpu_time_share"])]
+                if full:
+                    vals += [_sec(r["median_run_s"]), _sec(r["median_queue_s"]),
+                             "–" if r["mean_gpus"] is None else f"{r['mean_gpus']:.1f}"]
+                t.add_row(k, *vals)
+            console.print(t)
