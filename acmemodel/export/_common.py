@@ -263,6 +263,19 @@ def float_strings(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def num_strings(x: pd.Series) -> np.ndarray:
+    """Integral numbers as ints (``128``), others as Python floats; NaN → empty."""
+    v = pd.to_numeric(x, errors="coerce").to_numpy(dtype=float)
+    miss = np.isnan(v)
+    integral = ~miss & (np.floor(np.where(miss, 0, v)) == np.where(miss, 0, v))
+    out = np.empty(len(v), dtype=object)
+    out[integral] = int_strings(v[integral])
+    rest = ~miss & ~integral
+    out[rest] = float_strings(v[rest])
+    out[miss] = None
+    return out
+
+
 def iso_utc(s: float) -> str | None:
     if s is None or not math.isfinite(s):
         return None

@@ -59,19 +59,6 @@ def _schema_for(cluster: str, schema: str | None) -> str:
     return "kalos" if str(cluster).lower().startswith("kalos") else "seren"
 
 
-def _num_strings(x: pd.Series) -> np.ndarray:
-    """Integral numbers as ints (``128``), others as Python floats; NaN → empty."""
-    v = pd.to_numeric(x, errors="coerce").to_numpy(dtype=float)
-    miss = np.isnan(v)
-    integral = ~miss & (np.floor(np.where(miss, 0, v)) == np.where(miss, 0, v))
-    out = np.empty(len(v), dtype=object)
-    out[integral] = C.int_strings(v[integral])
-    rest = ~miss & ~integral
-    out[rest] = C.float_strings(v[rest])
-    out[miss] = None
-    return out
-
-
 def _float_col(df: pd.DataFrame, name: str) -> np.ndarray:
     if name not in df.columns:
         return np.full(len(df), None, dtype=object)
@@ -100,7 +87,7 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
         "user": df["user"].to_numpy(dtype=object),
         "node_num": C.int_strings(df["node_num"].to_numpy()),
         "gpu_num": C.int_strings(gpus),
-        "cpu_num": _num_strings(df["cpu_num"]),
+        "cpu_num": C.num_strings(df["cpu_num"]),
         "type": df["type"].to_numpy(dtype=object),
         "state": df["state"].astype(str).to_numpy(dtype=object),
         "submit_time": t_sub, "start_time": t_st, "end_time": t_en,
@@ -121,7 +108,7 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
         fmiss = state != "FAILED"
         fail = C.format_times(en, fmiss, offset_s=offset_s, suffix=suffix)
     stop = C.format_times(en, state != "CANCELLED", offset_s=offset_s, suffix=suffix)
-    common.update(mem_per_pod_GB=_num_strings(df["mem_per_pod_GB"]) if "mem_per_pod_GB" in df.columns
+    common.update(mem_per_pod_GB=C.num_strings(df["mem_per_pod_GB"]) if "mem_per_pod_GB" in df.columns
                   else np.full(len(df), None, dtype=object),
                   shared_mem_per_pod=_float_col(df, "shared_mem_per_pod"),
                   fail_time=fail, stop_time=stop, duration=C.int_strings(duration),
