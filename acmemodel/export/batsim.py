@@ -1,0 +1,123 @@
+"""Batsim JSON workload (https://batsim.readthedocs.io, "Workload" input).
+
+``OUT/<cluster>_workload.json``::
+
+    {"nb_res": 2288,
+     "description": "...units, epoch, resource meaning...",
+     "jobs": [{"id": "1", "subtime": 0, "res": 8, "walltime": -1, "profile": "delay_117",
+               "type": "Other", "final_state": "FAILED", "attempt": 1, "user": "u5907",
+               "trace_job_id": "5778432", "started": true}, ...,
+              {"id": "9", ..., "attempt": 2, "prev_id": "4", "restart_gap": 362, ...}],
+     "profiles": {"delay_117": {"type": "delay", "delay": 117}, ...}}
+
+* One resource = one GPU (``res`` = ``gpu_num``; ``nb_res`` = the cluster's GPU count, raised to the
+  largest job if needed — stated in ``description``). CPU-only jobs are omitted (``res`` must be
+  positive) and counted.
+* ``subtime``: seconds since the first submission (``description`` gives that epoch in UTC);
+  ``delay`` profiles hold the run time ``end − start`` in seconds (0 for jobs that never started,
+  flagged ``"started": false``). Times keep millisecond precision (rounded to 1 ms); whole-second
+  values are written as integers. Identical delays share one profile ``delay_<seconds>``.
+* ``walltime`` = −1 (no limit: the trace has no requested time; Batsim >= 1.3 accepts −1).
+* Extra job fields (Batsim forwards them to the scheduler untouched): ``type``, ``final_state``
+  (the original state: COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL), ``attempt`` (1-based
+  position in the restart chain), ``prev_id`` / ``restart_gap`` (id of the failed attempt this one
+  restarts and the gap between its end and this submission, s), ``user``, ``trace_job_id``,
+  ``started``.
+* ``profile_type="DelayProfile"`` writes the profile type name of Batsim >= 5 instead of
+  ``"delay"``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.export import _common as C
+from acmemodel.export.philly import _cat, json_strings
+
+
+def _ms_strings(x: np.ndarray) -> np.ndarray:
+    """Seconds rounded to 1 ms: integers as ``117``, others as the shortest float repr."""
+    r = np.round(np.asarray(x, dtype=float), 3)
+    integral = r == np.floor(r)
+    out = np.empty(len(r), dtype=object)
+    out[integral] = C.int_strings(r[integral])
+    out[~integral] = C.float_strings(r[~integral])
+    return out
+
+
+def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, total_gpus: int | None = None,
+                 profile_type: str = "delay", timezones: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Write ``OUT/<cluster>_workload.json`` per cluster (module docstring)."""
+    if profile_type not in ("delay", "DelayProfile"):
+        raise ValueError(f"profile_type must be 'delay' or 'DelayProfile', got {profile_type!r}")
+    df, _ = C.normalize_jobs(jobs)
+    df, chain_src = C.ensure_chains(df)
+    out = C.prepare_out(out)
+    groups = C.split_clusters(df, cluster)
+    files, desc, frames, n_cpu_total, n_jobs = [], [], [], 0, 0
+    for name, sub in groups:
+        cpu = sub["gpu_num"].to_numpy() <= 0
+        n_cpu_total += int(cpu.sum())
+        sub = sub[~cpu]
+        if len(sub) == 0:
+            continue
+        n = len(sub)
+        t0 = float(sub["submit_s"].min())
+        started = ~np.isnan(sub["start_s"].to_numpy())
+        run = np.where(started, sub["end_s"].to_numpy() - sub["start_s"].fillna(0).to_numpy(), 0.0)
+        delay = _ms_strings(run)
+        prof_names = _cat("delay_", delay)
+        ids = C.int_strings(np.arange(1, n + 1))
+        gpus = sub["gpu_num"].to_numpy(dtype="int64")
+        info = C.cluster_info(name) or {}
+        want = int(total_gpus or info.get("gpus") or gpus.max())
+        nb_res = max(want, int(gpus.max()))
+        attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")
+        prev = sub["prev_index"].to_numpy()
+        pos = np.full(n, -1, dtype="int64")
+        has = ~pd.isna(prev)
+        if has.any():
+            pos[has] = sub.index.get_indexer(pd.Index(prev[has]).astype(sub.index.dtype))
+        link = pos >= 0
+        extra = np.full(n, "", dtype=object)
+        if link.any():
+            gap = sub["submit_s"].to_numpy()[link] - sub["end_s"].to_numpy()[pos[link]]
+            extra[link] = _cat(', "prev_id": "', ids[pos[link]], '", "restart_gap": ', _ms_strings(gap))
+        job_lines = _cat('{"id": "', ids, '", "subtime": ', _ms_strings(sub["submit_s"].to_numpy() - t0),
+                         ', "res": ', C.int_strings(gpus), ', "walltime": -1, "profile": "', prof_names,
+                         '", "type": ', json_strings(sub["type"].to_numpy()), ', "final_state": "',
+                         sub["state"].astype(str).to_numpy(dtype=object), '", "attempt": ', C.int_strings(attempt),
+                         extra, ', "user": ', json_strings(sub["user"].to_numpy()), ', "trace_job_id": ',
+                         json_strings(sub["job_id"].to_numpy()), ', "started": ',
+                         np.where(started, "true", "false").astype(object), "}")
+        uniq = pd.unique(delay)
+        prof_lines = [f'"delay_{d}": {{"type": "{profile_type}", "delay": {d}}}' for d in uniq]
+        description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
+                       f"{C.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
+                       f"0 for jobs that never started; times rounded to 1 ms; walltime -1 = none; "
+                       f"{int(cpu.sum())} CPU-only jobs omitted"
+                       + (f"; nb_res raised from {want} to the largest job ({nb_res})" if nb_res > want else ""))
+        path = out / f"{C.safe_name(name)}_workload.json"
+        with open(path, "w") as f:
+            f.write('{\n"nb_res": %d,\n"description": %s,\n"jobs": [\n' % (nb_res, json_strings(
+                np.array([description], dtype=object))[0]))
+            f.write(",\n".join(job_lines.tolist()))
+            f.write('\n],\n"profiles": {\n')
+            f.write(",\n".join(prof_lines))
+            f.write("\n}\n}\n")
+        files.append(path)
+        frames.append(sub)
+        n_jobs += int(sub["chain_id"].nunique())
+        desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq)} delay profiles, nb_res "
+                    f"{nb_res}; subtime 0 = {C.iso_utc(t0)}; {int(link.sum())} restart attempts linked "
+                    f"(chains from {chain_src}); {int(cpu.sum())} CPU-only jobs omitted.")
+    if not frames:
+        raise ValueError("no GPU jobs to write as a Batsim workload")
+    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
+    files.append(C.write_readme(out, "Batsim workload export", sections))
+    allj = pd.concat(frames)
+    return C.result("batsim", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total}, chains=chain_src)

@@ -1,0 +1,173 @@
+"""Philly ``cluster_job_log`` JSON (msr-fiddle/philly-traces schema).
+
+``OUT/<Cluster>/cluster_job_log`` is a JSON array with one entry per *logical* job::
+
+    {"status": "Pass", "vc": "pretrain", "jobid": "5778432",
+     "attempts": [{"start_time": "2023-03-01 00:18:54", "end_time": "2023-03-01 00:20:51",
+                   "detail": [{"ip": "node0", "gpus": ["gpu0", ..., "gpu7"]}]}, ...],
+     "submitted_time": "2023-03-01 00:18:22", "user": "u5907"}
+
+* A restart chain (``acmemodel.features.chains.restart_chains``) becomes one entry whose
+  ``attempts`` are the chain's attempts in order; ``jobid``, ``user``, ``vc`` and
+  ``submitted_time`` are those of the first attempt; ``status`` is the last attempt's outcome:
+  ``Pass`` (COMPLETED), ``Killed`` (CANCELLED), ``Failed`` (FAILED, TIMEOUT, NODE_FAIL).
+  Attempts that never started are not recorded (Philly records scheduling attempts only), so a job
+  cancelled in the queue has ``"attempts": []``. The gap between attempts
+  (end of attempt k → start of attempt k+1) is the restart gap plus the new attempt's queueing.
+* Times ``YYYY-MM-DD HH:MM:SS`` in the cluster's local time (Philly's own logs are in the
+  cluster's local time too), whole seconds (rounded to the nearest second).
+* ``detail``: one entry per node with that node's GPUs; the trace has no placement, so ``ip`` is a
+  placeholder ``node0``, ``node1``, ... per attempt and a job's ``gpu_num`` GPUs are spread evenly
+  over its ``node_num`` nodes (``gpu0``.. on each). Counting ``len(detail)`` and
+  ``len(gpus)`` gives back the node and GPU counts, which is what Philly analyses use.
+* ``vc``: as in the Helios export (``vc``/``partition`` column, type mapping, or Pretrain →
+  ``pretrain`` / others → ``shared``).
+* A sidecar ``cluster_job_log_attempts.csv`` lists every written attempt (jobid, attempt, job_id,
+  type, state) so types and per-attempt ids are not lost.
+
+**Hard-coded epoch.** Helios QSSF and Lucid read Philly data from ``2017-10-01 00:00:00`` (their
+``trace_philly_process`` experiment window 2017-10-01 .. 2017-10-07 23:59). ``rebase=True`` shifts
+all timestamps by whole weeks so the first submission day starts in the week of 2017-10-01.
+CPU-only jobs are omitted by default (Philly is a GPU trace); ``include_cpu=True`` keeps them with
+empty GPU lists.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.export import _common as C
+
+PHILLY_EPOCH = "2017-10-01 00:00:00"
+PHILLY_STATUS = {"COMPLETED": "Pass", "CANCELLED": "Killed", "FAILED": "Failed"}
+_SAFE = r"^[A-Za-z0-9 _.:/@+=-]*$"
+
+
+def detail_json(gpus: int, nodes: int) -> str:
+    """The ``detail`` list of an attempt with ``gpus`` GPUs on ``nodes`` nodes (placeholder ips)."""
+    gpus, nodes = int(gpus), int(nodes)
+    if nodes <= 0:
+        nodes = max(1, -(-gpus // 8))
+    base, extra = divmod(gpus, nodes)
+    out = []
+    for k in range(nodes):
+        g = base + (1 if k < extra else 0)
+        out.append({"ip": f"node{k}", "gpus": [f"gpu{i}" for i in range(g)]})
+    return json.dumps(out)
+
+
+def json_strings(values: np.ndarray) -> np.ndarray:
+    """JSON string literals of ``values`` (fast path when nothing needs escaping)."""
+    s = pd.Series(values, dtype=object).astype(str)
+    if s.str.match(_SAFE).all():
+        return ('"' + s + '"').to_numpy(dtype=object)
+    return s.map(json.dumps).to_numpy(dtype=object)
+
+
+def _cat(*parts: Any) -> np.ndarray:
+    """Element-wise concatenation of object arrays and constant strings."""
+    out = None
+    for p in parts:
+        out = p if out is None else out + p
+    return out
+
+
+def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
+                 timezones: Mapping[str, str] | None = None, vc: Mapping[str, str] | str | None = None,
+                 vc_default: str = C.DEFAULT_VC_OTHER, include_cpu: bool = False, rebase: bool = False,
+                 rebase_to: str | None = None) -> dict[str, Any]:
+    """Write ``OUT/<Cluster>/cluster_job_log`` per cluster (module docstring)."""
+    df, tzs = C.normalize_jobs(jobs)
+    tzs.update(timezones or {})
+    df, chain_src = C.ensure_chains(df)
+    out = C.prepare_out(out)
+    groups = C.split_clusters(df, cluster)
+    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    epoch = rebase_to or PHILLY_EPOCH
+    rebase = bool(rebase or rebase_to)
+    files, desc, frames, n_cpu_total, n_entries = [], [], [], 0, 0
+    for name, sub in groups:
+        cpu = sub["gpu_num"].to_numpy() <= 0
+        if not include_cpu:
+            n_cpu_total += int(cpu.sum())
+            sub = sub[~cpu]
+        if len(sub) == 0:
+            continue
+        off = offsets[name]
+        shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
+        s, _, _ = C.round_seconds(sub["submit_s"].to_numpy())
+        st, st_miss, _ = C.round_seconds(sub["start_s"].to_numpy())
+        en, _, _ = C.round_seconds(sub["end_s"].to_numpy())
+        started = ~st_miss
+        parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
+        # detail JSON per distinct (gpus, nodes)
+        gn = sub["gpu_num"].to_numpy(dtype="int64")
+        nn = sub["node_num"].to_numpy(dtype="int64")
+        pair = pd.MultiIndex.from_arrays([gn, nn])
+        codes, uniq = pd.factorize(pair)
+        dets = np.array([detail_json(g, k) for g, k in uniq], dtype=object)[codes]
+        att = _cat('{"start_time": "', C.format_times(st + shift, offset_s=off), '", "end_time": "',
+                   C.format_times(en + shift, offset_s=off), '", "detail": ', dets, "}")
+        # chains in order of their first submission; attempts in attempt order
+        chain = sub["chain_id"].to_numpy()
+        attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")
+        ccode, cuniq = pd.factorize(chain)  # order of first appearance = first submission
+        order = np.lexsort((attempt, ccode))
+        ccode_o = ccode[order]
+        first = np.r_[True, ccode_o[1:] != ccode_o[:-1]]
+        last = np.r_[ccode_o[1:] != ccode_o[:-1], True]
+        att_o = np.where(started[order], att[order], None)
+        sizes = np.bincount(ccode_o, minlength=len(cuniq))
+        joined = np.full(len(cuniq), "", dtype=object)
+        single = sizes[ccode_o] == 1
+        joined[ccode_o[single]] = np.where(att_o[single] == None, "", att_o[single])  # noqa: E711
+        multi = ~single
+        if multi.any():
+            ser = pd.Series(att_o[multi]).dropna()
+            grp = pd.Series(ccode_o[multi])[ser.index]
+            agg = ser.groupby(grp.to_numpy(), sort=False).agg(", ".join)
+            joined[agg.index.to_numpy()] = agg.to_numpy()
+        fi = order[first]   # row position of each chain's first attempt (chain code order)
+        li = order[last]    # row position of each chain's last attempt
+        status = pd.Series(sub["analysis_state"].to_numpy()[li]).map(PHILLY_STATUS).fillna("Failed").to_numpy(dtype=object)
+        entries = _cat('{"status": "', status, '", "vc": ', json_strings(parts[fi]), ', "jobid": ',
+                       json_strings(sub["job_id"].to_numpy()[fi]), ', "attempts": [', joined[ccode_o[first]],
+                       '], "submitted_time": "', C.format_times(s[fi] + shift, offset_s=off), '", "user": ',
+                       json_strings(sub["user"].to_numpy()[fi]), "}")
+        d = out / name
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / "cluster_job_log"
+        with open(path, "w") as f:
+            f.write("[\n")
+            f.write(",\n".join(entries.tolist()))
+            f.write("\n]\n")
+        # sidecar: every attempt with its logical jobid
+        jobid_of_row = sub["job_id"].to_numpy(dtype=object)[fi][ccode]
+        mpath = d / "cluster_job_log_attempts.csv"
+        C.write_csv(mpath, ["jobid", "attempt", "job_id", "type", "state", "started"], [
+            jobid_of_row, C.int_strings(attempt), sub["job_id"].to_numpy(dtype=object),
+            sub["type"].to_numpy(dtype=object), sub["state"].astype(str).to_numpy(dtype=object),
+            np.where(started, "true", "false").astype(object)])
+        files += [path, mpath]
+        frames.append(sub)
+        n_entries += len(cuniq)
+        line = (f"- `{name}/cluster_job_log`: {len(cuniq)} logical jobs, {int(started.sum())} recorded attempts "
+                f"({len(sub)} trace rows; chains from {chain_src}); local time {C.format_offset(off)}; "
+                f"vc {vc_desc}.")
+        if rebase:
+            line += (f" Rebased by {shift} s ({shift / 86400:+.0f} days, whole weeks) onto the week of {epoch}.")
+        desc.append(line)
+    if not frames:
+        raise ValueError("no jobs to write as Philly JSON (CPU-only jobs are omitted; use include_cpu=True)")
+    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
+    if not include_cpu:
+        sections.append(("Omitted", f"{n_cpu_total} CPU-only jobs (gpu_num = 0)."))
+    files.append(C.write_readme(out, "Philly cluster_job_log export", sections))
+    allj = pd.concat(frames)
+    return C.result("philly", out, files, jobs=n_entries, attempts=len(allj), df=allj,
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total} if not include_cpu else {},
+                    chains=chain_src, rebased=rebase)
