@@ -1,0 +1,239 @@
+"""Checkpoint-interval kernel (C) against exact formulas, Daly's published examples and its NumPy twin."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, special
+
+from acmemodel._solver import _core
+from acmemodel.planner import reference
+from acmemodel.planner.checkpoint import (
+    daly_interval, expected_time, optimal_interval, young_interval,
+)
+from acmemodel.planner.processes import (
+    ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures,
+)
+
+H, MIN, DAY = 3600.0, 60.0, 86400.0
+
+
+def exact_exponential_optimum(C, M):
+    """Root of d/dτ[(e^{(τ+C)/M} − 1)/τ] = 0: τ* = M (1 + W0(−e^{−1−C/M}))."""
+    return M * (1.0 + special.lambertw(-np.exp(-1.0 - C / M)).real)
+
+
+def daly_complete(tau, W, C, R, M):
+    return M * np.exp(R / M) * np.expm1((tau + C) / M) * W / tau
+
+
+# ------------------------------------------------------------------------- exponential: exact results
+def test_exponential_optimum_matches_lambert_w():
+    M = np.geomspace(60.0, 1e7, 25)[:, None]
+    C = np.geomspace(1.0, 3e4, 20)[None, :]
+    ok = C < M
+    res = optimal_interval(work=1e9, ckpt_cost=C, failure=ExponentialFailures(M), restart=600.0)
+    exact = exact_exponential_optimum(C, M)
+    assert res.interval_s.shape == (25, 20)
+    rel = np.abs(res.interval_s[ok] / np.broadcast_to(exact, ok.shape)[ok] - 1.0)
+    assert rel.max() < 1e-6
+    assert np.all(res.status[~ok] == 1)
+
+
+def test_expected_time_is_dalys_complete_model():
+    tau = np.geomspace(10.0, 2e5, 40)
+    W, C, R, M = 500 * H, 5 * MIN, 10 * MIN, 6 * H
+    et = expected_time(tau, work=W, ckpt_cost=C, failure=ExponentialFailures(M), restart=R)
+    np.testing.assert_allclose(et[tau <= W], daly_complete(tau[tau <= W], W, C, R, M), rtol=1e-12)
+
+
+@pytest.mark.parametrize("M_min, published_min", [(24 * 60, 117.0), (6 * 60, 57.0), (15, 9.1)])
+def test_dalys_published_examples(M_min, published_min):
+    """Daly (2006), Figs. 3-5: Ts = 500 h, R = 10 min, δ = 5 min; 'the new model predicts τopt'."""
+    C, M = 5 * MIN, M_min * MIN
+    decimals = 0 if published_min >= 10 else 1
+    assert round(float(daly_interval(C, M)) / MIN, decimals) == published_min
+    res = optimal_interval(work=500 * H, ckpt_cost=C, failure=ExponentialFailures(M), restart=10 * MIN)
+    exact_min = float(res.interval_s) / MIN
+    # the exact optimum agrees with the published (higher-order) value within its rounding / accuracy
+    assert abs(exact_min - published_min) <= (0.5 if decimals == 0 else 0.01 * published_min)
+    # Young's √(2δM): 120, 60, 12.2 min
+    assert float(young_interval(C, M)) == pytest.approx(math.sqrt(2 * 5 * M_min) * MIN)
+
+
+def test_young_and_daly_accuracy_in_their_validity_ranges():
+    M = 8 * H
+    C = M * np.geomspace(1e-5, 1.5, 30)
+    exact = exact_exponential_optimum(C, M)
+    xi = C / (2 * M)
+    young_err = np.abs(young_interval(C, M) / exact - 1)
+    daly_err = np.abs(daly_interval(C, M) / exact - 1)
+    small = xi < 0.01
+    # first order: error ≈ √(C/2M) (the missing −C term); higher order: O((C/2M)^{3/2})
+    assert np.all(young_err[small] < 1.5 * np.sqrt(xi[small]))
+    assert np.all(daly_err[small] < 2 * xi[small] ** 1.5)
+    assert np.all(daly_err < young_err)
+    assert np.all(daly_err[xi < 0.5] < 0.05)
+
+
+def test_random_restart_enters_through_laplace_transform():
+    M, C, W = 5 * H, 120.0, 30 * DAY
+    r = RestartTime.lognormal(mean=20 * MIN, median=5 * MIN)
+    mu, s = r.a, r.b
+    L, _ = integrate.quad(lambda z: math.exp(-math.exp(mu + s * z) / M) * math.exp(-z * z / 2)
+                          / math.sqrt(2 * math.pi), -12, 12, limit=200)
+    tau = 1800.0
+    et = expected_time(tau, work=W, ckpt_cost=C, failure=ExponentialFailures(M), restart=r)
+    assert et == pytest.approx(M * np.expm1((tau + C) / M) * W / tau / L, rel=1e-6)
+    # the optimum does not depend on R for exponential failures
+    a = optimal_interval(work=W, ckpt_cost=C, failure=ExponentialFailures(M), restart=r)
+    b = optimal_interval(work=W, ckpt_cost=C, failure=ExponentialFailures(M), restart=0.0)
+    assert float(a.interval_s) == pytest.approx(float(b.interval_s), rel=1e-12)
+
+
+def test_weibull_shape_one_and_constant_hazard_equal_exponential():
+    M, C, R, W = 8 * H, 60.0, 20 * MIN, 30 * DAY
+    tau = np.geomspace(60, 5e4, 15)
+    e = expected_time(tau, work=W, ckpt_cost=C, failure=ExponentialFailures(M), restart=R)
+    w = expected_time(tau, work=W, ckpt_cost=C, failure=WeibullFailures(1.0, M), restart=R)
+    p = expected_time(tau, work=W, ckpt_cost=C, failure=PiecewiseHazard([0, H, 5 * H], [1 / M] * 3),
+                      restart=R)
+    np.testing.assert_allclose(w, e, rtol=1e-12)
+    np.testing.assert_allclose(p, e, rtol=1e-12)
+
+
+def test_interval_longer_than_work_means_one_segment():
+    M, C = 10 * DAY, 60.0
+    res = optimal_interval(work=2 * H, ckpt_cost=C, failure=ExponentialFailures(M), restart=0.0)
+    assert float(res.interval_s) == 2 * H
+    et = expected_time([4 * H, 2 * H], work=2 * H, ckpt_cost=C, failure=ExponentialFailures(M))
+    assert et[0] == et[1]
+
+
+# ------------------------------------------------------------------------- does not finish
+def test_checkpoint_cost_at_or_above_mttf_does_not_finish():
+    res = optimal_interval(work=30 * DAY, ckpt_cost=[30 * MIN, H, 2 * H], failure=ExponentialFailures(H),
+                           restart=60.0)
+    assert res.status.tolist() == [0, 1, 1]
+    assert np.isnan(res.interval_s[1:]).all() and np.isinf(res.expected_time_s[1:]).all()
+    assert res.ettr[1:].tolist() == [0.0, 0.0]
+    assert "at or above the mean time to failure" in res.reason()[1]
+    one = optimal_interval(work=30 * DAY, ckpt_cost=H, failure=WeibullFailures(0.7, H), restart=60.0)
+    d = one.to_dict(gpus=1024)
+    assert d["finishes"] is False and d["interval_s"] is None and d["expected_wall_time_s"] is None
+    assert d["ettr"] == 0.0 and d["gpu_hours_lost_per_day"] == 1024 * 24
+
+
+def test_restart_far_above_mttf_gives_no_progress_status():
+    res = optimal_interval(work=30 * DAY, ckpt_cost=10.0, failure=ExponentialFailures(60.0),
+                           restart=1e6)
+    assert int(res.status) == 2 and "not finite" in str(res.reason())
+    assert np.isinf(res.expected_time_s) and np.isnan(res.interval_s)
+
+
+def test_invalid_inputs_name_the_parameter():
+    with pytest.raises(ValueError, match="work"):
+        optimal_interval(work=-1, ckpt_cost=1, failure=ExponentialFailures(10))
+    with pytest.raises(ValueError, match="ckpt_cost"):
+        optimal_interval(work=10, ckpt_cost=0, failure=ExponentialFailures(10))
+    with pytest.raises(ValueError, match="mttf"):
+        ExponentialFailures(np.nan)
+    with pytest.raises(ValueError, match="shape"):
+        WeibullFailures(0.0, 10)
+    with pytest.raises(ValueError, match="rates"):
+        PiecewiseHazard([0, 10], [1e-3, 0.0])
+    with pytest.raises(ValueError, match="restart"):
+        optimal_interval(work=10, ckpt_cost=1, failure=ExponentialFailures(10), restart=-5)
+    with pytest.raises(ValueError, match="failure"):
+        optimal_interval(work=10, ckpt_cost=1, failure=10.0)
+
+
+# ------------------------------------------------------------------------- C vs NumPy twin
+def _cases():
+    pw = PiecewiseHazard([0, 600, 2 * H, 12 * H], [4e-4, 1e-4, 3e-5, 2e-5])
+    return [
+        ExponentialFailures(np.array([900.0, 5 * H, 3 * DAY])),
+        WeibullFailures(np.array([0.5, 0.8, 1.6]), np.array([2 * H, 8 * H, 20 * H])),
+        WeibullFailures(0.3, 6 * H),  # heavy tail: exercises the Euler-Maclaurin tail
+        pw,
+    ]
+
+
+@pytest.mark.parametrize("fail", _cases(), ids=["exp", "weibull", "weibull-0.3", "piecewise"])
+def test_c_equals_numpy_twin(fail):
+    restart = RestartTime.mixture([RestartTime.lognormal(30 * MIN, 5 * MIN), RestartTime.fixed(120.0)],
+                                  [0.7, 0.3])
+    W, C = 30 * DAY, 90.0
+    tau = np.array([120.0, 1800.0, 7200.0])
+    et_c = expected_time(tau, work=W, ckpt_cost=C, failure=fail, restart=restart, backend="c")
+    et_n = expected_time(tau, work=W, ckpt_cost=C, failure=fail, restart=restart, backend="numpy")
+    np.testing.assert_allclose(et_c, et_n, rtol=1e-11)
+    rc = optimal_interval(work=W, ckpt_cost=C, failure=fail, restart=restart, backend="c")
+    rn = optimal_interval(work=W, ckpt_cost=C, failure=fail, restart=restart, backend="numpy")
+    np.testing.assert_allclose(rc.interval_s, rn.interval_s, rtol=1e-9)
+    np.testing.assert_allclose(rc.expected_time_s, rn.expected_time_s, rtol=1e-11)
+    np.testing.assert_array_equal(rc.status, rn.status)
+    # raw kernel terms (E[F], E[N], dE[N]/dτ) at one point
+    p = fail.kernel_params_for(fail.batch_shape)[0]
+    rv, rw = restart.nodes(max_nodes=64)
+    np.testing.assert_allclose(_core.ckpt_terms(1000.0, C, fail.family_code, p, rv, rw),
+                               reference.ckpt_terms(1000.0, C, fail.family_code, p, rv, rw), rtol=1e-11)
+
+
+def test_weibull_sum_matches_numerical_integral_definition():
+    """E[N] = Σ_i S(R + i x) against brute-force summation with 10^6 terms (Euler-Maclaurin tail)."""
+    k, lam, R, x = 0.3, 3000.0, 100.0, 50.0
+    _, en, den = _core.ckpt_terms(x - 10.0, 10.0, 1, np.array([k, lam]), np.array([R]), np.array([1.0]))
+    i = np.arange(1, 3_000_001, dtype=float)
+    t = R + i * x
+    s = np.exp(-(t / lam) ** k)
+    assert en == pytest.approx(s.sum(), rel=1e-8)
+    f = k / lam * (t / lam) ** (k - 1) * s
+    assert -den == pytest.approx((i * f).sum(), rel=1e-6)
+
+
+def test_optimum_is_a_minimum_of_expected_time():
+    fail = WeibullFailures(0.7, 6 * H)
+    res = optimal_interval(work=30 * DAY, ckpt_cost=60.0, failure=fail, restart=15 * MIN)
+    tau = float(res.interval_s) * np.array([0.9, 0.99, 0.999, 1.001, 1.01, 1.1])
+    et = expected_time(tau, work=30 * DAY, ckpt_cost=60.0, failure=fail, restart=15 * MIN)
+    assert np.all(et >= float(res.expected_time_s))
+
+
+# ------------------------------------------------------------------------- properties
+durations = st.floats(min_value=60.0, max_value=30 * DAY)
+
+
+@settings(max_examples=60, deadline=None)
+@given(M=st.floats(600.0, 30 * DAY), C_frac=st.floats(1e-4, 0.9), R=st.floats(0.0, 5 * H),
+       k=st.sampled_from([None, 0.5, 0.8, 1.5, 3.0]), tau=durations, W=st.floats(H, 100 * DAY))
+def test_property_expected_time_at_least_work(M, C_frac, R, k, tau, W):
+    fail = ExponentialFailures(M) if k is None else WeibullFailures(k, M)
+    C = C_frac * M
+    et = float(expected_time(tau, work=W, ckpt_cost=C, failure=fail, restart=R))
+    assert et >= W * (1 - 1e-12)  # includes inf (does not finish)
+    res = optimal_interval(work=W, ckpt_cost=C, failure=fail, restart=R)
+    if int(res.status) == 0:
+        assert float(res.expected_time_s) >= W * (1 - 1e-12)
+        assert float(res.overhead_fraction) >= -1e-12
+        assert float(res.gpu_hours_lost_per_day(2048)) >= -1e-9
+        assert float(res.expected_time_s) <= et * (1 + 1e-9)  # optimum beats any τ
+
+
+@settings(max_examples=40, deadline=None)
+@given(M=st.floats(H, 10 * DAY), C=st.floats(1.0, 600.0), R=st.floats(0.0, H),
+       k=st.sampled_from([None, 0.6, 1.0, 2.0]), factor=st.floats(1.05, 20.0))
+def test_property_optimum_falls_with_failure_rate_and_grows_with_cost(M, C, R, k, factor):
+    fail = ExponentialFailures(M) if k is None else WeibullFailures(k, M)
+    W = 1000 * DAY  # far above τ*: no cap at W
+    base = optimal_interval(work=W, ckpt_cost=C, failure=fail, restart=R)
+    worse = optimal_interval(work=W, ckpt_cost=C, failure=fail.scaled(factor), restart=R)
+    costly = optimal_interval(work=W, ckpt_cost=C * factor, failure=fail, restart=R)
+    assert int(base.status) == 0
+    if int(worse.status) == 0:  # else the higher rate makes C >= MTTF: does not finish at all
+        assert float(worse.interval_s) < float(base.interval_s)
+    if int(costly.status) == 0:
+        assert float(costly.interval_s) > float(base.interval_s)
