@@ -1,1 +1,124 @@
-"""`acmemodel export` command(s)."""
+"""``acmemodel export``: write a trace in a cluster simulator's input format."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from acmemodel.cli._app import app, print_json
+from acmemodel.cli._common import console, load_traces
+from acmemodel.errors import ConfigError
+
+
+class Fmt(str, Enum):
+    acmetrace = "acmetrace"
+    swf = "swf"
+    helios = "helios"
+    philly = "philly"
+    batsim = "batsim"
+    airesim = "airesim"
+
+
+def parse_pairs(items: Optional[List[str]], name: str, *, as_int: bool = False) -> dict | None:
+    """``["Pretrain=pretrain", ...]`` → dict; ConfigError naming the option on bad input."""
+    if not items:
+        return None
+    out = {}
+    for it in items:
+        k, sep, v = str(it).partition("=")
+        if not sep or not k.strip() or not v.strip():
+            raise ConfigError(f"{name}: expected KEY=VALUE, got {it!r}")
+        if as_int:
+            try:
+                v = int(v)
+            except ValueError:
+                raise ConfigError(f"{name}: {k}={v!r} is not an integer") from None
+        out[k.strip()] = v if as_int else v.strip()
+    return out
+
+
+@app.command("export")
+def export_cmd(
+    paths: Optional[List[Path]] = typer.Argument(None, help="Trace files (AcmeTrace CSV/parquet); none = the "
+                                                 "shipped sample (airesim with --bundle needs none)"),
+    fmt: Fmt = typer.Option(..., "--format", "-f", help="Output format."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output directory (created)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for the files and the only "
+                                          "cluster exported (default: all, names from the files)."),
+    rebase: bool = typer.Option(False, "--rebase", help="helios/philly: shift timestamps (whole weeks) onto "
+                                "the simulators' hard-coded epoch (2020-04-01 / 2017-10-01)."),
+    bundle: Optional[Path] = typer.Option(None, "--bundle", help="airesim: fitted bundle with 'failure' "
+                                          "(and 'restart') models; default fit the failure model on the trace."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job."),
+    vc: Optional[List[str]] = typer.Option(None, "--vc", help="helios/philly: TYPE=PARTITION (repeatable); "
+                                           "default Pretrain=pretrain, others shared."),
+    vc_nodes: Optional[List[str]] = typer.Option(None, "--vc-nodes", help="helios: PARTITION=NODES for "
+                                                 "vc_config.csv (repeatable), e.g. a planned quota split."),
+    include_cpu: Optional[bool] = typer.Option(None, "--include-cpu/--no-cpu", help="Keep CPU-only jobs "
+                                               "(default: kept for acmetrace/helios, omitted for swf/philly)."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written (files, jobs, attempts, "
+                                  "time span) as JSON."),
+) -> None:
+    """Export a trace as AcmeTrace CSV, SWF v2.2, Helios/Lucid, Philly, Batsim or an AIReSim config."""
+    from acmemodel.export import write
+
+    name = fmt.value
+    if bundle is not None and name != "airesim":
+        raise ConfigError("--bundle is used by --format airesim only")
+    if gpus is not None and name != "airesim":
+        raise ConfigError("--gpus is used by --format airesim only")
+    if (vc or vc_nodes) and name not in ("helios", "philly"):
+        raise ConfigError("--vc/--vc-nodes are used by --format helios/philly only")
+    if vc_nodes and name != "helios":
+        raise ConfigError("--vc-nodes is used by --format helios only")
+    if include_cpu is not None and name in ("acmetrace", "batsim", "airesim"):
+        raise ConfigError(f"--include-cpu/--no-cpu does not apply to --format {name}")
+    opts: dict = {}
+    jobs = None
+    if name == "airesim":
+        failure = restart = None
+        if bundle is not None:
+            from acmemodel.models.bundle import Bundle
+
+            b = Bundle.load(bundle)
+            failure = b["failure"]
+            restart = b.get("restart")
+        if paths or bundle is None:
+            jobs = _load(paths, cluster)
+        if failure is None:
+            from acmemodel.models.failure import FailureModel
+
+            failure = FailureModel(compare=False).fit(jobs.jobs)
+        opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster)
+    else:
+        jobs = _load(paths, cluster)
+        opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
+                    vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
+    res = write(jobs, name, out, **opts)
+    if json_out:
+        print_json(res)
+        return
+    span = res["time_span"]
+    if name == "airesim":
+        console.print("wrote AIReSim parameters: " + ", ".join(f"{k}={v}" for k, v in res["params"].items()))
+        for f in res["files"]:
+            console.print(f"  {f}")
+        return
+    console.print(f"wrote {name}: {res['jobs']} jobs, {res['attempts']} attempts "
+                  f"({res['restarts']} restarts) of {', '.join(res['clusters']) or '-'}"
+                  + (f", {span['start_utc']} .. {span['end_utc']}" if span["start_utc"] else ""))
+    for k, v in res["dropped"].items():
+        if v:
+            console.print(f"  omitted {v} {k.replace('_', ' ')}")
+    for f in res["files"]:
+        console.print(f"  {f}")
+    for n in res["notes"]:
+        console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def _load(paths: Optional[List[Path]], cluster: Optional[str]):
+    """Load the traces; ``--cluster`` names a single file's cluster and selects what is exported."""
+    paths = list(paths or [])
+    return load_traces(paths, cluster if len(paths) == 1 else None)

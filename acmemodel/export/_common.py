@@ -127,6 +127,8 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
         df["cpu_num"] = np.nan
     if "fail_time_s" not in df.columns:
         df["fail_time_s"] = np.nan
+    if not df.index.is_unique:
+        raise ValueError("jobs index must be unique (restart chains refer to rows by label)")
     for c in ("submit_s", "start_s", "end_s"):
         df[c] = pd.to_numeric(df[c]).astype(float)
     if df["submit_s"].isna().any():
@@ -137,6 +139,9 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     if bad.any():
         raise ValueError(f"jobs has {int(bad.sum())} row(s) whose times are out of order "
                          "(need submit <= start <= end)")
+    if "queue_s" not in df.columns:
+        df["queue_s"] = np.where(df["start_s"].notna(), df["start_s"] - df["submit_s"],
+                                 df["end_s"] - df["submit_s"])
     df["cluster"] = df["cluster"].astype(str)
     df["job_id"] = df["job_id"].astype(str)
     df["user"] = df["user"].astype(str)
@@ -172,6 +177,27 @@ def ensure_chains(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     df["prev_index"] = np.nan
     df["restart_gap_s"] = np.nan
     return df, "none"
+
+
+def prev_positions(sub: pd.DataFrame) -> np.ndarray:
+    """Row position (within ``sub``) of each row's previous restart attempt, −1 if none or if that
+    attempt is not in ``sub`` (``prev_index`` holds row labels; NaN or −1 mean none)."""
+    n = len(sub)
+    pos = np.full(n, -1, dtype="int64")
+    if "prev_index" not in sub.columns or n == 0:
+        return pos
+    prev = sub["prev_index"].to_numpy()
+    has = ~pd.isna(prev)
+    if has.any() and not isinstance(prev[has][0], str):
+        has &= np.asarray(pd.to_numeric(pd.Series(prev), errors="coerce").fillna(-1) != -1)
+    if has.any():
+        labels = pd.Index(prev[has])
+        try:
+            labels = labels.astype(sub.index.dtype)
+        except (TypeError, ValueError):
+            pass
+        pos[has] = sub.index.get_indexer(labels)
+    return pos
 
 
 def sort_jobs(df: pd.DataFrame) -> pd.DataFrame:

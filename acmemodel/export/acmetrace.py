@@ -132,6 +132,7 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     df, tzs = C.normalize_jobs(jobs)
     no_fail_col = "fail_time_s" not in (jobs.jobs.columns if hasattr(jobs, "jobs") else jobs.columns)
     tzs.update(timezones or {})
+    df, chain_src = C.ensure_chains(df)  # only for the jobs/attempts counts of the summary
     out = C.prepare_out(out)
     groups = C.split_clusters(df, cluster)
     offsets = C.cluster_offsets([g for g, _ in groups], tzs)
@@ -157,9 +158,7 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
 
 
 def _n_chains(sub: pd.DataFrame) -> int:
-    if "chain_id" in sub.columns:
-        return int(sub["chain_id"].nunique())
-    return len(sub)
+    return int(sub["chain_id"].nunique())
 
 
 _FORMAT_NOTES = """\

@@ -76,11 +76,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         want = int(total_gpus or info.get("gpus") or gpus.max())
         nb_res = max(want, int(gpus.max()))
         attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")
-        prev = sub["prev_index"].to_numpy()
-        pos = np.full(n, -1, dtype="int64")
-        has = ~pd.isna(prev)
-        if has.any():
-            pos[has] = sub.index.get_indexer(pd.Index(prev[has]).astype(sub.index.dtype))
+        pos = C.prev_positions(sub)
         link = pos >= 0
         extra = np.full(n, "", dtype=object)
         if link.any():

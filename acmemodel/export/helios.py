@@ -97,6 +97,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     """
     df, tzs = C.normalize_jobs(jobs)
     tzs.update(timezones or {})
+    df, _ = C.ensure_chains(df)  # only for the jobs/attempts counts of the summary
     out = C.prepare_out(out)
     groups = C.split_clusters(df, cluster)
     offsets = C.cluster_offsets([g for g, _ in groups], tzs)
@@ -155,7 +156,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         sections.append(("Warnings", "\n".join(f"- {n}" for n in notes)))
     files.append(C.write_readme(out, "Helios / Lucid export", sections))
     allj = pd.concat(frames)
-    n_jobs = int(allj["chain_id"].nunique()) if "chain_id" in allj.columns else len(allj)
+    n_jobs = int(allj["chain_id"].nunique())
     return C.result("helios", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
                     clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total} if not include_cpu else {},
                     notes=notes, rebased=rebase)

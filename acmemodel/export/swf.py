@@ -102,18 +102,12 @@ def swf_fields(sub: pd.DataFrame) -> tuple[np.ndarray, dict[str, Any]]:
     F[:, 11] = ucodes + 1
     tcodes = C.type_codes(sub["type"].unique())
     F[:, 14] = sub["type"].map(tcodes).to_numpy(dtype="int64")
-    clipped = 0
-    if "prev_index" in sub.columns:
-        prev = sub["prev_index"].to_numpy()
-        has = ~pd.isna(prev)
-        pos = np.full(n, -1, dtype="int64")
-        if has.any():
-            pos[has] = sub.index.get_indexer(pd.Index(prev[has]).astype(sub.index.dtype))
-        link = pos >= 0
-        F[link, 16] = pos[link] + 1
-        think = s[link] - en[pos[link]]
-        clipped = int((think < 0).sum())
-        F[link, 17] = np.maximum(think, 0)
+    pos = C.prev_positions(sub)
+    link = pos >= 0
+    F[link, 16] = pos[link] + 1
+    think = s[link] - en[pos[link]]
+    clipped = int((think < 0).sum())
+    F[link, 17] = np.maximum(think, 0)
     facts = {"t0": t0, "t_end": int(en.max()) if n else 0, "rounding_s": max(a1, a2, a3),
              "users": uniques, "type_codes": tcodes, "think_clipped": clipped,
              "never_started": int((~started).sum()), "links": int((F[:, 16] > 0).sum())}
