@@ -158,8 +158,8 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
         off = offsets[name]
         tzname = tz_string(name, off)
         tc = facts["type_codes"]
-        used = sorted(set(F[:, 14].tolist()))
-        legend = ", ".join(f"{c} {t}" for t, c in sorted(tc.items(), key=lambda kv: kv[1]) if c in used)
+        max_q = int(F[:, 14].max())
+        legend = ", ".join(f"{c} {t}" for t, c in sorted(tc.items(), key=lambda kv: kv[1]) if c <= max_q)
         hdr = [
             "Version: 2.2",
             f"Computer: {name}" + (f" ({info['nodes']} nodes x {info['gpus_per_node']} GPUs, "
@@ -177,7 +177,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             f"EndTime:   {_date_string(facts['t_end'], tzname, off)}",
             f"MaxNodes: {max_nodes}",
             f"MaxProcs: {max_procs}",
-            f"MaxQueues: {len(used)}",
+            f"MaxQueues: {max_q}",
             f"Queues: queue number = job type code: {legend}",
             "Note: processors are GPUs (fields 5 and 8 count GPUs; MaxProcs is the cluster's GPU count).",
             "Note: status 1 = COMPLETED, 0 = FAILED (incl. TIMEOUT and NODE_FAIL), 5 = CANCELLED.",
