@@ -313,6 +313,8 @@ def _read_table(path: Path):
             col_types[c] = pa.timestamp("ns", tz="UTC")
         elif c in NUMERIC_COLUMNS:
             col_types[c] = pa.float64()
+        elif c in _DICT_COLUMNS:  # few distinct values: dictionary-encode (fast to convert)
+            col_types[c] = pa.dictionary(pa.int32(), pa.string())
         else:
             col_types[c] = pa.string()
 
@@ -404,7 +406,12 @@ def _read_one(path: Path, cluster: str | None):
         # the k-th good row sits at the smallest line L with L - 2 - (#bad lines < L) == k
         offs = bad_lines - 2 - np.arange(len(bad_lines))  # good rows before each bad line
         lines = lines + np.searchsorted(offs, np.arange(n), side="right")
-    df = table.to_pandas(split_blocks=True, self_destruct=True)
+    table = _normalise_strings(table)
+    import pyarrow as pa
+
+    str_dtype = pd.StringDtype("pyarrow")
+    df = table.to_pandas(split_blocks=True, self_destruct=True,
+                         types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
     del table
     tz = CLUSTER_TZ.get(cluster) or _sniff_offset(path) or "+00:00"
 
@@ -422,7 +429,8 @@ def _read_one(path: Path, cluster: str | None):
         }))
     rejected = pd.concat(rej, ignore_index=True).sort_values("line", kind="stable").reset_index(drop=True)
     keep = ~rej_mask
-    jobs = jobs.loc[keep].reset_index(drop=True)
+    if not keep.all():  # (filtering a clean file would only copy it)
+        jobs = jobs.loc[keep].reset_index(drop=True)
     extra = df.loc[keep, extra_cols].reset_index(drop=True) if extra_cols else pd.DataFrame(index=jobs.index)
     info.rows = n + len(bad)
     info.accepted = len(jobs)
@@ -430,6 +438,38 @@ def _read_one(path: Path, cluster: str | None):
     if info.accepted == 0:
         warn.append(f"{path}: no row was accepted ({info.rejected} rejected)")
     return jobs, rejected, info, extra, inc, warn, tz
+
+
+_DICT_COLUMNS = ("user", "type", "state")
+
+
+def _normalise_strings(table):
+    """Trim the key string columns and upper-case ``state`` in Arrow (vectorised C++, not Python).
+
+    Dictionary-encoded columns are normalised on their (small) dictionaries only.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def norm(arr, upper):
+        arr = pc.utf8_trim_whitespace(arr)
+        return pc.utf8_upper(arr) if upper else arr
+
+    for name in ("job_id", "user", "type", "state"):
+        if name not in table.column_names:
+            continue
+        i = table.column_names.index(name)
+        col = table.column(i)
+        up = name == "state"
+        if pa.types.is_dictionary(col.type):
+            chunks = [pa.DictionaryArray.from_arrays(ch.indices, norm(ch.dictionary, up)) for ch in col.chunks]
+            col = pa.chunked_array(chunks, type=col.type)
+        else:
+            if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
+                col = pc.cast(col, pa.string())
+            col = norm(col, up)
+        table = table.set_column(i, name, col)
+    return table
 
 
 _OFFSET_RE = re.compile(r"\d{2}:\d{2}:\d{2}(?:\.\d+)?([+-]\d{2}:?\d{2}|Z)")
@@ -472,6 +512,13 @@ def _parse_columns(df: pd.DataFrame, fast: bool, tz: str, path: Path, warn: list
                 present = txt.notna().to_numpy() & (txt != "").fillna(False).to_numpy()
                 out[c] = v
                 fail[c] = present & np.isnan(v)
+        elif isinstance(s.dtype, pd.CategoricalDtype):
+            cats = np.asarray(s.cat.categories, dtype=object)
+            codes = s.cat.codes.to_numpy()
+            v = cats[codes] if len(cats) else np.full(n, "", dtype=object)
+            if len(cats) and (codes < 0).any():
+                v[codes < 0] = ""  # missing value → empty string (flagged or defaulted later)
+            out[c] = pd.Series(v, index=s.index)
         else:
             out[c] = s.astype(object).where(s.notna(), None) if s.dtype != object else s
     return out, fail
@@ -516,19 +563,22 @@ def _seconds(ts: pd.Series) -> np.ndarray:
 
 def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray, raw: pd.DataFrame):
     n = len(lines)
-    reason = np.full(n, None, dtype=object)
-    detail = np.full(n, None, dtype=object)
+    # reasons as small integer codes (0 = accepted); texts only for the flagged rows
+    reasons = list(Reason)
+    code = np.zeros(n, dtype=np.int8)
+    detail: dict[int, str] = {}
 
     def flag(mask, r: Reason, text):
-        m = mask & (reason == None)  # noqa: E711 - first reason wins
-        reason[m] = r.value
-        if callable(text):
-            detail[m] = text(m)
-        else:
-            detail[m] = text
+        m = mask & (code == 0)  # first reason wins
+        if not m.any():
+            return
+        code[m] = reasons.index(r) + 1
+        idx = np.flatnonzero(m)
+        texts = text(m) if callable(text) else [text] * len(idx)
+        detail.update(zip(idx.tolist(), texts))
 
-    job_id = pd.Series(p["job_id"]).astype(object)
-    empty_id = job_id.isna().to_numpy() | (job_id.astype(str).str.strip() == "").to_numpy()
+    job_id = pd.Series(p["job_id"])
+    empty_id = (job_id.isna() | (job_id == "")).to_numpy(dtype=bool)
     flag(empty_id, Reason.MISSING_JOB_ID, "job_id is empty")
     for c in ("submit_time", "start_time", "end_time", "fail_time", "stop_time"):
         if c in fail:
@@ -542,8 +592,7 @@ def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray,
         vals = raw[c].to_numpy()
         flag(bad, r, lambda m, c=c, vals=vals: np.array(
             [f"{c} = {'' if x is None else str(x)!r}" for x in vals[m]], dtype=object))
-    state = pd.Series(p["state"]).astype(object).where(lambda s: s.notna(), "")
-    state = state.astype(str).str.strip().str.upper()
+    state = _no_missing(p["state"])
     analysis = state.map(STATE_MAP)
     unknown_state = analysis.isna().to_numpy()
     st_vals = state.to_numpy()
@@ -562,18 +611,17 @@ def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray,
     run_s = np.where(started, end_s - start_s, np.nan)
     queue_s = np.where(started, start_s - submit_s, end_s - submit_s)
     gpu_time = np.where(started, gpu * np.nan_to_num(run_s), 0.0)
-    typ = pd.Series(p["type"]).astype(object).where(lambda s: s.notna(), "")
-    typ = typ.astype(str).str.strip()
-    typ = typ.where(typ != "", "Unknown")
+    typ = _no_missing(p["type"])
+    typ = typ.mask(typ == "", "Unknown")
 
     fail_s = np.full(n, np.nan)
     if "fail_time" in p:
         fail_s = _seconds(p["fail_time"]) - start_s
 
-    jobs = pd.DataFrame({
-        "cluster": cluster,
-        "job_id": job_id.astype(str).str.strip(),
-        "user": pd.Series(p["user"]).astype(object).where(lambda s: s.notna(), "").astype(str),
+    cols = {
+        "cluster": np.full(n, cluster, dtype=object),
+        "job_id": job_id.fillna("") if empty_id.any() else job_id,
+        "user": _no_missing(p["user"]),
         "type": typ,
         "state": state,
         "analysis_state": analysis,
@@ -591,10 +639,20 @@ def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray,
         "fail_time_s": fail_s,
         "mem_per_pod_GB": p.get("mem_per_pod_GB", np.full(n, np.nan)),
         "shared_mem_per_pod": p.get("shared_mem_per_pod", np.full(n, np.nan)),
-        "source_file": path,
+        "source_file": np.full(n, path, dtype=object),
         "source_line": lines,
-    })
-    rej_mask = reason != None  # noqa: E711
+    }
+    # column-wise concat: no block consolidation of the object columns (several times faster)
+    jobs = pd.concat([pd.Series(np.asarray(v) if not isinstance(v, pd.Series) else v.to_numpy(), name=k)
+                      if not isinstance(v, pd.Series) or not isinstance(v.dtype, pd.DatetimeTZDtype)
+                      else v.reset_index(drop=True).rename(k)
+                      for k, v in cols.items()], axis=1, copy=False)
+    rej_mask = code > 0
+    reason = np.array([None] + [r.value for r in reasons], dtype=object)[code]
+    detail_arr = np.full(n, None, dtype=object)
+    if detail:
+        detail_arr[np.fromiter(detail.keys(), dtype=np.int64)] = list(detail.values())
+    detail = detail_arr
 
     # cross-check the file's own columns against the timestamps (accepted rows only)
     ok = ~rej_mask & started
@@ -612,6 +670,12 @@ def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray,
             g = p["gpu_time"]
             inc["gpu_time"] = int((ok & np.isfinite(g) & (np.abs(g - gpu_time) > CHECK_TOL_S * np.maximum(gpu, 1))).sum())
     return jobs, rej_mask, reason, detail, inc
+
+
+def _no_missing(col) -> pd.Series:
+    """An object string column with missing values as ``""`` (categoricals arrive without any)."""
+    s = pd.Series(col).astype(object)
+    return s.fillna("") if s.isna().any() else s
 
 
 def _rejected_frame(files, lines, reason: Reason, details, raws) -> pd.DataFrame:
