@@ -1,0 +1,241 @@
+"""Per-cell fitting with hierarchical back-off, shared by every category-conditioned model.
+
+A :class:`CellTable` groups observations by a set of cell keys (``cluster``, ``type``, ``state``,
+``gpu_bucket``; see :mod:`acmemodel.features.keys`) and fits one *value* per cell — whatever the
+caller's ``fit_fn`` returns (a duration distribution, a failure probability, an arrival rate...).
+
+Back-off lattice. Level 0 groups by all ``keys``; level ``l`` drops the first ``l`` keys of
+``order`` that are in ``keys`` (default order: ``state``, then ``gpu_bucket``, then ``cluster``);
+the last level is the all-wildcard cell ``Cell()``. A cell is fitted when it holds at least
+``min_jobs`` observations; the all-wildcard cell is always fitted (if there is any data at all).
+Levels are fitted coarsest first, so ``fit_fn`` receives the fitted *parent* entry (the nearest
+fitted coarser cell) and can borrow from it (shrinkage, sparse sub-parts).
+
+A query ``resolve(**key)`` walks :func:`~acmemodel.features.keys.backoff_chain` from the finest
+cell the key specifies to the all-wildcard cell and returns the first fitted one together with the
+number of back-off steps taken (``level`` 0 = the query's own cell). A query with a key combination
+that is not on the lattice (e.g. ``type`` and ``state`` but no ``cluster``) resolves to its first
+fitted coarsening along the same chain.
+
+Usage (helpers for failure / arrival models)::
+
+    table = CellTable(keys=("cluster", "type", "gpu_bucket"), min_jobs=200)
+    table.fit(frame, lambda sub, cell, parent: float(sub["failed"].mean()))
+    table.resolve(cluster="Seren", type="Eval", gpus=8)   # -> Resolved(cell, level, value, n)
+    d = table.to_dict(lambda v: v); CellTable.from_dict(d, lambda v: v)
+
+``frame`` must hold one column per key, named like the key (build ``gpu_bucket`` with
+:func:`~acmemodel.features.keys.gpu_bucket`); missing key values are grouped under ``"unknown"``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.features.keys import (
+    CELL_KEYS, DEFAULT_BACKOFF, DEFAULT_GPU_EDGES, Cell, backoff_chain, normalize_key,
+)
+
+__all__ = ["CellEntry", "Resolved", "CellTable", "lattice_levels", "cell_from_dict", "cell_to_dict"]
+
+
+class CellEntry(NamedTuple):
+    """A fitted cell: ``level`` = number of keys dropped (lattice level), ``n`` = observations."""
+
+    cell: Cell
+    level: int
+    n: int
+    value: Any
+
+
+class Resolved(NamedTuple):
+    """Result of a query: the fitted ``cell`` used, the back-off ``level`` (0 = exact), its value."""
+
+    cell: Cell
+    level: int
+    value: Any
+    n: int
+
+
+def lattice_levels(keys: Sequence[str], order: Sequence[str] = DEFAULT_BACKOFF) -> list[tuple[str, ...]]:
+    """Key sets of the back-off lattice, finest first, ending with ``()`` (the all-wildcard cell)."""
+    keys = tuple(keys)
+    levels = [keys]
+    cur = list(keys)
+    for drop in order:
+        if drop in cur:
+            cur.remove(drop)
+            levels.append(tuple(cur))
+    if levels[-1] != ():
+        levels.append(())
+    return levels
+
+
+def cell_to_dict(cell: Cell) -> dict[str, str]:
+    return {k: v for k, v in cell._asdict().items() if v is not None}
+
+
+def cell_from_dict(d: dict[str, Any]) -> Cell:
+    return Cell(**{k: (None if v is None else str(v)) for k, v in d.items()})
+
+
+def _check_keys(keys: Sequence[str], order: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    keys = tuple(keys)
+    bad = [k for k in keys if k not in CELL_KEYS]
+    if bad or len(set(keys)) != len(keys):
+        raise ValueError(f"keys must be distinct names from {CELL_KEYS}, got {keys!r}")
+    order = tuple(order)
+    bad = [k for k in order if k not in CELL_KEYS]
+    if bad:
+        raise ValueError(f"backoff order must name keys from {CELL_KEYS}, got {order!r}")
+    return keys, order
+
+
+class CellTable:
+    """One fitted value per cell with hierarchical back-off (see module docstring).
+
+    Parameters
+    ----------
+    keys : cell keys of the finest level (subset of ``cluster``, ``type``, ``state``, ``gpu_bucket``).
+    order : back-off order, keys dropped first to last (default ``state``, ``gpu_bucket``, ``cluster``).
+    min_jobs : minimum observations for a cell to be fitted (the all-wildcard cell is always fitted).
+    min_jobs_coarsest : if given, the threshold for the coarsest non-root level instead (e.g. the
+        type-only cells: backing off from a job type to "all jobs" costs far more than any other
+        step, so a duration model accepts a smaller type cell).
+    gpu_edges : GPU bucket edges used to map a ``gpus=`` query to ``gpu_bucket``.
+
+    Attributes (after ``fit``): ``entries_`` {Cell: CellEntry}, ``counts_`` {Cell: n} for every
+    observed level-0 cell (fitted or not), ``n_fit_`` total observations.
+    """
+
+    def __init__(self, keys: Sequence[str] = ("cluster", "type", "gpu_bucket", "state"), *,
+                 order: Sequence[str] = DEFAULT_BACKOFF, min_jobs: int = 200,
+                 min_jobs_coarsest: int | None = None,
+                 gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES):
+        self.keys, self.order = _check_keys(keys, order)
+        for name, v in (("min_jobs", min_jobs), ("min_jobs_coarsest", min_jobs_coarsest)):
+            if v is not None and (int(v) != v or v < 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        self.min_jobs = int(min_jobs)
+        self.min_jobs_coarsest = None if min_jobs_coarsest is None else int(min_jobs_coarsest)
+        self.gpu_edges = tuple(gpu_edges)
+        self.levels = lattice_levels(self.keys, self.order)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, frame: pd.DataFrame,
+            fit_fn: Callable[[pd.DataFrame, Cell, CellEntry | None], Any]) -> "CellTable":
+        """Fit ``fit_fn(sub_frame, cell, parent_entry)`` on every cell with ≥ ``min_jobs`` rows.
+
+        ``parent_entry`` is the nearest fitted coarser :class:`CellEntry` (``None`` for the root).
+        Returns self.
+        """
+        missing = [k for k in self.keys if k not in frame.columns]
+        if missing:
+            raise ValueError(f"frame lacks key column(s) {missing}")
+        if len(frame) == 0:
+            raise ValueError("no observations to fit")
+        frame = frame.copy()
+        for k in self.keys:
+            frame[k] = frame[k].astype(object).where(frame[k].notna(), "unknown").astype(str)
+        self.entries_: dict[Cell, CellEntry] = {}
+        for level in range(len(self.levels) - 1, -1, -1):
+            lk = list(self.levels[level])
+            need = self.min_jobs
+            if self.min_jobs_coarsest is not None and level == len(self.levels) - 2:
+                need = self.min_jobs_coarsest
+            if not lk:
+                groups = {(): np.arange(len(frame))}
+            else:
+                groups = frame.groupby(lk, sort=True, observed=True).indices
+            for gkey, pos in groups.items():
+                if not isinstance(gkey, tuple):
+                    gkey = (gkey,)
+                cell = Cell(**dict(zip(lk, map(str, gkey))))
+                n = len(pos)
+                if lk and n < need:
+                    continue
+                parent = self._parent(cell)
+                value = fit_fn(frame.iloc[pos], cell, parent)
+                self.entries_[cell] = CellEntry(cell, level, n, value)
+        lk0 = list(self.levels[0])
+        if lk0:
+            sizes = frame.groupby(lk0, sort=True, observed=True).size()
+            self.counts_ = {Cell(**dict(zip(lk0, map(str, (k if isinstance(k, tuple) else (k,)))))): int(v)
+                            for k, v in sizes.items()}
+        else:
+            self.counts_ = {Cell(): len(frame)}
+        self.n_fit_ = len(frame)
+        return self
+
+    def _parent(self, cell: Cell) -> CellEntry | None:
+        for _, c in backoff_chain(cell._asdict(), self.keys, self.order)[1:]:
+            if c in self.entries_:
+                return self.entries_[c]
+        return None
+
+    # ------------------------------------------------------------------ queries
+    def normalize(self, **key) -> dict:
+        """Validated query key (``gpus=`` mapped to ``gpu_bucket``); keys outside ``keys`` dropped."""
+        key = normalize_key(self.gpu_edges, **key)
+        return {k: str(v) for k, v in key.items() if k in self.keys}
+
+    def resolve(self, **key) -> Resolved:
+        """The first fitted cell on the back-off chain of ``key`` (see module docstring)."""
+        if not hasattr(self, "entries_"):
+            from acmemodel.errors import NotFittedError
+            raise NotFittedError("CellTable is not fitted yet: call fit() first")
+        key = self.normalize(**key)
+        for level, cell in backoff_chain(key, self.keys, self.order):
+            e = self.entries_.get(cell)
+            if e is not None:
+                return Resolved(cell, level, e.value, e.n)
+        raise LookupError("no fitted cell (the table is empty)")  # pragma: no cover
+
+    def resolve_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Resolve every row of ``frame`` (key columns) at once: DataFrame with ``cell`` (the fitted
+        Cell object), ``level`` (back-off steps), aligned on ``frame.index``. Rows are grouped so each
+        distinct key combination is resolved once."""
+        cols = [k for k in self.keys if k in frame.columns]
+        keyed = frame[cols].astype(object).where(frame[cols].notna(), None)
+        out_cell = np.empty(len(frame), dtype=object)
+        out_level = np.zeros(len(frame), dtype=np.int64)
+        if cols:
+            groups = keyed.groupby(cols, sort=False, dropna=False).indices
+        else:
+            groups = {(): np.arange(len(frame))}
+        for gkey, pos in groups.items():
+            if not isinstance(gkey, tuple):
+                gkey = (gkey,)
+            key = {k: (None if (v is None or (isinstance(v, float) and np.isnan(v))) else str(v))
+                   for k, v in zip(cols, gkey)}
+            r = self.resolve(**key)
+            for p in pos:
+                out_cell[p] = r.cell
+            out_level[pos] = r.level
+        return pd.DataFrame({"cell": out_cell, "level": out_level}, index=frame.index)
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self, value_to_dict: Callable[[Any], Any]) -> dict[str, Any]:
+        return {
+            "keys": list(self.keys), "order": list(self.order), "min_jobs": self.min_jobs,
+            "min_jobs_coarsest": self.min_jobs_coarsest,
+            "gpu_edges": list(self.gpu_edges), "n_fit": self.n_fit_,
+            "entries": [{"cell": cell_to_dict(e.cell), "level": e.level, "n": e.n,
+                         "value": value_to_dict(e.value)} for e in self.entries_.values()],
+            "counts": [{"cell": cell_to_dict(c), "n": n} for c, n in self.counts_.items()],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], value_from_dict: Callable[[Any], Any]) -> "CellTable":
+        t = cls(tuple(d["keys"]), order=tuple(d["order"]), min_jobs=int(d["min_jobs"]),
+                min_jobs_coarsest=d.get("min_jobs_coarsest"),
+                gpu_edges=tuple(d.get("gpu_edges", DEFAULT_GPU_EDGES)))
+        t.entries_ = {}
+        for e in d["entries"]:
+            cell = cell_from_dict(e["cell"])
+            t.entries_[cell] = CellEntry(cell, int(e["level"]), int(e["n"]), value_from_dict(e["value"]))
+        t.counts_ = {cell_from_dict(c["cell"]): int(c["n"]) for c in d["counts"]}
+        t.n_fit_ = int(d["n_fit"])
+        return t
