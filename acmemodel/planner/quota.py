@@ -1,0 +1,261 @@
+"""Quota search over the cluster simulator: the smallest evaluation lane, or the largest pretraining reservation,
+that meets a queue target such as "evaluation p90 wait <= 600 s".
+
+Method: the candidate quotas are ``lo, lo + step, ..., hi`` GPUs (``step`` a multiple of the node size). Every
+candidate is simulated on the *same* workload replicas (common random numbers: the job lists are sampled once, before
+the search, so differences between candidates come from the quota alone). The queue metric -- quantile ``quantile``
+of the pooled waits of ``target_type`` jobs over the replicas, unschedulable jobs counting as infinite waits -- is
+taken to be monotone in the quota (more evaluation GPUs: shorter evaluation waits; a larger pretraining reservation
+leaves a smaller shared pool: longer waits). The search brackets the answer by galloping from the cheap end
+(``lo`` for the lane, ``hi`` for the reservation; offsets 1, 2, 4, ... steps) and then bisects the bracket down to
+one step, so it needs O(log(candidates)) simulations. The returned quota meets the target and its neighbour one step
+towards the cheap end does not (both were simulated). Evaluated points that contradict monotonicity (FIFO/backfill
+scheduling anomalies are possible) are flagged with a :class:`~acmemodel.errors.DataWarning`.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataWarning
+from .cluster_sim import _wait_quantile, default_routing, prepare_jobs, simulate_cluster
+
+__all__ = ["QuotaResult", "find_quota"]
+
+_SEARCHES = {"eval_lane": "eval", "pretrain_reservation": "pretrain"}
+
+
+@dataclass
+class QuotaResult:
+    """Outcome of :func:`find_quota`.
+
+    ``quota_gpus`` is the answer (None when no candidate meets the target, then ``feasible`` is False and ``reason``
+    says why); ``achieved_wait_s`` the metric there (s); ``neighbour_gpus`` / ``neighbour_wait_s`` the adjacent
+    candidate one step towards the cheap end, which misses the target (None if the answer is the cheap end itself);
+    ``partitions`` the full layout {name: GPUs} at the answer; ``evaluations`` one row per simulated candidate in
+    evaluation order (``gpus``, ``wait_s``, ``meets``, ``pretrain_throughput`` GPU-s/s averaged over replicas,
+    ``partitions``); ``monotone`` False if the evaluated points contradict the assumed monotonicity.
+    """
+
+    search: str
+    partition: str
+    quota_gpus: int | None
+    feasible: bool
+    target_type: str
+    quantile: float
+    target_wait_s: float
+    achieved_wait_s: float | None
+    neighbour_gpus: int | None
+    neighbour_wait_s: float | None
+    partitions: dict | None
+    evaluations: pd.DataFrame
+    monotone: bool = True
+    reason: str = ""
+    candidates: tuple = field(default=())
+
+    def summary(self) -> pd.DataFrame:
+        """The simulated candidates (:attr:`evaluations`) sorted by GPUs."""
+        return self.evaluations.sort_values("gpus").reset_index(drop=True)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (infinite waits become None)."""
+
+        def num(v):
+            return None if v is None or not math.isfinite(float(v)) else float(v)
+
+        return {
+            "search": self.search, "partition": self.partition, "quota_gpus": self.quota_gpus,
+            "feasible": self.feasible, "target_type": self.target_type, "quantile": self.quantile,
+            "target_wait_s": self.target_wait_s, "achieved_wait_s": num(self.achieved_wait_s),
+            "neighbour_gpus": self.neighbour_gpus, "neighbour_wait_s": num(self.neighbour_wait_s),
+            "partitions": self.partitions, "monotone": self.monotone, "reason": self.reason,
+            "evaluations": [{"gpus": int(r.gpus), "wait_s": num(r.wait_s), "meets": bool(r.meets)}
+                            for r in self.evaluations.itertuples()],
+        }
+
+
+def _replicas(jobs, n_replicas, seed):
+    if callable(jobs):
+        if not isinstance(n_replicas, (int, np.integer)) or n_replicas < 1:
+            raise ValueError(f"n_replicas must be a positive integer, got {n_replicas!r}")
+        seqs = np.random.SeedSequence(seed).spawn(int(n_replicas))
+        return [jobs(np.random.default_rng(s)) for s in seqs]
+    if isinstance(jobs, (list, tuple)):
+        if not jobs:
+            raise ValueError("jobs is an empty list of replicas")
+        return list(jobs)
+    return [jobs]
+
+
+def _max_alloc(gpus: np.ndarray, gpn: int) -> int:
+    """GPUs of the smallest partition (in whole nodes) that holds every job of ``gpus``; 0 if there is none."""
+    if len(gpus) == 0:
+        return 0
+    g = int(gpus.max())
+    return gpn if g <= gpn else -(-g // gpn) * gpn
+
+
+def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "eval_lane",
+               target_type: str = "Eval", quantile: float = 0.9, target_wait_s: float = 600.0,
+               partitions: dict | None = None, step: int | None = None, lo: int | None = None, hi: int | None = None,
+               n_replicas: int = 1, seed: int | None = 0, engine: str = "c", **sim_kwargs) -> QuotaResult:
+    """Find the quota that meets ``quantile``-wait of ``target_type`` jobs <= ``target_wait_s`` seconds.
+
+    Parameters
+    ----------
+    jobs : a job list (DataFrame / mapping of arrays, see :func:`simulate_cluster`), a list of them (replicas), or a
+        callable ``jobs(rng) -> job list`` sampled ``n_replicas`` times with independent streams from ``seed``. The
+        replicas are fixed before the search (common random numbers).
+    search : ``"eval_lane"`` -- smallest dedicated ``"eval"`` partition; or ``"pretrain_reservation"`` -- largest
+        reserved ``"pretrain"`` partition.
+    partitions : the other, fixed partitions (e.g. ``{"pretrain": 1024}`` for a lane search, ``{"eval": 128}`` for a
+        reservation search); ``"shared"`` always gets the remaining GPUs.
+    step : candidate spacing in GPUs (default ``gpus_per_node``; must be a multiple of it).
+    lo, hi : candidate range in GPUs. Defaults: the lane from one step up to leaving the shared pool room for its
+        largest job; the reservation from the smallest that holds every pretraining job up to the same upper limit.
+    sim_kwargs : passed to :func:`simulate_cluster` (``routing``, ``backfill``, ``best_effort_on_reserved``, ...).
+    """
+    if search not in _SEARCHES:
+        raise ValueError(f"search must be one of {sorted(_SEARCHES)}, got {search!r}")
+    if not 0.0 < float(quantile) < 1.0:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+    if not float(target_wait_s) >= 0.0:
+        raise ValueError(f"target_wait_s must be >= 0, got {target_wait_s!r}")
+    if not isinstance(gpus_per_node, (int, np.integer)) or gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be a positive integer, got {gpus_per_node!r}")
+    if not isinstance(total_gpus, (int, np.integer)) or total_gpus < 1 or total_gpus % gpus_per_node:
+        raise ValueError(f"total_gpus must be a positive multiple of gpus_per_node={gpus_per_node}, got {total_gpus!r}")
+    step = gpus_per_node if step is None else step
+    if not isinstance(step, (int, np.integer)) or step < 1 or step % gpus_per_node:
+        raise ValueError(f"step must be a positive multiple of gpus_per_node={gpus_per_node}, got {step!r}")
+    for k in ("partitions", "total_gpus", "gpus_per_node", "engine"):
+        if k in sim_kwargs:
+            raise ValueError(f"{k} is set by find_quota; do not pass it in sim_kwargs")
+    name = _SEARCHES[search]
+    fixed = {k: int(v) for k, v in (partitions or {}).items() if k not in (name, "shared")}
+    if "shared" in (partitions or {}) or name in (partitions or {}):
+        raise ValueError(f"partitions must not contain 'shared' or the searched partition {name!r}: {partitions}")
+    for k, v in fixed.items():
+        if v < 0 or v % gpus_per_node:
+            raise ValueError(f"partitions[{k!r}]={v} must be a non-negative multiple of gpus_per_node")
+
+    reps = _replicas(jobs, n_replicas, seed)
+    prepared = [prepare_jobs(r)[0] for r in reps]
+    if not any((p["type"] == target_type).any() for p in prepared):
+        raise ValueError(f"target_type={target_type!r} has no jobs in the workload")
+
+    # routing does not depend on partition sizes, only on which partitions exist
+    names = {**fixed, name: step, "shared": 0}
+    routing = sim_kwargs.get("routing") or {}
+
+    def home(p):
+        if "partition" in p.columns:
+            return p["partition"].astype(str)
+        route = default_routing(sorted(p["type"].unique()), names)
+        route.update(routing)
+        return p["type"].map(route)
+
+    homes = [home(p) for p in prepared]
+    g_shared = _max_alloc(np.concatenate([p["gpu_num"].to_numpy()[h.to_numpy() == "shared"]
+                                          for p, h in zip(prepared, homes)]), gpus_per_node)
+    g_own = _max_alloc(np.concatenate([p["gpu_num"].to_numpy()[h.to_numpy() == name]
+                                       for p, h in zip(prepared, homes)]), gpus_per_node)
+    room = total_gpus - sum(fixed.values())
+    if room <= 0:
+        raise ValueError(f"partitions={fixed} leave no GPUs for {name!r} and 'shared' (total_gpus={total_gpus})")
+    if lo is None:
+        lo = step if search == "eval_lane" else max(step, -(-g_own // step) * step)
+    if hi is None:
+        hi = (room - g_shared) // step * step
+    for k, v in (("lo", lo), ("hi", hi)):
+        if not isinstance(v, (int, np.integer)) or v < 0 or v % gpus_per_node:
+            raise ValueError(f"{k}={v!r} must be a non-negative multiple of gpus_per_node={gpus_per_node}")
+    if hi > room:
+        raise ValueError(f"hi={hi} exceeds the {room} GPUs left by partitions={fixed}")
+    if lo > hi:
+        raise ValueError(f"no candidate quota: lo={lo} > hi={hi} GPUs (total_gpus={total_gpus}, fixed "
+                         f"partitions={fixed}, largest shared job needs {g_shared}, largest {name} job {g_own})")
+    m = (hi - lo) // step
+    cheap_first = search == "eval_lane"
+
+    def gpus_at(u):  # u = 0 is the cheap end, u grows towards the generous end
+        return lo + u * step if cheap_first else hi - u * step
+
+    cache = {}
+    rows = []
+
+    def evaluate(u):
+        g = gpus_at(u)
+        if g not in cache:
+            layout = {**fixed, name: int(g), "shared": int(room - g)}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataWarning)  # unschedulable jobs are inf waits here
+                res = [simulate_cluster(p, total_gpus=total_gpus, gpus_per_node=gpus_per_node, partitions=layout,
+                                        engine=engine, **sim_kwargs) for p in prepared]
+            w = _wait_quantile(res, target_type, float(quantile))
+            cache[g] = w
+            rows.append({"gpus": int(g), "wait_s": w, "meets": bool(w <= target_wait_s),
+                         "pretrain_throughput": float(np.mean([r.pretrain_throughput for r in res])),
+                         "partitions": layout})
+        return cache[g] <= target_wait_s
+
+    # bracket: gallop from the cheap end until the target is met
+    bad, good = None, None
+    if evaluate(0):
+        good = 0
+    else:
+        bad, u = 0, 1
+        while u <= m:
+            if evaluate(u):
+                good = u
+                break
+            bad = u
+            if u == m:
+                break
+            u = min(2 * u, m)
+    # bisect (bad, good) down to adjacent candidates
+    if good is not None and bad is not None:
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            if evaluate(mid):
+                good = mid
+            else:
+                bad = mid
+
+    ev = pd.DataFrame(rows, columns=["gpus", "wait_s", "meets", "pretrain_throughput", "partitions"])
+    monotone = _is_monotone(ev, increasing_good=cheap_first)
+    if not monotone:
+        warnings.warn(f"quota search {search}: the simulated {target_type} p{quantile * 100:g} waits are not "
+                      f"monotone in the quota; the bisection result may not be the global optimum",
+                      DataWarning, stacklevel=2)
+    common = dict(search=search, partition=name, target_type=target_type, quantile=float(quantile),
+                  target_wait_s=float(target_wait_s), evaluations=ev, monotone=monotone,
+                  candidates=tuple(gpus_at(u) for u in range(m + 1)))
+    if good is None:
+        g_end = gpus_at(m)
+        what = "largest evaluation lane" if cheap_first else "smallest pretraining reservation"
+        return QuotaResult(quota_gpus=None, feasible=False, achieved_wait_s=None, neighbour_gpus=None,
+                           neighbour_wait_s=None, partitions=None,
+                           reason=(f"even the {what} ({g_end} GPUs) gives {target_type} p{quantile * 100:g} wait "
+                                   f"{cache[g_end]:.0f} s > target {target_wait_s:g} s"), **common)
+    g = gpus_at(good)
+    nb = gpus_at(bad) if bad is not None else None
+    return QuotaResult(quota_gpus=int(g), feasible=True, achieved_wait_s=cache[g], neighbour_gpus=nb,
+                       neighbour_wait_s=cache[nb] if nb is not None else None,
+                       partitions={**fixed, name: int(g), "shared": int(room - g)}, **common)
+
+
+def _is_monotone(ev: pd.DataFrame, increasing_good: bool) -> bool:
+    """True if the waits never rise with the lane (fall with the reservation) across evaluated candidates."""
+    if len(ev) < 2:
+        return True
+    e = ev.sort_values("gpus")
+    w = e["wait_s"].to_numpy(np.float64)
+    w = np.where(np.isnan(w), np.inf, w)
+    d = np.diff(w) if not increasing_good else -np.diff(w)
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((d >= 0) | (np.isinf(w[1:]) & np.isinf(w[:-1]))))
