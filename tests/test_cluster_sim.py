@@ -289,6 +289,17 @@ def test_drops_cpu_and_never_started_jobs():
     assert r.n_dropped == 2 and list(r.jobs.index) == [0]
 
 
+def test_trace_like_input():
+    class FakeTrace:  # anything with a ``jobs`` DataFrame, like acmemodel.Trace
+        jobs = jobs_df([(0, 1, 10), (1, 0, np.nan), (2, 1, np.nan)]).assign(cluster="Seren", user="u")
+
+    r = simulate_cluster(FakeTrace(), total_gpus=8)
+    assert r.n_dropped == 2 and r.jobs["start_s"].tolist() == [0]
+    mixed = FakeTrace.jobs.assign(cluster=["Seren", "Kalos", "Seren"])
+    with pytest.raises(ValueError, match="mixes clusters"):
+        simulate_cluster(mixed, total_gpus=8)
+
+
 def test_mapping_input_and_explicit_partition_column():
     m = {"submit_s": [0.0, 0.0], "run_s": [5.0, 5.0], "gpu_num": [8, 8], "type": ["A", "A"],
          "partition": ["x", "shared"]}

@@ -57,11 +57,13 @@ def default_routing(types, partitions) -> dict:
 def prepare_jobs(jobs) -> tuple[pd.DataFrame, int]:
     """Validate a job list and keep the simulable rows.
 
-    ``jobs`` is a DataFrame (or a mapping of equal-length arrays) with ``submit_s`` (s), ``run_s`` (s), ``gpu_num``
-    and ``type`` (optionally ``partition``). Rows with ``gpu_num == 0`` (CPU jobs) or a missing ``run_s`` (trace jobs
+    ``jobs`` is a DataFrame (or a mapping of equal-length arrays, or a Trace: its ``jobs`` table) with ``submit_s``
+    (s), ``run_s`` (s), ``gpu_num`` and ``type`` (optionally ``partition``); one cluster only. Rows with ``gpu_num == 0`` (CPU jobs) or a missing ``run_s`` (trace jobs
     that never started) are dropped. Returns the kept rows (original index preserved) and the number dropped.
     Raises ValueError on a missing column, non-finite submit times, negative run times or negative GPU counts.
     """
+    if not isinstance(jobs, (pd.DataFrame, Mapping)) and isinstance(getattr(jobs, "jobs", None), pd.DataFrame):
+        jobs = jobs.jobs  # an acmemodel Trace
     if isinstance(jobs, Mapping) and not isinstance(jobs, pd.DataFrame):
         jobs = pd.DataFrame({k: np.asarray(v) for k, v in jobs.items()})
     if not isinstance(jobs, pd.DataFrame):
@@ -69,6 +71,8 @@ def prepare_jobs(jobs) -> tuple[pd.DataFrame, int]:
     missing = [c for c in _REQUIRED if c not in jobs.columns]
     if missing:
         raise ValueError(f"jobs is missing column(s) {missing}; need {list(_REQUIRED)}")
+    if "cluster" in jobs.columns and jobs["cluster"].nunique() > 1:
+        raise ValueError(f"jobs mixes clusters {sorted(jobs['cluster'].unique())}; simulate one cluster at a time")
     submit = pd.to_numeric(jobs["submit_s"], errors="coerce").to_numpy(np.float64)
     run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(np.float64)
     gpus = pd.to_numeric(jobs["gpu_num"], errors="coerce").to_numpy(np.float64)
