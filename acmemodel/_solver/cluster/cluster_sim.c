@@ -475,7 +475,7 @@ int cs_simulate(const cs_input *in, cs_output *out) {
         if (cs_heap_init(&s.own[p], 64)) goto fail;
     }
     if (cs_heap_init(&s.beh, 64)) goto fail;
-    ALLOC(s.aux, N * G + 2, int64_t);
+    ALLOC(s.aux, (n < N * G ? n : N * G) + 2, int64_t); /* >= running own jobs of any partition + 1 */
     ALLOC(s.state, n, int8_t); ALLOC(s.epoch, n, int64_t); ALLOC(s.poff, n, int64_t);
     ALLOC(s.qnext, n, int64_t); ALLOC(s.qprev, n, int64_t); ALLOC(s.bepos, n, int64_t);
     ALLOC(s.belist, n, int64_t); ALLOC(s.victims, n, int64_t);
