@@ -1,1 +1,53 @@
-"""`acmemodel fit` command(s)."""
+"""``acmemodel fit``: fit every model on a trace and write a bundle (JSON + LightGBM text)."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from acmemodel.cli._app import app, print_json
+from acmemodel.cli._common import console, err_console, load_traces
+
+
+def trace_provenance(trace) -> dict:
+    """Input files with SHA-256, rows accepted/rejected, and the submission date range (UTC)."""
+    from acmemodel.models.bundle import file_sha256
+
+    j = trace.jobs
+    span = [None, None]
+    if len(j):
+        span = [dt.datetime.fromtimestamp(float(j["submit_s"].min()), dt.timezone.utc).isoformat(),
+                dt.datetime.fromtimestamp(float(j["submit_s"].max()), dt.timezone.utc).isoformat()]
+    return {
+        "source": "trace",
+        "files": [{**f.as_dict(), "sha256": file_sha256(f.path)} for f in trace.files],
+        "date_range_utc": span,
+        "jobs": int(len(j)),
+        "rejected": int(len(trace.rejected)),
+        "timezones": dict(trace.timezones),
+    }
+
+
+@app.command("fit")
+def fit_cmd(
+    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    out: Path = typer.Option(..., "-o", "--out", help="Bundle to write: a directory, or a .zip file."),
+    models: Optional[List[str]] = typer.Option(None, "--model", help="Fit only these models (repeatable)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+) -> None:
+    """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle."""
+    from acmemodel.pipeline import fit_bundle
+
+    trace = load_traces(list(paths or []), cluster)
+    log = None if json_out else (lambda m: err_console.print(m))
+    bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=trace_provenance(trace),
+                        name=out.stem, log=log)
+    path = bundle.save(out)
+    doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
+    if json_out:
+        print_json(doc)
+    else:
+        console.print(f"wrote bundle [bold]{path}[/bold] with models: {', '.join(sorted(bundle.models))}")

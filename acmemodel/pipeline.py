@@ -1,0 +1,80 @@
+"""Fit every model family of the package on one trace and collect them in a :class:`Bundle`.
+
+Used by ``acmemodel fit`` (a real trace) and by :mod:`acmemodel.calibrate` (the pseudo-trace built
+from published statistics), so both bundles hold the same models fitted the same way.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+import pandas as pd
+
+from acmemodel.models.bundle import Bundle
+
+
+def _builders() -> dict[str, Callable[[], object]]:
+    """name → constructor of each model a bundle holds (imported lazily)."""
+    from acmemodel.models.arrival import ArrivalModel
+    from acmemodel.models.failure import FailureModel
+    from acmemodel.models.gpu_counts import GpuCountModel
+    from acmemodel.models.queue import QueueModel
+    from acmemodel.models.runtime import RuntimeModel
+
+    out: dict[str, Callable[[], object]] = {
+        "runtime": RuntimeModel,
+        "queue": QueueModel,
+        "failure": FailureModel,
+        "arrival": ArrivalModel,
+        "gpu_counts": GpuCountModel,
+    }
+    try:
+        from acmemodel.models.restart import RestartModel
+
+        out["restart"] = RestartModel
+    except ImportError:  # pragma: no cover - during development only
+        pass
+    try:
+        from acmemodel.models.predictor import RuntimePredictor
+
+        out["predictor"] = RuntimePredictor
+    except ImportError:  # pragma: no cover
+        pass
+    return out
+
+
+def model_names() -> list[str]:
+    return list(_builders())
+
+
+def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
+               models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
+               log: Callable[[str], None] | None = None) -> Bundle:
+    """Fit the named models (default: all) on ``jobs`` (the trace contract) and bundle them.
+
+    ``provenance`` is stored as given, plus per-model fit seconds under ``"fit_seconds"``.
+    """
+    from acmemodel.trace import Trace
+
+    builders = _builders()
+    names = list(models) if models is not None else list(builders)
+    bad = [m for m in names if m not in builders]
+    if bad:
+        raise ValueError(f"models: unknown model(s) {bad}; choose from {', '.join(builders)}")
+    trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(timezones or {}))
+    fitted, seconds = {}, {}
+    for m in names:
+        t = time.perf_counter()
+        model = builders[m]()
+        fitted[m] = _fit_one(model, trace)
+        seconds[m] = round(time.perf_counter() - t, 3)
+        if log:
+            log(f"fitted {m} in {seconds[m]:.1f} s")
+    prov = dict(provenance or {})
+    prov["fit_seconds"] = seconds
+    return Bundle(fitted, provenance=prov, name=name)
+
+
+def _fit_one(model, trace):
+    """Call ``model.fit`` with the trace (models accept a Trace or its jobs frame)."""
+    return model.fit(trace)
