@@ -242,64 +242,119 @@ def round_seconds(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     return r.astype("int64"), miss, adj
 
 
-def format_times(sec: np.ndarray, missing: np.ndarray | None = None, *, offset_s: int = 0,
-                 suffix: str = "", sep: str = " ") -> np.ndarray:
-    """Vectorised ``YYYY-MM-DD HH:MM:SS`` + ``suffix`` of integer Unix seconds shifted by
-    ``offset_s`` (local wall-clock time); missing entries become ``None``.
+# --------------------------------------------------------------------------- strings (Arrow)
+# Columns are built as Arrow large_string arrays: casting, concatenation and CSV writing then run in
+# Arrow's C++ kernels instead of per-value Python calls (~10x faster on a million rows).
+def to_arrow(col: Any) -> "pa.Array":
+    """A string column as an Arrow ``large_string`` array (None/NaN → null)."""
+    import pyarrow as pa
 
-    Uses ``numpy.datetime_as_string`` and a character-array view: ~0.5 s per million values.
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if isinstance(col, pa.Array):
+        return col if col.type == pa.large_string() else col.cast(pa.large_string())
+    if isinstance(col, pd.Series):
+        col = col.to_numpy(dtype=object)
+    return pa.array(np.asarray(col, dtype=object), type=pa.large_string(), from_pandas=True)
+
+
+def cat(*parts: Any) -> "pa.Array":
+    """Element-wise concatenation of string columns and constant strings (a null part → null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    args = [pa.scalar(p, type=pa.large_string()) if isinstance(p, str) else to_arrow(p) for p in parts]
+    if not any(isinstance(a, pa.Array) for a in args):
+        raise ValueError("cat needs at least one column")
+    return pc.binary_join_element_wise(*args, pa.scalar("", type=pa.large_string()))
+
+
+def _validity(missing: np.ndarray | None):
+    import pyarrow as pa
+
+    if missing is None or not np.any(missing):
+        return None, 0
+    return pa.py_buffer(np.packbits(~np.asarray(missing, bool), bitorder="little")), int(np.sum(missing))
+
+
+def format_times(sec: np.ndarray, missing: np.ndarray | None = None, *, offset_s: int = 0,
+                 suffix: str = "", sep: str = " ") -> "pa.Array":
+    """Vectorised ``YYYY-MM-DD HH:MM:SS`` + ``suffix`` of integer Unix seconds shifted by
+    ``offset_s`` (local wall-clock time); missing entries are null.
+
+    ``numpy.datetime_as_string`` gives fixed-width text that becomes the data buffer of an Arrow
+    string array directly (no per-value Python objects).
     """
+    import pyarrow as pa
+
     sec = np.asarray(sec, dtype="int64")
     n = len(sec)
     if n == 0:
-        return np.array([], dtype=object)
+        return pa.array([], type=pa.large_string())
     a = np.datetime_as_string((sec + int(offset_s)).astype("datetime64[s]"), unit="s").astype("U19")
     u = a.view(np.uint32).reshape(n, 19)
-    if sep != "T":
-        u = u.copy()
-        u[:, 10] = ord(sep)
+    if not (u < 128).all():  # years beyond 9999 or before 0 would not be fixed width
+        raise ValueError("timestamps out of the range 0000..9999")
+    b = u.astype(np.uint8)
+    b[:, 10] = ord(sep)
     if suffix:
-        suf = np.frombuffer(suffix.encode("utf-32-le"), dtype=np.uint32)
-        u = np.hstack([u, np.broadcast_to(suf, (n, len(suf)))])
-    out = np.ascontiguousarray(u).view(f"U{u.shape[1]}").ravel().astype(object)
-    if missing is not None and missing.any():
-        out[missing] = None
-    return out
+        suf = np.frombuffer(suffix.encode("ascii"), dtype=np.uint8)
+        b = np.hstack([b, np.broadcast_to(suf, (n, len(suf)))])
+    w = b.shape[1]
+    offsets = np.arange(0, (n + 1) * w, w, dtype=np.int64)
+    validity, nulls = _validity(missing)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(b)),
+                                            validity, nulls)
 
 
-def int_strings(x: np.ndarray, missing: np.ndarray | None = None, *, float_suffix: bool = False) -> np.ndarray:
-    """Integers as decimal strings (``"936"``, or ``"936.0"`` with ``float_suffix``); missing → None."""
+def int_strings(x: np.ndarray, missing: np.ndarray | None = None, *, float_suffix: bool = False) -> "pa.Array":
+    """Integers as decimal strings (``"936"``, or ``"936.0"`` with ``float_suffix``); missing → null."""
+    import pyarrow as pa
+
     x = np.asarray(x)
-    s = x.astype("int64").astype(str)
-    if float_suffix:
-        s = np.char.add(s, ".0")
-    out = s.astype(object)
-    if missing is not None and missing.any():
-        out[missing] = None
-    return out
+    arr = pa.array(x.astype("int64"), mask=None if missing is None else np.asarray(missing, bool))
+    s = arr.cast(pa.large_string())
+    return cat(s, ".0") if float_suffix else s
 
 
-def float_strings(x: np.ndarray) -> np.ndarray:
-    """Floats in Python's shortest ``repr`` (``100.0``, ``2.5``); NaN → None."""
+def float_strings(x: np.ndarray) -> "pa.Array":
+    """Floats as Python's ``repr`` (``100.0``, ``2.5``; the published files' style); NaN → null."""
     x = np.asarray(x, dtype=float)
     out = np.empty(len(x), dtype=object)
     ok = ~np.isnan(x)
     out[ok] = [repr(float(v)) for v in x[ok]]
     out[~ok] = None
-    return out
+    return to_arrow(out)
 
 
-def num_strings(x: pd.Series) -> np.ndarray:
-    """Integral numbers as ints (``128``), others as Python floats; NaN → empty."""
+def short_float_strings(x: np.ndarray) -> "pa.Array":
+    """Floats as their shortest round-trip text, integral values without a decimal point
+    (``117``, ``12.25``, ``1e-07`` style from Arrow); for JSON numbers."""
+    import pyarrow as pa
+
+    x = np.asarray(x, dtype=float)
+    integral = np.isfinite(x) & (x == np.floor(x)) & (np.abs(x) < 2 ** 53)
+    ints = int_strings(np.where(integral, x, 0))
+    floats = pa.array(x).cast(pa.large_string())
+    import pyarrow.compute as pc
+
+    return pc.if_else(pa.array(integral), ints, floats)
+
+
+def num_strings(x: pd.Series) -> "pa.Array":
+    """Integral numbers as ints (``128``), others as Python floats; NaN → null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     v = pd.to_numeric(x, errors="coerce").to_numpy(dtype=float)
     miss = np.isnan(v)
-    integral = ~miss & (np.floor(np.where(miss, 0, v)) == np.where(miss, 0, v))
-    out = np.empty(len(v), dtype=object)
-    out[integral] = int_strings(v[integral])
-    rest = ~miss & ~integral
-    out[rest] = float_strings(v[rest])
-    out[miss] = None
-    return out
+    vv = np.where(miss, 0, v)
+    integral = ~miss & (np.floor(vv) == vv)
+    ints = int_strings(np.where(integral, vv, 0), miss)
+    if integral.sum() == (~miss).sum():
+        return ints
+    rest = np.where(integral | miss, np.nan, v)
+    return pc.if_else(pa.array(integral | miss), ints, float_strings(rest))
 
 
 def iso_utc(s: float) -> str | None:
@@ -345,15 +400,16 @@ def prepare_out(out: str | Path) -> Path:
     return out
 
 
-def write_csv(path: Path, header: list[str], columns: list[np.ndarray], *, header_line: str | None = None) -> None:
-    """Write string/None columns as CSV: header verbatim, values unquoted (quoted only if a
-    value contains a comma, quote or newline — then the pandas writer is used), None → empty."""
+def write_csv(path: Path, header: list[str], columns: list[Any], *, header_line: str | None = None) -> None:
+    """Write string columns (Arrow arrays or arrays of str/None) as CSV: header verbatim, values
+    unquoted, null → empty. If a value contains a comma, quote or newline the pandas writer is used
+    instead (it quotes only those values)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     hdr = header_line if header_line is not None else ",".join(header)
-    arrays = [pa.array(c, type=pa.string()) for c in columns]
-    table = pa.table(dict(zip([f"c{i}" for i in range(len(arrays))], arrays)))
+    arrays = [to_arrow(c) for c in columns]
+    table = pa.table({f"c{i}": a for i, a in enumerate(arrays)})
     with open(path, "wb") as f:
         f.write((hdr + "\n").encode())
         try:
@@ -361,10 +417,23 @@ def write_csv(path: Path, header: list[str], columns: list[np.ndarray], *, heade
             return
         except pa.ArrowInvalid:
             pass
-    frame = pd.DataFrame({h: c for h, c in zip(header, columns)})
+    frame = pd.DataFrame({f"c{i}": a.to_pandas() for i, a in enumerate(arrays)})
     with open(path, "w", newline="") as f:
         f.write(hdr + "\n")
         frame.to_csv(f, index=False, header=False, lineterminator="\n")
+
+
+def write_joined(f, arr: "pa.Array", sep: str) -> None:
+    """Write the strings of ``arr`` (no nulls) joined by ``sep`` to the binary file ``f``, straight
+    from the Arrow data buffer."""
+    import pyarrow as pa
+
+    if len(arr) == 0:
+        return
+    arr = cat(to_arrow(arr), sep)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
+    data = arr.buffers()[2]
+    f.write(memoryview(data)[int(offsets[0]): int(offsets[-1]) - len(sep.encode())])
 
 
 def write_readme(out: Path, title: str, sections: list[tuple[str, str]], name: str = "README.md") -> Path:

@@ -31,21 +31,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+import json
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from acmemodel.export import _common as C
-from acmemodel.export.philly import _cat, json_strings
+from acmemodel.export.philly import json_strings
 
 
-def _ms_strings(x: np.ndarray) -> np.ndarray:
-    """Seconds rounded to 1 ms: integers as ``117``, others as the shortest float repr."""
-    r = np.round(np.asarray(x, dtype=float), 3)
-    integral = r == np.floor(r)
-    out = np.empty(len(r), dtype=object)
-    out[integral] = C.int_strings(r[integral])
-    out[~integral] = C.float_strings(r[~integral])
-    return out
+def _ms_strings(x: np.ndarray) -> "pa.Array":
+    """Seconds rounded to 1 ms: integers as ``117``, others as the shortest float text."""
+    return C.short_float_strings(np.round(np.asarray(x, dtype=float), 3))
 
 
 def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, total_gpus: int | None = None,
@@ -69,7 +68,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         started = ~np.isnan(sub["start_s"].to_numpy())
         run = np.where(started, sub["end_s"].to_numpy() - sub["start_s"].fillna(0).to_numpy(), 0.0)
         delay = _ms_strings(run)
-        prof_names = _cat("delay_", delay)
+        prof_names = C.cat("delay_", delay)
         ids = C.int_strings(np.arange(1, n + 1))
         gpus = sub["gpu_num"].to_numpy(dtype="int64")
         info = C.cluster_info(name) or {}
@@ -78,18 +77,17 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")
         pos = C.prev_positions(sub)
         link = pos >= 0
-        extra = np.full(n, "", dtype=object)
-        if link.any():
-            gap = sub["submit_s"].to_numpy()[link] - sub["end_s"].to_numpy()[pos[link]]
-            extra[link] = _cat(', "prev_id": "', ids[pos[link]], '", "restart_gap": ', _ms_strings(gap))
-        job_lines = _cat('{"id": "', ids, '", "subtime": ', _ms_strings(sub["submit_s"].to_numpy() - t0),
-                         ', "res": ', C.int_strings(gpus), ', "walltime": -1, "profile": "', prof_names,
-                         '", "type": ', json_strings(sub["type"].to_numpy()), ', "final_state": "',
-                         sub["state"].astype(str).to_numpy(dtype=object), '", "attempt": ', C.int_strings(attempt),
-                         extra, ', "user": ', json_strings(sub["user"].to_numpy()), ', "trace_job_id": ',
-                         json_strings(sub["job_id"].to_numpy()), ', "started": ',
-                         np.where(started, "true", "false").astype(object), "}")
-        uniq = pd.unique(delay)
+        gap = np.where(link, sub["submit_s"].to_numpy() - sub["end_s"].to_numpy()[np.maximum(pos, 0)], 0.0)
+        extra = pc.if_else(pa.array(link), C.cat(', "prev_id": "', ids.take(pa.array(np.maximum(pos, 0))),
+                                                 '", "restart_gap": ', _ms_strings(gap)), "")
+        job_lines = C.cat('{"id": "', ids, '", "subtime": ', _ms_strings(sub["submit_s"].to_numpy() - t0),
+                          ', "res": ', C.int_strings(gpus), ', "walltime": -1, "profile": "', prof_names,
+                          '", "type": ', json_strings(sub["type"].to_numpy()), ', "final_state": "',
+                          sub["state"].astype(str).to_numpy(dtype=object), '", "attempt": ',
+                          C.int_strings(attempt), extra, ', "user": ', json_strings(sub["user"].to_numpy()),
+                          ', "trace_job_id": ', json_strings(sub["job_id"].to_numpy()), ', "started": ',
+                          np.where(started, "true", "false").astype(object), "}")
+        uniq = pc.unique(delay).to_pylist()
         prof_lines = [f'"delay_{d}": {{"type": "{profile_type}", "delay": {d}}}' for d in uniq]
         description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
                        f"{C.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
@@ -97,13 +95,11 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
                        f"{int(cpu.sum())} CPU-only jobs omitted"
                        + (f"; nb_res raised from {want} to the largest job ({nb_res})" if nb_res > want else ""))
         path = out / f"{C.safe_name(name)}_workload.json"
-        with open(path, "w") as f:
-            f.write('{\n"nb_res": %d,\n"description": %s,\n"jobs": [\n' % (nb_res, json_strings(
-                np.array([description], dtype=object))[0]))
-            f.write(",\n".join(job_lines.tolist()))
-            f.write('\n],\n"profiles": {\n')
-            f.write(",\n".join(prof_lines))
-            f.write("\n}\n}\n")
+        with open(path, "wb") as f:
+            f.write(('{\n"nb_res": %d,\n"description": %s,\n"jobs": [\n' % (nb_res, json.dumps(description)))
+                    .encode())
+            C.write_joined(f, job_lines, ",\n")
+            f.write(('\n],\n"profiles": {\n' + ",\n".join(prof_lines) + "\n}\n}\n").encode())
         files.append(path)
         frames.append(sub)
         n_jobs += int(sub["chain_id"].nunique())

@@ -39,6 +39,8 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from acmemodel.export import _common as C
 
@@ -60,20 +62,12 @@ def detail_json(gpus: int, nodes: int) -> str:
     return json.dumps(out)
 
 
-def json_strings(values: np.ndarray) -> np.ndarray:
+def json_strings(values: Any) -> "pa.Array":
     """JSON string literals of ``values`` (fast path when nothing needs escaping)."""
-    s = pd.Series(values, dtype=object).astype(str)
-    if s.str.match(_SAFE).all():
-        return ('"' + s + '"').to_numpy(dtype=object)
-    return s.map(json.dumps).to_numpy(dtype=object)
-
-
-def _cat(*parts: Any) -> np.ndarray:
-    """Element-wise concatenation of object arrays and constant strings."""
-    out = None
-    for p in parts:
-        out = p if out is None else out + p
-    return out
+    arr = C.to_arrow(values)
+    if len(arr) == 0 or pc.all(pc.match_substring_regex(arr, _SAFE)).as_py():
+        return C.cat('"', arr, '"')
+    return C.to_arrow(np.array([json.dumps(v) for v in arr.to_pylist()], dtype=object))
 
 
 def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
@@ -104,14 +98,13 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         en, _, _ = C.round_seconds(sub["end_s"].to_numpy())
         started = ~st_miss
         parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
-        # detail JSON per distinct (gpus, nodes)
+        # detail JSON per distinct (gpus, nodes), expanded by index
         gn = sub["gpu_num"].to_numpy(dtype="int64")
         nn = sub["node_num"].to_numpy(dtype="int64")
-        pair = pd.MultiIndex.from_arrays([gn, nn])
-        codes, uniq = pd.factorize(pair)
-        dets = np.array([detail_json(g, k) for g, k in uniq], dtype=object)[codes]
-        att = _cat('{"start_time": "', C.format_times(st + shift, offset_s=off), '", "end_time": "',
-                   C.format_times(en + shift, offset_s=off), '", "detail": ', dets, "}")
+        codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([gn, nn]))
+        dets = C.to_arrow(np.array([detail_json(g, k) for g, k in uniq], dtype=object)).take(pa.array(codes))
+        att = C.cat('{"start_time": "', C.format_times(st + shift, st_miss, offset_s=off), '", "end_time": "',
+                    C.format_times(en + shift, offset_s=off), '", "detail": ', dets, "}")  # null if unstarted
         # chains in order of their first submission; attempts in attempt order
         chain = sub["chain_id"].to_numpy()
         attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")
@@ -120,31 +113,25 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         ccode_o = ccode[order]
         first = np.r_[True, ccode_o[1:] != ccode_o[:-1]]
         last = np.r_[ccode_o[1:] != ccode_o[:-1], True]
-        att_o = np.where(started[order], att[order], None)
-        sizes = np.bincount(ccode_o, minlength=len(cuniq))
-        joined = np.full(len(cuniq), "", dtype=object)
-        single = sizes[ccode_o] == 1
-        joined[ccode_o[single]] = np.where(att_o[single] == None, "", att_o[single])  # noqa: E711
-        multi = ~single
-        if multi.any():
-            ser = pd.Series(att_o[multi]).dropna()
-            grp = pd.Series(ccode_o[multi])[ser.index]
-            agg = ser.groupby(grp.to_numpy(), sort=False).agg(", ".join)
-            joined[agg.index.to_numpy()] = agg.to_numpy()
+        keep = started[order]
+        counts = np.bincount(ccode_o[keep], minlength=len(cuniq))
+        values = att.take(pa.array(order[keep]))
+        lists = pa.LargeListArray.from_arrays(pa.array(np.r_[0, np.cumsum(counts)], type=pa.int64()), values)
+        joined = pc.binary_join(lists, pa.scalar(", ", type=pa.large_string()))  # no attempt → ""
         fi = order[first]   # row position of each chain's first attempt (chain code order)
         li = order[last]    # row position of each chain's last attempt
-        status = pd.Series(sub["analysis_state"].to_numpy()[li]).map(PHILLY_STATUS).fillna("Failed").to_numpy(dtype=object)
-        entries = _cat('{"status": "', status, '", "vc": ', json_strings(parts[fi]), ', "jobid": ',
-                       json_strings(sub["job_id"].to_numpy()[fi]), ', "attempts": [', joined[ccode_o[first]],
-                       '], "submitted_time": "', C.format_times(s[fi] + shift, offset_s=off), '", "user": ',
-                       json_strings(sub["user"].to_numpy()[fi]), "}")
+        status = pd.Series(sub["analysis_state"].to_numpy()[li]).map(PHILLY_STATUS).fillna("Failed")
+        entries = C.cat('{"status": "', status, '", "vc": ', json_strings(parts[fi]), ', "jobid": ',
+                        json_strings(sub["job_id"].to_numpy()[fi]), ', "attempts": [', joined,
+                        '], "submitted_time": "', C.format_times(s[fi] + shift, offset_s=off), '", "user": ',
+                        json_strings(sub["user"].to_numpy()[fi]), "}")
         d = out / name
         d.mkdir(parents=True, exist_ok=True)
         path = d / "cluster_job_log"
-        with open(path, "w") as f:
-            f.write("[\n")
-            f.write(",\n".join(entries.tolist()))
-            f.write("\n]\n")
+        with open(path, "wb") as f:
+            f.write(b"[\n")
+            C.write_joined(f, entries, ",\n")
+            f.write(b"\n]\n")
         # sidecar: every attempt with its logical jobid
         jobid_of_row = sub["job_id"].to_numpy(dtype=object)[fi][ccode]
         mpath = d / "cluster_job_log_attempts.csv"
