@@ -1,0 +1,624 @@
+"""Time to restart after a failure: resubmission gap + queueing wait, as distributions.
+
+Target (from :func:`acmemodel.features.chains.restart_chains`): for a FAILED job *f* whose logical job
+was attempted again (*n*), the **gap** ``next_restart_gap_s = submit_n − end_f`` (until resubmission;
+humans in the loop) and the **queue** wait ``next_queue_s`` of *n*; the **total** time to restart is
+gap + queue. Each of the three is modelled separately (so ``total`` is not assumed to be the sum of
+independent parts). Times are floored at ``clip_s`` (1 s) because the Gamma family and log scales
+need positive values (a resubmission can precede the failure record by a second, queues are often 0).
+
+Covariates x: ``log2(1 + GPUs)``, job type (levels with fewer than ``min_level_chains`` chains pooled
+into ``"(rare)"``), ``log(attempt)``, ``night`` (failure at 22:00–07:59 cluster local time) and
+``weekend`` (of the failure time), and ``failure_category`` when the table has that column (the public
+trace does not). LightGBM also gets the raw local hour.
+
+* ``method="glm"``: statsmodels GLM, Gamma family, log link: ``E[Y | x] = exp(xβ)``, dispersion φ
+  (Pearson χ²/df); the predictive distribution of a row is ``Gamma(shape = 1/φ, scale = φ·exp(xβ))``.
+  :meth:`RestartModel.summary` gives the coefficient table with 95 % intervals.
+* ``method="lgbm"``: LightGBM regression of ``log Y`` (L2); predictive distribution
+  ``LogNormal(median = exp(f(x)), σ)`` with σ the standard deviation of 3-fold out-of-fold residuals.
+  Fitted only with at least ``min_lgbm_chains`` chains.
+* **Published prior** (the paper's failure table): per failure reason *r* a log-normal matched to the
+  published median and mean time to restart (minutes → seconds; ``σ² = 2 log(mean/median)``, floored at
+  0.5², values floored at 0.05 min); a category (or all reasons) is the mixture over its reasons with
+  weights ``num_r`` — times the GPU-demand likelihood of :mod:`acmemodel.models.failure_types` when
+  ``gpus`` is given. It describes the *total* time to restart (restart − failure timestamp, which
+  includes human reaction time). With fewer than ``min_chains`` chains the model **falls back** to the
+  prior: ``fallback_`` is True, ``fallback_reason_`` says why, a :class:`DataWarning` is issued and
+  :meth:`summary` reports it.
+
+``predict(X or **key)`` returns a :class:`RestartDistribution` (per-row distributions with ``mean``,
+``median``, ``quantile``, ``cdf``, ``sample(n, rng)``); ``restart_distribution(category=None,
+gpus=None)`` returns one :class:`MixtureDistribution` for the planner.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special, stats
+
+from acmemodel.errors import ConvergenceWarning, DataWarning
+from acmemodel.models.base import BaseModel, register, unjson_float
+
+COMPONENTS: tuple[str, ...] = ("gap", "queue", "total")
+METHODS: tuple[str, ...] = ("glm", "lgbm")
+_RARE = "(rare)"
+PRIOR_SIGMA_MIN = 0.5
+PRIOR_MINUTES_FLOOR = 0.05
+
+
+# ============================================================================ distributions
+class RestartDistribution:
+    """Per-row distributions of a time (seconds) of one family.
+
+    ``family="gamma"``: parameters ``shape``, ``scale``; ``family="lognormal"``: ``median``, ``sigma``
+    (of log time). All methods are vectorised over rows; ``quantile(q)`` returns rows × len(q) for a
+    sequence ``q`` and a vector for a scalar ``q``; ``sample(n, rng)`` returns rows × n.
+    """
+
+    def __init__(self, family: str, source: str = "", **params):
+        if family not in ("gamma", "lognormal"):
+            raise ValueError(f"family must be 'gamma' or 'lognormal', got {family!r}")
+        self.family = family
+        self.source = source
+        self.params = {k: np.atleast_1d(np.asarray(v, float)) for k, v in params.items()}
+        n = {len(v) for v in self.params.values()}
+        if len(n) != 1:
+            raise ValueError("distribution parameter arrays must have equal length")
+
+    def __len__(self) -> int:
+        return len(next(iter(self.params.values())))
+
+    def _frozen(self):
+        p = self.params
+        if self.family == "gamma":
+            return stats.gamma(a=p["shape"], scale=p["scale"])
+        return stats.lognorm(s=p["sigma"], scale=p["median"])
+
+    def mean(self) -> np.ndarray:
+        """Mean (seconds) per row."""
+        return self._frozen().mean()
+
+    def median(self) -> np.ndarray:
+        """Median (seconds) per row."""
+        return self._frozen().median()
+
+    def quantile(self, q):
+        """Quantile(s) ``q`` ∈ (0, 1) per row (seconds)."""
+        qa = np.asarray(q, float)
+        if np.any((qa <= 0) | (qa >= 1)):
+            raise ValueError(f"q must be in (0, 1), got {q!r}")
+        if qa.ndim == 0:
+            return self._frozen().ppf(float(qa))
+        f = self._frozen()
+        return np.column_stack([f.ppf(v) for v in qa])
+
+    def cdf(self, x) -> np.ndarray:
+        """P(T ≤ x) per row (x broadcast against the rows)."""
+        return self._frozen().cdf(np.asarray(x, float))
+
+    def interval(self, level: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
+        """Central ``level`` interval per row (seconds)."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        return self.quantile((1 - level) / 2), self.quantile((1 + level) / 2)
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draws (rows × n) seconds."""
+        _check_rng_n(n, rng)
+        p = self.params
+        if self.family == "gamma":
+            return rng.gamma(p["shape"][:, None], p["scale"][:, None], size=(len(self), int(n)))
+        return p["median"][:, None] * np.exp(p["sigma"][:, None] * rng.standard_normal((len(self), int(n))))
+
+    def mixture(self, weights=None) -> "MixtureDistribution":
+        """The mixture of the rows (equal weights by default)."""
+        return MixtureDistribution(self, weights)
+
+    def to_frame(self, quantiles: Sequence[float] = (0.1, 0.5, 0.9)) -> pd.DataFrame:
+        """mean and quantiles per row as a DataFrame (seconds)."""
+        out = {"mean_s": self.mean()}
+        for q in quantiles:
+            out[f"q{int(round(q * 100)):02d}_s"] = self.quantile(q)
+        return pd.DataFrame(out)
+
+
+class MixtureDistribution:
+    """A finite mixture of the rows of a :class:`RestartDistribution` (a scalar distribution, seconds).
+
+    ``mean() = Σ w_i mean_i``; ``cdf(x) = Σ w_i F_i(x)``; quantiles solve ``cdf(x) = q`` (Brent on
+    log x); ``sample(n, rng)`` draws a component by weight, then a value.
+    """
+
+    def __init__(self, rows: RestartDistribution, weights=None):
+        self.rows = rows
+        w = np.ones(len(rows)) if weights is None else np.asarray(weights, float)
+        if w.shape != (len(rows),) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError("weights must be non-negative, one per row, not all zero")
+        self.weights = w / w.sum()
+        self.source = rows.source
+
+    def mean(self) -> float:
+        return float(self.weights @ self.rows.mean())
+
+    def cdf(self, x):
+        xa = np.asarray(x, float)
+        F = self.rows._frozen().cdf(np.atleast_1d(xa)[:, None])
+        out = F @ self.weights
+        return float(out[0]) if xa.ndim == 0 else out
+
+    def quantile(self, q):
+        qa = np.atleast_1d(np.asarray(q, float))
+        if np.any((qa <= 0) | (qa >= 1)):
+            raise ValueError(f"q must be in (0, 1), got {q!r}")
+        lo_all = self.rows.quantile(min(1e-9, qa.min()))
+        hi_all = self.rows.quantile(max(1 - 1e-9, qa.max()))
+        lo, hi = math.log(max(np.min(lo_all), 1e-12)), math.log(max(np.max(hi_all), 1e-9))
+        out = []
+        for v in qa:
+            if hi - lo < 1e-12:
+                out.append(math.exp(lo))
+                continue
+            f = lambda lx: self.cdf(math.exp(lx)) - v  # noqa: E731
+            out.append(math.exp(optimize.brentq(f, lo - 1e-9, hi + 1e-9, xtol=1e-10)))
+        return out[0] if np.ndim(q) == 0 else np.asarray(out)
+
+    def median(self) -> float:
+        return float(self.quantile(0.5))
+
+    def interval(self, level: float = 0.8) -> tuple[float, float]:
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        return float(self.quantile((1 - level) / 2)), float(self.quantile((1 + level) / 2))
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        _check_rng_n(n, rng)
+        idx = rng.choice(len(self.weights), size=int(n), p=self.weights)
+        p = self.rows.params
+        if self.rows.family == "gamma":
+            return rng.gamma(p["shape"][idx], p["scale"][idx])
+        return p["median"][idx] * np.exp(p["sigma"][idx] * rng.standard_normal(int(n)))
+
+    def __repr__(self) -> str:
+        return (f"MixtureDistribution({self.rows.family}, {len(self.weights)} components, "
+                f"source={self.source!r}, mean={self.mean():.4g} s, median={self.median():.4g} s)")
+
+
+def _check_rng_n(n, rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError("rng must be a numpy.random.Generator")
+    if int(n) != n or n < 0:
+        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+
+
+# ============================================================================ published prior
+def prior_table() -> pd.DataFrame:
+    """Per-reason log-normal of the published time to restart (seconds): reason, category, num,
+    median_s, mean_s, mu, sigma (module docstring)."""
+    from acmemodel.datasets.reference import load_failure_table
+
+    tab = load_failure_table()
+    med = np.maximum(tab["time_to_restart_median_min"].to_numpy(float), PRIOR_MINUTES_FLOOR) * 60.0
+    avg = np.maximum(tab["time_to_restart_avg_min"].to_numpy(float), PRIOR_MINUTES_FLOOR) * 60.0
+    with np.errstate(divide="ignore"):
+        s2 = 2.0 * np.log(avg / med)
+    sigma = np.sqrt(np.maximum(s2, PRIOR_SIGMA_MIN ** 2))
+    return pd.DataFrame({"reason": tab["reason"], "category": tab["category"],
+                         "num": tab["num"].to_numpy(float), "median_s": med, "mean_s": avg,
+                         "mu": np.log(med), "sigma": sigma})
+
+
+def prior_distribution(category: str | None = None, *, reason: str | None = None,
+                       gpus: float | None = None) -> MixtureDistribution:
+    """Published time-to-restart prior (total, seconds) of a reason, a category, or all failures.
+
+    Weights over reasons: ``num_r`` (times the GPU-demand likelihood of the failure-type prior when
+    ``gpus`` is given, i.e. ``P(r | gpus)``).
+    """
+    from acmemodel.datasets.reference import FAILURE_CATEGORIES
+    from acmemodel.models.failure_types import failure_type_mix
+
+    pt = prior_table()
+    if reason is not None:
+        if reason not in set(pt["reason"]):
+            raise ValueError(f"unknown failure reason {reason!r}; known: {', '.join(pt['reason'])}")
+        sel = pt["reason"] == reason
+    elif category is not None:
+        if category not in FAILURE_CATEGORIES:
+            raise ValueError(f"category must be one of {FAILURE_CATEGORIES} or None, got {category!r}")
+        sel = pt["category"] == category
+    else:
+        sel = np.ones(len(pt), bool)
+    sub = pt[np.asarray(sel)]
+    w = sub["num"].to_numpy(float)
+    if gpus is not None and len(sub) > 1:
+        mix = failure_type_mix(gpus=gpus)  # P(r | gpus) ∝ num_r · f(gpus | r)
+        w = mix[sub["reason"]].to_numpy(float)
+        if w.sum() <= 0:  # pragma: no cover - a likelihood underflow
+            w = sub["num"].to_numpy(float)
+    rows = RestartDistribution("lognormal", source="prior", median=sub["median_s"], sigma=sub["sigma"])
+    return MixtureDistribution(rows, w)
+
+
+# ============================================================================ the model
+@register
+class RestartModel(BaseModel):
+    """Time to restart after a failure (module docstring states the math).
+
+    Parameters
+    ----------
+    method : default predictor, ``"glm"`` or ``"lgbm"`` (both are fitted when data allow).
+    min_chains : fewer restart chains than this → fall back to the published prior.
+    min_lgbm_chains : fewer chains → no LightGBM model (GLM only).
+    min_level_chains : job types with fewer chains are pooled into ``"(rare)"``.
+    clip_s : floor (seconds) of the targets.
+    lgbm_params : extra LightGBM parameters (merged into the defaults).
+    num_boost_round : LightGBM boosting rounds.
+    random_state : seed of LightGBM and the out-of-fold split.
+
+    Fitted attributes: ``fallback_`` (bool), ``fallback_reason_``, ``n_chains_``, ``glm_`` (per
+    component: coefficient table and dispersion), ``lgbm_sigma_``, ``levels_``, ``population_``
+    (training covariate rows used to marginalise :meth:`restart_distribution`).
+    """
+
+    def __init__(self, *, method: str = "glm", min_chains: int = 30, min_lgbm_chains: int = 200,
+                 min_level_chains: int = 10, clip_s: float = 1.0, lgbm_params: dict | None = None,
+                 num_boost_round: int = 200, random_state: int = 0):
+        self.method = method
+        self.min_chains = min_chains
+        self.min_lgbm_chains = min_lgbm_chains
+        self.min_level_chains = min_level_chains
+        self.clip_s = clip_s
+        self.lgbm_params = lgbm_params
+        self.num_boost_round = num_boost_round
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ data
+    def _validate(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        for name in ("min_chains", "min_lgbm_chains", "min_level_chains", "num_boost_round"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, np.integer)) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (isinstance(self.clip_s, (int, float)) and self.clip_s > 0):
+            raise ValueError(f"clip_s must be a positive number, got {self.clip_s!r}")
+        if self.lgbm_params is not None and not isinstance(self.lgbm_params, dict):
+            raise ValueError(f"lgbm_params must be a dict or None, got {self.lgbm_params!r}")
+
+    @staticmethod
+    def restart_frame(jobs, *, timezones: dict | None = None) -> pd.DataFrame:
+        """The restarted failures of ``jobs`` with targets and covariates.
+
+        Uses the chain columns when present (``build_features`` output), else computes
+        :func:`~acmemodel.features.chains.restart_chains`. Hour / weekend are those of the failure
+        (``end_s``) in cluster local time. Columns: ``gpu_num``, ``type``, ``attempt``, ``hour``,
+        ``night``, ``weekend``, [``failure_category``], ``gap_s``, ``queue_s``, ``total_s``, ``end_s``.
+        """
+        from acmemodel.features.calendar import calendar_features
+
+        if hasattr(jobs, "jobs") and hasattr(jobs, "timezones"):
+            timezones = {**jobs.timezones, **(timezones or {})}
+            jobs = jobs.jobs
+        need = ("analysis_state", "gpu_num", "type", "cluster", "end_s")
+        miss = [c for c in need if c not in jobs.columns]
+        if miss:
+            raise ValueError(f"jobs lacks column(s) {miss} needed for the restart model")
+        if not {"next_restart_gap_s", "next_queue_s", "attempt"} <= set(jobs.columns):
+            from acmemodel.features.chains import restart_chains
+
+            jobs = jobs.join(restart_chains(jobs)[["attempt", "next_restart_gap_s", "next_queue_s"]])
+        rows = jobs[(jobs["analysis_state"] == "FAILED") & np.isfinite(jobs["next_restart_gap_s"])
+                    & np.isfinite(jobs["next_queue_s"])]
+        cal = calendar_features(rows, timezones, time_col="end_s")
+        out = pd.DataFrame({
+            "gpu_num": rows["gpu_num"].to_numpy(float), "type": rows["type"].astype(str).to_numpy(),
+            "attempt": rows["attempt"].to_numpy(float), "hour": cal["hour"].to_numpy(float),
+            "weekend": cal["weekend"].to_numpy(bool),
+            "gap_s": rows["next_restart_gap_s"].to_numpy(float),
+            "queue_s": rows["next_queue_s"].to_numpy(float), "end_s": rows["end_s"].to_numpy(float),
+        }, index=rows.index)
+        out["night"] = (out["hour"] >= 22) | (out["hour"] < 8)
+        out["total_s"] = out["gap_s"] + out["queue_s"]
+        if "failure_category" in rows.columns:
+            out["failure_category"] = rows["failure_category"].astype(str).to_numpy()
+        return out
+
+    def _design(self, df: pd.DataFrame) -> pd.DataFrame:
+        """GLM design (with intercept) from covariate columns using the fitted levels."""
+        types = self.levels_["type"]
+        t = df["type"].astype(str).map(lambda v: v if v in types else _RARE).to_numpy()
+        X = {"Intercept": np.ones(len(df)),
+             "log2_gpus": np.log2(1.0 + df["gpu_num"].to_numpy(float)),
+             "log_attempt": np.log(np.maximum(df["attempt"].to_numpy(float), 1.0)),
+             "night": df["night"].to_numpy(float), "weekend": df["weekend"].to_numpy(float)}
+        for lv in types[1:]:
+            X[f"type[{lv}]"] = (t == lv).astype(float)
+        for lv in self.levels_.get("failure_category", [])[1:]:
+            X[f"category[{lv}]"] = (df["failure_category"].astype(str).to_numpy() == lv).astype(float)
+        return pd.DataFrame(X, index=df.index)
+
+    def _lgbm_X(self, df: pd.DataFrame) -> np.ndarray:
+        """LightGBM features (GLM design without intercept, plus the raw hour) as a float array."""
+        X = self._design(df).drop(columns=["Intercept"])
+        X["hour"] = df["hour"].to_numpy(float)
+        return X.to_numpy(float)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, jobs, *, timezones: dict | None = None) -> "RestartModel":
+        """Fit on a jobs table with chain columns (or a Trace). Falls back to the prior when there are
+        fewer than ``min_chains`` restart chains."""
+        self._validate()
+        fr = self.restart_frame(jobs, timezones=timezones)
+        fr = fr[np.isfinite(fr["gpu_num"]) & np.isfinite(fr["attempt"])]
+        self.n_chains_ = int(len(fr))
+        self.glm_ = {}
+        self._boosters = {}
+        self.lgbm_sigma_ = {}
+        self.levels_ = {"type": []}
+        self.population_ = None
+        if len(fr) < self.min_chains:
+            self.fallback_ = True
+            self.fallback_reason_ = (f"only {len(fr)} restart chains (< min_chains={self.min_chains}): "
+                                     "using the published time-to-restart prior (paper Table 3)")
+            warnings.warn(self.fallback_reason_, DataWarning, stacklevel=2)
+            self.n_fit_ = self.n_chains_
+            return self
+        self.fallback_ = False
+        self.fallback_reason_ = ""
+        tc = fr["type"].value_counts()
+        keep = [t for t, n in tc.items() if n >= self.min_level_chains]
+        rare = [t for t, n in tc.items() if n < self.min_level_chains]
+        self.levels_ = {"type": keep + ([_RARE] if rare else [])}
+        if "failure_category" in fr.columns:
+            self.levels_["failure_category"] = list(fr["failure_category"].value_counts().index)
+        X = self._design(fr)
+        X = X.loc[:, (X.std(axis=0) > 0) | (X.columns == "Intercept")]
+        self.glm_columns_ = list(X.columns)
+        for comp in COMPONENTS:
+            y = np.maximum(fr[f"{comp}_s"].to_numpy(float), self.clip_s)
+            self.glm_[comp] = self._fit_glm(X, y)
+        if len(fr) >= self.min_lgbm_chains:
+            for comp in COMPONENTS:
+                y = np.log(np.maximum(fr[f"{comp}_s"].to_numpy(float), self.clip_s))
+                self._boosters[comp], self.lgbm_sigma_[comp] = self._fit_lgbm(self._lgbm_X(fr), y)
+        pop = fr[["gpu_num", "type", "attempt", "hour", "night", "weekend"]
+                 + (["failure_category"] if "failure_category" in fr.columns else [])]
+        if len(pop) > 500:
+            pop = pop.sample(500, random_state=self.random_state)
+        self.population_ = pop.reset_index(drop=True)
+        self.n_fit_ = self.n_chains_
+        return self
+
+    def _fit_glm(self, X: pd.DataFrame, y: np.ndarray) -> dict:
+        import statsmodels.api as sm
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = sm.GLM(y, X, family=sm.families.Gamma(link=sm.families.links.Log())).fit(scale="X2")
+            if not (np.isfinite(res.scale) and res.scale > 0 and np.all(np.isfinite(res.params))):
+                raise ValueError("degenerate fit")
+        except (ValueError, np.linalg.LinAlgError) as e:
+            # e.g. constant targets: moment fit of an intercept-only Gamma
+            warnings.warn(f"restart GLM failed ({e}); using an intercept-only moment fit",
+                          ConvergenceWarning, stacklevel=3)
+            m, v = float(np.mean(y)), float(np.var(y))
+            cols = ["Intercept"]
+            nan = [float("nan")]
+            return {"coef": [math.log(m)], "se": nan, "lower": nan, "upper": nan, "pvalue": nan,
+                    "scale": max(v / m ** 2, 1e-6), "columns": cols, "n": int(len(y)),
+                    "deviance": float("nan")}
+        ci = res.conf_int(0.05)
+        return {"coef": res.params.to_numpy().tolist(), "se": res.bse.to_numpy().tolist(),
+                "lower": ci.iloc[:, 0].to_numpy().tolist(), "upper": ci.iloc[:, 1].to_numpy().tolist(),
+                "pvalue": res.pvalues.to_numpy().tolist(), "scale": float(res.scale),
+                "columns": list(X.columns), "n": int(len(y)), "deviance": float(res.deviance)}
+
+    def _lgbm_params(self) -> dict:
+        p = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+             "verbose": -1, "seed": self.random_state, "deterministic": True, "num_threads": 1}
+        p.update(self.lgbm_params or {})
+        return p
+
+    def _fit_lgbm(self, X: pd.DataFrame, y: np.ndarray):
+        import lightgbm as lgb
+
+        params = self._lgbm_params()
+        rng = np.random.default_rng(self.random_state)
+        fold = rng.integers(0, 3, len(y))
+        oof = np.empty(len(y))
+        for k in range(3):
+            tr = fold != k
+            b = lgb.train(params, lgb.Dataset(X[tr], y[tr]), num_boost_round=self.num_boost_round)
+            oof[~tr] = b.predict(X[~tr])
+        sigma = float(np.std(y - oof, ddof=1))
+        booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=self.num_boost_round)
+        return booster, max(sigma, 1e-3)
+
+    # ------------------------------------------------------------------ prediction
+    def _rows_from(self, X, key) -> pd.DataFrame:
+        if X is None:
+            X = pd.DataFrame([key]) if key else None
+        elif key:
+            raise ValueError("give either X or keyword covariates, not both")
+        if X is None:
+            raise ValueError("predict needs X (a DataFrame) or keyword covariates such as gpu_num=")
+        X = X.copy()
+        if "gpus" in X.columns and "gpu_num" not in X.columns:
+            X = X.rename(columns={"gpus": "gpu_num"})
+        defaults = {"type": self.levels_["type"][0] if self.levels_["type"] else "Other", "attempt": 1,
+                    "hour": 12, "weekend": False}
+        for c, v in defaults.items():
+            if c not in X.columns:
+                X[c] = v
+        if "gpu_num" not in X.columns:
+            raise ValueError("covariates need gpu_num (or gpus)")
+        if "night" not in X.columns:
+            h = X["hour"].to_numpy(float)
+            X["night"] = (h >= 22) | (h < 8)
+        if "failure_category" in self.levels_ and "failure_category" not in X.columns:
+            X["failure_category"] = self.levels_["failure_category"][0]
+        return X
+
+    def predict(self, X: pd.DataFrame | None = None, *, component: str = "total",
+                method: str | None = None, **key) -> RestartDistribution:
+        """Predictive distribution per row of ``X`` (or one row from keyword covariates).
+
+        Covariates: ``gpu_num`` (or ``gpus``), ``type``, ``attempt`` (default 1), ``hour`` (local hour
+        of the failure, default 12), ``weekend`` (default False), ``night`` (derived from hour if
+        absent), ``failure_category`` (only if fitted with it). In fallback mode, or with
+        ``method="prior"``, each row gets the published prior given its GPUs (total only).
+        """
+        self._check_fitted()
+        if component not in COMPONENTS:
+            raise ValueError(f"component must be one of {COMPONENTS}, got {component!r}")
+        method = method or self.method
+        if method not in METHODS + ("prior",):
+            raise ValueError(f"method must be one of {METHODS + ('prior',)}, got {method!r}")
+        df = self._rows_from(X, key)
+        if self.fallback_ or method == "prior":
+            if component != "total":
+                raise ValueError("the published prior covers the total time to restart only "
+                                 f"(component={component!r})")
+            return self._prior_rows(df)
+        if method == "lgbm" and component not in self._boosters:
+            raise ValueError(f"no LightGBM model (fewer than min_lgbm_chains={self.min_lgbm_chains} "
+                             "chains); use method='glm'")
+        if method == "glm":
+            g = self.glm_[component]
+            Xd = self._design(df).reindex(columns=g["columns"], fill_value=0.0)
+            mu = np.exp(Xd.to_numpy(float) @ np.asarray(g["coef"]))
+            phi = g["scale"]
+            return RestartDistribution("gamma", source="glm", shape=np.full(len(mu), 1.0 / phi),
+                                       scale=mu * phi)
+        pred = self._boosters[component].predict(self._lgbm_X(df))
+        return RestartDistribution("lognormal", source="lgbm", median=np.exp(pred),
+                                   sigma=np.full(len(pred), self.lgbm_sigma_[component]))
+
+    def _prior_rows(self, df: pd.DataFrame) -> RestartDistribution:
+        """Per-row log-normal approximations (matched mean and median of the prior mixture)."""
+        med, sig = [], []
+        cache: dict = {}
+        for g in df["gpu_num"].to_numpy(float):
+            if g not in cache:
+                m = prior_distribution(gpus=g)
+                md, mn = m.median(), m.mean()
+                cache[g] = (md, math.sqrt(max(2 * math.log(max(mn / md, 1.0)), PRIOR_SIGMA_MIN ** 2)))
+            med.append(cache[g][0])
+            sig.append(cache[g][1])
+        return RestartDistribution("lognormal", source="prior", median=med, sigma=sig)
+
+    def restart_distribution(self, category: str | None = None, gpus: float | None = None, *,
+                             reason: str | None = None, component: str = "total",
+                             method: str | None = None, **covariates) -> MixtureDistribution:
+        """One time-to-restart distribution (seconds) for the planner.
+
+        * ``category`` / ``reason`` given and the model was not fitted with ``failure_category``
+          (the public trace has none), or the model fell back: the published prior of that category
+          or reason (``.source == "prior"``);
+        * otherwise the fitted regression, marginalised over the training population of restarted
+          failures (their type, attempt, hour, weekend mix) with ``gpu_num`` set to ``gpus`` when
+          given (``.source`` ``"glm"`` / ``"lgbm"``); ``covariates`` (e.g. ``type="Pretrain"``,
+          ``attempt=1``) override population columns.
+
+        Returns a :class:`MixtureDistribution` with ``mean()``, ``median()``, ``quantile(q)``,
+        ``interval(level)``, ``cdf(x)``, ``sample(n, rng)``.
+        """
+        self._check_fitted()
+        if gpus is not None and (not np.isfinite(gpus) or gpus < 0):
+            raise ValueError(f"gpus must be finite and >= 0, got {gpus!r}")
+        by_cat = (category is not None or reason is not None) and "failure_category" not in self.levels_
+        if self.fallback_ or by_cat or method == "prior":
+            if component != "total":
+                raise ValueError("the published prior covers the total time to restart only "
+                                 f"(component={component!r})")
+            return prior_distribution(category, reason=reason, gpus=gpus)
+        pop = self.population_.copy()
+        if gpus is not None:
+            pop["gpu_num"] = float(gpus)
+        if category is not None:
+            pop["failure_category"] = category
+        for c, v in covariates.items():
+            if c not in ("type", "attempt", "hour", "weekend", "night"):
+                raise ValueError(f"unknown covariate {c!r}")
+            pop[c] = v
+        if "hour" in covariates and "night" not in covariates:
+            h = pop["hour"].to_numpy(float)
+            pop["night"] = (h >= 22) | (h < 8)
+        return self.predict(pop, component=component, method=method).mixture()
+
+    # ------------------------------------------------------------------ reports
+    def summary(self) -> pd.DataFrame:
+        """GLM coefficient table (component, term, coef, std_error, lower, upper, exp_coef, p_value)
+        plus dispersion rows; in fallback mode the prior per category (mean_s, median_s) with the
+        fallback reason in column ``note``."""
+        self._check_fitted()
+        if self.fallback_:
+            rows = []
+            for cat in (None, "Infrastructure", "Framework", "Script"):
+                d = prior_distribution(cat)
+                rows.append({"component": "total", "term": f"prior:{cat or 'all'}", "mean_s": d.mean(),
+                             "median_s": d.median(), "note": self.fallback_reason_})
+            return pd.DataFrame(rows)
+        rows = []
+        for comp, g in self.glm_.items():
+            for j, term in enumerate(g["columns"]):
+                rows.append({"component": comp, "term": term, "coef": g["coef"][j],
+                             "std_error": g["se"][j], "lower": g["lower"][j], "upper": g["upper"][j],
+                             "exp_coef": math.exp(g["coef"][j]), "p_value": g["pvalue"][j]})
+            rows.append({"component": comp, "term": "dispersion (Gamma phi)", "coef": g["scale"]})
+            if comp in self.lgbm_sigma_:
+                rows.append({"component": comp, "term": "lgbm residual sigma (log s)",
+                             "coef": self.lgbm_sigma_[comp]})
+        out = pd.DataFrame(rows)
+        out["note"] = f"fitted on {self.n_chains_} restart chains"
+        return out
+
+    def plot(self, ax=None, *, component: str = "total", gpus: float | None = None):
+        """CDF of the fitted (or prior) time to restart and of the per-category priors, log time."""
+        self._check_fitted()
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        x = np.geomspace(1.0, 7 * 86400.0, 200)
+        d = self.restart_distribution(gpus=gpus, component=component)
+        ax.plot(x, d.cdf(x), label=f"{d.source} ({component})", lw=2)
+        for cat in ("Infrastructure", "Framework", "Script"):
+            ax.plot(x, prior_distribution(cat, gpus=gpus).cdf(x), ls="--", label=f"prior: {cat}")
+        ax.set_xscale("log")
+        ax.set_xlabel("time to restart (s)")
+        ax.set_ylabel("CDF")
+        ax.legend(fontsize="small")
+        return ax
+
+    # ------------------------------------------------------------------ serialisation
+    def artifacts(self) -> dict[str, str]:
+        return {f"lgbm_{c}": b.model_to_string() for c, b in self._boosters.items()}
+
+    def _fitted_to_dict(self) -> dict[str, Any]:
+        return {"n_chains": self.n_chains_, "fallback": self.fallback_,
+                "fallback_reason": self.fallback_reason_, "glm": self.glm_,
+                "glm_columns": getattr(self, "glm_columns_", []), "lgbm_sigma": self.lgbm_sigma_,
+                "levels": self.levels_,
+                "population": None if self.population_ is None else self.population_.to_dict(orient="list")}
+
+    def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
+        import lightgbm as lgb
+
+        self.n_chains_ = int(d["n_chains"])
+        self.fallback_ = bool(d["fallback"])
+        self.fallback_reason_ = d["fallback_reason"]
+        self.glm_ = {c: {**g, "scale": unjson_float(g["scale"])} for c, g in d["glm"].items()}
+        self.glm_columns_ = list(d["glm_columns"])
+        self.lgbm_sigma_ = {c: float(v) for c, v in d["lgbm_sigma"].items()}
+        self.levels_ = {k: list(v) for k, v in d["levels"].items()}
+        self.population_ = None if d["population"] is None else pd.DataFrame(d["population"])
+        self._boosters = {name[len("lgbm_"):]: lgb.Booster(model_str=text)
+                          for name, text in artifacts.items() if name.startswith("lgbm_")}
+        self.n_fit_ = self.n_chains_
