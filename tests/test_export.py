@@ -224,6 +224,15 @@ def test_swf_fields_header_status_and_links(tmp_path, jobs):
     np.testing.assert_array_equal(j["chain_id"].to_numpy()[link], j["chain_id"].to_numpy()[F[link, 16] - 1])
 
 
+def test_swf_include_cpu_keeps_every_row(tmp_path, jobs):
+    res = write(jobs, "swf", tmp_path, include_cpu=True)
+    hdr, F = read_swf(tmp_path / "seren.swf")
+    assert len(F) == len(jobs) and res["dropped"] == {}
+    n_cpu = int((jobs["gpu_num"] == 0).sum())
+    assert int((F[:, 7] == 0).sum()) == n_cpu
+    assert any(f"{n_cpu} CPU-only jobs (gpu_num = 0) kept" in n for n in hdr["Note"])
+
+
 def test_swf_uses_restart_chains_when_columns_missing(tmp_path, sample_trace):
     from acmemodel.features.chains import restart_chains
 
@@ -396,6 +405,30 @@ def test_airesim_config_keys_and_mean_matching(tmp_path, jobs):
     ttr = start - jobs["end_s"].reindex(nxt["prev_index"].to_numpy()).to_numpy()
     assert cfg["recovery_time"] == pytest.approx(ttr.mean() / 60, abs=1e-3)
     assert res["params"] == cfg
+
+
+class FakeRestart:
+    """Stands in for a fitted RestartModel: ``restart_distribution(gpus=, component=).mean()``."""
+
+    class _D:
+        source = "glm"
+
+        def __init__(self, g):
+            self.g = g
+
+        def mean(self):
+            return 600.0 + self.g
+
+    def restart_distribution(self, category=None, gpus=None, *, component="total", **kw):
+        assert component == "total"
+        return self._D(gpus)
+
+
+def test_airesim_recovery_from_restart_model(tmp_path):
+    res = write(None, "airesim", tmp_path, failure=FakeFailure(), restart=FakeRestart(), gpus=256)
+    assert res["params"]["recovery_time"] == pytest.approx((600 + 256) / 60, abs=1e-3)
+    assert "restart_distribution(gpus=256" in res["provenance"]["recovery_source"]
+    assert "restart_distribution" in (tmp_path / "config.yaml").read_text()
 
 
 def test_airesim_explicit_numbers_and_errors(tmp_path):

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import console, load_traces, parse_duration
 from acmemodel.errors import ConfigError
 
 
@@ -52,6 +52,8 @@ def export_cmd(
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="airesim: fitted bundle with 'failure' "
                                           "(and 'restart') models; default fit the failure model on the trace."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job."),
+    recovery: Optional[str] = typer.Option(None, "--recovery", help="airesim: recovery time after a failure "
+                                           "(e.g. 20m) instead of the restart model's mean."),
     vc: Optional[List[str]] = typer.Option(None, "--vc", help="helios/philly: TYPE=PARTITION (repeatable); "
                                            "default Pretrain=pretrain, others shared."),
     vc_nodes: Optional[List[str]] = typer.Option(None, "--vc-nodes", help="helios: PARTITION=NODES for "
@@ -67,8 +69,8 @@ def export_cmd(
     name = fmt.value
     if bundle is not None and name != "airesim":
         raise ConfigError("--bundle is used by --format airesim only")
-    if gpus is not None and name != "airesim":
-        raise ConfigError("--gpus is used by --format airesim only")
+    if (gpus is not None or recovery is not None) and name != "airesim":
+        raise ConfigError("--gpus/--recovery are used by --format airesim only")
     if (vc or vc_nodes) and name not in ("helios", "philly"):
         raise ConfigError("--vc/--vc-nodes are used by --format helios/philly only")
     if vc_nodes and name != "helios":
@@ -87,11 +89,12 @@ def export_cmd(
             restart = b.get("restart")
         if paths or bundle is None:
             jobs = _load(paths, cluster)
-        if failure is None:
-            from acmemodel.models.failure import FailureModel
-
-            failure = FailureModel(compare=False).fit(jobs.jobs)
-        opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster)
+        recovery_s = parse_duration(recovery, "--recovery") if recovery is not None else None
+        if failure is None or (restart is None and recovery_s is None):
+            if jobs is None:
+                raise ConfigError(f"bundle {bundle} has no 'restart' model: give trace files or --recovery")
+            failure, restart = _fit_reliability(jobs, failure, restart, recovery_s)
+        opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster, recovery_s=recovery_s)
     else:
         jobs = _load(paths, cluster)
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
@@ -122,3 +125,22 @@ def _load(paths: Optional[List[Path]], cluster: Optional[str]):
     """Load the traces; ``--cluster`` names a single file's cluster and selects what is exported."""
     paths = list(paths or [])
     return load_traces(paths, cluster if len(paths) == 1 else None)
+
+
+def _fit_reliability(trace, failure, restart, recovery_s):
+    """Fit the failure model (and the restart model unless a recovery time is given) on the trace."""
+    import warnings
+
+    from acmemodel.errors import DataWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        if failure is None:
+            from acmemodel.models.failure import FailureModel
+
+            failure = FailureModel(compare=False).fit(trace.jobs)
+        if restart is None and recovery_s is None:
+            from acmemodel.models.restart import RestartModel
+
+            restart = RestartModel().fit(trace.jobs, timezones=trace.timezones)
+    return failure, restart

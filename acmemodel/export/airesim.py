@@ -58,17 +58,24 @@ AIRESIM_FIELDS: tuple[str, ...] = (
     "num_replications", "adaptive_replications", "confidence_level", "relative_accuracy", "max_replications")
 
 
-def _restart_seconds(restart: Any) -> tuple[float, str] | None:
-    """Mean time to restart (s) from a fitted restart model, trying the names it may expose."""
-    for name in ("mean_time_to_restart_s", "mean_time_to_restart", "mean_recovery_s", "mean_restart_s",
-                 "mean_ttr_s_", "mean_time_to_restart_s_", "mean_s_"):
+def _restart_seconds(restart: Any, gpus: int) -> tuple[float, str] | None:
+    """Mean time to restart (s) from a fitted restart model.
+
+    A :class:`~acmemodel.models.restart.RestartModel` gives the mean of its total time-to-restart
+    distribution (resubmission gap + queueing) for ``gpus`` GPUs, marginalised over its training
+    population (or its published prior when it fell back); other objects may expose a mean directly.
+    """
+    if hasattr(restart, "restart_distribution"):
+        d = restart.restart_distribution(gpus=float(gpus), component="total")
+        src = (f"{type(restart).__name__}.restart_distribution(gpus={gpus}, component='total').mean()"
+               f" [{getattr(d, 'source', '') or 'fitted'}"
+               + (", fallback to the published prior" if getattr(restart, "fallback_", False) else "") + "]")
+        return float(d.mean()), src
+    for name in ("mean_time_to_restart_s", "mean_recovery_s", "mean_restart_s"):
         v = getattr(restart, name, None)
         if v is None:
             continue
-        try:
-            val = float(v() if callable(v) else v)
-        except TypeError:
-            continue
+        val = float(v() if callable(v) else v)
         if math.isfinite(val) and val >= 0:
             return val, f"{type(restart).__name__}.{name}"
     return None
@@ -174,7 +181,7 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         "systematic_failure_rate_multiplier": 1.0,
     }
     if recovery_s is None and restart is not None:
-        got = _restart_seconds(restart)
+        got = _restart_seconds(restart, gpus)
         if got is None:
             raise ValueError(f"restart: cannot read a mean time to restart from {type(restart).__name__}; "
                              "give recovery_s")

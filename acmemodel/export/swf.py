@@ -195,6 +195,8 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
         ]
         if not include_cpu:
             hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) omitted.")
+        else:
+            hdr.append(f"Note: {int(cpu.sum())} CPU-only jobs (gpu_num = 0) kept with 0 processors.")
         path = out / f"{C.safe_name(name)}.swf"
         table = pa.table({f"f{i + 1}": F[:, i] for i in range(18)})
         with open(path, "wb") as f:
