@@ -544,7 +544,15 @@ class FailureModel(BaseModel):
 
     # ------------------------------------------------------------------ fit
     def fit(self, jobs, *, timezones=None) -> "FailureModel":
-        """Fit every component on a jobs table (or a Trace). Returns ``self``."""
+        """Fit every component on a jobs table (or a Trace). Returns ``self``.
+
+        BLAS is limited to one thread during the fit: the matrices are thin, and on a shared machine
+        multi-threaded BLAS made the MLE about 5× slower.
+        """
+        with single_thread_blas():
+            return self._fit(jobs)
+
+    def _fit(self, jobs) -> "FailureModel":
         self._validate()
         if hasattr(jobs, "jobs"):
             jobs = jobs.jobs
@@ -556,7 +564,7 @@ class FailureModel(BaseModel):
             raise ValueError("no failed GPU jobs: the failure model needs at least one event")
         if n_ev < 30:
             warnings.warn(f"only {n_ev} failures: failure-model estimates are very uncertain",
-                          DataWarning, stacklevel=2)
+                          DataWarning, stacklevel=3)
         rng = np.random.default_rng(self.random_state)
         self.n_excluded_ = int(len(jobs) - len(frame))
         self.n_events_ = n_ev
@@ -1289,6 +1297,17 @@ class FailureModel(BaseModel):
             self.aft_alpha_ci_ = (self.aft_alpha_ - z * wb["alpha_se"], self.aft_alpha_ + z * wb["alpha_se"])
             self.aft_shape_ = float(wb["shape"])
         self.n_fit_ = int(d["n_fit"])
+
+
+def single_thread_blas():
+    """Context manager limiting BLAS to one thread (threadpoolctl ships with scikit-learn)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _check_component(component: str) -> str:

@@ -352,6 +352,12 @@ class RestartModel(BaseModel):
     def fit(self, jobs, *, timezones: dict | None = None) -> "RestartModel":
         """Fit on a jobs table with chain columns (or a Trace). Falls back to the prior when there are
         fewer than ``min_chains`` restart chains."""
+        from acmemodel.models.failure import single_thread_blas
+
+        with single_thread_blas():
+            return self._fit(jobs, timezones)
+
+    def _fit(self, jobs, timezones) -> "RestartModel":
         self._validate()
         fr = self.restart_frame(jobs, timezones=timezones)
         fr = fr[np.isfinite(fr["gpu_num"]) & np.isfinite(fr["attempt"])]
@@ -365,7 +371,7 @@ class RestartModel(BaseModel):
             self.fallback_ = True
             self.fallback_reason_ = (f"only {len(fr)} restart chains (< min_chains={self.min_chains}): "
                                      "using the published time-to-restart prior (paper Table 3)")
-            warnings.warn(self.fallback_reason_, DataWarning, stacklevel=2)
+            warnings.warn(self.fallback_reason_, DataWarning, stacklevel=3)
             self.n_fit_ = self.n_chains_
             return self
         self.fallback_ = False
