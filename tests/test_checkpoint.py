@@ -183,16 +183,31 @@ def test_c_equals_numpy_twin(fail):
                                reference.ckpt_terms(1000.0, C, fail.family_code, p, rv, rw), rtol=1e-11)
 
 
-def test_weibull_sum_matches_numerical_integral_definition():
-    """E[N] = Σ_i S(R + i x) against brute-force summation with 10^6 terms (Euler-Maclaurin tail)."""
-    k, lam, R, x = 0.3, 3000.0, 100.0, 50.0
+@pytest.mark.parametrize("k, x_over_lam", [(0.3, 0.1), (0.7, 1e-4), (0.7, 0.3), (1.5, 1e-3), (3.0, 0.01),
+                                           (3.0, 0.5)])
+def test_weibull_sums_match_brute_force(k, x_over_lam):
+    """E[N] = Σ_i S(R + i x) and Σ_i i f(R + i x) (Euler-Maclaurin + direct terms) vs 4e6 plain terms."""
+    lam, R = 1e4, 500.0
+    x = x_over_lam * lam
     _, en, den = _core.ckpt_terms(x - 10.0, 10.0, 1, np.array([k, lam]), np.array([R]), np.array([1.0]))
-    i = np.arange(1, 3_000_001, dtype=float)
+    i = np.arange(1, 4_000_001, dtype=float)
     t = R + i * x
-    s = np.exp(-(t / lam) ** k)
-    assert en == pytest.approx(s.sum(), rel=1e-8)
-    f = k / lam * (t / lam) ** (k - 1) * s
-    assert -den == pytest.approx((i * f).sum(), rel=1e-6)
+    z = (t / lam) ** k
+    s = np.exp(-z)
+    assert en == pytest.approx(s.sum(), rel=1e-11)
+    assert -den == pytest.approx((i * k * z / t * s).sum(), rel=1e-11)
+
+
+def test_piecewise_sums_match_brute_force():
+    p = PiecewiseHazard([0, 600, 600, 7200, 86400], [5e-4, 0.0, 1e-4, 0.0, 2e-5])
+    for x, R in ((50.0, 0.0), (700.0, 1234.0), (20000.0, 50.0)):
+        _, en, den = _core.ckpt_terms(x - 5.0, 5.0, 2, p.kernel_params()[0], np.array([R]), np.array([1.0]))
+        i = np.arange(1, int(3e6 / x * 200) + 1, dtype=float)
+        t = R + i * x
+        s = p.survival(t)
+        hz = p.rates[np.searchsorted(p.breaks, t, side="right") - 1]
+        assert en == pytest.approx(s.sum(), rel=1e-12)
+        assert -den == pytest.approx((i * hz * s).sum(), rel=1e-12)
 
 
 def test_optimum_is_a_minimum_of_expected_time():

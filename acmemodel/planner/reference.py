@@ -26,8 +26,10 @@ from scipy import optimize, special
 
 EXPONENTIAL, WEIBULL, PIECEWISE = 0, 1, 2
 OK, DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, DNF_WALL_CAP = 0, 1, 2, 3
-NDIRECT = 2048
-STOP = 1e-17
+STOP = 1e-17      # direct sums stop at a term below this fraction of the sum
+EM_EPS = 0.02     # Euler-Maclaurin once the summand changes by less than this per step
+EM_NMIN = 16      # ... after at least this many direct terms
+NCAP = 10_000_000
 
 
 # ------------------------------------------------------------------------------------ distributions
@@ -110,47 +112,129 @@ class _Dist:
 
 
 # ------------------------------------------------------------------------------------ checkpoint
+def _weibull_derivs(d: _Dist, t: float):
+    """(S, S', S''', f, f', f'', f''') of a Weibull at t (f = h S)."""
+    k = d.k
+    z = (t / d.lam) ** k
+    S = math.exp(-z)
+    h = k * z / t
+    h1 = (k - 1.0) * h / t
+    h2 = (k - 2.0) * h1 / t
+    h3 = (k - 3.0) * h2 / t
+    return (S, -h * S, (-h ** 3 + 3 * h * h1 - h2) * S, h * S, (h1 - h * h) * S,
+            (h2 - 3 * h * h1 + h ** 3) * S, (h3 - 4 * h * h2 - 3 * h1 * h1 + 6 * h * h * h1 - h ** 4) * S)
+
+
+def _weibull_em(d: _Dist, r: float, x: float, n0: float, n1: float | None) -> tuple[float, float]:
+    """Euler-Maclaurin (through B4) for Σ_{i=n0}^{n1} S(r+ix) and Σ i f(r+ix); n1=None: infinity."""
+    def ends(n):
+        a = r + n * x
+        I = d.tail_integral(a)
+        S, S1, S3, f, f1, f2, f3 = _weibull_derivs(d, a)
+        return (I / x, ((a - r) * S + I) / x ** 2, S, n * f, x * S1, x ** 3 * S3,
+                f + n * x * f1, 3 * x * x * f2 + n * x ** 3 * f3)
+
+    e0 = ends(n0)
+    e1 = ends(n1) if n1 is not None else (0.0,) * 8
+    sS = (e0[0] - e1[0]) + 0.5 * (e0[2] + e1[2]) + (e1[4] - e0[4]) / 12.0 - (e1[5] - e0[5]) / 720.0
+    sIF = (e0[1] - e1[1]) + 0.5 * (e0[3] + e1[3]) + (e1[6] - e0[6]) / 12.0 - (e1[7] - e0[7]) / 720.0
+    return sS, sIF
+
+
+def _weibull_sums(d: _Dist, r: float, x: float) -> tuple[float, float]:
+    """Direct terms while the summand changes fast, then Euler-Maclaurin (see checkpoint.c)."""
+    k = d.k
+    sumS = sumIF = 0.0
+    i = 1
+    while True:
+        t = r + i * x
+        s = float(d.surv(t))
+        fd = float(d.hazard(t)) * s if s > 0 else 0.0
+        sumS += s
+        sumIF += i * fd
+        if s <= STOP * sumS:
+            return sumS, sumIF
+        if i + 1 >= EM_NMIN and (k > 1 or i + 1 > NCAP or x * float(d.hazard(r + (i + 1) * x)) <= EM_EPS):
+            i += 1
+            break
+        i += 1
+    if k <= 1:
+        a, b = _weibull_em(d, r, x, float(i), None)
+        return sumS + a, sumIF + b
+    t1 = d.lam * (EM_EPS * d.lam / (k * x)) ** (1.0 / (k - 1.0))
+    n1 = min(math.floor((t1 - r) / x), 1e15)
+    if n1 > i + 1.0:
+        a, b = _weibull_em(d, r, x, float(i), float(n1))
+        sumS += a
+        sumIF += b
+        i = int(n1) + 1
+    # direct terms until negligible (vectorised in blocks)
+    while i <= NCAP:
+        ii = np.arange(i, i + 256, dtype=float)
+        t = r + ii * x
+        s = d.surv(t)
+        fd = np.where(s > 0, d.hazard(t) * s, 0.0)
+        cs = sumS + np.cumsum(s)
+        stop = np.nonzero(s <= STOP * cs)[0]
+        n = stop[0] + 1 if stop.size else ii.size
+        sumS += float(s[:n].sum())
+        sumIF += float((ii[:n] * fd[:n]).sum())
+        if stop.size:
+            break
+        i += 256
+    return sumS, sumIF
+
+
+def _geometric_sums(delta: float, c: float | None) -> tuple[float, float]:
+    """(Σ_{m<c} q^m, Σ_{m<c} m q^m), q = e^{−δ}; c None = infinity."""
+    if c is None:
+        omq = -math.expm1(-delta)
+        return 1.0 / omq, math.exp(-delta) / omq ** 2
+    if delta == 0.0:
+        return c, 0.5 * c * (c - 1.0)
+    if c * delta < 0.05 and c <= 4096:
+        m = np.arange(int(c), dtype=float)
+        qm = np.exp(-delta) ** m
+        return float(qm.sum()), float((m * qm).sum())
+    omq = -math.expm1(-delta)
+    A = -math.expm1(-c * delta) / omq
+    return A, (math.exp(-delta) * A - c * math.exp(-c * delta)) / omq
+
+
+def _first_index_at(r: float, x: float, b: float) -> float:
+    i = max(1.0, math.ceil((b - r) / x))
+    while i > 1.0 and r + (i - 1.0) * x >= b:
+        i -= 1.0
+    while r + i * x < b:
+        i += 1.0
+    return i
+
+
+def _piecewise_sums(d: _Dist, r: float, x: float) -> tuple[float, float]:
+    """Inside piece j the terms S(r + i x) form a geometric series of ratio e^{−h_j x}: exact sums."""
+    sumS = sumIF = 0.0
+    m = d.b.size
+    for j in range(m):
+        ilo = _first_index_at(r, x, d.b[j])
+        c = None
+        if j < m - 1:
+            c = _first_index_at(r, x, d.b[j + 1]) - ilo
+            if c <= 0:
+                continue
+        S_lo = math.exp(-(d.H[j] + d.h[j] * (r + ilo * x - d.b[j])))
+        if S_lo == 0.0:
+            break
+        A, B = _geometric_sums(d.h[j] * x, c)
+        sumS += S_lo * A
+        sumIF += d.h[j] * S_lo * (ilo * A + B)
+    return sumS, sumIF
+
+
 def _sums_node(d: _Dist, r: float, x: float) -> tuple[float, float]:
     """(Σ_i S(r + i x), Σ_i i f(r + i x)) for one restart node (general families)."""
-    if d.family == PIECEWISE:
-        blast = d.b[-1]
-        n_direct = max(0, int(math.ceil((blast - r) / x)) - 1)  # i with r + i x < blast
-        # guard against rounding at the boundary: recount exactly like the C loop
-        while n_direct >= 1 and r + n_direct * x >= blast:
-            n_direct -= 1
-        while r + (n_direct + 1) * x < blast:
-            n_direct += 1
-        i = np.arange(1, n_direct + 1, dtype=float)
-        t = r + i * x
-        s = d.surv(t)
-        sumS = float(s.sum())
-        sumIF = float((i * d.hazard(t) * s).sum())
-        i0 = n_direct + 1
-        hl = d.h[-1]
-        st = float(d.surv(r + i0 * x))
-        q, omq = math.exp(-hl * x), -math.expm1(-hl * x)
-        return sumS + st / omq, sumIF + hl * st * (i0 / omq + q / omq ** 2)
-    i = np.arange(1, NDIRECT + 1, dtype=float)
-    t = r + i * x
-    s = d.surv(t)
-    f = np.where(s > 0, d.hazard(t) * s, 0.0)
-    cs = np.cumsum(s)
-    stop = np.nonzero(s <= STOP * cs)[0]
-    if stop.size:
-        n = stop[0] + 1
-        return float(cs[n - 1]), float((i[:n] * f[:n]).sum())
-    sumS, sumIF = float(cs[-1]), float((i * f).sum())
-    n = float(NDIRECT + 1)
-    a = r + n * x
-    sa = float(d.surv(a))
-    hz = float(d.hazard(a))
-    fd = hz * sa
-    I = d.tail_integral(a)
-    fprime = fd * ((d.k - 1.0) / a - hz)
-    Gp = fd + n * x * fprime
-    sumS += I / x + 0.5 * sa + x * fd / 12.0
-    sumIF += ((a - r) * sa + I) / (x * x) + 0.5 * n * fd - Gp / 12.0
-    return sumS, sumIF
+    if d.family == WEIBULL:
+        return _weibull_sums(d, r, x)
+    return _piecewise_sums(d, r, x)
 
 
 def _renewal_terms(d: _Dist, tau: float, C: float, rn, rw) -> tuple[float, float]:

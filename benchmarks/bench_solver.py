@@ -1,0 +1,161 @@
+"""Benchmarks of the C solver kernels against their NumPy/SciPy twins (``acmemodel.planner.reference``).
+
+Run: ``python benchmarks/bench_solver.py`` (optionally kernel names to run a subset). Prints one line per
+kernel, ``<kernel> c_s=<seconds> numpy_s=<seconds> speedup=<ratio>``, both times measured in this run on
+the same instance, plus target lines (``target ...``) for the issue's throughput goals, C only.
+
+Each benchmark is a function in :data:`BENCHMARKS` (name → callable returning a dict); other kernels
+(e.g. the cluster simulator in ``_bench_cluster.py``) add theirs to the list.
+
+Instances:
+
+* ``checkpoint_optimize_exponential`` — optimal interval of 2,000 scenarios (MTTF 10 min … 30 d, C 1 s … 30
+  min, deterministic restart 0–1 h, W = 30 d); twin = SciPy ``brentq`` per scenario. ``target`` line:
+  100,000 scenarios in C (goal ≥ 1e5 optimisations/s).
+* ``checkpoint_optimize_weibull`` — 30 Weibull scenarios (shape 0.5–2) with a 2-component restart mixture
+  (≤ 64 quadrature nodes), summed renewal series.
+* ``checkpoint_expected_time`` — E[T] at 1e6 (τ, scenario) pairs, exponential closed form vectorised in
+  both (memory-bound; listed for completeness).
+* ``montecarlo`` — a 30-day, 2,048-GPU run, Weibull failures (shape 0.7, job MTTF 8 h), the paper's
+  failure-type mix for 2,048 GPUs with per-type log-normal restarts, checkpoint 60 s at the optimal
+  interval; both engines on the same 300 replicas (the twin is a per-replica, per-segment loop).
+  ``target`` line: 100,000 replicas in C, 1 thread (goal < 2 s).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+DAY = 86400.0
+
+
+def _timed(fn, *a, repeat: int = 1, **kw):
+    best, out = np.inf, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn(*a, **kw)
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def _line(name, c_s, numpy_s, note=""):
+    print(f"{name} c_s={c_s:.4g} numpy_s={numpy_s:.4g} speedup={numpy_s / c_s:.1f}" + (f"  # {note}" if note else ""))
+
+
+def _exp_scenarios(n, seed=0):
+    rng = np.random.default_rng(seed)
+    M = np.exp(rng.uniform(np.log(600), np.log(30 * DAY), n))
+    C = np.minimum(np.exp(rng.uniform(np.log(1), np.log(1800), n)), 0.5 * M)
+    R = rng.uniform(0, 3600, n)
+    W = np.full(n, 30 * DAY)
+    return W, C, M[:, None].copy(), R[:, None].copy(), np.ones((n, 1))
+
+
+def bench_checkpoint_optimize_exponential(n_small: int = 2000, n_target: int = 100_000) -> dict:
+    from acmemodel._solver import _core
+    from acmemodel.planner import reference
+
+    W, C, P, R, w = _exp_scenarios(n_small)
+    c_s, (tc, _, _) = _timed(_core.ckpt_optimize, W, C, 0, P, R, w, repeat=3)
+    n_s, (tn, _, _) = _timed(reference.ckpt_optimize, W, C, 0, P, R, w)
+    err = float(np.nanmax(np.abs(tc / tn - 1)))
+    _line("checkpoint_optimize_exponential", c_s, n_s, f"{n_small} scenarios, max rel diff C vs twin {err:.1e}")
+    W, C, P, R, w = _exp_scenarios(n_target, seed=1)
+    t_s, _ = _timed(_core.ckpt_optimize, W, C, 0, P, R, w, repeat=3)
+    print(f"target checkpoint_optimizations_per_s={n_target / t_s:.3g} c_s={t_s:.4g} n={n_target}  # goal >= 1e5/s")
+    return {"c_s": c_s, "numpy_s": n_s, "max_rel_diff": err, "per_s": n_target / t_s}
+
+
+def bench_checkpoint_optimize_weibull(n: int = 30) -> dict:
+    from acmemodel._solver import _core
+    from acmemodel.planner import reference
+    from acmemodel.planner.processes import RestartTime, WeibullFailures
+
+    rng = np.random.default_rng(2)
+    fail = WeibullFailures(rng.uniform(0.5, 2.0, n), np.exp(rng.uniform(np.log(3600), np.log(5 * DAY), n)))
+    P = fail.kernel_params_for((n,))
+    rv, rw = RestartTime.mixture([RestartTime.lognormal(1800, 300), RestartTime.fixed(120)], [0.6, 0.4]).nodes(
+        max_nodes=64)
+    Rn, Rw = np.tile(rv, (n, 1)), np.tile(rw, (n, 1))
+    W, C = np.full(n, 30 * DAY), rng.uniform(10, 600, n)
+    c_s, (tc, _, _) = _timed(_core.ckpt_optimize, W, C, 1, P, Rn, Rw, repeat=2)
+    n_s, (tn, _, _) = _timed(reference.ckpt_optimize, W, C, 1, P, Rn, Rw)
+    err = float(np.nanmax(np.abs(tc / tn - 1)))
+    _line("checkpoint_optimize_weibull", c_s, n_s,
+          f"{n} scenarios x {rv.size} restart nodes, max rel diff {err:.1e}, {n / c_s:.0f} optimisations/s in C")
+    return {"c_s": c_s, "numpy_s": n_s, "max_rel_diff": err}
+
+
+def bench_checkpoint_expected_time(n: int = 1_000_000) -> dict:
+    from acmemodel._solver import _core
+    from acmemodel.planner import reference
+
+    W, C, P, R, w = _exp_scenarios(n, seed=3)
+    tau = np.exp(np.random.default_rng(4).uniform(np.log(60), np.log(1e5), n))
+    c_s, (ec, _) = _timed(_core.ckpt_expected_time, tau, W, C, 0, P, R, w, repeat=3)
+    n_s, (en, _) = _timed(reference.ckpt_expected_time, tau, W, C, 0, P, R, w, repeat=3)
+    ok = np.isfinite(ec)
+    err = float(np.max(np.abs(ec[ok] / en[ok] - 1)))
+    _line("checkpoint_expected_time", c_s, n_s, f"{n} evaluations, closed form vectorised in both, max rel diff {err:.1e}")
+    return {"c_s": c_s, "numpy_s": n_s, "max_rel_diff": err}
+
+
+def _mc_instance():
+    from acmemodel.planner.checkpoint import optimal_interval
+    from acmemodel.planner.montecarlo import FailureMix
+    from acmemodel.planner.processes import WeibullFailures
+
+    mix = FailureMix.from_failure_table(2048)
+    fail = WeibullFailures(0.7, 8 * 3600.0)
+    tau = float(optimal_interval(work=30 * DAY, ckpt_cost=60.0, failure=fail,
+                                 restart=mix.restart_distribution()).interval_s)
+    return dict(work=30 * DAY, interval=tau, ckpt_cost=60.0, failure=fail, mix=mix, gpus=2048)
+
+
+def bench_montecarlo(n_small: int = 300, n_target: int = 100_000) -> dict:
+    from acmemodel.planner.montecarlo import simulate_run
+
+    kw = _mc_instance()
+    c_s, c = _timed(simulate_run, n_replicas=n_small, seed=1, repeat=3, **kw)
+    n_s, r = _timed(simulate_run, n_replicas=n_small, seed=1, backend="numpy", **kw)
+    zc = (c.wall_s.mean() - r.wall_s.mean()) / np.sqrt(c.wall_s.var() / n_small + r.wall_s.var() / n_small)
+    _line("montecarlo", c_s, n_s, f"same {n_small} replicas of a 30-day 2048-GPU run; mean wall C vs twin z={zc:+.2f}")
+    t1, big = _timed(simulate_run, n_replicas=n_target, seed=2, threads=1, **kw)
+    t2, big2 = _timed(simulate_run, n_replicas=n_target, seed=2, threads=2, **kw)
+    same = bool(np.array_equal(big.wall_s, big2.wall_s))
+    print(f"target montecarlo_1e5_replicas c_s={t1:.3f} c_s_2threads={t2:.3f} identical_across_threads={same} "
+          f"mean_failures={big.n_failures.mean():.1f}  # goal < 2 s, 30-day 2048-GPU run")
+    return {"c_s": c_s, "numpy_s": n_s, "target_c_s": t1, "target_c_s_2threads": t2, "identical": same}
+
+
+#: name → benchmark function; other kernels append theirs
+BENCHMARKS = {
+    "checkpoint_optimize_exponential": bench_checkpoint_optimize_exponential,
+    "checkpoint_optimize_weibull": bench_checkpoint_optimize_weibull,
+    "checkpoint_expected_time": bench_checkpoint_expected_time,
+    "montecarlo": bench_montecarlo,
+}
+
+try:  # cluster simulator benchmark (its own module)
+    from _bench_cluster import bench_cluster_sim  # noqa: E402
+
+    BENCHMARKS["cluster_sim"] = bench_cluster_sim
+except ImportError:  # pragma: no cover - not available yet
+    pass
+
+
+def main(argv=None) -> dict:
+    names = list(argv if argv is not None else sys.argv[1:]) or list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        raise SystemExit(f"unknown benchmark(s) {unknown}; available: {', '.join(BENCHMARKS)}")
+    return {n: BENCHMARKS[n]() for n in names}
+
+
+if __name__ == "__main__":
+    main()
