@@ -3,3 +3,4 @@ from acmemodel.models.base import BaseModel, MODEL_REGISTRY, register  # noqa: F
 from acmemodel.models.bundle import Bundle  # noqa: F401
 from acmemodel.models.runtime import RuntimeModel  # noqa: F401,E402
 from acmemodel.models.queue import QueueModel  # noqa: F401,E402
+from acmemodel.models.predictor import RuntimePredictor  # noqa: F401,E402

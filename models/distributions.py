@@ -509,7 +509,8 @@ class Gamma(Family):
 
             def nll(t):
                 kk, th = math.exp(t[0]), math.exp(t[1])
-                lp = ((kk - 1) * np.log(zu) - zu / th).sum() - zu.size * (special.gammaln(kk) + kk * math.log(th))
+                lp = ((kk - 1) * np.log(zu) - zu / th).sum() \
+                    - zu.size * (special.gammaln(kk) + kk * math.log(th))
                 ls = stats.gamma.logsf(zc, kk, scale=th).sum()
                 v = -(lp + ls)
                 return v if np.isfinite(v) else 1e300
@@ -524,8 +525,9 @@ class LogNormalMixture2(Family):
     """Two-component lognormal mixture: ``log X ~ w·N(mu1, sigma1²) + (1−w)·N(mu2, sigma2²)``.
 
     Captures bimodal run times (e.g. jobs that crash in seconds vs. jobs that run for hours).
-    Fitted by EM on ``log x`` (tied values merged into weighted points); censored observations enter the E-step through ``S_j(c)`` and the
-    M-step through the truncated-normal moments ``E[Y | Y > c]``, ``E[Y² | Y > c]``.
+    Fitted by EM on ``log x`` (tied values merged into weighted points); censored observations enter
+    the E-step through ``S_j(c)`` and the M-step through the truncated-normal moments
+    ``E[Y | Y > c]``, ``E[Y² | Y > c]``.
     EM stops when the log-likelihood gain per observation falls below ``tol`` (1e-6 nats).
     Identified by ``mu1 <= mu2``; ``sigma`` is floored at ``sigma_floor`` (default 0.05) so that a
     component cannot collapse onto ties (integer-second data). Non-convergence within ``max_iter``

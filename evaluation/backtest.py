@@ -1,0 +1,310 @@
+"""Run-time backtest on a time-ordered holdout: category-conditioned models vs. baselines.
+
+:func:`runtime_backtest` splits the jobs by submission time (:func:`~acmemodel.evaluation.split.
+time_split`; never random), fits on the earlier part and scores the later part:
+
+Distribution models (every started GPU test job, its run time ``x``):
+
+* ``runtime_model`` — :class:`~acmemodel.models.runtime.RuntimeModel`, cell = cluster × type × GPU
+  bucket × final state (the state is known only afterwards: this scores the model as a simulator
+  conditional on the state, the way ``sample_jobs`` uses it);
+* ``runtime_model_nostate`` — the same model queried without the state (submission-time cell);
+* ``global`` — one distribution for all GPU jobs (``RuntimeModel(keys=())``): the paper's "a job".
+
+  Metrics: ``loglik`` (mean held-out log-likelihood per job, nats, higher is better; the zero-run atom
+  counts as a probability), ``ks`` (KS distance of the probability-integral transforms
+  ``u = F(x)`` from uniform — randomised inside the atom; within one cell this is the KS distance
+  between the test sample and the model), ``crps_log`` (CRPS of ``ln(1 + x)`` from 2 000 draws per
+  cell, in log-seconds).
+
+Quantile models (same jobs, ``y = ln(1 + x)``):
+
+* ``predictor`` — :class:`~acmemodel.models.predictor.RuntimePredictor` (LightGBM p10/p50/p90);
+* ``runtime_model_nostate`` — the p10/p50/p90 of the submission-time cell (per-cell median baseline);
+* ``global`` — the global model's p10/p50/p90 (global-median baseline);
+* ``user_median`` — the user's own median run time of earlier ended jobs of the same cluster and
+  type (``user_prior_median_run_s``; Helios/QSSF-style), the global median when the user has none
+  (a point predictor: only ``pinball_p50`` and ``mae_log``; ``fallback_share`` says how often).
+
+  Metrics: ``pinball_p10``, ``pinball_p50``, ``pinball_p90`` (log-seconds), ``coverage`` (share of
+  test jobs inside [p10, p90]; 0.8 is calibrated), ``width_log`` (mean p90 − p10), ``mae_log``
+  (``|y − p50|``).
+
+Queueing (``include_queue=True``; GPU test jobs with a wait, cancelled-in-queue ones censored):
+``queue_model`` (:class:`~acmemodel.models.queue.QueueModel`) vs ``queue_global``: ``loglik``
+(censored waits contribute ``log S``) and ``atom_error`` (|mean predicted P(wait <= 1 s) − observed
+share|).
+
+Rows are scored per report cell ``cluster/type`` (cells with at least ``min_cell_jobs`` test jobs)
+and pooled (cell ``"all"``): a tidy DataFrame ``{model, metric, cell, value, n}``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.evaluation import metrics as M
+from acmemodel.evaluation.split import time_split
+
+__all__ = ["BacktestResult", "runtime_backtest", "render_table"]
+
+QUANTILES = (0.1, 0.5, 0.9)
+#: metrics where larger is better (all others: smaller is better, coverage: closest to 0.8)
+HIGHER_IS_BETTER = {"loglik"}
+
+
+@dataclass
+class BacktestResult:
+    """Tidy results (``model, metric, cell, value, n``) plus split information."""
+
+    results: pd.DataFrame
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def pooled(self) -> pd.DataFrame:
+        """Model × metric table of the pooled (``cell == "all"``) scores."""
+        r = self.results[self.results.cell == "all"]
+        return r.pivot_table(index="model", columns="metric", values="value", sort=False)
+
+    def to_json(self) -> dict[str, Any]:
+        rows = [{"model": r.model, "metric": r.metric, "cell": r.cell,
+                 "value": None if not np.isfinite(r.value) else float(r.value), "n": int(r.n)}
+                for r in self.results.itertuples(index=False)]
+        return {"results": rows, "info": self.info}
+
+    def table(self, cell: str = "all"):
+        """Rich tables of one cell's scores (see :func:`render_table`)."""
+        return render_table(self.results, cell=cell, info=self.info)
+
+
+GROUPS = (
+    ("run-time distribution", ("loglik", "ks", "crps_log")),
+    ("run-time quantiles (log-seconds)", ("pinball_p10", "pinball_p50", "pinball_p90", "coverage",
+                                          "width_log", "mae_log", "fallback_share")),
+    ("queueing delay", ("loglik", "atom_error")),
+)
+
+
+#: column headers of the rendered tables (JSON keeps the full metric names)
+SHORT = {"pinball_p10": "pin10", "pinball_p50": "pin50", "pinball_p90": "pin90", "coverage": "cover",
+         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err"}
+
+
+def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = None):
+    """Render the scores of ``cell`` as rich tables (a ``rich.console.Group``): one per metric group
+    (distribution, quantiles, queueing), models as rows, the best value per metric in bold."""
+    from rich.console import Group
+    from rich.table import Table
+
+    r = results[results.cell == cell]
+    head = f"cell {cell}"
+    if info:
+        head += f" (train {info.get('n_train', '?')} / test {info.get('n_test', '?')} GPU jobs)"
+    tables = []
+    for title, metrics in GROUPS:
+        queue = title.startswith("queue")
+        sub = r[r.metric.isin(metrics) & (r.model.str.startswith("queue") == queue)]
+        if sub.empty:
+            continue
+        mets = [m for m in metrics if m in set(sub.metric)]
+        t = Table(title=f"{title}: {head}", title_justify="left")
+        t.add_column("model", no_wrap=True)
+        for m in mets:
+            arrow = "↑" if m in HIGHER_IS_BETTER else ("≈0.8" if m == "coverage" else
+                                                       ("" if m in ("width_log", "fallback_share") else "↓"))
+            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right")
+        best = {}
+        for m in mets:
+            v = sub[sub.metric == m].set_index("model").value
+            v = v[np.isfinite(v)]
+            if m in ("fallback_share", "width_log") or v.empty:
+                continue
+            best[m] = (v.idxmax() if m in HIGHER_IS_BETTER else
+                       (v - 0.8).abs().idxmin() if m == "coverage" else v.idxmin())
+        for mod in dict.fromkeys(sub.model):
+            row = []
+            for m in mets:
+                v = sub[(sub.model == mod) & (sub.metric == m)].value
+                if v.empty or not np.isfinite(v.iloc[0]):
+                    row.append("—")
+                else:
+                    txt = f"{v.iloc[0]:.3f}"
+                    row.append(f"[bold]{txt}[/bold]" if best.get(m) == mod else txt)
+            t.add_row(mod, *row)
+        tables.append(t)
+    return Group(*tables)
+
+
+# ============================================================================ helpers
+def _report_cells(jobs: pd.DataFrame) -> np.ndarray:
+    return (jobs["cluster"].astype(str) + "/" + jobs["type"].astype(str)).to_numpy()
+
+
+def _rows(model: str, metric: str, values: dict[str, tuple[float, int]]) -> list[dict]:
+    return [{"model": model, "metric": metric, "cell": c, "value": float(v), "n": int(n)}
+            for c, (v, n) in values.items()]
+
+
+def _by_cell(fn, cells: np.ndarray, min_n: int, *arrays) -> dict[str, tuple[float, int]]:
+    """``fn(*arrays)`` pooled (cell "all") and per report cell with >= min_n jobs."""
+    out = {"all": (fn(*arrays), len(cells))}
+    for c in sorted(set(cells)):
+        m = cells == c
+        if m.sum() >= min_n:
+            out[c] = (fn(*(a[m] for a in arrays)), int(m.sum()))
+    return out
+
+
+def _score_distribution(model, keys: pd.DataFrame, x: np.ndarray, rng: np.random.Generator,
+                        draws: int, censored: np.ndarray | None = None):
+    """Per-job loglik, randomised PIT and log-scale CRPS of ``x`` under ``model``'s resolved cells."""
+    n = len(x)
+    ll = np.empty(n)
+    pit = np.empty(n)
+    crps = np.empty(n)
+    res = model.cells_.resolve_frame(keys)
+    codes = pd.factorize(res["cell"])[0] if n else np.zeros(0, int)
+    cells = res["cell"].to_numpy()
+    for k in range(codes.max() + 1 if n else 0):
+        pos = np.flatnonzero(codes == k)
+        v = model.cells_.entries_[cells[pos[0]]].value
+        xs = x[pos]
+        cs = None if censored is None else censored[pos]
+        ll[pos] = v.loglik(xs, cs)
+        F = v.cdf(xs)
+        atom = xs <= v.threshold
+        u = np.where(atom, rng.random(len(xs)) * v.p_atom, F)
+        pit[pos] = u
+        if censored is None:
+            s = np.log1p(v.sample(draws, rng))
+            crps[pos] = M.crps_samples(s, np.log1p(xs))
+        else:
+            crps[pos] = np.nan
+    return ll, pit, crps
+
+
+def _cell_quantiles(model, keys: pd.DataFrame, qs=QUANTILES) -> np.ndarray:
+    res = model.cells_.resolve_frame(keys)
+    out = np.empty((len(keys), len(qs)))
+    cells = res["cell"].to_numpy()
+    codes = pd.factorize(res["cell"])[0] if len(keys) else np.zeros(0, int)
+    for k in range(codes.max() + 1 if len(keys) else 0):
+        pos = np.flatnonzero(codes == k)
+        v = model.cells_.entries_[cells[pos[0]]].value
+        out[pos] = v.quantile(np.asarray(qs))
+    return out
+
+
+# ============================================================================ the backtest
+def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutoff=None,
+                     timezones: dict[str, str] | None = None, min_cell_jobs: int = 30,
+                     runtime_params: dict | None = None, predictor_params: dict | None = None,
+                     include_queue: bool = True, crps_draws: int = 2000, seed: int = 0) -> BacktestResult:
+    """Fit on the first part of the trace, score on the last (see module docstring).
+
+    ``test_fraction`` (default 1/6) or ``cutoff`` choose the split; ``runtime_params`` and
+    ``predictor_params`` are passed to the model constructors. Returns a :class:`BacktestResult`.
+    """
+    from acmemodel.models.predictor import RuntimePredictor, submission_features
+    from acmemodel.models.queue import QueueModel
+    from acmemodel.models.runtime import RuntimeModel
+
+    if int(min_cell_jobs) != min_cell_jobs or min_cell_jobs < 1:
+        raise ValueError(f"min_cell_jobs must be a positive integer, got {min_cell_jobs!r}")
+    if hasattr(trace_or_jobs, "jobs") and hasattr(trace_or_jobs, "timezones"):
+        jobs = trace_or_jobs.jobs
+        timezones = {**trace_or_jobs.timezones, **(timezones or {})}
+    elif isinstance(trace_or_jobs, pd.DataFrame):
+        jobs = trace_or_jobs
+    else:
+        raise ValueError(f"expected a Trace or a jobs DataFrame, got {type(trace_or_jobs).__name__}")
+    rng = np.random.default_rng(seed)
+    # features on the whole trace first: user history of a test job includes the training period
+    feats = submission_features(jobs, timezones)
+    train, test = time_split(feats, test_fraction=test_fraction, cutoff=cutoff)
+    rp = dict(runtime_params or {})
+    rm = RuntimeModel(**rp).fit(train)
+    rg = RuntimeModel(**{**rp, "keys": ()}).fit(train)
+    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones)
+
+    gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
+    t = test.loc[gpu_run]
+    if len(t) == 0:
+        raise ValueError("runtime_backtest: no started GPU jobs in the test period")
+    x = np.maximum(t["run_s"].to_numpy(dtype=float), 0.0)
+    cells = _report_cells(t)
+    rows: list[dict] = []
+
+    # ---------------------------------------------------------------- distributions
+    kf = rm.key_frame(t)
+    kf_nostate = kf.drop(columns=["state"], errors="ignore")
+    for name, model, keys in (("runtime_model", rm, kf), ("runtime_model_nostate", rm, kf_nostate),
+                              ("global", rg, pd.DataFrame(index=t.index))):
+        ll, pit, crps = _score_distribution(model, keys, x, rng, crps_draws)
+        rows += _rows(name, "loglik", _by_cell(M.heldout_loglik, cells, min_cell_jobs, ll))
+        rows += _rows(name, "ks", _by_cell(M.pit_ks, cells, min_cell_jobs, pit))
+        rows += _rows(name, "crps_log", _by_cell(lambda v: float(np.mean(v)), cells, min_cell_jobs, crps))
+
+    # ---------------------------------------------------------------- quantiles
+    y = np.log1p(x)
+    qmodels = {
+        "predictor": pred.predict_log(t, timezones).to_numpy(),
+        "runtime_model_nostate": np.log1p(_cell_quantiles(rm, kf_nostate)),
+        "global": np.log1p(_cell_quantiles(rg, pd.DataFrame(index=t.index))),
+    }
+    for name, q in qmodels.items():
+        lo, med, hi = q[:, 0], q[:, 1], q[:, 2]
+        for a, col in zip(QUANTILES, (lo, med, hi)):
+            rows += _rows(name, f"pinball_p{round(a * 100):02d}",
+                          _by_cell(lambda yy, qq, a=a: M.pinball_loss(yy, qq, a), cells, min_cell_jobs,
+                                   y, col))
+        rows += _rows(name, "coverage", _by_cell(M.interval_coverage, cells, min_cell_jobs, y, lo, hi))
+        rows += _rows(name, "width_log", _by_cell(lambda a_, b_: float(np.mean(b_ - a_)), cells,
+                                                  min_cell_jobs, lo, hi))
+        rows += _rows(name, "mae_log", _by_cell(lambda yy, mm: float(np.mean(np.abs(yy - mm))), cells,
+                                                min_cell_jobs, y, med))
+    um = t["user_prior_median_run_s"].to_numpy(dtype=float)
+    fallback = ~np.isfinite(um)
+    gmed = float(rg.median())
+    um_log = np.log1p(np.where(fallback, gmed, np.maximum(um, 0.0)))
+    rows += _rows("user_median", "pinball_p50",
+                  _by_cell(lambda yy, qq: M.pinball_loss(yy, qq, 0.5), cells, min_cell_jobs, y, um_log))
+    rows += _rows("user_median", "mae_log", _by_cell(lambda yy, mm: float(np.mean(np.abs(yy - mm))), cells,
+                                                     min_cell_jobs, y, um_log))
+    rows += _rows("user_median", "fallback_share",
+                  _by_cell(lambda f: float(np.mean(f)), cells, min_cell_jobs, fallback.astype(float)))
+
+    info = {"cutoff_utc": pd.Timestamp(float(test["submit_s"].min()), unit="s", tz="UTC").isoformat(),
+            "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
+            "runtime_cells_fitted": int(len(rm.cells_.entries_))}
+
+    # ---------------------------------------------------------------- queueing
+    if include_queue:
+        qm = QueueModel().fit(train)
+        qg = QueueModel(keys=()).fit(train)
+        qt = test.loc[test["queue_s"].notna() & (test["gpu_num"] > 0)]
+        if len(qt):
+            w = np.maximum(qt["queue_s"].to_numpy(dtype=float), 0.0)
+            c = qt["queue_censored"].fillna(False).astype(bool).to_numpy()
+            qcells = _report_cells(qt)
+            keep = ~(c & (w <= qm.atom_s))
+            for name, model, keys in (("queue_model", qm, qm.key_frame(qt)),
+                                      ("queue_global", qg, pd.DataFrame(index=qt.index))):
+                ll, _, _ = _score_distribution(model, keys, w, rng, 0, censored=c)
+                rows += _rows(name, "loglik",
+                              _by_cell(M.heldout_loglik, qcells[keep], min_cell_jobs, ll[keep]))
+                p0 = _cell_p_atom(model, keys)
+                obs = (w <= model.atom_s).astype(float)
+                rows += _rows(name, "atom_error", _by_cell(lambda p, o: abs(float(np.mean(p) - np.mean(o))),
+                                                           qcells[keep], min_cell_jobs, p0[keep], obs[keep]))
+            info["n_test_queue"] = int(keep.sum())
+
+    res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
+    return BacktestResult(res, info)
+
+
+def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:
+    res = model.cells_.resolve_frame(keys)
+    return np.array([model.cells_.entries_[c].value.p_atom for c in res["cell"]], dtype=float)

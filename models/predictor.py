@@ -1,0 +1,232 @@
+"""Per-job run-time prediction at submission: ``RuntimePredictor`` (LightGBM quantile regression).
+
+Target: log run time ``y = ln(1 + run_s)`` of started GPU jobs. One gradient-boosted tree model per
+quantile level (default p10, p50, p90) minimises the pinball loss
+``ρ_α(y − q) = max(α·(y − q), (α − 1)·(y − q))`` (LightGBM ``objective="quantile"``);
+predictions are mapped back to seconds with ``exp(q) − 1``.
+
+Features — only what is known when the job is submitted:
+
+* ``type``, ``cluster`` (categorical; levels stored with the model, unseen levels → missing);
+* ``gpu_num``, ``node_num``;
+* ``hour``, ``dow``, ``weekend`` (submission time in cluster local time,
+  :func:`acmemodel.features.calendar.calendar_features`);
+* ``user_prior_jobs``, ``user_prior_median_run_s``, ``user_prior_fail_frac`` (the user's history of
+  the same cluster and type, strictly from jobs that ended before this submission,
+  :func:`acmemodel.features.history.user_history`).
+
+Feature columns already present on the jobs frame are used as they are — so compute them on the
+*whole* trace (``acmemodel.features.build_features``) before splitting, otherwise a test job loses
+the history its user built in the training period; missing ones are computed from the frame given.
+
+Non-crossing quantiles: the separately trained quantile models can cross; predictions are
+**rearranged** (sorted per job, Chernozhukov, Fernández-Val & Galichon 2010), which never increases
+the pinball loss of the set and guarantees ``p10 <= p50 <= p90``.
+
+Saved models: the parameters and category levels go to JSON, each booster as LightGBM model text
+(:meth:`RuntimePredictor.artifacts`); nothing is pickled.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.models.base import BaseModel, register
+
+__all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "submission_features"]
+
+CATEGORICAL = ("type", "cluster")
+DEFAULT_FEATURES = ("type", "cluster", "gpu_num", "node_num", "hour", "dow", "weekend",
+                    "user_prior_jobs", "user_prior_median_run_s", "user_prior_fail_frac")
+_CALENDAR = ("hour", "dow", "weekend")
+_HISTORY = ("user_prior_jobs", "user_prior_median_run_s", "user_prior_fail_frac")
+
+
+def _q_name(q: float) -> str:
+    return f"p{round(q * 100):02d}"
+
+
+def submission_features(jobs: pd.DataFrame, timezones: dict[str, str] | None = None,
+                        features: Sequence[str] = DEFAULT_FEATURES) -> pd.DataFrame:
+    """``jobs`` with the submission-time feature columns present (computed where missing)."""
+    need_cal = [c for c in _CALENDAR if c in features and c not in jobs.columns]
+    need_hist = [c for c in _HISTORY if c in features and c not in jobs.columns]
+    if not need_cal and not need_hist:
+        return jobs
+    out = jobs.copy()
+    if need_cal:
+        from acmemodel.features.calendar import calendar_features
+
+        cal = calendar_features(jobs, timezones)
+        for c in need_cal:
+            out[c] = cal[c]
+    if need_hist:
+        from acmemodel.features.history import user_history
+
+        hist = user_history(jobs)
+        for c in need_hist:
+            out[c] = hist[c]
+    return out
+
+
+@register
+class RuntimePredictor(BaseModel):
+    """LightGBM quantile regression of log run time from submission-time features (module doc).
+
+    Parameters (keyword-only)
+    ----------
+    quantiles : quantile levels, default ``(0.1, 0.5, 0.9)``; each in (0, 1).
+    features : feature columns (default :data:`DEFAULT_FEATURES`).
+    n_estimators, learning_rate, num_leaves, min_child_samples : LightGBM settings
+        (defaults 200, 0.05, 31, 20).
+    gpu_only : train on GPU jobs only (default True).
+    n_jobs : LightGBM threads (default 1: the machine is shared).
+    random_state : seed.
+
+    Fitted attributes: ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
+    {column: [levels]}, ``n_fit_``.
+
+    Example::
+
+        jobs = acmemodel.features.build_features(trace)
+        p = RuntimePredictor().fit(jobs[train]).predict(jobs[test])   # columns p10, p50, p90 (s)
+    """
+
+    def __init__(self, *, quantiles: Sequence[float] = (0.1, 0.5, 0.9),
+                 features: Sequence[str] = DEFAULT_FEATURES, n_estimators: int = 200,
+                 learning_rate: float = 0.05, num_leaves: int = 31, min_child_samples: int = 20,
+                 gpu_only: bool = True, n_jobs: int = 1, random_state: int = 0):
+        self.quantiles = quantiles
+        self.features = features
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.gpu_only = gpu_only
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ helpers
+    def _validate_params(self) -> None:
+        qs = tuple(self.quantiles)
+        if not qs or any(not (0 < float(q) < 1) for q in qs) or len(set(qs)) != len(qs):
+            raise ValueError(f"quantiles must be distinct levels in (0, 1), got {self.quantiles!r}")
+        if not tuple(self.features):
+            raise ValueError("features must name at least one column")
+        for name in ("n_estimators", "num_leaves", "min_child_samples", "n_jobs"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (0 < float(self.learning_rate) <= 1):
+            raise ValueError(f"learning_rate must be in (0, 1], got {self.learning_rate!r}")
+
+    @staticmethod
+    def _jobs_and_tz(trace_or_jobs, timezones):
+        if hasattr(trace_or_jobs, "jobs") and hasattr(trace_or_jobs, "timezones"):
+            return trace_or_jobs.jobs, {**trace_or_jobs.timezones, **(timezones or {})}
+        if not isinstance(trace_or_jobs, pd.DataFrame):
+            raise ValueError(f"expected a Trace or a jobs DataFrame, got {type(trace_or_jobs).__name__}")
+        return trace_or_jobs, timezones
+
+    def _matrix(self, jobs: pd.DataFrame) -> np.ndarray:
+        cols = []
+        for f in self.features:
+            if f in CATEGORICAL:
+                levels = self.categories_[f]
+                codes = pd.Categorical(jobs[f].astype(str), categories=levels).codes.astype(float)
+                codes[codes < 0] = np.nan
+                cols.append(codes)
+            else:
+                cols.append(pd.to_numeric(jobs[f], errors="coerce").to_numpy(dtype=float))
+        return np.column_stack(cols) if cols else np.empty((len(jobs), 0))
+
+    def _lgb_params(self, alpha: float) -> dict[str, Any]:
+        return {
+            "objective": "quantile", "alpha": float(alpha), "learning_rate": float(self.learning_rate),
+            "num_leaves": int(self.num_leaves), "min_data_in_leaf": int(self.min_child_samples),
+            "num_threads": int(self.n_jobs), "seed": int(self.random_state), "verbose": -1,
+            "deterministic": True, "force_row_wise": True,
+        }
+
+    # ------------------------------------------------------------------ fit / predict
+    def fit(self, trace_or_jobs, timezones: dict[str, str] | None = None) -> "RuntimePredictor":
+        """Train one booster per quantile on started (GPU) jobs with a run time. Returns self."""
+        import lightgbm as lgb
+
+        self._validate_params()
+        jobs, tz = self._jobs_and_tz(trace_or_jobs, timezones)
+        missing = [c for c in ("run_s", "started", "gpu_num") + tuple(
+            f for f in self.features if f not in _CALENDAR + _HISTORY) if c not in jobs.columns]
+        if missing:
+            raise ValueError(f"jobs DataFrame lacks column(s) {missing} (see the Trace contract)")
+        mask = jobs["started"].fillna(False).astype(bool) & jobs["run_s"].notna()
+        if self.gpu_only:
+            mask &= jobs["gpu_num"] > 0
+        if int(mask.sum()) < 2 * int(self.min_child_samples):
+            need = 2 * int(self.min_child_samples)
+            raise ValueError(f"RuntimePredictor.fit: {int(mask.sum())} training jobs; need at least {need} "
+                             f"(min_child_samples={self.min_child_samples})")
+        # features before filtering: a user's history includes their CPU and unfinished jobs
+        jobs = submission_features(jobs, tz, self.features).loc[mask]
+        self.categories_ = {f: sorted(jobs[f].astype(str).unique().tolist())
+                            for f in self.features if f in CATEGORICAL}
+        X = self._matrix(jobs)
+        y = np.log1p(np.maximum(jobs["run_s"].to_numpy(dtype=float), 0.0))
+        cat_idx = [i for i, f in enumerate(self.features) if f in CATEGORICAL]
+        self.boosters_ = {}
+        for q in self.quantiles:
+            ds = lgb.Dataset(X, y, feature_name=list(self.features), categorical_feature=cat_idx,
+                             free_raw_data=True, params={"verbose": -1})
+            self.boosters_[_q_name(q)] = lgb.train(self._lgb_params(q), ds,
+                                                   num_boost_round=int(self.n_estimators))
+        self.n_fit_ = len(jobs)
+        return self
+
+    def predict_log(self, trace_or_jobs, timezones: dict[str, str] | None = None) -> pd.DataFrame:
+        """Predicted quantiles of ``ln(1 + run_s)``, rearranged to be non-decreasing, one column per
+        level (``p10``, ``p50``, ``p90``), aligned on the jobs' index."""
+        self._check_fitted()
+        jobs, tz = self._jobs_and_tz(trace_or_jobs, timezones)
+        jobs = submission_features(jobs, tz, self.features)
+        X = self._matrix(jobs)
+        qs = sorted(self.quantiles)
+        pred = np.column_stack([self.boosters_[_q_name(q)].predict(X) for q in qs]) if len(jobs) else \
+            np.empty((0, len(qs)))
+        pred = np.sort(pred, axis=1)  # rearrangement: non-crossing quantiles
+        return pd.DataFrame(pred, index=jobs.index, columns=[_q_name(q) for q in qs])
+
+    def predict(self, trace_or_jobs, timezones: dict[str, str] | None = None) -> pd.DataFrame:
+        """Predicted run-time quantiles in seconds (``exp(q) − 1``, floored at 0), columns ``p10``,
+        ``p50``, ``p90`` (non-crossing), aligned on the jobs' index."""
+        lp = self.predict_log(trace_or_jobs, timezones)
+        return np.maximum(np.expm1(lp), 0.0)
+
+    def feature_importance(self, quantile: float = 0.5) -> pd.Series:
+        """Total gain per feature of the booster for ``quantile``."""
+        self._check_fitted()
+        b = self.boosters_[_q_name(quantile)]
+        return pd.Series(b.feature_importance("gain"), index=list(self.features)).sort_values(ascending=False)
+
+    # ------------------------------------------------------------------ serialisation
+    def artifacts(self) -> dict[str, str]:
+        """LightGBM model text of each booster, ``{"p10": text, ...}``."""
+        self._check_fitted()
+        return {name: b.model_to_string() for name, b in self.boosters_.items()}
+
+    def _fitted_to_dict(self) -> dict[str, Any]:
+        return {"n_fit": self.n_fit_, "categories": self.categories_, "boosters": sorted(self.boosters_)}
+
+    def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
+        import lightgbm as lgb
+
+        from acmemodel.errors import BundleError
+
+        self.categories_ = {k: list(v) for k, v in d["categories"].items()}
+        self.boosters_ = {}
+        for name in d["boosters"]:
+            if name not in artifacts:
+                raise BundleError(f"RuntimePredictor: booster {name!r} text missing from the bundle")
+            self.boosters_[name] = lgb.Booster(model_str=artifacts[name])
+        self.n_fit_ = int(d["n_fit"])
