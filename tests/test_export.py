@@ -161,6 +161,17 @@ def test_acmetrace_kalos_duration_includes_queue_and_reads_back(tmp_path):
     np.testing.assert_allclose(b["run_s"].to_numpy(), j["run_s"].to_numpy())
 
 
+def test_special_characters_are_quoted_or_escaped(tmp_path):
+    j = make_jobs(40, seed=5)
+    j.loc[j.index[:3], "user"] = 'u"odd, name'
+    write(j, "acmetrace", tmp_path / "a")
+    back = load_trace(tmp_path / "a" / "trace_seren.csv").jobs
+    assert (back["user"] == 'u"odd, name').sum() == 3
+    write(j, "philly", tmp_path / "p", include_cpu=True)
+    log = json.loads((tmp_path / "p" / "Seren" / "cluster_job_log").read_text())
+    assert sum(e["user"] == 'u"odd, name' for e in log) >= 1
+
+
 # ============================================================================ SWF v2.2
 SWF_HEADER_KEYS = ("Version", "Computer", "MaxJobs", "MaxRecords", "MaxNodes", "MaxProcs", "MaxQueues",
                    "Queues", "Note", "UnixStartTime", "TimeZoneString")
@@ -442,6 +453,14 @@ def test_airesim_explicit_numbers_and_errors(tmp_path):
 
 
 # ============================================================================ dispatcher + CLI
+def test_writers_do_not_modify_the_jobs(tmp_path):
+    j = make_jobs(60, seed=6).drop(columns=["chain_id", "attempt", "prev_index", "restart_gap_s"])
+    before = j.copy()
+    for fmt in ("acmetrace", "swf", "helios", "philly", "batsim"):
+        write(j, fmt, tmp_path / fmt)
+    pd.testing.assert_frame_equal(j, before)
+
+
 def test_write_rejects_bad_format_options_and_rebase(tmp_path, jobs):
     with pytest.raises(ValueError, match="format must be one of"):
         write(jobs, "gwf", tmp_path)

@@ -200,12 +200,6 @@ def prev_positions(sub: pd.DataFrame) -> np.ndarray:
     return pos
 
 
-def sort_jobs(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows ordered by cluster, then submission time (stable: ties keep input order)."""
-    order = np.lexsort((np.arange(len(df)), df["submit_s"].to_numpy(), df["cluster"].to_numpy()))
-    return df.iloc[order]
-
-
 def split_clusters(df: pd.DataFrame, cluster: str | None = None) -> list[tuple[str, pd.DataFrame]]:
     """``[(cluster_name, rows)]`` sorted by submit time; ``cluster`` (case-insensitive) selects one."""
     if cluster is not None:
@@ -217,10 +211,13 @@ def split_clusters(df: pd.DataFrame, cluster: str | None = None) -> list[tuple[s
     if len(df) == 0:
         raise ValueError("no jobs to export")
     out = []
-    for name in sorted(df["cluster"].unique()):
-        sub = df[df["cluster"] == name]
-        order = np.argsort(sub["submit_s"].to_numpy(), kind="stable")
-        out.append((name, sub.iloc[order]))
+    names = df["cluster"].unique()
+    for name in sorted(names):
+        sub = df if len(names) == 1 else df[df["cluster"] == name]
+        t = sub["submit_s"].to_numpy()
+        if len(t) > 1 and not (t[1:] >= t[:-1]).all():
+            sub = sub.iloc[np.argsort(t, kind="stable")]
+        out.append((name, sub))
     return out
 
 
@@ -423,14 +420,13 @@ def write_csv(path: Path, header: list[str], columns: list[Any], *, header_line:
         frame.to_csv(f, index=False, header=False, lineterminator="\n")
 
 
-def write_joined(f, arr: "pa.Array", sep: str) -> None:
+def write_joined(f, arr: "pa.Array", sep: str, *, terminated: bool = False) -> None:
     """Write the strings of ``arr`` (no nulls) joined by ``sep`` to the binary file ``f``, straight
-    from the Arrow data buffer."""
-    import pyarrow as pa
-
+    from the Arrow data buffer. ``terminated=True``: every string already ends with ``sep`` (saves a
+    copy); the last one is written without it."""
     if len(arr) == 0:
         return
-    arr = cat(to_arrow(arr), sep)
+    arr = to_arrow(arr) if terminated else cat(to_arrow(arr), sep)
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
     data = arr.buffers()[2]
     f.write(memoryview(data)[int(offsets[0]): int(offsets[-1]) - len(sep.encode())])

@@ -28,10 +28,9 @@
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Mapping
-
-import json
 
 import numpy as np
 import pandas as pd
@@ -86,7 +85,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
                           sub["state"].astype(str).to_numpy(dtype=object), '", "attempt": ',
                           C.int_strings(attempt), extra, ', "user": ', json_strings(sub["user"].to_numpy()),
                           ', "trace_job_id": ', json_strings(sub["job_id"].to_numpy()), ', "started": ',
-                          np.where(started, "true", "false").astype(object), "}")
+                          np.where(started, "true", "false").astype(object), "},\n")
         uniq = pc.unique(delay).to_pylist()
         prof_lines = [f'"delay_{d}": {{"type": "{profile_type}", "delay": {d}}}' for d in uniq]
         description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
@@ -98,7 +97,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         with open(path, "wb") as f:
             f.write(('{\n"nb_res": %d,\n"description": %s,\n"jobs": [\n' % (nb_res, json.dumps(description)))
                     .encode())
-            C.write_joined(f, job_lines, ",\n")
+            C.write_joined(f, job_lines, ",\n", terminated=True)
             f.write(('\n],\n"profiles": {\n' + ",\n".join(prof_lines) + "\n}\n}\n").encode())
         files.append(path)
         frames.append(sub)

@@ -124,13 +124,13 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         entries = C.cat('{"status": "', status, '", "vc": ', json_strings(parts[fi]), ', "jobid": ',
                         json_strings(sub["job_id"].to_numpy()[fi]), ', "attempts": [', joined,
                         '], "submitted_time": "', C.format_times(s[fi] + shift, offset_s=off), '", "user": ',
-                        json_strings(sub["user"].to_numpy()[fi]), "}")
+                        json_strings(sub["user"].to_numpy()[fi]), "},\n")
         d = out / name
         d.mkdir(parents=True, exist_ok=True)
         path = d / "cluster_job_log"
         with open(path, "wb") as f:
             f.write(b"[\n")
-            C.write_joined(f, entries, ",\n")
+            C.write_joined(f, entries, ",\n", terminated=True)
             f.write(b"\n]\n")
         # sidecar: every attempt with its logical jobid
         jobid_of_row = sub["job_id"].to_numpy(dtype=object)[fi][ccode]
