@@ -12,8 +12,9 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
 3. **Restart chains** — a FAILED job of ``restart_types`` (default Pretrain) is resubmitted with
    probability ``restart_prob`` after a restart gap (failure end → resubmission), same user, type and
    GPU count, up to ``max_attempts`` attempts; each attempt gets its own (state, run time). The gap is
-   drawn from the bundle's ``"restart"`` model when it has one (``sample_gaps(n, rng, **key)``, or
-   ``predict(**key).sample(n, rng)``); otherwise from the documented default
+   drawn from the bundle's ``"restart"`` model when it has one (its ``"gap"`` component — failure end
+   to resubmission — given the failure's GPUs, type, attempt, local hour and weekend; the ``"total"``
+   time to restart when that model fell back to the published prior); otherwise from the default
    :data:`DEFAULT_RESTART_GAP`: a lognormal with the median (1.5 min) and mean (102.8 min) of the
    time-to-restart of the paper's Table 3 reasons seen on pretraining-scale jobs (median GPU demand
    ≥ 256; job-count weighted median of the medians, weighted mean of the means). The arrival model
@@ -87,20 +88,35 @@ def resolve_bundle(bundle=None):
     return Bundle.load(bundle)
 
 
-def _restart_gap_sampler(restart) -> Callable[..., np.ndarray]:
+def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.random.Generator], np.ndarray]:
+    """``f(failures, rng)`` → one restart gap (s) per failed row (columns ``type, gpu_num, attempt,
+    end_s``): from a :class:`~acmemodel.models.restart.RestartModel` (its ``"gap"`` component with
+    the failure's GPUs, type, attempt, local hour and weekend; its ``"total"`` when it fell back to
+    the published prior, which describes only the total), else the default lognormal."""
     med, mean = DEFAULT_RESTART_GAP["median_s"], DEFAULT_RESTART_GAP["mean_s"]
     sigma = math.sqrt(2 * math.log(mean / med))
 
-    def default(n, rng, **key):
-        return med * np.exp(sigma * rng.standard_normal(n))
+    def default(rows, rng):
+        return med * np.exp(sigma * rng.standard_normal(len(rows)))
 
     if restart is None:
         return default
     if hasattr(restart, "sample_gaps"):
-        return lambda n, rng, **key: np.asarray(restart.sample_gaps(n, rng, **key), dtype=float)
+        return lambda rows, rng: np.asarray(restart.sample_gaps(rows, rng), dtype=float)
     if hasattr(restart, "predict"):
-        def via_predict(n, rng, **key):
-            return np.asarray(restart.predict(**key).sample(n, rng), dtype=float)
+        from acmemodel.models.arrival import tz_offset_s
+
+        off = tz_offset_s(timezone)
+
+        def via_predict(rows, rng):
+            local = rows["end_s"].to_numpy(dtype=float) + off
+            X = pd.DataFrame({"gpu_num": rows["gpu_num"].to_numpy(dtype=float),
+                              "type": rows["type"].astype(str).to_numpy(),
+                              "attempt": rows["attempt"].to_numpy(dtype=float),
+                              "hour": np.floor(local % 86400 / 3600),
+                              "weekend": ((np.floor(local / 86400) + 3) % 7) >= 5})
+            comp = "total" if getattr(restart, "fallback_", False) else "gap"
+            return np.asarray(restart.predict(X, component=comp).sample(1, rng), dtype=float)[:, 0]
         return via_predict
     warnings.warn(f"restart model {type(restart).__name__} has neither sample_gaps nor predict; "
                   "using the default restart gap", DataWarning, stacklevel=3)
@@ -181,7 +197,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
         "prev": np.full(n, -1, dtype=np.int64),
     }
     # ---- restart chains (queue 0 while generating)
-    gap_sampler = _restart_gap_sampler(restart)
+    gap_sampler = _restart_gap_sampler(restart, arrival.timezones_[cluster])
     rtypes = tuple(restart_types or ())
     cols = {k: [v] for k, v in jobs.items()}
     cur = {k: v for k, v in jobs.items()}
@@ -195,12 +211,11 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
         if not pick.any():
             break
         idx = np.flatnonzero(pick)
-        gaps = np.empty(len(idx))
-        ty_p = cur["type"][idx]
-        for ty in np.unique(ty_p):
-            m = ty_p == ty
-            gaps[m] = gap_sampler(int(m.sum()), rng, cluster=cluster, type=str(ty),
-                                  gpus=int(np.median(cur["gpu_num"][idx][m])))
+        rows = pd.DataFrame({"type": cur["type"][idx], "gpu_num": cur["gpu_num"][idx],
+                             "attempt": cur["attempt"][idx], "end_s": end[idx]})
+        gaps = np.asarray(gap_sampler(rows, rng), dtype=float)
+        if gaps.shape != (len(idx),) or not np.all(np.isfinite(gaps)):
+            raise ValueError("restart gap sampler must return one finite gap per failure")
         gaps = np.maximum(np.round(gaps), 0.0)
         sub = end[idx] + gaps
         keep = sub < t1

@@ -1,8 +1,8 @@
 """Daily workload forecasts: job counts and GPU-hour demand per cluster × type, with intervals.
 
 Series (:func:`daily_series`), per cluster and type (plus ``type = "ALL"``), over the cluster's
-*local* calendar days fully covered by the trace (a day counts as covered when the trace spans it
-to within an hour):
+*local* calendar days fully covered by the trace (a first/last day counts as covered when the
+trace misses at most its first/last two hours):
 
 * ``jobs`` — jobs submitted that day;
 * ``gpu_hours`` — GPU-hours of demand that day. ``demand="running"`` (default): GPU-hours actually
@@ -44,6 +44,8 @@ METHODS = ("ets", "sarimax", "seasonal_naive")
 METRICS = ("jobs", "gpu_hours")
 SEASON = 7
 DAY = 86400.0
+#: a local day at either end of the trace counts as covered when the trace misses at most this much of it
+_EDGE_TOL_S = 2 * 3600.0
 
 
 # ---------------------------------------------------------------------- daily series
@@ -82,7 +84,7 @@ def daily_series(trace_or_jobs, timezones: Mapping[str, str] | None = None, *,
         if not ok.any():
             continue
         lo, hi = np.nanmin(sub) + off, np.nanmax(sub) + off
-        d0, d1 = math.ceil((lo - 3600) / DAY), math.floor((hi + 3600) / DAY)
+        d0, d1 = math.ceil((lo - _EDGE_TOL_S) / DAY), math.floor((hi + _EDGE_TOL_S) / DAY)
         if d1 <= d0:
             continue
         days = np.arange(d0, d1)
@@ -186,7 +188,7 @@ def rolling_origin_backtest(y, *, horizon: int = 7, step: int = 7, min_train: in
     """Rolling-origin evaluation of one series: origins ``min_train, min_train + step, ...`` while
     ``origin + horizon <= len(y)``; each method forecasts ``horizon`` days from each origin using the
     data before it. Returns one row per method: ``mape`` (mean |ŷ − y|/y over days with y > 0),
-    ``coverage`` (share of days inside the interval), ``width`` (mean interval width / mean y),
+    ``wape`` (Σ|ŷ − y| / Σy, robust to near-zero days), ``coverage`` (share of days inside the interval), ``width`` (mean interval width / mean y),
     ``n`` (forecast days), ``origins``."""
     y = np.asarray(y, dtype=float)
     horizon, step, min_train = int(horizon), int(step), int(min_train)
@@ -195,17 +197,19 @@ def rolling_origin_backtest(y, *, horizon: int = 7, step: int = 7, min_train: in
     origins = list(range(min_train, len(y) - horizon + 1, step))
     rows = []
     for m in methods:
-        ape, cov, wid, ys = [], [], [], []
+        ape, cov, wid, ys, ae = [], [], [], [], []
         for o in origins:
             fc = forecast_series(y[:o], horizon, method=m, level=level, log=log)
             yt = y[o:o + horizon]
             pos = yt > 0
             ape.extend(np.abs(fc["forecast"].to_numpy()[pos] - yt[pos]) / yt[pos])
+            ae.extend(np.abs(fc["forecast"].to_numpy() - yt))
             cov.extend((yt >= fc["lower"].to_numpy()) & (yt <= fc["upper"].to_numpy()))
             wid.extend(fc["upper"].to_numpy() - fc["lower"].to_numpy())
             ys.extend(yt)
         my = float(np.mean(ys)) if ys else float("nan")
         rows.append({"method": m, "mape": float(np.mean(ape)) if ape else float("nan"),
+                     "wape": float(np.sum(ae) / np.sum(ys)) if ys and np.sum(ys) > 0 else float("nan"),
                      "coverage": float(np.mean(cov)) if cov else float("nan"),
                      "width": float(np.mean(wid) / my) if wid and my > 0 else float("nan"),
                      "n": len(cov), "origins": len(origins)})
@@ -291,7 +295,7 @@ class DemandForecaster(BaseModel):
                  methods: Iterable[str] | None = None, cluster=None, type=None, metric=None) -> pd.DataFrame:
         """Rolling-origin backtest (:func:`rolling_origin_backtest`) of every series, the model's
         method against the seasonal-naive baseline: tidy rows ``model, metric, cell, value`` with
-        ``cell = "cluster/type/series"`` and metrics ``mape``, ``coverage``, ``width``, ``n``."""
+        ``cell = "cluster/type/series"`` and metrics ``mape``, ``wape``, ``coverage``, ``width``, ``n``."""
         s, metrics = self._select(cluster, type, metric)
         methods = list(methods) if methods is not None else list(dict.fromkeys([self.method, "seasonal_naive"]))
         rows = []
@@ -301,7 +305,7 @@ class DemandForecaster(BaseModel):
                                              min_train=min_train, methods=methods, level=float(self.level),
                                              log=self.log)
                 for r in bt.itertuples(index=False):
-                    for k in ("mape", "coverage", "width", "n"):
+                    for k in ("mape", "wape", "coverage", "width", "n"):
                         rows.append({"model": r.method, "metric": k, "cell": f"{cl}/{ty}/{met}",
                                      "value": float(getattr(r, k))})
         return pd.DataFrame(rows, columns=["model", "metric", "cell", "value"])

@@ -1,1 +1,73 @@
-"""`acmemodel evaluate_arrival` command(s)."""
+"""``acmemodel evaluate arrival``: held-out month for the arrival model and the demand forecasts."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from acmemodel.cli._app import evaluate_app, print_json
+from acmemodel.cli._common import console, load_traces
+
+
+@evaluate_app.command("arrival")
+def evaluate_arrival_cmd(
+    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    test_days: float = typer.Option(30.0, "--test-days", help="Held-out days at the end of each cluster."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sampled held-out window."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    no_forecast: bool = typer.Option(False, "--no-forecast", help="Skip the forecast metrics."),
+    json_out: bool = typer.Option(False, "--json",
+                                  help="Print JSON: split info and results [{model, metric, cell, value}]."),
+) -> None:
+    """Fit the arrival model on all but the last month, then compare with the held-out month: KS of
+    inter-arrival times and batch sizes, hourly/weekly profile error, dispersion index of hourly
+    counts (observed vs sampled), against a homogeneous Poisson baseline; forecast MAPE and interval
+    coverage of ETS vs seasonal-naive."""
+    from rich.table import Table
+
+    from acmemodel.evaluation.arrival import evaluate_arrival
+
+    trace = load_traces(list(paths or []), cluster)
+    res = evaluate_arrival(trace, test_days=test_days, seed=seed, forecast=not no_forecast)
+    if json_out:
+        print_json({"split": res.attrs.get("split", {}), "results": res.to_dict("records")})
+        return
+    arr = res[~res["cell"].str.count("/").ge(2)]
+    p = arr.pivot_table(index=["cell", "metric"], columns="model", values="value", sort=False)
+    metrics = ["jobs", "ks_interarrival", "ks_batch_size", "hourly_profile_err", "weekly_profile_err",
+               "dispersion_index", "count_ratio"]
+    tab = Table(title="arrivals in the held-out window")
+    for c, j in (("cell", "left"), ("metric", "left"), ("observed", "right"), ("compound\nNHPP", "right"),
+                 ("homogeneous\nPoisson", "right")):
+        tab.add_column(c, justify=j, no_wrap=True)
+
+    def fmt(v, m):
+        return "" if v != v else (f"{v:,.0f}" if m == "jobs" else f"{v:.3f}")
+
+    cells = list(dict.fromkeys(arr["cell"]))
+    for cell in cells:
+        for i, m in enumerate(metrics):
+            if (cell, m) not in p.index:
+                continue
+            r = p.loc[(cell, m)]
+            tab.add_row(cell if i == 0 else "", m,
+                        *[fmt(r.get(mod, float("nan")), m) for mod in ("observed", "compound_nhpp",
+                                                                         "homogeneous_poisson")],
+                        end_section=(m == metrics[-1]))
+    console.print(tab)
+    console.print("KS: two-sample KS distance (lower is better); profile errors: Σ|obs − model| / Σ obs of "
+                  "mean jobs per local hour / weekday; count_ratio: expected / observed jobs.")
+    fc = res[res["cell"].str.count("/").ge(2)]
+    if len(fc):
+        q = fc.pivot_table(index="cell", columns=["metric", "model"], values="value", sort=False)
+        ft = Table(title="forecast of the held-out days (90 % intervals)")
+        ft.add_column("series", no_wrap=True)
+        for c in ("MAPE\nets", "MAPE\nsnaive", "WAPE\nets", "WAPE\nsnaive", "cover\nets", "cover\nsnaive"):
+            ft.add_column(c, justify="right")
+        for cell, r in q.iterrows():
+            ft.add_row(cell, *[f"{r[(m, mod)]:.2f}" for m in ("mape", "wape", "coverage")
+                               for mod in ("ets", "seasonal_naive")])
+        console.print(ft)
+    for cl, s in res.attrs.get("split", {}).items():
+        console.print(f"{cl}: cutoff {s['cutoff_utc']}, {s['train_jobs']:,} train / {s['test_jobs']:,} test jobs")

@@ -1,1 +1,88 @@
-"""`acmemodel synth` command(s)."""
+"""``acmemodel synth``: a synthetic workload in the exact AcmeTrace schema of one cluster."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from acmemodel.cli._app import app, print_json
+from acmemodel.cli._common import console
+
+
+def parse_mix(text: str | None) -> dict[str, float] | None:
+    """``"Eval=0.7,Pretrain=0.05"`` → ``{"Eval": 0.7, "Pretrain": 0.05}`` (ValueError naming --mix)."""
+    if text is None or not text.strip():
+        return None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, val = part.partition("=")
+        name = name.strip()
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = float(val)
+        except ValueError:
+            raise ValueError(f"--mix: cannot read {part.strip()!r}; use TYPE=SHARE[,TYPE=SHARE...], "
+                             "e.g. Eval=0.7,Pretrain=0.05") from None
+    return out
+
+
+@app.command("synth")
+def synth_cmd(
+    out: Path = typer.Option(..., "-o", "--output", help="CSV to write (.csv or .csv.gz)."),
+    bundle: Optional[Path] = typer.Option(
+        None, "--bundle", help="Fitted bundle (acmemodel fit); default: the embedded default bundle."),
+    days: float = typer.Option(30.0, "--days", help="Length of the synthetic trace in days."),
+    cluster: str = typer.Option("Seren", "--cluster", help="Cluster whose schema and models to use."),
+    seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same file)."),
+    scale: float = typer.Option(1.0, "--scale", help="Multiply every arrival intensity."),
+    mix: Optional[str] = typer.Option(None, "--mix", help="Job-share override, e.g. Eval=0.7,Pretrain=0.05 "
+                                                          "(unlisted types share the rest)."),
+    gpu_scale: float = typer.Option(1.0, "--gpu-scale", help="Multiply GPU requests (whole nodes above 8)."),
+    start: Optional[str] = typer.Option(None, "--start", help="First day, local time (default 2023-03-01)."),
+    restart_prob: Optional[float] = typer.Option(
+        None, "--restart-prob", help="Probability a failed Pretrain job is resubmitted (default 0.9)."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
+) -> None:
+    """Generate arrivals, GPU counts, (state, run time) and Pretrain restart chains from a bundle and
+    write them as an AcmeTrace file. Queueing is not simulated: every job starts at submission."""
+    import time
+
+    import numpy as np
+
+    from acmemodel.synth import DEFAULT_RESTART_PROB, resolve_bundle, simulate_jobs, to_acmetrace, write_acmetrace
+
+    if not (days > 0):
+        raise ValueError(f"--days must be > 0, got {days}")
+    if not (scale >= 0):
+        raise ValueError(f"--scale must be >= 0, got {scale}")
+    if not (gpu_scale > 0):
+        raise ValueError(f"--gpu-scale must be > 0, got {gpu_scale}")
+    t = time.perf_counter()
+    b = resolve_bundle(bundle)
+    jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale, mix=parse_mix(mix),
+                         gpu_scale=gpu_scale,
+                         restart_prob=DEFAULT_RESTART_PROB if restart_prob is None else restart_prob)
+    path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, id_seed=seed), out)
+    secs = time.perf_counter() - t
+    by_type = jobs.groupby("type").size().to_dict()
+    doc = {
+        "output": str(path), "cluster": cluster, "rows": int(len(jobs)), "days": days, "seed": seed,
+        "bundle": str(bundle) if bundle else "default",
+        "first_submit_utc": (None if not len(jobs) else
+                             np.datetime_as_string(np.datetime64(int(jobs["submit_s"].min()), "s")) + "Z"),
+        "jobs_by_type": {str(k): int(v) for k, v in by_type.items()},
+        "gpu_jobs": int((jobs["gpu_num"] > 0).sum()),
+        "restart_attempts": int((jobs["attempt"] > 1).sum()),
+        "states": {str(k): int(v) for k, v in jobs["state"].value_counts().items()},
+        "queue": "not simulated (queue = 0, start_time = submit_time)",
+        "seconds": round(secs, 3),
+    }
+    if json_out:
+        print_json(doc)
+        return
+    console.print(f"wrote [bold]{path}[/bold]: {len(jobs):,} {cluster} jobs over {days:g} days "
+                  f"({doc['restart_attempts']} restart attempts) in {secs:.1f} s")
+    console.print("jobs by type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
+    console.print("queue not simulated: every job starts at submission (queue = 0).")

@@ -1,0 +1,247 @@
+"""Held-out evaluation of the arrival model and the demand forecasts.
+
+For each cluster the last ``test_days`` (default 30) local days are held out (the cutoff is the
+local midnight ``test_days`` before the last submission; training needs at least 14 days). The
+:class:`~acmemodel.models.arrival.ArrivalModel` is fitted on the earlier jobs and compared on the
+held-out window against a homogeneous Poisson baseline (one constant rate per cell from the training
+period, no batches). Restart attempts of the model's ``restart_types`` are left out of the observed
+arrivals, as they are from the fit.
+
+Tidy rows ``{model, metric, cell, value}``; ``cell`` is ``cluster/type`` (``cluster/ALL`` pools the
+cluster's types) or ``cluster/type/series`` for forecasts. Models: ``compound_nhpp`` (ours),
+``homogeneous_poisson`` (baseline), ``observed`` (the held-out data itself), ``ets`` and
+``seasonal_naive`` (forecasts). Metrics:
+
+* ``ks_interarrival`` — two-sample KS distance between the inter-arrival times (s) of the observed
+  and of one sampled held-out window (seeded);
+* ``ks_batch_size`` — KS distance between batch sizes (batches of the sample re-identified with
+  :func:`acmemodel.features.chains.batches`, as for the observed jobs);
+* ``hourly_profile_err`` / ``weekly_profile_err`` — ``Σ|o − m| / Σ o`` between the observed mean jobs
+  per local hour of day (24 values) / per weekday (7 values) and the model's expected values
+  (from its intensity, so without sampling noise);
+* ``count_ratio`` — expected / observed jobs in the window;
+* ``dispersion_index`` — variance / mean of hourly job counts (observed vs. each model's sample);
+* ``mape``, ``wape`` (Σ|ŷ − y|/Σy), ``coverage`` — forecasts of the held-out days' job counts and
+  GPU-hours from the training days (:class:`~acmemodel.models.forecast.DemandForecaster`, 90 % intervals).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["evaluate_arrival", "held_out_cutoffs"]
+
+DAY = 86400.0
+MIN_TRAIN_DAYS = 14.0
+
+
+def held_out_cutoffs(jobs: pd.DataFrame, timezones: Mapping[str, str], test_days: float) -> dict[str, float]:
+    """Per cluster: Unix seconds of the local midnight ``test_days`` before the last submission."""
+    from acmemodel.models.arrival import tz_offset_s
+
+    out = {}
+    for cl, j in jobs.groupby("cluster", sort=True, observed=True):
+        off = tz_offset_s(timezones.get(str(cl), "+00:00"))
+        t0, t1 = float(j["submit_s"].min()), float(j["submit_s"].max())
+        cut = math.floor((t1 - test_days * DAY + off) / DAY) * DAY - off
+        if cut - t0 < MIN_TRAIN_DAYS * DAY:
+            raise ValueError(f"evaluate arrival: cluster {cl} spans {(t1 - t0) / DAY:.1f} days, too short for "
+                             f"a {test_days:g}-day held-out window after >= {MIN_TRAIN_DAYS:g} training days "
+                             "(lower --test-days)")
+        out[str(cl)] = cut
+    return out
+
+
+def _ks(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    return float(stats.ks_2samp(a, b).statistic)
+
+
+def _hourly_counts(t: np.ndarray, t0: float, t1: float) -> np.ndarray:
+    nb = int(math.ceil((t1 - t0) / 3600.0))
+    return np.bincount(np.clip(((t - t0) // 3600).astype(np.int64), 0, nb - 1), minlength=nb)
+
+
+def _profile(t: np.ndarray, weights: np.ndarray | None, off: int, t0: float, t1: float):
+    """Mean jobs per local hour-of-day (24) and per weekday (7) over the hour bins of [t0, t1)."""
+    from acmemodel.models.arrival import _hour_bins, _how_of_local_hour
+
+    h, lo, hi, _ = _hour_bins(t0, t1, off)
+    how = _how_of_local_hour(h)
+    bins_per_hod = np.bincount(how % 24, minlength=24)
+    bins_per_dow = np.bincount(how // 24, minlength=7)
+    if weights is None:  # observed event times
+        hh = np.floor((t + off) / 3600.0).astype(np.int64)
+        ev = _how_of_local_hour(hh)
+        c_hod = np.bincount(ev % 24, minlength=24)
+        c_dow = np.bincount(ev // 24, minlength=7)
+    else:  # expected count per bin
+        c_hod = np.bincount(how % 24, weights=weights, minlength=24)
+        c_dow = np.bincount(how // 24, weights=weights, minlength=7)
+    return (c_hod / np.maximum(bins_per_hod, 1), c_dow / np.maximum(bins_per_dow, 1))
+
+
+def _rel_l1(o: np.ndarray, m: np.ndarray) -> float:
+    s = float(np.sum(o))
+    return float(np.sum(np.abs(o - m)) / s) if s > 0 else float("nan")
+
+
+def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = None, test_days: float = 30.0,
+                     seed: int = 0, model_params: Mapping[str, Any] | None = None,
+                     forecast: bool = True, level: float = 0.9) -> pd.DataFrame:
+    """Held-out evaluation (module docstring) → tidy DataFrame ``model, metric, cell, value``;
+    ``df.attrs["split"]`` holds the per-cluster cutoff and job counts."""
+    from acmemodel.features.chains import batches, restart_chains
+    from acmemodel.models.arrival import DEFAULT_TIMEZONES, ArrivalModel, tz_offset_s
+
+    test_days = float(test_days)
+    if not (test_days > 0):
+        raise ValueError(f"test_days must be > 0, got {test_days!r}")
+    jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
+    tzs = dict(DEFAULT_TIMEZONES)
+    tzs.update(getattr(trace_or_jobs, "timezones", None) or {})
+    tzs.update(timezones or {})
+    jobs = jobs[np.isfinite(jobs["submit_s"].to_numpy(dtype=float))]
+    if len(jobs) == 0:
+        raise ValueError("evaluate arrival: no jobs")
+    model = ArrivalModel(**dict(model_params or {}))
+    model._validate()
+    extra = {}
+    if "batch_id" not in jobs.columns:
+        extra["batch_id"] = batches(jobs, gap_s=float(model.batch_gap_s))["batch_id"]
+    if "attempt" not in jobs.columns:
+        need = {"analysis_state", "end_s", "queue_s", "user", "gpu_num"}
+        extra["attempt"] = (restart_chains(jobs)["attempt"] if need <= set(jobs.columns)
+                            else pd.Series(1, index=jobs.index))
+    if extra:
+        jobs = jobs.assign(**extra)
+    cutoffs = held_out_cutoffs(jobs, tzs, test_days)
+    rng = np.random.default_rng(seed)
+    rows: list[dict] = []
+    split: dict[str, dict] = {}
+
+    def add(model_name, metric, cell, value):
+        rows.append({"model": model_name, "metric": metric, "cell": cell, "value": float(value)})
+
+    rtypes = tuple(model.restart_types or ())
+    for cl, cut in cutoffs.items():
+        jc = jobs[jobs["cluster"].astype(str) == cl]
+        off = tz_offset_s(tzs.get(cl, "+00:00"))
+        sub = jc["submit_s"].to_numpy(dtype=float)
+        train, test = jc[sub < cut], jc[sub >= cut]
+        t1 = float(test["submit_s"].max()) + 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = ArrivalModel(**model.get_params()).fit(train, timezones={cl: tzs.get(cl, "+00:00")})
+        fresh = ~(test["type"].isin(rtypes).to_numpy() & (test["attempt"].to_numpy() > 1))
+        obs = test[fresh]
+        split[cl] = {"cutoff_utc": pd.Timestamp(cut, unit="s", tz="UTC").isoformat(),
+                     "train_jobs": int(len(train)), "test_jobs": int(len(test)),
+                     "test_days": (t1 - cut) / DAY}
+        sim = fitted.sample(cut, t1, rng, cluster=cl)
+        sim = sim[sim["submit_s"].to_numpy() < t1]
+        sim_b = batches(sim.assign(cluster=sim["cluster"].astype(str), type=sim["type"].astype(str),
+                                   user=sim["user"].astype(str)))
+        # homogeneous Poisson baseline: constant per-cell rate from the training period
+        tr_span = float(train["submit_s"].max() - train["submit_s"].min())
+        tr_fresh = train[~(train["type"].isin(rtypes).to_numpy() & (train["attempt"].to_numpy() > 1))]
+        base_parts = []
+        for ty, n in tr_fresh["type"].astype(str).value_counts().items():
+            k = rng.poisson(n / tr_span * (t1 - cut))
+            base_parts.append(pd.DataFrame({"submit_s": np.sort(rng.uniform(cut, t1, k)), "type": ty}))
+        base = pd.concat(base_parts, ignore_index=True)
+
+        types = sorted(set(obs["type"].astype(str)) | set(fitted.types(cl)))
+        for ty in types + ["ALL"]:
+            cell = f"{cl}/{ty}"
+            o_m = np.ones(len(obs), bool) if ty == "ALL" else (obs["type"].astype(str) == ty).to_numpy()
+            s_m = np.ones(len(sim), bool) if ty == "ALL" else (sim["type"].astype(str) == ty).to_numpy()
+            b_m = np.ones(len(base), bool) if ty == "ALL" else (base["type"] == ty).to_numpy()
+            o_t = np.sort(obs["submit_s"].to_numpy(dtype=float)[o_m])
+            s_t = np.sort(sim["submit_s"].to_numpy(dtype=float)[s_m])
+            b_t = np.sort(base["submit_s"].to_numpy(dtype=float)[b_m])
+            add("observed", "jobs", cell, len(o_t))
+            add("compound_nhpp", "ks_interarrival", cell, _ks(np.diff(o_t), np.diff(s_t)))
+            add("homogeneous_poisson", "ks_interarrival", cell, _ks(np.diff(o_t), np.diff(b_t)))
+            o_bs = obs.loc[o_m].groupby("batch_id").size().to_numpy()
+            s_bs = sim_b.loc[s_m].groupby("batch_id").size().to_numpy()
+            add("compound_nhpp", "ks_batch_size", cell, _ks(o_bs, s_bs))
+            add("homogeneous_poisson", "ks_batch_size", cell, _ks(o_bs, np.ones(max(len(b_t), 2))))
+            # profiles from the intensity (expected jobs per hour bin)
+            cells = fitted.types(cl) if ty == "ALL" else ([ty] if ty in fitted.types(cl) else [])
+            o_hod, o_dow = _profile(o_t, None, off, cut, t1)
+            if cells:
+                lam = sum(fitted._cell_bins((cl, c), cut, t1)[2] * fitted.cells_[(cl, c)]["mean_batch_size"]
+                          for c in cells)
+            else:
+                lam = np.zeros(len(_profile_bins(cut, t1, off)))
+            m_hod, m_dow = _profile(None, lam, off, cut, t1)
+            n_tr = len(tr_fresh) if ty == "ALL" else int((tr_fresh["type"].astype(str) == ty).sum())
+            flat = np.full(len(lam), n_tr / tr_span * 3600.0) * _bin_fraction(cut, t1, off)
+            f_hod, f_dow = _profile(None, flat, off, cut, t1)
+            add("compound_nhpp", "hourly_profile_err", cell, _rel_l1(o_hod, m_hod))
+            add("homogeneous_poisson", "hourly_profile_err", cell, _rel_l1(o_hod, f_hod))
+            add("compound_nhpp", "weekly_profile_err", cell, _rel_l1(o_dow, m_dow))
+            add("homogeneous_poisson", "weekly_profile_err", cell, _rel_l1(o_dow, f_dow))
+            if len(o_t):
+                add("compound_nhpp", "count_ratio", cell, float(np.sum(lam)) / len(o_t))
+                add("homogeneous_poisson", "count_ratio", cell, float(np.sum(flat)) / len(o_t))
+            for name, tt in (("observed", o_t), ("compound_nhpp", s_t), ("homogeneous_poisson", b_t)):
+                c = _hourly_counts(tt, cut, t1)
+                add(name, "dispersion_index", cell, c.var() / c.mean() if c.mean() > 0 else float("nan"))
+        if forecast:
+            rows.extend(_forecast_rows(jc, cl, tzs, cut, level))
+    df = pd.DataFrame(rows, columns=["model", "metric", "cell", "value"])
+    df.attrs["split"] = split
+    return df
+
+
+def _profile_bins(t0, t1, off):
+    from acmemodel.models.arrival import _hour_bins
+
+    return _hour_bins(t0, t1, off)[0]
+
+
+def _bin_fraction(t0, t1, off):
+    from acmemodel.models.arrival import _hour_bins
+
+    _, lo, hi, _ = _hour_bins(t0, t1, off)
+    return (hi - lo) / 3600.0
+
+
+def _forecast_rows(jc: pd.DataFrame, cl: str, tzs, cut: float, level: float) -> list[dict]:
+    from acmemodel.models.forecast import METRICS, daily_series, forecast_series
+
+    if not {"start_s", "end_s"} <= set(jc.columns):
+        return []
+    series = daily_series(jc, {cl: tzs.get(cl, "+00:00")})
+    from acmemodel.models.arrival import tz_offset_s
+
+    cut_date = pd.Timestamp((cut + tz_offset_s(tzs.get(cl, "+00:00"))) * 1e9)
+    rows = []
+    for ty, g in series.groupby("type", sort=True):
+        tr, te = g[g["date"] < cut_date], g[g["date"] >= cut_date]
+        if len(te) == 0 or len(tr) < 7:
+            continue
+        for met in METRICS:
+            y = te[met].to_numpy()
+            for method in ("ets", "seasonal_naive"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fc = forecast_series(tr[met].to_numpy(), len(te), method=method, level=level)
+                pos = y > 0
+                f = fc["forecast"].to_numpy()
+                mape = float(np.mean(np.abs(f[pos] - y[pos]) / y[pos])) if pos.any() else float("nan")
+                cov = float(np.mean((y >= fc["lower"].to_numpy()) & (y <= fc["upper"].to_numpy())))
+                wape = float(np.sum(np.abs(f - y)) / np.sum(y)) if np.sum(y) > 0 else float("nan")
+                cell = f"{cl}/{ty}/{met}"
+                rows.append({"model": method, "metric": "mape", "cell": cell, "value": mape})
+                rows.append({"model": method, "metric": "wape", "cell": cell, "value": wape})
+                rows.append({"model": method, "metric": "coverage", "cell": cell, "value": cov})
+    return rows
