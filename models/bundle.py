@@ -25,6 +25,17 @@ from acmemodel.models.base import BaseModel, _jsonable
 
 SCHEMA_VERSION = "1.0"
 
+#: modules whose classes a bundle may hold (importing a module registers its classes)
+MODEL_MODULES: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts",
+                                  "predictor")
+
+
+def _import_model_modules() -> None:
+    import importlib
+
+    for m in MODEL_MODULES:
+        importlib.import_module(f"acmemodel.models.{m}")
+
 
 def file_sha256(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes (provenance of fitted bundles)."""
@@ -139,8 +150,7 @@ class Bundle:
             raise BundleError(
                 f"bundle {source}: schema version {doc['schema_version']} is incompatible with this "
                 f"acmemodel (reads {SCHEMA_VERSION}); refit or recalibrate it with this version")
-        # importing the model modules registers their classes
-        import acmemodel.models  # noqa: F401
+        _import_model_modules()
 
         models = {}
         for name, d in doc["models"].items():

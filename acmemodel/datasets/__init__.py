@@ -33,3 +33,29 @@ def load_sample(cluster: str | None = None):
     from acmemodel.trace import load_trace
 
     return load_trace(sample_paths(cluster))
+
+
+#: name of the shipped default bundle (calibrated to the published AcmeTrace statistics)
+DEFAULT_BUNDLE = "acme-2023"
+
+
+def default_bundle_path() -> Path:
+    """Directory of the shipped default bundle inside the package."""
+    root = resources.files("acmemodel.datasets").joinpath("data")
+    return Path(str(root.joinpath(DEFAULT_BUNDLE)))
+
+
+def load_default():
+    """The shipped default :class:`~acmemodel.models.bundle.Bundle` (``acme-2023``).
+
+    Calibrated by :func:`acmemodel.calibrate.calibrate` to the published AcmeTrace statistics; its
+    provenance (reference-file hashes, assumptions, calibration report) is in ``bundle.provenance``.
+    """
+    from acmemodel.errors import BundleError
+    from acmemodel.models.bundle import Bundle
+
+    path = default_bundle_path()
+    if not (path / "bundle.json").exists():
+        raise BundleError(f"the default bundle is missing from the installation ({path}); "
+                          "rebuild it with `acmemodel calibrate -o <that path>`")
+    return Bundle.load(path)
