@@ -19,7 +19,8 @@ Distribution models (every started GPU test job, its run time ``x``):
 
 Quantile models (same jobs, ``y = ln(1 + x)``):
 
-* ``predictor`` — :class:`~acmemodel.models.predictor.RuntimePredictor` (LightGBM p10/p50/p90);
+* ``predictor`` — :class:`~acmemodel.models.predictor.RuntimePredictor` (LightGBM p10/p50/p90,
+  outer interval conformally calibrated on the latest training jobs);
 * ``runtime_model_nostate`` — the p10/p50/p90 of the submission-time cell (per-cell median baseline);
 * ``global`` — the global model's p10/p50/p90 (global-median baseline);
 * ``user_median`` — the user's own median run time of earlier ended jobs of the same cluster and

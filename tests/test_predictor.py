@@ -106,3 +106,32 @@ def test_sample_trace():
     m = RuntimePredictor(**PARAMS).fit(trace)
     p = m.predict(trace)
     assert len(p) == len(trace.jobs) and m.n_fit_ == int((trace.jobs.is_gpu & trace.jobs.started).sum())
+
+
+def test_conformal_offset_calibrates_a_wrong_interval():
+    """CQR on exchangeable data: a too-narrow interval is widened to ≈ 80 % coverage; the coverage
+    of a fresh sample given the calibration set has sd ≈ sqrt(0.8·0.2/n_cal)."""
+    from acmemodel.models.predictor import _conformal_offset
+
+    rng = np.random.default_rng(9)
+    n_cal, n_new = 500, 20000
+    y_cal, y_new = rng.standard_normal(n_cal), rng.standard_normal(n_new)
+    lo, hi = -0.5, 0.5  # the "model" claims an 80 % interval that truly covers 38 %
+    q = _conformal_offset(np.full(n_cal, lo), np.full(n_cal, hi), y_cal, 0.8)
+    assert q > 0
+    assert np.mean((y_cal >= lo - q) & (y_cal <= hi + q)) >= 0.8  # finite-sample property
+    cov = np.mean((y_new >= lo - q) & (y_new <= hi + q))
+    assert abs(cov - 0.8) <= 5 * np.sqrt(0.8 * 0.2 / n_cal)
+
+
+def test_conformal_fit_stores_offset(data, model):
+    train, test = data
+    assert model.n_calibration_ > 0 and model.offset_ != 0.0
+    raw = RuntimePredictor(conformal=None, **PARAMS).fit(train)
+    assert raw.offset_ == 0.0
+    p, r = model.predict_log(test), raw.predict_log(test)
+    np.testing.assert_allclose(p["p50"], r["p50"])  # the median is not touched
+    d = model.to_dict()["fitted"]
+    assert d["offset"] == pytest.approx(model.offset_)
+    with pytest.raises(ValueError, match="conformal"):
+        RuntimePredictor(conformal=1.5).fit(train)
