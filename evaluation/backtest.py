@@ -308,4 +308,6 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
 def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:
     res = model.cells_.resolve_frame(keys)
-    return np.array([model.cells_.entries_[c].value.p_atom for c in res["cell"]], dtype=float)
+    codes, uniques = pd.factorize(res["cell"])
+    p = np.array([model.cells_.entries_[c].value.p_atom for c in uniques], dtype=float)
+    return p[codes] if len(codes) else np.zeros(0)

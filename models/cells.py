@@ -211,8 +211,9 @@ class CellTable:
             key = {k: (None if (v is None or (isinstance(v, float) and np.isnan(v))) else str(v))
                    for k, v in zip(cols, gkey)}
             r = self.resolve(**key)
-            for p in pos:
-                out_cell[p] = r.cell
+            one = np.empty(1, dtype=object)
+            one[0] = r.cell
+            out_cell[pos] = one  # broadcast the Cell object (a tuple) without unpacking it
             out_level[pos] = r.level
         return pd.DataFrame({"cell": out_cell, "level": out_level}, index=frame.index)
 

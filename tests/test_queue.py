@@ -140,3 +140,16 @@ def test_sample_trace_end_to_end():
     assert 0.3 < p < 0.75
     g = trace.jobs[trace.jobs.is_gpu]
     assert m.n_fit_ == int(g.queue_s.notna().sum())
+
+
+def test_all_censored_cell_borrows_parent():
+    jobs, _, _ = make_jobs(seed=7, n=3000)
+    extra = jobs.head(250).copy()
+    extra["type"] = "Debug"
+    extra["queue_s"] = 50.0
+    extra["queue_censored"] = True  # every Debug job cancelled while waiting
+    m = QueueModel().fit(pd.concat([jobs, extra], ignore_index=True))
+    v = m.resolve(cluster="Seren", type="Debug", gpus=1).value
+    assert v.source == "parent" and "no uncensored" in v.note
+    assert v.p_atom < 0.01  # all 250 waited longer than a second
+    assert np.isfinite(v.loglik([0.0, 100.0], [False, True])).all()
