@@ -448,7 +448,8 @@ class ArrivalModel(BaseModel):
                    batch_size_pmf: Mapping[str, Mapping[int, float]] | None = None,
                    intra_batch_gap_s: float = 1.0, family: str = "poisson", alpha: float = 0.0,
                    trend_per_day: float = 0.0, reference_time=None,
-                   gpu_counts: GpuCountModel | None = None, **params) -> "ArrivalModel":
+                   gpu_counts: GpuCountModel | None = None, users: int | Iterable[float] = 20,
+                   **params) -> "ArrivalModel":
         """Build a model from known parameters (calibration to published statistics; tests).
 
         ``jobs_per_day[type]`` is the mean job rate over a week; the intensity at hour-of-week
@@ -457,7 +458,8 @@ class ArrivalModel(BaseModel):
         ``batch_size_pmf[type]`` (default: all batches of size 1); within-batch gaps uniform on
         ``[0, 2 · intra_batch_gap_s]``; ``family="negbin"`` with ``alpha`` adds NB2 hourly noise;
         ``trend_per_day`` is the log-rate slope around ``reference_time`` (default 2023-03-01 local),
-        never clipped. ``gpu_counts`` defaults to single-GPU jobs.
+        never clipped. ``gpu_counts`` defaults to single-GPU jobs. ``users``: number of equally
+        active users, or their batch shares (by rank).
         """
         obj = cls(**params)
         obj._validate()
@@ -470,6 +472,15 @@ class ArrivalModel(BaseModel):
                else pd.Timestamp("2023-03-01").value / 1e9 - off)
         obj.timezones_ = {cluster: timezone}
         obj.cells_ = {}
+        if isinstance(users, (int, np.integer)):
+            if users < 1:
+                raise ValueError(f"users must be >= 1, got {users!r}")
+            ushares = np.full(int(users), 1.0 / int(users))
+        else:
+            ushares = np.sort(np.asarray(list(users), dtype=float))[::-1]
+            if len(ushares) == 0 or np.any(ushares < 0) or ushares.sum() <= 0:
+                raise ValueError("users must be a positive count or non-negative shares with a positive sum")
+            ushares = ushares / ushares.sum()
 
         def pick(w, ty, n, name):
             if w is None:
@@ -513,7 +524,7 @@ class ArrivalModel(BaseModel):
                     "mean_batch_size": mbs, "bursty": bool(bv.max() > 1),
                     "bs_kind": "one" if bv.max() == 1 else "empirical", "bs_table": (bv, bp),
                     "gap_q": np.linspace(0, 2 * float(intra_batch_gap_s), _N_GAP_Q) if bv.max() > 1 else None,
-                    "user_shares": np.array([1.0]), "user_tail_n": 0}
+                    "user_shares": ushares.copy(), "user_tail_n": 0}
             obj.cells_[(cluster, ty)] = cell
         obj.gpu_counts_ = gpu_counts if gpu_counts is not None else GpuCountModel.from_pmfs(
             {(cluster, ty): {1: 1.0} for ty in jobs_per_day})
