@@ -227,7 +227,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     rejected = pd.concat(rejects, ignore_index=True) if len(rejects) > 1 else rejects[0]
 
     # duplicate job ids across the whole input (first occurrence kept), per cluster
-    dup = jobs.duplicated(subset=["cluster", "job_id"], keep="first").to_numpy()
+    dup = _duplicated_ids(jobs)
     if dup.any():
         first = jobs.loc[~dup].set_index(["cluster", "job_id"])["source_line"]
         d = jobs.loc[dup]
@@ -593,7 +593,12 @@ def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray,
         flag(bad, r, lambda m, c=c, vals=vals: np.array(
             [f"{c} = {'' if x is None else str(x)!r}" for x in vals[m]], dtype=object))
     state = _no_missing(p["state"])
-    analysis = state.map(STATE_MAP)
+    cats = pd.unique(state.to_numpy())  # few distinct values: map them, then broadcast
+    analysis = pd.Series(state.to_numpy()).map(dict(zip(cats, (STATE_MAP.get(c) for c in cats))))
+    if len(cats) <= 64:
+        codes = pd.Categorical(state.to_numpy(), categories=cats).codes
+        mapped = np.array([STATE_MAP.get(c) for c in cats], dtype=object)
+        analysis = pd.Series(mapped[codes])
     unknown_state = analysis.isna().to_numpy()
     st_vals = state.to_numpy()
     flag(unknown_state, Reason.UNKNOWN_STATE,
@@ -670,6 +675,13 @@ def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray,
             g = p["gpu_time"]
             inc["gpu_time"] = int((ok & np.isfinite(g) & (np.abs(g - gpu_time) > CHECK_TOL_S * np.maximum(gpu, 1))).sum())
     return jobs, rej_mask, reason, detail, inc
+
+
+def _duplicated_ids(jobs: pd.DataFrame) -> np.ndarray:
+    """Rows whose (cluster, job_id) appeared earlier (first occurrence kept); a uniqueness check first."""
+    if jobs["cluster"].nunique() <= 1 and jobs["job_id"].is_unique:
+        return np.zeros(len(jobs), dtype=bool)
+    return jobs.duplicated(subset=["cluster", "job_id"], keep="first").to_numpy()
 
 
 def _no_missing(col) -> pd.Series:
