@@ -10,7 +10,9 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    ``(state, run_s)`` per job (vectorised by type × GPU bucket). A NaN run time means the job never
    started.
 3. **Restart chains** — a FAILED job of ``restart_types`` (default Pretrain) is resubmitted with
-   probability ``restart_prob`` after a restart gap (failure end → resubmission), same user, type and
+   probability ``restart_prob`` (default: the share of failed jobs of that type the arrival model saw
+   resubmitted in its training trace; :data:`DEFAULT_RESTART_PROB` = 0.9, an assumption, when it has
+   none) after a restart gap (failure end → resubmission), same user, type and
    GPU count, up to ``max_attempts`` attempts; each attempt gets its own (state, run time). The gap is
    drawn from the bundle's ``"restart"`` model when it has one (its ``"gap"`` component — failure end
    to resubmission — given the failure's GPUs, type, attempt, local hour and weekend; the ``"total"``
@@ -147,7 +149,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
                   rng: np.random.Generator | None = None, start=None, scale: float = 1.0,
                   mix: Mapping[str, float] | None = None, gpu_scale: float = 1.0,
                   arrival=None, runtime=None, restart=None,
-                  restart_types: tuple[str, ...] = ("Pretrain",), restart_prob: float = DEFAULT_RESTART_PROB,
+                  restart_types: tuple[str, ...] = ("Pretrain",), restart_prob: float | None = None,
                   max_attempts: int = 20, fill_queue: Callable[[pd.DataFrame], Any] | None = None
                   ) -> pd.DataFrame:
     """Simulate the jobs of one cluster (module docstring); typed columns, one row per job.
@@ -160,7 +162,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     days = float(days)
     if not (np.isfinite(days) and days > 0):
         raise ValueError(f"days must be a positive number, got {days!r}")
-    if not (0 <= float(restart_prob) <= 1):
+    if restart_prob is not None and not (0 <= float(restart_prob) <= 1):
         raise ValueError(f"restart_prob must be in [0, 1], got {restart_prob!r}")
     if int(max_attempts) < 1:
         raise ValueError(f"max_attempts must be >= 1, got {max_attempts!r}")
@@ -199,6 +201,11 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     # ---- restart chains (queue 0 while generating)
     gap_sampler = _restart_gap_sampler(restart, arrival.timezones_[cluster])
     rtypes = tuple(restart_types or ())
+    p_restart = {}
+    for ty in rtypes:
+        fitted = arrival.cells_.get((cluster, ty), {}).get("restart_prob", float("nan"))
+        p_restart[ty] = (float(restart_prob) if restart_prob is not None
+                         else (fitted if np.isfinite(fitted) else DEFAULT_RESTART_PROB))
     cols = {k: [v] for k, v in jobs.items()}
     cur = {k: v for k, v in jobs.items()}
     cur_idx = np.arange(n, dtype=np.int64)
@@ -207,7 +214,8 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     for _ in range(int(max_attempts) - 1):
         end = cur["submit_s"] + np.nan_to_num(cur["run_s"], nan=0.0)
         pick = (cur["state"] == "FAILED") & np.isin(cur["type"], rtypes)
-        pick &= rng.random(len(pick)) < float(restart_prob)
+        p_row = pd.Series(cur["type"]).map(p_restart).fillna(0.0).to_numpy(dtype=float)
+        pick &= rng.random(len(pick)) < p_row
         if not pick.any():
             break
         idx = np.flatnonzero(pick)

@@ -17,7 +17,7 @@ from acmemodel import load_trace
 from acmemodel.models.arrival import ArrivalModel, tz_offset_s
 from acmemodel.models.bundle import Bundle
 from acmemodel.models.gpu_counts import GpuCountModel
-from acmemodel.synth import (DEFAULT_RESTART_GAP, KALOS_COLUMNS, SEREN_COLUMNS, _restart_gap_sampler,
+from acmemodel.synth import (DEFAULT_RESTART_GAP, DEFAULT_RESTART_PROB, KALOS_COLUMNS, SEREN_COLUMNS, _restart_gap_sampler,
                              format_timestamps, simulate_jobs, synthesize, to_acmetrace, write_acmetrace)
 
 DAY = 86400.0
@@ -138,6 +138,9 @@ def test_fitting_the_generated_file_recovers_the_generating_parameters(seren_fil
     n_pre = fitted.cells_[("Seren", "Pretrain")]["n_jobs"]
     assert abs(n_pre - 6.0 * days) < 5 * np.sqrt(6.0 * days)
     assert fitted.n_restarts_excluded_ > 0
+    # resubmission probability of failed Pretrain jobs (generated with the default 0.9)
+    pr, nf = fitted.cells_[("Seren", "Pretrain")]["restart_prob"], fitted.cells_[("Seren", "Pretrain")]["n_failed"]
+    assert abs(pr - DEFAULT_RESTART_PROB) < 5 * np.sqrt(0.09 / nf)
     # GPU-count pmf per type
     for (cl, ty), pm in GPU_PMF.items():
         got = fitted.gpu_counts_.pmf(cluster=cl, type=ty)

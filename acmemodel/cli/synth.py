@@ -42,7 +42,8 @@ def synth_cmd(
     gpu_scale: float = typer.Option(1.0, "--gpu-scale", help="Multiply GPU requests (whole nodes above 8)."),
     start: Optional[str] = typer.Option(None, "--start", help="First day, local time (default 2023-03-01)."),
     restart_prob: Optional[float] = typer.Option(
-        None, "--restart-prob", help="Probability a failed Pretrain job is resubmitted (default 0.9)."),
+        None, "--restart-prob",
+        help="Probability a failed Pretrain job is resubmitted (default: fitted share, else 0.9)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
 ) -> None:
     """Generate arrivals, GPU counts, (state, run time) and Pretrain restart chains from a bundle and
@@ -51,7 +52,7 @@ def synth_cmd(
 
     import numpy as np
 
-    from acmemodel.synth import DEFAULT_RESTART_PROB, resolve_bundle, simulate_jobs, to_acmetrace, write_acmetrace
+    from acmemodel.synth import resolve_bundle, simulate_jobs, to_acmetrace, write_acmetrace
 
     if not (days > 0):
         raise ValueError(f"--days must be > 0, got {days}")
@@ -62,8 +63,7 @@ def synth_cmd(
     t = time.perf_counter()
     b = resolve_bundle(bundle)
     jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale, mix=parse_mix(mix),
-                         gpu_scale=gpu_scale,
-                         restart_prob=DEFAULT_RESTART_PROB if restart_prob is None else restart_prob)
+                         gpu_scale=gpu_scale, restart_prob=restart_prob)
     path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, id_seed=seed), out)
     secs = time.perf_counter() - t
     by_type = jobs.groupby("type").size().to_dict()
