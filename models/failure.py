@@ -17,16 +17,19 @@ is *sound* and only fails through the late, size-dependent hazard (a two-compone
 
     logit p(g, x) = γ0 + γ_cluster + γ_type + γ_g · log(g / g_ref)             (early share per cell)
     S_E(t)        = 1 − Φ((log(t / t_ref) − μ_E) / σ_E)                         (log-normal, minutes)
-    S_L(t | g, x) = exp(−H_L),   H_L = (t / t_ref)^k · exp(b0 + β_cluster + β_type) · (g / g_ref)^α
+    S_L(t | g, x) = exp(−H_L),   H_L = (t / t_ref)^k · exp(b0 + β_x) · (g / g_ref)^α
 
 so the late component is a Weibull proportional-hazards model: hazard
 ``h_L(t) = k/t · H_L(t)`` whose *rate grows as g^α* (α = 1: independent per-GPU failures in series),
 Weibull shape ``k`` (``shape_``; k < 1 = decreasing hazard, infant mortality) and scale
 ``η(g, x) = t_ref · exp(−(b0 + β_x)/k) · (g/g_ref)^(−α/k)`` seconds; the late mean time to failure is
 ``MTTF_L(g, x) = η(g, x) · Γ(1 + 1/k)`` ∝ ``g^(−α/k)``. ``regimes=1`` drops the early component
-(p ≡ 0): a plain Weibull PH model. Parameters are fitted by maximum likelihood (analytic gradient,
-L-BFGS-B; events contribute the density, censored jobs the survival); the covariance is the inverse of
-the observed information (finite differences of the analytic gradient), and every interval (α, k,
+(p ≡ 0): a plain Weibull PH model. ``β_x`` holds the optional ``late_covariates`` (cluster / type
+dummies; none by default, so the late hazard depends on size only). Parameters are fitted by
+maximum likelihood (analytic gradient, L-BFGS-B; events contribute the density, censored jobs the
+survival) with a weak normal prior N(0, ``ridge_sd``² = 10²) on the cluster/type dummy coefficients
+only, so a level without failures cannot drift to ±∞; the covariance is the inverse of the observed
+(penalised) information (finite differences of the analytic gradient), and every interval (α, k,
 MTTF) is a Wald / delta-method interval, on the log scale for positive quantities. The early median
 ``t_ref·exp(μ_E)`` is bounded by ``early_median_max_s`` so the components cannot swap roles. On more
 than ``max_fit_rows`` jobs a uniform random subsample (seed ``random_state``) is used for this fit;
@@ -255,8 +258,20 @@ class _Mixture:
         lA_E = np.where(E, c["lf_E"], c["lS_E"])
         return np.logaddexp(c["logp"] + lA_E, c["log1mp"] + lA_L)
 
+    #: boolean mask of the parameters under the ridge prior and its precision 1/sd² (set by the model)
+    pen_mask: np.ndarray | None = None
+    pen_prec: float = 0.0
+
     def nll_grad(self, th, y, E, Z, X):
-        """Mean negative log-likelihood and its gradient."""
+        """Mean penalised negative log-likelihood and its gradient (penalty: module docstring)."""
+        f, g = self._nll_grad(th, y, E, Z, X)
+        if self.pen_mask is not None and self.pen_prec > 0:
+            w = self.pen_mask * self.pen_prec / len(y)
+            f = f + 0.5 * float(np.sum(w * th * th))
+            g = g + w * th
+        return f, g
+
+    def _nll_grad(self, th, y, E, Z, X):
         n = len(y)
         c = self.components(th, y, Z, X)
         k, H = c["k"], c["H"]
@@ -436,8 +451,9 @@ def aj_confidence_band(aj, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]
         a = d / n / (n - d)
         second = np.cumsum(lagS ** 2 * dk * (n - dk) / n ** 3)
         c = lagS * dk / n ** 2
-    a = np.where(np.isfinite(a), a, np.inf * (d > 0))
-    a = np.nan_to_num(a, nan=0.0)
+    # the Greenwood-type term is undefined where every job at risk has an event (n = d, the last
+    # time point): it is left out there (lifelines would return an infinite variance)
+    a = np.where(np.isfinite(a), a, 0.0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         first = F ** 2 * np.cumsum(a) - 2 * F * np.cumsum(a * F) + np.cumsum(a * F ** 2)
         third = F * np.cumsum(np.nan_to_num(c)) - np.cumsum(np.nan_to_num(c) * F)
@@ -473,7 +489,9 @@ class FailureModel(BaseModel):
     g_ref : reference GPU count of the size covariate ``log(g/g_ref)`` (default 8, one node).
     t_ref : reference time (s) of the log-time scale (default 3600).
     early_covariates : covariates of logit p among ``"cluster"``, ``"type"``, ``"log_gpus"``.
-    late_covariates : covariates of the late hazard besides log g, among ``"cluster"``, ``"type"``.
+    late_covariates : covariates of the late hazard besides log g, among ``"cluster"``, ``"type"``
+        (default none: the late hazard depends on size only; on the sample, type and cluster effects
+        in the late regime were poorly identified and hurt held-out calibration).
     min_level_jobs : types with fewer jobs are pooled into one ``"(rare)"`` level.
     max_fit_rows : subsample cap of the two-regime MLE (uniform, seeded).
     aft_max_rows : subsample cap of each lifelines AFT/Cox fit.
@@ -483,6 +501,7 @@ class FailureModel(BaseModel):
     holdout_fraction : last fraction of submissions used as the inner holdout of the comparison.
     early_median_max_s : upper bound of the early component's median time to failure (s).
     t_floor_s : floor of event/censoring times (s).
+    ridge_sd : sd of a normal prior on the cluster/type dummy coefficients (``None`` = plain MLE).
     gpu_edges : GPU bucket edges of the Kaplan–Meier cells.
     random_state : seed of subsampling and lifelines' tie jitter.
 
@@ -498,12 +517,12 @@ class FailureModel(BaseModel):
 
     def __init__(self, *, regimes: int = 2, g_ref: float = 8.0, t_ref: float = 3600.0,
                  early_covariates: Sequence[str] = ("cluster", "type", "log_gpus"),
-                 late_covariates: Sequence[str] = ("cluster", "type"),
+                 late_covariates: Sequence[str] = (),
                  min_level_jobs: int = 30, max_fit_rows: int = 300_000, aft_max_rows: int = 10_000,
                  aj_max_rows: int = 20_000, km_min_jobs: int = 20, compare: bool = True,
                  holdout_fraction: float = 0.2, early_median_max_s: float = 7200.0,
-                 t_floor_s: float = 1.0, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
-                 random_state: int = 0):
+                 t_floor_s: float = 1.0, ridge_sd: float | None = 10.0,
+                 gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int = 0):
         self.regimes = regimes
         self.g_ref = g_ref
         self.t_ref = t_ref
@@ -518,6 +537,7 @@ class FailureModel(BaseModel):
         self.holdout_fraction = holdout_fraction
         self.early_median_max_s = early_median_max_s
         self.t_floor_s = t_floor_s
+        self.ridge_sd = ridge_sd
         self.gpu_edges = gpu_edges
         self.random_state = random_state
 
@@ -533,6 +553,9 @@ class FailureModel(BaseModel):
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.ridge_sd is not None and not (isinstance(self.ridge_sd, (int, float))
+                                              and math.isfinite(self.ridge_sd) and self.ridge_sd > 0):
+            raise ValueError(f"ridge_sd must be a positive number or None, got {self.ridge_sd!r}")
         if not 0 < self.holdout_fraction < 1:
             raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction!r}")
         bad = set(self.early_covariates) - {"cluster", "type", "log_gpus"}
@@ -612,6 +635,7 @@ class FailureModel(BaseModel):
                               fr["gpus"].to_numpy(float))
         nz = 0 if Z is None else Z.shape[1]
         mix = _Mixture(self.regimes, nz, X.shape[1], self.t_ref)
+        self._set_penalty(mix)
         self._mix = mix
         mu_max = math.log(self.early_median_max_s / self.t_ref)
         early_cut = math.log(min(1800.0, self.early_median_max_s) / self.t_ref)
@@ -659,7 +683,7 @@ class FailureModel(BaseModel):
                           ConvergenceWarning, stacklevel=3)
         th = best.x
         self.params_ = th
-        self.loglik_ = float(-best.fun * len(y))
+        self.loglik_ = float(np.sum(mix.loglik_rows(th, y, E, Z, X)))
         info = mix.hessian(th, y, E, Z, X)
         at_bound = np.zeros(len(th), bool)
         for j, (lo, hi) in enumerate(bounds):
@@ -680,6 +704,12 @@ class FailureModel(BaseModel):
         self.cov_ = cov
         self.at_bound_ = [n for n, b in zip(self._theta_names(), at_bound) if b]
         self._set_derived()
+
+    def _set_penalty(self, mix: "_Mixture") -> None:
+        """Ridge prior N(0, ridge_sd²) on the cluster/type dummy coefficients only."""
+        names = self._theta_names()
+        mix.pen_mask = np.array([("cluster[" in n or "type[" in n) for n in names], float)
+        mix.pen_prec = 0.0 if self.ridge_sd is None else 1.0 / float(self.ridge_sd) ** 2
 
     def _idx(self):
         mix = self._mix
@@ -727,7 +757,7 @@ class FailureModel(BaseModel):
                 tl = kmf.survival_function_.index.to_numpy()
                 ci = kmf.confidence_interval_survival_function_
                 km[label] = {
-                    "n": int(len(g)), "events": int(g["E"].sum()),
+                    "n": int(len(g)), "events": int(g["E"].sum()), "t_max": float(g["T"].max()),
                     "s": np.round(_curve_on_grid(tl, kmf.survival_function_.iloc[:, 0].to_numpy(), 1.0), 6),
                     "lo": np.round(_curve_on_grid(tl, ci.iloc[:, 0].to_numpy(), 1.0), 6),
                     "hi": np.round(_curve_on_grid(tl, ci.iloc[:, 1].to_numpy(), 1.0), 6),
@@ -747,7 +777,7 @@ class FailureModel(BaseModel):
                     pos = np.sort(rng.choice(pos, self.aj_max_rows, replace=False))
                 T = frame["T"].to_numpy()[pos]
                 C = code[pos]
-                entry = {"n": int(len(g)), "n_used": int(len(pos))}
+                entry = {"n": int(len(g)), "n_used": int(len(pos)), "t_max": float(g["T"].max())}
                 for i, cause in enumerate(CAUSES):
                     if not np.any(C == i + 1):
                         z = np.zeros(len(CURVE_GRID_S))
@@ -1143,13 +1173,17 @@ class FailureModel(BaseModel):
         raise ValueError(f"no Kaplan–Meier cell for {key}")  # pragma: no cover - 'all' always exists
 
     def km_table(self, **key) -> pd.DataFrame:
-        """Kaplan–Meier curve of the cell for ``key`` on the stored grid: t_s, survival, lower, upper."""
+        """Kaplan–Meier curve of the cell for ``key`` on the stored grid up to the cell's longest
+        observed time: t_s, survival, lower, upper, cell."""
         s, lo, hi, label = self.km_curve(CURVE_GRID_S, **key)
-        return pd.DataFrame({"t_s": CURVE_GRID_S, "survival": s, "lower": lo, "upper": hi, "cell": label})
+        keep = CURVE_GRID_S <= max(self.km_[label]["t_max"], CURVE_GRID_S[0])
+        return pd.DataFrame({"t_s": CURVE_GRID_S, "survival": s, "lower": lo, "upper": hi,
+                             "cell": label})[keep].reset_index(drop=True)
 
     def cif_table(self, **key) -> pd.DataFrame:
         """Aalen–Johansen cumulative incidence of fail / cancel / complete (tidy) for ``key``
-        (``cluster``, ``type``; back-off to type, then all)."""
+        (``cluster``, ``type``; back-off to type, then all), on the stored grid up to the cell's
+        longest observed time."""
         self._check_fitted()
         key = {k: v for k, v in key.items() if v is not None}
         bad = set(key) - {"cluster", "type"}
@@ -1159,8 +1193,9 @@ class FailureModel(BaseModel):
             label = self._cell_label(cell._asdict())
             if label in self.cif_:
                 e = self.cif_[label]
+                keep = CURVE_GRID_S <= max(e["t_max"], CURVE_GRID_S[0])
                 parts = [pd.DataFrame({"t_s": CURVE_GRID_S, "cause": c, "cif": e[c]["F"],
-                                       "lower": e[c]["lo"], "upper": e[c]["hi"]}) for c in CAUSES]
+                                       "lower": e[c]["lo"], "upper": e[c]["hi"]})[keep] for c in CAUSES]
                 out = pd.concat(parts, ignore_index=True)
                 out["cell"] = label
                 return out
@@ -1279,9 +1314,9 @@ class FailureModel(BaseModel):
         self.cov_ = np.asarray([[unjson_float(v) for v in row] for row in d["cov"]], float)
         self.at_bound_ = list(d["at_bound"])
         arr = lambda v: np.asarray(v, float)  # noqa: E731
-        self.km_ = {k: {"n": v["n"], "events": v["events"], "s": arr(v["s"]), "lo": arr(v["lo"]),
-                        "hi": arr(v["hi"])} for k, v in d["km"].items()}
-        self.cif_ = {k: {"n": v["n"], "n_used": v["n_used"],
+        self.km_ = {k: {"n": v["n"], "events": v["events"], "t_max": float(v["t_max"]),
+                        "s": arr(v["s"]), "lo": arr(v["lo"]), "hi": arr(v["hi"])} for k, v in d["km"].items()}
+        self.cif_ = {k: {"n": v["n"], "n_used": v["n_used"], "t_max": float(v["t_max"]),
                          **{c: {kk: arr(vv) for kk, vv in v[c].items()} for c in CAUSES}}
                      for k, v in d["cif"].items()}
         self.comparison_ = None if d["comparison"] is None else pd.DataFrame(d["comparison"])
