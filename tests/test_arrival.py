@@ -263,3 +263,66 @@ def test_invalid_parameters_and_unfitted():
         m.intensity(0.0, gpus=8)
     with pytest.raises(ValueError, match="cluster"):
         m.expected_count(0, 10, cluster="Nowhere")
+
+
+# ---------------------------------------------------------------------- held-out evaluation
+class _FakeRuntime:
+    def sample_jobs(self, n, rng, **key):
+        return pd.DataFrame({"state": rng.choice(np.array(["COMPLETED", "FAILED"]), n, p=[0.8, 0.2]),
+                             "run_s": rng.lognormal(6, 1, n)})
+
+
+@pytest.fixture(scope="module")
+def nhpp_trace(tmp_path_factory):
+    from acmemodel import load_trace
+    from acmemodel.synth import simulate_jobs, to_acmetrace, write_acmetrace
+
+    truth = _known(trend=0.0)
+    jobs = simulate_jobs(arrival=truth, runtime=_FakeRuntime(), days=70, cluster="Seren", seed=12)
+    path = write_acmetrace(to_acmetrace(jobs), tmp_path_factory.mktemp("ev") / "trace_seren.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_trace(path), path
+
+
+def test_held_out_evaluation_prefers_the_true_process(nhpp_trace):
+    from acmemodel.evaluation.arrival import evaluate_arrival
+
+    trace, _ = nhpp_trace
+    res = evaluate_arrival(trace, test_days=21, seed=1)
+    assert list(res.columns) == ["model", "metric", "cell", "value"]
+    v = res.set_index(["model", "metric", "cell"])["value"]
+    # data from a compound NHPP: it beats the homogeneous Poisson where bursts and profile matter
+    for metric in ("ks_interarrival", "ks_batch_size", "hourly_profile_err", "weekly_profile_err"):
+        assert v[("compound_nhpp", metric, "Seren/Eval")] < v[("homogeneous_poisson", metric, "Seren/Eval")]
+    # bursts make hourly counts over-dispersed; the compound sample reproduces it, Poisson does not
+    obs = v[("observed", "dispersion_index", "Seren/Eval")]
+    assert obs > 3 and v[("homogeneous_poisson", "dispersion_index", "Seren/Eval")] < 1.5
+    assert 0.5 < v[("compound_nhpp", "dispersion_index", "Seren/Eval")] / obs < 2
+    assert abs(v[("compound_nhpp", "count_ratio", "Seren/ALL")] - 1) < 0.1
+    fc = res[res["cell"] == "Seren/ALL/jobs"]
+    assert set(fc["model"]) == {"ets", "seasonal_naive"} and set(fc["metric"]) == {"mape", "wape", "coverage"}
+    split = res.attrs["split"]["Seren"]
+    assert split["train_jobs"] > 0 and split["test_jobs"] > 0 and 20 < split["test_days"] < 23
+    with pytest.raises(ValueError, match="too short"):
+        evaluate_arrival(trace, test_days=60)
+
+
+def test_evaluate_arrival_cli(nhpp_trace):
+    import json
+
+    from typer.testing import CliRunner
+
+    from acmemodel.cli import app, main
+
+    _, path = nhpp_trace
+    r = CliRunner().invoke(app, ["evaluate", "arrival", str(path), "--test-days", "21", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["results"] and {"model", "metric", "cell", "value"} <= set(doc["results"][0])
+    assert "Seren" in doc["split"]
+    r = CliRunner().invoke(app, ["evaluate", "arrival", str(path), "--test-days", "21", "--no-forecast"])
+    assert r.exit_code == 0 and "ks_interarrival" in r.output
+    with pytest.raises(SystemExit) as e:
+        main(["evaluate", "arrival", str(path), "--test-days", "65"])
+    assert e.value.code == 2

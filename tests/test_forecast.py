@@ -139,3 +139,30 @@ def test_forecaster_end_to_end_and_roundtrip(tmp_path):
     fig, ax = plt.subplots()
     assert f.plot(ax, cluster="Seren", type="Eval") is ax
     plt.close(fig)
+
+
+def test_forecast_cli(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from acmemodel.cli import app, main
+    from acmemodel.synth import to_acmetrace, write_acmetrace
+
+    counts = np.round(_weekly_series(56, 9) / 20)
+    jobs = _jobs_from_series(counts).assign(user="u1", state="COMPLETED", node_num=1)
+    jobs["run_s"] = jobs["end_s"] - jobs["start_s"]
+    path = write_acmetrace(to_acmetrace(jobs, cluster="Seren"), tmp_path / "trace_seren.csv")
+    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "10", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    rows = [x for x in doc["forecast"] if x["type"] == "Eval" and x["metric"] == "jobs"]
+    assert len(rows) == 10 and all(x["lower"] <= x["forecast"] <= x["upper"] for x in rows)
+    assert {"model", "metric", "cell", "value"} <= set(doc["backtest"][0])
+    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "5", "--no-backtest"])
+    assert r.exit_code == 0 and "Eval" in r.output
+    for argv in (["forecast", str(path), "--days", "0"], ["forecast", str(path), "--method", "prophet"],
+                 ["forecast", str(tmp_path / "missing.csv")]):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
