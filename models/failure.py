@@ -505,6 +505,18 @@ class FailureModel(BaseModel):
     gpu_edges : GPU bucket edges of the Kaplan–Meier cells.
     random_state : seed of subsampling and lifelines' tie jitter.
 
+    Planner interface (``bundle["failure"]``)
+    -----------------------------------------
+    * ``mttf(gpus)`` — seconds, late regime: mean of the Weibull ``(shape_, η(g))``, so the scale is
+      ``η = mttf(gpus) / Γ(1 + 1/shape_)``; ``mttf_interval(gpus)`` → (lower, upper) s;
+      ``mttf_curve(gpus_array)`` → DataFrame with intervals and an ``extrapolated`` flag;
+    * ``shape_`` — Weibull shape k of the late regime (``shape_ci_``), ``alpha_`` — size exponent;
+    * ``hazard_table(gpus, edges)`` — piecewise-constant hazard (1/s) for the C kernel;
+    * ``survival(t, gpus)``, ``hazard(t, gpus)``, ``sample(n, gpus, rng)`` — full two-regime model
+      (``component="late"`` for the late regime only);
+    * failure types: :func:`acmemodel.models.failure_types.failure_type_mix` ``(gpus, t)``; restart
+      times: ``bundle["restart"].restart_distribution(category=None, gpus=...)``.
+
     Fitted attributes
     -----------------
     ``alpha_`` (size exponent of the late hazard), ``alpha_ci_``, ``shape_`` (late Weibull shape k),
