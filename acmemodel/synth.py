@@ -27,7 +27,8 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    cluster simulator) to assign waits: it receives the complete job table (``submit_s, gpu_num,
    node_num, run_s, state, type, user, cluster``) and returns one wait per row in seconds (NaN = never
    started, the job is then cancelled at ``submit + wait``); restart attempts are then re-timed so
-   each is submitted its gap after its predecessor's actual end.
+   each is submitted its gap after its predecessor's actual end. :func:`cluster_queue` builds such a
+   hook from the cluster simulator (:func:`acmemodel.planner.cluster_sim.simulate_cluster`).
 
 Output (:func:`to_acmetrace`): the exact AcmeTrace schema of the cluster, every value a string as in
 the published files — Seren ``job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,
@@ -53,7 +54,7 @@ import pandas as pd
 
 from acmemodel.errors import DataWarning
 
-__all__ = ["simulate_jobs", "synthesize", "to_acmetrace", "write_acmetrace", "format_timestamps",
+__all__ = ["simulate_jobs", "synthesize", "to_acmetrace", "write_acmetrace", "format_timestamps", "cluster_queue",
            "DEFAULT_RESTART_GAP", "DEFAULT_RESTART_PROB", "SEREN_COLUMNS", "KALOS_COLUMNS",
            "resolve_bundle"]
 
@@ -287,6 +288,45 @@ def _time_jobs(df: pd.DataFrame) -> None:
     df["end_s"] = sub + q + run
     df["run_s"] = np.where(started, run, np.nan)
     df["queue_s"] = np.where(started, q, np.nan)
+
+
+def cluster_queue(*, total_gpus: int, gpus_per_node: int = GPUS_PER_NODE, **sim_kwargs
+                  ) -> Callable[[pd.DataFrame], np.ndarray]:
+    """A ``fill_queue`` hook that replays the synthetic jobs on the cluster simulator
+    (:func:`acmemodel.planner.cluster_sim.simulate_cluster`: gang scheduling, FIFO + EASY backfill;
+    one shared partition unless ``partitions=`` is given in ``sim_kwargs``) and returns its waits.
+    CPU jobs are not simulated and start at submission; jobs that can never fit get NaN (never
+    start). Restart attempts are simulated at their zero-queue submit times (see module docstring).
+    """
+    total_gpus = int(total_gpus)
+    if total_gpus <= 0 or total_gpus % int(gpus_per_node):
+        raise ValueError(f"total_gpus must be a positive multiple of gpus_per_node={gpus_per_node}, "
+                         f"got {total_gpus}")
+
+    def fill(df: pd.DataFrame) -> np.ndarray:
+        from acmemodel.planner.cluster_sim import simulate_cluster
+
+        q = np.zeros(len(df))
+        q[~np.isfinite(df["run_s"].to_numpy(dtype=float))] = np.nan
+        sim_in = df.reset_index(drop=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            res = simulate_cluster(sim_in, total_gpus=total_gpus, gpus_per_node=int(gpus_per_node), **sim_kwargs)
+        w = res.jobs["wait_s"]
+        q[w.index.to_numpy()] = w.to_numpy(dtype=float)
+        return q
+
+    return fill
+
+
+def cluster_gpus(cluster: str) -> int:
+    """Published GPU count of an AcmeTrace cluster (paper Table 1: Seren 2,288, Kalos 2,416)."""
+    from acmemodel.datasets import load_reference
+
+    t = load_reference("clusters").set_index("cluster")
+    if cluster not in t.index:
+        raise ValueError(f"no published GPU count for cluster {cluster!r}; pass the GPU count explicitly")
+    return int(t.loc[cluster, "gpus"])
 
 
 def _local_start(start, off: int) -> float:

@@ -285,10 +285,40 @@ def test_real_runtime_model_and_cli(sample_bundle, tmp_path):
     r = CliRunner().invoke(app, ["synth", "--bundle", str(sample_bundle), "--days", "2", "--cluster", "Kalos",
                                  "-o", str(tmp_path / "k.csv")])
     assert r.exit_code == 0 and "Kalos" in r.output
+    r = CliRunner().invoke(app, ["synth", "--bundle", str(sample_bundle), "--days", "5", "--queue", "sim",
+                                 "--gpus", "64", "-o", str(tmp_path / "q.csv"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["queue"].startswith("cluster simulator, 64 GPUs")
     for argv in (["synth", "--bundle", str(sample_bundle), "-o", str(tmp_path / "x.csv"), "--mix", "Eval"],
                  ["synth", "--bundle", str(tmp_path / "nope"), "-o", str(tmp_path / "x.csv")],
                  ["synth", "--bundle", str(sample_bundle), "-o", str(tmp_path / "x.csv"), "--cluster", "Philly"],
-                 ["synth", "--bundle", str(sample_bundle), "-o", str(tmp_path / "x.csv"), "--days", "-1"]):
+                 ["synth", "--bundle", str(sample_bundle), "-o", str(tmp_path / "x.csv"), "--days", "-1"],
+                 ["synth", "--bundle", str(sample_bundle), "-o", str(tmp_path / "x.csv"), "--queue", "fifo"],
+                 ["synth", "--bundle", str(sample_bundle), "-o", str(tmp_path / "x.csv"), "--queue", "sim",
+                  "--gpus", "10"]):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2
+
+
+def test_cluster_simulator_fills_the_queue(tmp_path):
+    from acmemodel.synth import cluster_gpus, cluster_queue
+
+    assert cluster_gpus("Seren") == 2288 and cluster_gpus("Kalos") == 2416
+    jobs = simulate_jobs(arrival=_arrival(eval_rate=300, pre_rate=10), runtime=FakeRuntime(), days=5, seed=4,
+                         fill_queue=cluster_queue(total_gpus=16))
+    cpu = jobs["gpu_num"] == 0
+    assert (jobs.loc[cpu, "queue_s"] == 0).all()
+    gpu = jobs[~cpu]
+    big = gpu["gpu_num"] > 16  # Pretrain 64+ GPUs can never fit 16 GPUs: never started
+    assert gpu.loc[big, "start_s"].isna().all() and gpu.loc[~big, "start_s"].notna().all()
+    assert (gpu.loc[~big, "queue_s"] >= 0).all() and (gpu.loc[~big, "queue_s"] > 0).mean() > 0.1
+    path = write_acmetrace(to_acmetrace(jobs), tmp_path / "trace_seren.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tr = load_trace(path)
+    assert len(tr.rejected) == 0
+    assert np.allclose(tr.jobs.loc[tr.jobs["started"], "queue_s"].to_numpy(),
+                       jobs.loc[jobs["start_s"].notna(), "queue_s"].to_numpy())
+    with pytest.raises(ValueError, match="total_gpus"):
+        cluster_queue(total_gpus=10)

@@ -44,15 +44,20 @@ def synth_cmd(
     restart_prob: Optional[float] = typer.Option(
         None, "--restart-prob",
         help="Probability a failed Pretrain job is resubmitted (default: fitted share, else 0.9)."),
+    queue: str = typer.Option("none", "--queue",
+                              help="none: every job starts at submission; sim: waits from the cluster simulator."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim (default: published size)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
 ) -> None:
     """Generate arrivals, GPU counts, (state, run time) and Pretrain restart chains from a bundle and
-    write them as an AcmeTrace file. Queueing is not simulated: every job starts at submission."""
+    write them as an AcmeTrace file. Queueing is not simulated by default (every job starts at
+    submission); --queue sim replays the jobs on the cluster simulator (FIFO + EASY backfill)."""
     import time
 
     import numpy as np
 
-    from acmemodel.synth import resolve_bundle, simulate_jobs, to_acmetrace, write_acmetrace
+    from acmemodel.synth import (cluster_gpus, cluster_queue, resolve_bundle, simulate_jobs, to_acmetrace,
+                                 write_acmetrace)
 
     if not (days > 0):
         raise ValueError(f"--days must be > 0, got {days}")
@@ -60,10 +65,15 @@ def synth_cmd(
         raise ValueError(f"--scale must be >= 0, got {scale}")
     if not (gpu_scale > 0):
         raise ValueError(f"--gpu-scale must be > 0, got {gpu_scale}")
+    if queue not in ("none", "sim"):
+        raise ValueError(f"--queue must be 'none' or 'sim', got {queue!r}")
+    fill = None
+    if queue == "sim":
+        fill = cluster_queue(total_gpus=gpus if gpus is not None else cluster_gpus(cluster))
     t = time.perf_counter()
     b = resolve_bundle(bundle)
     jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale, mix=parse_mix(mix),
-                         gpu_scale=gpu_scale, restart_prob=restart_prob)
+                         gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill)
     path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, id_seed=seed), out)
     secs = time.perf_counter() - t
     by_type = jobs.groupby("type").size().to_dict()
@@ -76,7 +86,11 @@ def synth_cmd(
         "gpu_jobs": int((jobs["gpu_num"] > 0).sum()),
         "restart_attempts": int((jobs["attempt"] > 1).sum()),
         "states": {str(k): int(v) for k, v in jobs["state"].value_counts().items()},
-        "queue": "not simulated (queue = 0, start_time = submit_time)",
+        "queue": ("not simulated (queue = 0, start_time = submit_time)" if fill is None else
+                  f"cluster simulator, {gpus or cluster_gpus(cluster)} GPUs, FIFO + EASY backfill"),
+        "queue_s": (None if fill is None else
+                    {k: float(v) for k, v in jobs["queue_s"].describe(percentiles=[.5, .9]).items()
+                     if k in ("mean", "50%", "90%", "max")}),
         "seconds": round(secs, 3),
     }
     if json_out:
@@ -85,4 +99,6 @@ def synth_cmd(
     console.print(f"wrote [bold]{path}[/bold]: {len(jobs):,} {cluster} jobs over {days:g} days "
                   f"({doc['restart_attempts']} restart attempts) in {secs:.1f} s")
     console.print("jobs by type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
-    console.print("queue not simulated: every job starts at submission (queue = 0).")
+    console.print("queue not simulated: every job starts at submission (queue = 0)." if fill is None else
+                  f"queue: {doc['queue']}; mean wait {doc['queue_s']['mean']:.0f} s, "
+                  f"p90 {doc['queue_s']['90%']:.0f} s")
