@@ -5,7 +5,9 @@ rows = jobs, columns = ``times``):
 
 * **Concordance** (Harrell's C, lifelines ``concordance_index``): the fraction of comparable pairs
   ordered correctly by a risk score; the score is the restricted mean survival time
-  ``RMST_i = ∫₀^τ S_i(t) dt`` (τ = 7 days), defined for every model, proportional hazards or not.
+  ``RMST_i = ∫₀^τ S_i(t) dt`` with τ the 90th percentile of the held-out observed times (adequate
+  follow-up), defined for every model, proportional hazards or not. For a mixture the survival curves
+  cross, so the ranking depends on τ; a τ far beyond follow-up would rank by extrapolated tails.
 * **IPCW Brier score** (Graf et al. 1999) at time t::
 
       BS(t) = 1/n Σ_i [ S_i(t)² · 1{T_i ≤ t, E_i} / G(T_i−) + (1 − S_i(t))² · 1{T_i > t} / G(t) ]
@@ -35,7 +37,6 @@ from acmemodel.evaluation.split import time_split
 HORIZONS_S: tuple[float, ...] = (3600.0, 6 * 3600.0, 24 * 3600.0)
 FAILURE_MODELS: tuple[str, ...] = ("two_regime", "weibull_aft", "lognormal_aft", "loglogistic_aft",
                                    "cox_ph", "km")
-_TAU_S = 7 * 86400.0
 
 
 # ============================================================================ metrics
@@ -121,11 +122,11 @@ def km_at(T, E, horizons) -> pd.DataFrame:
 def survival_metrics(T, E, S_fn, *, horizons: Sequence[float] = HORIZONS_S,
                      loglik: np.ndarray | None = None) -> dict[str, float]:
     """All failure metrics of one model on one cell. ``S_fn(times)`` → survival matrix."""
-    from acmemodel.models.failure import rmst
+    from acmemodel.models.failure import rmst, rmst_grid
 
     T, E = np.asarray(T, float), np.asarray(E, bool)
     grid = eval_grid(T)
-    rgrid = np.geomspace(1.0, _TAU_S, 120)
+    rgrid = rmst_grid(T)
     h = np.asarray(horizons, float)
     allt = np.concatenate([grid, rgrid, h])
     S = S_fn(allt)
