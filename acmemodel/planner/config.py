@@ -1,0 +1,395 @@
+"""``ClusterConfig``: a proposed cluster and its pretraining runs, loaded from YAML or TOML and validated.
+
+Every invalid value raises :class:`~acmemodel.errors.ConfigError` naming the field (e.g.
+``runs[1].gpus must be a positive integer, got -4``); unknown keys are errors too (typos). Durations are
+seconds (numbers) or strings with a unit suffix ``s``, ``m``, ``h``, ``d`` (``"90s"``, ``"20m"``,
+``"1.5h"``, ``"30d"``).
+
+Schema (all sections optional except ``cluster.gpus`` and ``runs``)::
+
+    name: seren-like-4k
+    cluster:
+      gpus: 4096                  # total GPUs, a multiple of gpus_per_node
+      gpus_per_node: 8
+      partitions:                 # GPUs per partition (multiples of gpus_per_node) or "auto" (quota search);
+        pretrain: 3072            #   "shared" gets the remainder; at most one of pretrain/eval is "auto"
+        eval: auto
+      routing: {Debug: shared}    # job type -> partition (default: Pretrain->pretrain, Eval->eval, else shared)
+      best_effort_on_reserved: false   # other jobs may run preemptibly on idle pretrain GPUs
+      backfill: true
+      include_runs: true          # the runs below occupy the pretrain partition in the cluster simulation
+    checkpoint:
+      mode: async                 # sync | async: which blocking cost applies
+      sync_cost: 60s              # blocking time of a synchronous checkpoint
+      async_cost: 5s              # blocking part of an asynchronous checkpoint
+      interval: auto              # auto (optimal) or a duration of work between checkpoints
+    restart:
+      source: auto                # auto | bundle | table: restart-time distributions (see Planner)
+      automation: {Infrastructure: 0.5}   # factor on restart times per failure category or type
+    failures:
+      rate_multipliers: {Infrastructure: 0.8}  # factor on failure rates per category or type
+      mttf: 8h                    # optional override of the bundle: job MTTF at reference_gpus
+      reference_gpus: 2048        #   (hazard scales with GPUs: MTTF(g) from proportional hazards)
+      shape: 0.7                  #   optional Weibull shape (else exponential) for the override
+      model: weibull              # weibull | piecewise: how the bundle's failure model is used
+      job_type: Pretrain          # failure-model covariate of the runs
+    workload:
+      cluster: Seren              # which cluster of the bundle's arrival model generates the workload
+      scale: 1.0                  # multiplies every arrival intensity
+      days: 7                     # simulated horizon of the cluster simulation (days, or 12h...)
+      replicas: 1                 # independent workload replicas (common to all quota candidates)
+    queue_target: {type: Eval, quantile: 0.9, max_wait: 10m}
+    runs:
+      - {name: llm-123b, gpus: 2048, work: 30d}
+      - {name: llm-7b, gpus: 1024, work: 14d, checkpoint_interval: 45m, ckpt_cost: 30s}
+    simulation: {replicas: 10000, seed: 0, threads: 1}
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from acmemodel.errors import ConfigError
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([smhd]?)\s*$")
+
+
+def parse_duration(value, field_name: str = "duration", *, allow_zero: bool = False) -> float:
+    """Seconds from a number or a string with an optional ``s``/``m``/``h``/``d`` suffix.
+
+    Raises :class:`ConfigError` naming ``field_name`` for anything else, negative values, or zero
+    (unless ``allow_zero``).
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{field_name} must be a duration like 90s, 20m, 8h, 30d or seconds, got {value!r}")
+    if isinstance(value, (int, float)):
+        sec = float(value)
+    elif isinstance(value, str):
+        m = _DUR.match(value)
+        if not m:
+            raise ConfigError(f"{field_name} must be a duration like 90s, 20m, 8h, 30d or seconds, got {value!r}")
+        sec = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    else:
+        raise ConfigError(f"{field_name} must be a duration like 90s, 20m, 8h, 30d or seconds, got {value!r}")
+    if not math.isfinite(sec) or sec < 0 or (sec == 0 and not allow_zero):
+        raise ConfigError(f"{field_name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
+    return sec
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
+    if d is None:
+        return {}
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"{where} must be a mapping, got {type(d).__name__}")
+    bad = sorted(set(map(str, d)) - allowed)
+    if bad:
+        raise ConfigError(f"{where} has unknown key(s) {bad}; allowed: {sorted(allowed)}")
+    return dict(d)
+
+
+def _pos_int(v, where: str, *, allow_zero: bool = False) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 0 or (v == 0 and not allow_zero):
+        raise ConfigError(f"{where} must be a {'non-negative' if allow_zero else 'positive'} integer, got {v!r}")
+    return int(v)
+
+
+def _num(v, where: str, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ConfigError(f"{where} must be a finite number, got {v!r}")
+    if lo is not None and (v <= lo if lo_open else v < lo):
+        raise ConfigError(f"{where} must be {'>' if lo_open else '>='} {lo:g}, got {v!r}")
+    if hi is not None and v > hi:
+        raise ConfigError(f"{where} must be <= {hi:g}, got {v!r}")
+    return float(v)
+
+
+def _factors(d, where: str) -> dict[str, float]:
+    if d is None:
+        return {}
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"{where} must be a mapping of failure category/type to a factor")
+    return {str(k): _num(v, f"{where}.{k}", lo=0.0) for k, v in d.items()}
+
+
+def _choice(v, where: str, options: tuple[str, ...]) -> str:
+    if v not in options:
+        raise ConfigError(f"{where} must be one of {', '.join(options)}, got {v!r}")
+    return v
+
+
+# ------------------------------------------------------------------------------------------ sections
+@dataclass
+class ClusterSpec:
+    """Cluster layout. ``partitions``: name → GPUs or ``"auto"``; ``shared`` is the remainder."""
+
+    gpus: int
+    gpus_per_node: int = 8
+    partitions: dict = field(default_factory=dict)
+    routing: dict = field(default_factory=dict)
+    best_effort_on_reserved: bool = False
+    backfill: bool = True
+    include_runs: bool = True
+
+    @property
+    def auto_partition(self) -> str | None:
+        autos = [k for k, v in self.partitions.items() if v == "auto"]
+        return autos[0] if autos else None
+
+
+@dataclass
+class CheckpointSpec:
+    """Checkpoint settings: blocking cost of a sync / async checkpoint (s), mode, interval (s or auto)."""
+
+    mode: str = "sync"
+    sync_cost_s: float = 60.0
+    async_cost_s: float = 5.0
+    interval_s: float | str = "auto"
+
+    @property
+    def cost_s(self) -> float:
+        """The blocking cost that applies in :attr:`mode`."""
+        return self.sync_cost_s if self.mode == "sync" else self.async_cost_s
+
+
+@dataclass
+class RestartSpec:
+    source: str = "auto"
+    automation: dict = field(default_factory=dict)
+
+
+@dataclass
+class FailureSpec:
+    rate_multipliers: dict = field(default_factory=dict)
+    mttf_s: float | None = None
+    reference_gpus: int | None = None
+    shape: float | None = None
+    model: str = "weibull"
+    job_type: str = "Pretrain"
+
+
+@dataclass
+class WorkloadSpec:
+    cluster: str = "Seren"
+    scale: float = 1.0
+    days: float = 7.0
+    replicas: int = 1
+
+
+@dataclass
+class QueueTarget:
+    type: str = "Eval"
+    quantile: float = 0.9
+    max_wait_s: float = 600.0
+
+
+@dataclass
+class RunSpec:
+    """One pretraining run: GPUs, failure-free work (s), optional interval / checkpoint-cost overrides."""
+
+    name: str
+    gpus: int
+    work_s: float
+    checkpoint_interval_s: float | str | None = None
+    ckpt_cost_s: float | None = None
+
+
+@dataclass
+class SimulationSpec:
+    replicas: int = 10_000
+    seed: int = 0
+    threads: int = 1
+
+
+@dataclass
+class ClusterConfig:
+    """A validated planner configuration (see the module docstring for the schema)."""
+
+    cluster: ClusterSpec
+    runs: list
+    name: str = "cluster"
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    restart: RestartSpec = field(default_factory=RestartSpec)
+    failures: FailureSpec = field(default_factory=FailureSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    queue_target: QueueTarget = field(default_factory=QueueTarget)
+    simulation: SimulationSpec = field(default_factory=SimulationSpec)
+    source: str | None = None
+
+    # ---------------------------------------------------------------- loading
+    @classmethod
+    def load(cls, path: str | Path) -> "ClusterConfig":
+        """Read a ``.yaml``/``.yml`` or ``.toml`` file and validate it."""
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"config file not found: {p}")
+        text = p.read_text()
+        suffix = p.suffix.lower()
+        try:
+            if suffix in (".yaml", ".yml"):
+                import yaml
+
+                data = yaml.safe_load(text)
+            elif suffix == ".toml":
+                import tomllib
+
+                data = tomllib.loads(text)
+            else:
+                raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
+        except ConfigError:
+            raise
+        except Exception as e:  # parser errors
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ConfigError(f"cannot parse {p.name}: {first}") from None
+        cfg = cls.from_dict(data)
+        cfg.source = str(p)
+        return cfg
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "ClusterConfig":
+        """Validate a plain dict (as parsed from YAML/TOML)."""
+        top = _check_keys(data, {"name", "cluster", "checkpoint", "restart", "failures", "workload",
+                                 "queue_target", "runs", "simulation"}, "config")
+        if "cluster" not in top:
+            raise ConfigError("config.cluster is required (at least cluster.gpus)")
+        name = str(top.get("name", "cluster"))
+
+        c = _check_keys(top["cluster"], {"gpus", "gpus_per_node", "partitions", "routing",
+                                         "best_effort_on_reserved", "backfill", "include_runs"}, "cluster")
+        if "gpus" not in c:
+            raise ConfigError("cluster.gpus is required")
+        gpn = _pos_int(c.get("gpus_per_node", 8), "cluster.gpus_per_node")
+        gpus = _pos_int(c["gpus"], "cluster.gpus")
+        if gpus % gpn:
+            raise ConfigError(f"cluster.gpus must be a multiple of cluster.gpus_per_node={gpn}, got {gpus}")
+        parts_in = c.get("partitions") or {}
+        if not isinstance(parts_in, Mapping):
+            raise ConfigError("cluster.partitions must be a mapping of partition name to GPUs or 'auto'")
+        parts: dict = {}
+        for k, v in parts_in.items():
+            where = f"cluster.partitions.{k}"
+            if k == "shared":
+                raise ConfigError(f"{where}: 'shared' is the remainder of the cluster; do not set it")
+            if v == "auto":
+                if k not in ("eval", "pretrain"):
+                    raise ConfigError(f"{where} = auto: only the 'eval' lane or the 'pretrain' reservation "
+                                      "can be searched")
+                parts[str(k)] = "auto"
+                continue
+            g = _pos_int(v, where, allow_zero=True)
+            if g % gpn:
+                raise ConfigError(f"{where} must be a multiple of cluster.gpus_per_node={gpn}, got {g}")
+            parts[str(k)] = g
+        if sum(1 for v in parts.values() if v == "auto") > 1:
+            raise ConfigError("cluster.partitions: at most one partition can be 'auto'")
+        fixed = sum(v for v in parts.values() if v != "auto")
+        if fixed > gpus:
+            raise ConfigError(f"cluster.partitions use {fixed} GPUs, more than cluster.gpus={gpus}")
+        routing = c.get("routing") or {}
+        if not isinstance(routing, Mapping):
+            raise ConfigError("cluster.routing must be a mapping of job type to partition")
+        known = set(parts) | {"shared"}
+        for t, p in routing.items():
+            if p not in known:
+                raise ConfigError(f"cluster.routing.{t} = {p!r} is not a partition ({sorted(known)})")
+        flags = {}
+        for k, d in (("best_effort_on_reserved", False), ("backfill", True), ("include_runs", True)):
+            v = c.get(k, d)
+            if not isinstance(v, bool):
+                raise ConfigError(f"cluster.{k} must be true or false, got {v!r}")
+            flags[k] = v
+        cluster = ClusterSpec(gpus=gpus, gpus_per_node=gpn, partitions=parts,
+                              routing={str(k): str(v) for k, v in routing.items()}, **flags)
+
+        ck = _check_keys(top.get("checkpoint"), {"mode", "sync_cost", "async_cost", "interval"}, "checkpoint")
+        interval = ck.get("interval", "auto")
+        checkpoint = CheckpointSpec(
+            mode=_choice(ck.get("mode", "sync"), "checkpoint.mode", ("sync", "async")),
+            sync_cost_s=parse_duration(ck.get("sync_cost", 60.0), "checkpoint.sync_cost"),
+            async_cost_s=parse_duration(ck.get("async_cost", 5.0), "checkpoint.async_cost"),
+            interval_s="auto" if interval == "auto" else parse_duration(interval, "checkpoint.interval"))
+
+        rs = _check_keys(top.get("restart"), {"source", "automation"}, "restart")
+        restart = RestartSpec(source=_choice(rs.get("source", "auto"), "restart.source", ("auto", "bundle", "table")),
+                              automation=_factors(rs.get("automation"), "restart.automation"))
+
+        fs = _check_keys(top.get("failures"), {"rate_multipliers", "mttf", "reference_gpus", "shape", "model",
+                                               "job_type"}, "failures")
+        mttf = fs.get("mttf")
+        failures = FailureSpec(
+            rate_multipliers=_factors(fs.get("rate_multipliers"), "failures.rate_multipliers"),
+            mttf_s=None if mttf is None else parse_duration(mttf, "failures.mttf"),
+            reference_gpus=None if fs.get("reference_gpus") is None else _pos_int(fs["reference_gpus"],
+                                                                                  "failures.reference_gpus"),
+            shape=None if fs.get("shape") is None else _num(fs["shape"], "failures.shape", lo=0.1, hi=50.0),
+            model=_choice(fs.get("model", "weibull"), "failures.model", ("weibull", "piecewise")),
+            job_type=str(fs.get("job_type", "Pretrain")))
+        if failures.mttf_s is None and (failures.reference_gpus is not None or failures.shape is not None):
+            raise ConfigError("failures.reference_gpus and failures.shape need failures.mttf")
+
+        ws = _check_keys(top.get("workload"), {"cluster", "scale", "days", "replicas"}, "workload")
+        days = ws.get("days", 7.0)  # a number of days or a duration string
+        days = (_num(days, "workload.days", lo=0.0, lo_open=True) if isinstance(days, (int, float))
+                and not isinstance(days, bool) else parse_duration(days, "workload.days") / 86400.0)
+        workload = WorkloadSpec(cluster=str(ws.get("cluster", "Seren")),
+                                scale=_num(ws.get("scale", 1.0), "workload.scale", lo=0.0, lo_open=True),
+                                days=days, replicas=_pos_int(ws.get("replicas", 1), "workload.replicas"))
+
+        qt = _check_keys(top.get("queue_target"), {"type", "quantile", "max_wait"}, "queue_target")
+        q = _num(qt.get("quantile", 0.9), "queue_target.quantile", lo=0.0, lo_open=True, hi=1.0)
+        if q >= 1.0:
+            raise ConfigError(f"queue_target.quantile must be < 1, got {q!r}")
+        target = QueueTarget(type=str(qt.get("type", "Eval")), quantile=q,
+                             max_wait_s=parse_duration(qt.get("max_wait", 600.0), "queue_target.max_wait",
+                                                       allow_zero=True))
+
+        runs_in = top.get("runs")
+        if not isinstance(runs_in, list) or not runs_in:
+            raise ConfigError("runs must be a non-empty list of pretraining runs")
+        runs, names = [], set()
+        for i, r in enumerate(runs_in):
+            where = f"runs[{i}]"
+            r = _check_keys(r, {"name", "gpus", "work", "checkpoint_interval", "ckpt_cost"}, where)
+            for req in ("gpus", "work"):
+                if req not in r:
+                    raise ConfigError(f"{where}.{req} is required")
+            nm = str(r.get("name", f"run{i + 1}"))
+            if nm in names:
+                raise ConfigError(f"{where}.name {nm!r} is used twice")
+            names.add(nm)
+            g = _pos_int(r["gpus"], f"{where}.gpus")
+            if g > gpus:
+                raise ConfigError(f"{where}.gpus = {g} exceeds cluster.gpus = {gpus}")
+            iv = r.get("checkpoint_interval")
+            runs.append(RunSpec(
+                name=nm, gpus=g, work_s=parse_duration(r["work"], f"{where}.work"),
+                checkpoint_interval_s=None if iv is None else ("auto" if iv == "auto" else
+                                                               parse_duration(iv, f"{where}.checkpoint_interval")),
+                ckpt_cost_s=None if r.get("ckpt_cost") is None else parse_duration(r["ckpt_cost"],
+                                                                                    f"{where}.ckpt_cost")))
+
+        ss = _check_keys(top.get("simulation"), {"replicas", "seed", "threads"}, "simulation")
+        sim = SimulationSpec(replicas=_pos_int(ss.get("replicas", 10_000), "simulation.replicas"),
+                             seed=_pos_int(ss.get("seed", 0), "simulation.seed", allow_zero=True),
+                             threads=_pos_int(ss.get("threads", 1), "simulation.threads"))
+        return cls(cluster=cluster, runs=runs, name=name, checkpoint=checkpoint, restart=restart,
+                   failures=failures, workload=workload, queue_target=target, simulation=sim)
+
+    def to_dict(self) -> dict:
+        """Plain-dict view (seconds), e.g. for reports."""
+        d = asdict(self)
+        d.pop("source", None)
+        return d
+
+    # ---------------------------------------------------------------- helpers for the planner
+    def run_interval(self, run: RunSpec) -> float | str:
+        """The checkpoint interval that applies to ``run`` (seconds or ``"auto"``)."""
+        return run.checkpoint_interval_s if run.checkpoint_interval_s is not None else self.checkpoint.interval_s
+
+    def run_ckpt_cost(self, run: RunSpec) -> float:
+        """The blocking checkpoint cost of ``run`` (its override, else the mode's cost)."""
+        return run.ckpt_cost_s if run.ckpt_cost_s is not None else self.checkpoint.cost_s

@@ -1,0 +1,528 @@
+"""``Planner``: checkpoint interval, completion time, failure-weighted GPU-time loss and quotas.
+
+The planner never fits. Its inputs are
+
+* a **failure process** per run size ``g`` — explicit (``mttf`` at ``reference_gpus``, optional Weibull
+  ``shape``; the hazard scales with ``g / reference_gpus``, proportional hazards) or from the bundle's
+  ``"failure"`` model (:meth:`FailureModel.mttf(g, type=job_type)` and ``shape_`` → Weibull, or
+  ``hazard_table(g)`` → piecewise-constant hazard);
+* a **failure-type mix** — the paper's failure table conditioned on ``g``
+  (:meth:`FailureMix.from_failure_table`), with per-type restart times either from the table (log-normal
+  from the published mean and median time to restart) or, when the bundle has a fitted ``"restart"``
+  model, one shared log-normal matched to that model's mean and median for ``g`` GPUs;
+* config adjustments: failure-rate multipliers and restart-time factors per failure category or type
+  (:meth:`FailureMix.adjusted`: the total hazard is multiplied by ``Σ p_j m_j``).
+
+:meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.checkpoint`),
+:meth:`Planner.completion` simulates the run (:mod:`.montecarlo`), :meth:`Planner.quota` simulates the
+cluster and searches the quota (:mod:`.cluster_sim`, :mod:`.quota`) on a workload sampled from the
+bundle's arrival and runtime models (:func:`acmemodel.synth.simulate_jobs`) or a given job list, and
+:meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig`.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
+from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
+from acmemodel.planner.config import ClusterConfig, RunSpec
+from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
+from acmemodel.planner.processes import (
+    ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
+)
+
+DAY = 86400.0
+PLANNED_TYPE = "Pretrain (planned)"
+
+
+@dataclass
+class RunPlan:
+    """Everything the planner computed for one run."""
+
+    name: str
+    gpus: int
+    work_s: float
+    ckpt_cost_s: float
+    interval_s: float | None
+    interval_source: str
+    failure: FailureProcess | None
+    mix: FailureMix | None
+    checkpoint: CheckpointResult | None
+    simulation: RunSimulation | None
+    curve: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list = field(default_factory=list)
+
+    @property
+    def finishes(self) -> bool:
+        return self.simulation is not None and self.simulation.finishes
+
+    def to_dict(self) -> dict:
+        sim = self.simulation.to_dict() if self.simulation is not None else {}
+        ck = self.checkpoint.to_dict(self.gpus) if self.checkpoint is not None else {}
+        reason = sim.get("reason") or ck.get("reason")
+        none_ct = {"mean": None, "p50": None, "p90": None}
+        return {
+            "name": self.name, "gpus": self.gpus, "work_s": self.work_s, "ckpt_cost_s": self.ckpt_cost_s,
+            "finishes": bool(self.finishes), "reason": None if self.finishes else reason,
+            "checkpoint_interval_s": self.interval_s if self.finishes else None,
+            "checkpoint_interval_source": self.interval_source,
+            "optimal_interval_s": ck.get("interval_s"),
+            "young_interval_s": ck.get("young_interval_s"), "daly_interval_s": ck.get("daly_interval_s"),
+            "mttf_s": ck.get("mttf_s"), "restart_mean_s": ck.get("restart_mean_s"),
+            "failure_process": self.failure.describe() if self.failure is not None else None,
+            "completion_time_s": sim.get("completion_time_s", none_ct) if self.finishes else none_ct,
+            "expected_failures": sim.get("expected_failures") if self.finishes else None,
+            "ettr": sim.get("ettr", 0.0) if self.finishes else 0.0,
+            "gpu_time_loss_gpu_h": sim.get("gpu_time_loss_gpu_h") if self.finishes else {
+                "total": None, "lost_work": None, "restart": None, "checkpoint": None, "by_failure_type": {}},
+            "analytic": {"expected_wall_time_s": ck.get("expected_wall_time_s"),
+                         "overhead_fraction": ck.get("overhead_fraction"), "ettr": ck.get("ettr")},
+            "n_replicas": sim.get("n_replicas"), "notes": list(self.notes),
+        }
+
+
+@dataclass
+class PlanResult:
+    """Output of :meth:`Planner.plan`: per-run plans and the cluster part."""
+
+    name: str
+    runs: list
+    cluster: dict
+    config: ClusterConfig | None = None
+    assumptions: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``{"name", "runs": [...], "cluster": {"queue_s", "quotas", ...}, "assumptions"}``."""
+        return {"name": self.name, "runs": [r.to_dict() for r in self.runs], "cluster": self.cluster,
+                "assumptions": list(self.assumptions)}
+
+    def report(self, path) -> str:
+        """Write the HTML report (loss breakdown and E[T](τ) plots) to ``path``; returns the path."""
+        from acmemodel.planner.report import write_report
+
+        return write_report(self, path)
+
+
+class Planner:
+    """Planner over a model bundle or explicit failure / restart parameters (module docstring).
+
+    Parameters
+    ----------
+    bundle : a :class:`~acmemodel.models.bundle.Bundle`, a path to one, or ``None`` (the default bundle of
+        :func:`acmemodel.load_default`, loaded only when needed).
+    mttf : explicit job mean time to failure (s) at ``reference_gpus`` GPUs (overrides the bundle).
+    reference_gpus : GPU count at which ``mttf`` holds; ``None`` = every run has that MTTF (no scaling).
+    shape : Weibull shape of the explicit failure process (``None`` = exponential).
+    restart : explicit restart time for every failure (seconds or :class:`RestartTime`); the failure
+        types of the mix keep their probabilities.
+    mix : an explicit :class:`FailureMix` (overrides the table and ``restart``).
+    restart_source : ``"auto"`` (the bundle's restart model when the planner has a bundle, else the
+        table), ``"bundle"`` or ``"table"``.
+    failure_model : ``"weibull"`` or ``"piecewise"`` (use of the bundle's failure model).
+    job_type : failure/restart-model covariate of the runs (default ``"Pretrain"``).
+    """
+
+    def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
+                 shape: float | None = None, restart=None, mix: FailureMix | None = None,
+                 restart_source: str = "auto", failure_model: str = "weibull", job_type: str = "Pretrain"):
+        if restart_source not in ("auto", "bundle", "table"):
+            raise ValueError(f"restart_source must be 'auto', 'bundle' or 'table', got {restart_source!r}")
+        if failure_model not in ("weibull", "piecewise"):
+            raise ValueError(f"failure_model must be 'weibull' or 'piecewise', got {failure_model!r}")
+        if mttf is None and (reference_gpus is not None or shape is not None):
+            raise ValueError("reference_gpus and shape need mttf")
+        if mttf is not None:
+            make = ExponentialFailures(mttf) if shape is None else WeibullFailures(shape, mttf)
+            if make.batch_shape != ():
+                raise ValueError(f"mttf must be a scalar, got {mttf!r}")
+        if reference_gpus is not None and (int(reference_gpus) != reference_gpus or reference_gpus < 1):
+            raise ValueError(f"reference_gpus must be a positive integer, got {reference_gpus!r}")
+        if mix is not None and not isinstance(mix, FailureMix):
+            raise ValueError(f"mix must be a FailureMix, got {type(mix).__name__}")
+        self._bundle_arg = bundle
+        self._bundle = None
+        self.mttf = mttf
+        self.reference_gpus = reference_gpus
+        self.shape = shape
+        self.restart = None if restart is None else RestartTime.coerce(restart)
+        self.mix = mix
+        self.restart_source = restart_source
+        self.failure_model = failure_model
+        self.job_type = job_type
+
+    # ------------------------------------------------------------------ inputs
+    @property
+    def bundle(self):
+        """The bundle (loaded on first use; :func:`acmemodel.load_default` when none was given)."""
+        if self._bundle is None:
+            from acmemodel.synth import resolve_bundle
+
+            self._bundle = resolve_bundle(self._bundle_arg)
+        return self._bundle
+
+    def _has_bundle(self) -> bool:
+        if self._bundle_arg is not None or self._bundle is not None:
+            return True
+        if self.mttf is not None:
+            return False  # explicit parameters: do not load the default bundle for failures/restarts
+        try:
+            self.bundle
+            return True
+        except AcmeModelError:
+            return False
+
+    def failure_process(self, gpus: int) -> FailureProcess:
+        """The job's failure process at ``gpus`` GPUs (before config multipliers)."""
+        gpus = _check_gpus(gpus)
+        if self.mttf is not None:
+            base = ExponentialFailures(self.mttf) if self.shape is None else WeibullFailures(self.shape, self.mttf)
+            return base if self.reference_gpus is None else base.scaled(gpus / self.reference_gpus)
+        model = self.bundle["failure"]
+        key = _model_key(lambda **k: model.mttf(gpus, **k), self.job_type)
+        if self.failure_model == "piecewise":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                tab = model.hazard_table(gpus, **key)
+            rates = tab["hazard_per_s"].to_numpy(float)
+            rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
+            if rates[-1] <= 0:
+                raise AcmeModelError(f"the bundle's hazard table for {gpus} GPUs ends with a zero hazard")
+            return PiecewiseHazard(tab["start_s"].to_numpy(float), rates)
+        mttf = float(model.mttf(gpus, **key))
+        return WeibullFailures(float(model.shape_), mttf)
+
+    def failure_mix(self, gpus: int) -> FailureMix:
+        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments)."""
+        gpus = _check_gpus(gpus)
+        if self.mix is not None:
+            return self.mix
+        table = FailureMix.from_failure_table(gpus)
+        if self.restart is not None:
+            return _with_restart(table, self.restart)
+        source = self.restart_source
+        if source == "auto":
+            source = "bundle" if self._has_bundle() else "table"
+        if source == "table":
+            return table
+        model = self.bundle["restart"]
+        if getattr(model, "fallback_", False):
+            return table  # the model is the published prior per reason: the table itself
+        dist = None
+        for kw in ({"type": self.job_type}, {}):
+            try:
+                dist = model.restart_distribution(gpus=gpus, **kw)
+                break
+            except (ValueError, KeyError):
+                continue
+        if dist is None:  # pragma: no cover - the model refuses every key
+            return table
+        return _with_restart(table, RestartTime.from_mean_median(float(dist.mean()), float(dist.median())))
+
+    def _inputs(self, gpus, rate_multipliers=None, restart_factors=None):
+        fail = self.failure_process(gpus)
+        mix, total = self.failure_mix(gpus).adjusted(rate_multipliers=rate_multipliers,
+                                                    restart_factors=restart_factors)
+        if total != 1.0:
+            fail = fail.scaled(total)
+        return fail, mix
+
+    # ------------------------------------------------------------------ single-run questions
+    def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
+                   restart_factors=None) -> CheckpointResult:
+        """Optimal checkpoint interval for a run of ``gpus`` GPUs (renewal model; one scenario).
+
+        ``ckpt_cost``: blocking checkpoint cost (s); ``work``: failure-free compute (s). The restart time
+        is the mix's (probability-weighted) restart distribution. ``result.to_dict(gpus)`` adds GPU-hours
+        lost per day.
+        """
+        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
+        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=mix.restart_distribution())
+
+    def completion(self, gpus: int, *, work: float, ckpt_cost: float, interval="auto", n_replicas: int = 10_000,
+                   seed: int = 0, threads: int = 1, rate_multipliers=None, restart_factors=None,
+                   name: str = "run") -> RunPlan:
+        """Completion time and failure-weighted GPU-time loss of one run (Monte Carlo).
+
+        ``interval``: seconds of work between checkpoints, or ``"auto"`` for the optimum of
+        :meth:`checkpoint`. Returns a :class:`RunPlan` (``.simulation`` has the per-replica results,
+        ``.checkpoint`` the renewal-model optimum, ``.curve`` E[T](τ) around it).
+        """
+        gpus = _check_gpus(gpus)
+        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
+        R = mix.restart_distribution()
+        ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
+        notes = []
+        if interval == "auto":
+            tau, source = (float(ck.interval_s) if bool(ck.finishes) else None), "auto"
+        else:
+            tau = float(interval)
+            if not (math.isfinite(tau) and tau > 0):
+                raise ValueError(f"interval must be 'auto' or a positive number of seconds, got {interval!r}")
+            source = "config"
+        if tau is None:
+            sim = simulate_run(work=work, interval=float(work), ckpt_cost=ckpt_cost, failure=fail, mix=mix,
+                               gpus=gpus, n_replicas=1, seed=seed)  # returns the explicit DNF result
+        else:
+            sim = simulate_run(work=work, interval=tau, ckpt_cost=ckpt_cost, failure=fail, mix=mix, gpus=gpus,
+                               n_replicas=n_replicas, seed=seed, threads=threads)
+        curve = _curve(ck, work, ckpt_cost, fail, R, tau)
+        if float(ck.mttf_s) > 10 * work:
+            notes.append(f"job MTTF {float(ck.mttf_s) / 3600:.3g} h is far above the run's work "
+                         f"{work / 3600:.3g} h: failures are rare for this run")
+        return RunPlan(name, gpus, float(work), float(ckpt_cost), tau, source, fail, mix, ck, sim, curve, notes)
+
+    # ------------------------------------------------------------------ cluster
+    def workload_sampler(self, config: ClusterConfig) -> Callable:
+        """``rng -> job list`` sampled from the bundle's arrival and runtime models for ``config.workload``
+        (:func:`acmemodel.synth.simulate_jobs`; GPU jobs that started: ``submit_s, run_s, gpu_num, type``)."""
+        from acmemodel.synth import simulate_jobs
+
+        wl = config.workload
+        bundle = self.bundle
+
+        def sample(rng: np.random.Generator) -> pd.DataFrame:
+            df = simulate_jobs(bundle, days=wl.days, cluster=wl.cluster, rng=rng, scale=wl.scale)
+            return df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+
+        return sample
+
+    def quota(self, config: ClusterConfig, *, workload=None) -> dict:
+        """Cluster part of the plan: quota search for an ``auto`` partition, then queue delays.
+
+        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition]``), a list of
+        them (replicas) or a callable ``rng -> job list``; default :meth:`workload_sampler`. Returns
+        ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
+        "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
+        """
+        from acmemodel.planner.cluster_sim import simulate_cluster
+        from acmemodel.planner.quota import find_quota
+
+        cl, wl, qt = config.cluster, config.workload, config.queue_target
+        jobs = workload if workload is not None else self.workload_sampler(config)
+        if callable(jobs):
+            seqs = np.random.SeedSequence(config.simulation.seed).spawn(wl.replicas)
+            reps = [jobs(np.random.default_rng(s)) for s in seqs]
+        elif isinstance(jobs, (list, tuple)):
+            reps = list(jobs)
+        else:
+            reps = [jobs]
+        reps = [_prepare_workload(r, config) for r in reps]
+        sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
+        if cl.routing:
+            sim_kw["routing"] = dict(cl.routing)
+        if cl.best_effort_on_reserved and "pretrain" not in cl.partitions:
+            raise ConfigError("cluster.best_effort_on_reserved needs a 'pretrain' partition")
+        auto = cl.auto_partition
+        search = None
+        partitions = {k: v for k, v in cl.partitions.items() if v != "auto"}
+        if auto is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataWarning)
+                qr = find_quota(reps, total_gpus=cl.gpus, gpus_per_node=cl.gpus_per_node,
+                                search="eval_lane" if auto == "eval" else "pretrain_reservation",
+                                target_type=qt.type, quantile=qt.quantile, target_wait_s=qt.max_wait_s,
+                                partitions=partitions, seed=config.simulation.seed, **sim_kw)
+            search = qr.to_dict()
+            if qr.feasible:
+                partitions = {k: v for k, v in qr.partitions.items() if k != "shared"}
+            else:
+                # report the queue at the most generous candidate, stating infeasibility
+                g_end = int(qr.candidates[-1]) if qr.candidates else 0
+                partitions[auto] = g_end
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            results = [simulate_cluster(r, total_gpus=cl.gpus, gpus_per_node=cl.gpus_per_node,
+                                        partitions=partitions, **sim_kw) for r in reps]
+        layout = dict(results[0].partitions)
+        return {
+            "queue_s": _pooled_queue(results),
+            "quotas": {k: int(v) for k, v in layout.items()},
+            "utilization": {p: _num(np.nanmean([r.utilization.loc[p, "utilization"] for r in results]))
+                            for p in layout},
+            "pretrain_throughput_gpus": _num(np.mean([r.pretrain_throughput for r in results])),
+            "quota_search": search,
+            "target": {"type": qt.type, "quantile": qt.quantile, "max_wait_s": qt.max_wait_s},
+            "workload": {"source": "given" if workload is not None else "bundle", "replicas": len(reps),
+                         "jobs_per_replica": int(np.mean([len(r) for r in reps])),
+                         **({} if workload is not None else {"cluster": wl.cluster, "days": wl.days,
+                                                             "scale": wl.scale}),
+                         "planned_runs_included": [r.name for r in _planned_runs(config)]},
+            "unschedulable_jobs": int(sum(len(r.unschedulable) for r in results)),
+        }
+
+    # ------------------------------------------------------------------ everything
+    def plan(self, config: ClusterConfig | str, *, cluster: bool = True, workload=None) -> PlanResult:
+        """Plan every run of ``config`` (a :class:`ClusterConfig` or a path) and the cluster part.
+
+        ``cluster=False`` skips the cluster simulation. When the cluster part cannot be computed (no
+        bundle to sample a workload from and no ``workload``), ``result.cluster`` says so
+        (``"available": False`` with a ``"reason"``) and lists the configured partitions.
+        """
+        if not isinstance(config, ClusterConfig):
+            config = ClusterConfig.load(config)
+        planner = self._with_config_failures(config)
+        fs, rs, sim = config.failures, config.restart, config.simulation
+        runs = []
+        for r in config.runs:
+            runs.append(planner.completion(
+                r.gpus, work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
+                n_replicas=sim.replicas, seed=sim.seed, threads=sim.threads,
+                rate_multipliers=fs.rate_multipliers, restart_factors=rs.automation, name=r.name))
+        assumptions = _assumptions(planner, config)
+        if not cluster:
+            cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
+                  "quotas": _configured_quotas(config)}
+        else:
+            try:
+                cl = {"available": True, **planner.quota(config, workload=workload)}
+            except AcmeModelError as e:
+                if workload is not None:
+                    raise
+                cl = {"available": False, "reason": f"no workload model: {str(e).splitlines()[0]}",
+                      "queue_s": {}, "quotas": _configured_quotas(config)}
+            except ValueError as e:  # e.g. no candidate quota fits the cluster
+                cl = {"available": False, "reason": f"cluster simulation failed: {str(e).splitlines()[0]}",
+                      "queue_s": {}, "quotas": _configured_quotas(config)}
+        return PlanResult(config.name, runs, cl, config, assumptions)
+
+    def _with_config_failures(self, config: ClusterConfig) -> "Planner":
+        fs = config.failures
+        if fs.mttf_s is None and self.restart_source == "auto" and config.restart.source == "auto" \
+                and fs.model == self.failure_model and fs.job_type == self.job_type:
+            return self
+        p = Planner(self._bundle_arg, mttf=fs.mttf_s if fs.mttf_s is not None else self.mttf,
+                    reference_gpus=fs.reference_gpus if fs.mttf_s is not None else self.reference_gpus,
+                    shape=fs.shape if fs.mttf_s is not None else self.shape, restart=self.restart, mix=self.mix,
+                    restart_source=config.restart.source if config.restart.source != "auto" else self.restart_source,
+                    failure_model=fs.model, job_type=fs.job_type)
+        p._bundle = self._bundle
+        return p
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _planned_runs(config: ClusterConfig) -> list:
+    """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
+    cl = config.cluster
+    if not cl.include_runs or "pretrain" not in cl.partitions:
+        return []
+    cap = cl.partitions["pretrain"]
+    return [r for r in config.runs if cap == "auto" or r.gpus <= cap]
+
+
+def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
+    """A job list with a ``partition`` per row (config routing, else the default routing) plus the
+    planned runs (type ``"Pretrain (planned)"``, partition ``pretrain``, submitted at the first submission
+    and running past the simulated horizon)."""
+    from acmemodel.planner.cluster_sim import default_routing, prepare_jobs
+
+    df, _ = prepare_jobs(jobs)
+    df = df[["submit_s", "run_s", "gpu_num", "type"] + (["partition"] if "partition" in df.columns else [])]
+    cl = config.cluster
+    names = set(cl.partitions) | {"shared"}
+    if "partition" not in df.columns:
+        route = default_routing(sorted(df["type"].astype(str).unique()), names)
+        route.update(cl.routing)
+        df = df.assign(partition=df["type"].astype(str).map(route))
+    planned = _planned_runs(config)
+    if planned:
+        t0 = float(df["submit_s"].min()) if len(df) else 0.0
+        span = float(df["submit_s"].max() - t0) if len(df) else DAY
+        extra = pd.DataFrame({"submit_s": t0, "run_s": 2 * max(span, DAY), "gpu_num": [r.gpus for r in planned],
+                              "type": PLANNED_TYPE, "partition": "pretrain"})
+        df = pd.concat([extra, df], ignore_index=True)
+    return df.reset_index(drop=True)
+
+
+def _check_gpus(gpus) -> int:
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer, float)) or int(gpus) != gpus or gpus < 1:
+        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
+    return int(gpus)
+
+
+def _model_key(call, job_type: str) -> dict:
+    """``{"type": job_type}`` if the model accepts it, else ``{}`` (averaged over the training mix)."""
+    try:
+        call(type=job_type)
+        return {"type": job_type}
+    except (ValueError, KeyError):
+        return {}
+
+
+def _with_restart(mix: FailureMix, restart: RestartTime) -> FailureMix:
+    if restart.kind == "mixture":
+        raise ValueError("restart must be a single distribution (fixed, lognormal, exponential) to apply to "
+                         "every failure type")
+    return FailureMix([FailureType(t.name, t.probability, restart, t.category) for t in mix.types])
+
+
+def _curve(ck: CheckpointResult, work, C, fail, R, tau_used) -> pd.DataFrame:
+    if not bool(ck.finishes):
+        return pd.DataFrame(columns=["interval_s", "expected_time_s"])
+    t0 = float(ck.interval_s)
+    lo, hi = t0 / 8.0, min(t0 * 8.0, work)
+    if tau_used is not None:
+        lo, hi = min(lo, tau_used / 2), min(max(hi, tau_used * 2), work)
+    tau = np.geomspace(lo, hi, 80)
+    return pd.DataFrame({"interval_s": tau,
+                         "expected_time_s": expected_time(tau, work=work, ckpt_cost=C, failure=fail, restart=R)})
+
+
+def _num(v):
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _pooled_queue(results) -> dict:
+    frames = []
+    for r in results:
+        j = r.jobs
+        w0, w1 = r.window
+        j = j[(j["submit_s"] >= w0) & (j["submit_s"] <= w1)]
+        frames.append(pd.DataFrame({"type": j["type"].to_numpy(),
+                                    "wait": np.where(j["schedulable"].to_numpy(), j["wait_s"].to_numpy(float),
+                                                     np.inf)}))
+    allj = pd.concat(frames, ignore_index=True)
+    out = {}
+    for t, g in allj.groupby("type", sort=True):
+        w = g["wait"].to_numpy(float)
+        q = np.quantile(w, [0.5, 0.9]) if np.all(np.isfinite(w)) else [
+            np.quantile(np.where(np.isfinite(w), w, np.inf), p) for p in (0.5, 0.9)]
+        out[str(t)] = {"p50": _num(q[0]), "p90": _num(q[1]), "mean": _num(w.mean()) if np.isfinite(w).all() else None,
+                       "count": int(w.size)}
+    return out
+
+
+def _configured_quotas(config: ClusterConfig) -> dict:
+    parts = {k: (None if v == "auto" else int(v)) for k, v in config.cluster.partitions.items()}
+    fixed = sum(v for v in parts.values() if v is not None)
+    if "auto" not in config.cluster.partitions.values():
+        parts["shared"] = config.cluster.gpus - fixed
+    return parts
+
+
+def _assumptions(planner: Planner, config: ClusterConfig) -> list[str]:
+    out = ["Failures: renewal process, hazard clock restarts at each failure (not at checkpoints); failures "
+           "can strike during restarts (Daly).",
+           "Checkpoint interval 'auto' minimises the long-run expected wall time (renewal reward); completion "
+           "times come from Monte Carlo with exact finite-run accounting.",
+           "Failure-type mix: the paper's Table 3 conditioned on the run's GPU count "
+           "(acmemodel.models.failure_types.failure_type_mix)."]
+    if planner.mttf is not None:
+        ref = planner.reference_gpus
+        out.append(f"Failure process: explicit MTTF {planner.mttf / 3600:.3g} h"
+                   + (f" at {ref} GPUs, hazard proportional to GPUs" if ref else " for every run")
+                   + (f", Weibull shape {planner.shape:g}" if planner.shape else ", exponential") + ".")
+    else:
+        out.append(f"Failure process: the bundle's failure model ({planner.failure_model}, late regime, "
+                   f"type={planner.job_type}).")
+    if config.failures.rate_multipliers:
+        out.append(f"Failure-rate multipliers: {config.failures.rate_multipliers}.")
+    if config.restart.automation:
+        out.append(f"Restart-time factors: {config.restart.automation}.")
+    return out

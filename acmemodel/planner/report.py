@@ -1,0 +1,170 @@
+"""HTML report of a plan (:class:`~acmemodel.planner.planner.PlanResult`), self-contained.
+
+Per run: a table row (interval, completion time mean/p50/p90, failures, ETTR, GPU-time loss) and two
+PNG figures embedded as base64 — the failure-weighted GPU-time loss broken down by cause (lost work,
+restart downtime, checkpoint overhead) and by failure type, and the expected wall time ``E[T](τ)``
+against the checkpoint interval with the optimum, the interval used, Young's and Daly's estimates.
+Cluster: queue delays per job type, quotas, utilization and the quota-search evaluations.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+DAY, HOUR, MIN = 86400.0, 3600.0, 60.0
+
+
+def _fmt(v, scale=1.0, digits=3, unit=""):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    return f"{v / scale:.{digits}g}{unit}"
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plot_loss_breakdown(run, ax_cause, ax_type, top: int = 10) -> None:
+    """Bar charts of a run's expected GPU-hours lost, by cause and by failure type (top ``top``)."""
+    loss = run.simulation.gpu_time_loss_gpu_h()
+    causes = ["lost_work", "restart", "checkpoint"]
+    vals = [loss[c] or 0.0 for c in causes]
+    ax_cause.bar(["lost work", "restart\ndowntime", "checkpoint\noverhead"], vals,
+                 color=["#c0392b", "#e67e22", "#2980b9"])
+    ax_cause.set_ylabel("expected GPU-hours lost per run")
+    ax_cause.set_title(f"{run.name}: loss by cause (total {loss['total']:.3g} GPU-h)")
+    by = sorted(loss["by_failure_type"].items(), key=lambda kv: -kv[1])[:top]
+    names = [k for k, _ in by][::-1]
+    ax_type.barh(names, [v for _, v in by][::-1], color="#8e44ad")
+    ax_type.set_xlabel("GPU-hours (lost work + restart)")
+    ax_type.set_title(f"top {len(by)} failure types")
+
+
+def plot_expected_time_curve(run, ax) -> None:
+    """``E[T](τ)`` in days against τ in minutes, with the optimum, the interval used, Young and Daly."""
+    c = run.curve
+    ax.plot(c["interval_s"] / MIN, c["expected_time_s"] / DAY, color="black", lw=1.5, label="E[T](τ), renewal model")
+    ck = run.checkpoint
+    marks = [("optimum", float(ck.interval_s), float(ck.expected_time_s), "#27ae60", "o")]
+    from acmemodel.planner.checkpoint import expected_time
+
+    R = run.mix.restart_distribution()
+    for label, tau, color, m in (("Young √(2CM)", float(ck.young_interval_s), "#2980b9", "s"),
+                                 ("Daly", float(ck.daly_interval_s), "#e67e22", "^")):
+        if 0 < tau <= run.work_s:
+            et = float(expected_time(tau, work=run.work_s, ckpt_cost=run.ckpt_cost_s, failure=run.failure, restart=R))
+            if math.isfinite(et):
+                marks.append((label, tau, et, color, m))
+    if run.interval_source != "auto" and run.interval_s is not None:
+        et = float(expected_time(run.interval_s, work=run.work_s, ckpt_cost=run.ckpt_cost_s, failure=run.failure,
+                                 restart=R))
+        marks.append(("configured", run.interval_s, et, "#c0392b", "D"))
+    for label, tau, et, color, m in marks:
+        ax.plot([tau / MIN], [et / DAY], marker=m, color=color, ls="none", ms=7,
+                label=f"{label}: {tau / MIN:.3g} min")
+    ax.set_xscale("log")
+    ax.set_xlabel("checkpoint interval τ (minutes of work)")
+    ax.set_ylabel("expected wall time (days)")
+    ax.set_title(f"{run.name}: {run.work_s / DAY:.3g} days of work, C = {run.ckpt_cost_s:g} s")
+    ax.legend(fontsize=8)
+
+
+def _run_figure(run) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [1, 1.3, 1.4]})
+    plot_loss_breakdown(run, axes[0], axes[1])
+    plot_expected_time_curve(run, axes[2])
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _table(header, rows) -> str:
+    h = "".join(f"<th>{html.escape(str(c))}</th>" for c in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(plan) -> str:
+    """The report as an HTML string."""
+    d = plan.to_dict()
+    parts = [f"<h1>Plan: {html.escape(str(d['name']))}</h1>"]
+    rows = []
+    for r in d["runs"]:
+        ct = r["completion_time_s"]
+        loss = r["gpu_time_loss_gpu_h"]
+        rows.append([r["name"], r["gpus"], _fmt(r["work_s"], DAY, 3, " d"),
+                     _fmt(r["checkpoint_interval_s"], MIN, 3, " min") + f" ({r['checkpoint_interval_source']})",
+                     _fmt(r["mttf_s"], HOUR, 3, " h"), _fmt(ct["mean"], DAY, 4, " d"), _fmt(ct["p50"], DAY, 4, " d"),
+                     _fmt(ct["p90"], DAY, 4, " d"), _fmt(r["expected_failures"], 1, 3), _fmt(r["ettr"], 1, 3),
+                     _fmt(loss["total"], 1, 4, " GPU-h"),
+                     "yes" if r["finishes"] else f"NO: {r['reason']}"])
+    parts.append("<h2>Pretraining runs</h2>")
+    parts.append(_table(["run", "GPUs", "work", "checkpoint interval", "job MTTF", "completion mean", "p50", "p90",
+                         "failures", "ETTR", "GPU-time loss", "finishes"], rows))
+    for run in plan.runs:
+        parts.append(f"<h3>{html.escape(run.name)}</h3>")
+        if run.finishes and run.simulation.n_replicas:
+            parts.append(f'<img alt="loss breakdown and E[T] curve of {html.escape(run.name)}" '
+                         f'src="data:image/png;base64,{_run_figure(run)}">')
+        else:
+            reason = run.simulation.reason if run.simulation is not None else "not simulated"
+            parts.append(f"<p><b>Does not finish:</b> {html.escape(reason)}</p>")
+        for n in run.notes:
+            parts.append(f"<p><i>{html.escape(n)}</i></p>")
+    cl = d["cluster"]
+    parts.append("<h2>Cluster</h2>")
+    if not cl.get("available", True):
+        parts.append(f"<p>Cluster simulation not available: {html.escape(str(cl.get('reason')))}</p>")
+    q = cl.get("queue_s") or {}
+    if q:
+        parts.append(_table(["job type", "jobs", "queue p50", "queue p90", "mean"],
+                            [[t, v.get("count"), _fmt(v.get("p50"), MIN, 3, " min"),
+                              _fmt(v.get("p90"), MIN, 3, " min"), _fmt(v.get("mean"), MIN, 3, " min")]
+                             for t, v in q.items()]))
+    quotas = cl.get("quotas") or {}
+    util = cl.get("utilization") or {}
+    parts.append("<h3>Quotas</h3>")
+    parts.append(_table(["partition", "GPUs", "utilization"],
+                        [[p, "—" if g is None else g, _fmt(util.get(p), 1, 3)] for p, g in quotas.items()]))
+    qs = cl.get("quota_search")
+    if qs:
+        tgt = cl.get("target", {})
+        verdict = (f"smallest {qs['partition']} quota meeting the target: {qs['quota_gpus']} GPUs"
+                   if qs["feasible"] else f"infeasible: {qs['reason']}")
+        parts.append(f"<p>Target: {html.escape(str(tgt.get('type')))} p{100 * tgt.get('quantile', 0):g} wait "
+                     f"≤ {_fmt(tgt.get('max_wait_s'), MIN, 3, ' min')}; {html.escape(verdict)}.</p>")
+        parts.append(_table(["candidate GPUs", "wait at target quantile", "meets"],
+                            [[e["gpus"], _fmt(e["wait_s"], MIN, 3, " min"), e["meets"]]
+                             for e in sorted(qs["evaluations"], key=lambda e: e["gpus"])]))
+    if d.get("assumptions"):
+        parts.append("<h2>Assumptions</h2><ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in d["assumptions"])
+                     + "</ul>")
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
+             " td,th{border:1px solid #ccc;padding:4px 8px;text-align:right} th{background:#f4f4f4}"
+             " img{max-width:100%}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>acmemodel plan "
+            f"{html.escape(str(d['name']))}</title><style>{style}</style></head><body>{''.join(parts)}"
+            "</body></html>")
+
+
+def write_report(plan, path) -> str:
+    """Write :func:`render_html` of ``plan`` to ``path`` (directories must exist); returns the path."""
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        raise FileNotFoundError(f"report directory does not exist: {p.parent}")
+    p.write_text(render_html(plan), encoding="utf-8")
+    return str(p)

@@ -1,0 +1,323 @@
+"""ClusterConfig validation, Planner (explicit parameters and a stand-in bundle), plan JSON and report."""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from acmemodel.errors import ConfigError
+from acmemodel.models.bundle import Bundle
+from acmemodel.planner.checkpoint import optimal_interval
+from acmemodel.planner.config import ClusterConfig, parse_duration
+from acmemodel.planner.montecarlo import FailureMix
+from acmemodel.planner.planner import PLANNED_TYPE, Planner
+from acmemodel.planner.processes import ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures
+
+H, DAY = 3600.0, 86400.0
+EXAMPLE = resources.files("acmemodel.planner").joinpath("examples", "example.yaml")
+
+
+def base_dict() -> dict:
+    return {
+        "name": "t",
+        "cluster": {"gpus": 512, "gpus_per_node": 8, "partitions": {"pretrain": 256, "eval": "auto"}},
+        "checkpoint": {"mode": "sync", "sync_cost": "60s", "async_cost": "5s", "interval": "auto"},
+        "restart": {"automation": {"Infrastructure": 0.5}},
+        "failures": {"rate_multipliers": {"Infrastructure": 0.8}, "mttf": "10h", "reference_gpus": 256,
+                     "shape": 0.8},
+        "workload": {"days": 2, "replicas": 1},
+        "queue_target": {"type": "Eval", "quantile": 0.9, "max_wait": "10m"},
+        "runs": [{"name": "a", "gpus": 256, "work": "5d"}, {"name": "b", "gpus": 128, "work": "2d",
+                                                              "checkpoint_interval": "30m", "ckpt_cost": "20s"}],
+        "simulation": {"replicas": 400, "seed": 3},
+    }
+
+
+def small_workload(rng: np.random.Generator, n: int = 1500, days: float = 2.0) -> pd.DataFrame:
+    """A synthetic job list (Eval bursts of small jobs, SFT/Other on the shared pool)."""
+    t = np.sort(rng.uniform(0, days * DAY, n))
+    typ = rng.choice(["Eval", "SFT", "Other"], n, p=[0.6, 0.2, 0.2])
+    g = np.where(typ == "Eval", rng.choice([1, 2, 4, 8], n), rng.choice([1, 8, 16], n))
+    return pd.DataFrame({"submit_s": t, "run_s": rng.lognormal(np.log(900), 1.2, n), "gpu_num": g, "type": typ})
+
+
+# ------------------------------------------------------------------------------ config
+def test_example_config_loads_and_toml_is_equivalent(tmp_path):
+    cfg = ClusterConfig.load(str(EXAMPLE))
+    assert [r.gpus for r in cfg.runs] == [2048, 1024]
+    assert cfg.cluster.partitions == {"pretrain": 3072, "eval": "auto"}
+    assert cfg.cluster.auto_partition == "eval" and cfg.run_interval(cfg.runs[0]) == "auto"
+    assert cfg.run_ckpt_cost(cfg.runs[0]) == 60.0 and cfg.runs[0].work_s == 30 * DAY
+    d = base_dict()
+    toml = tmp_path / "c.toml"
+    toml.write_text("""
+name = "t"
+[cluster]
+gpus = 512
+gpus_per_node = 8
+partitions = { pretrain = 256, eval = "auto" }
+[checkpoint]
+mode = "sync"
+sync_cost = "60s"
+async_cost = "5s"
+interval = "auto"
+[restart]
+automation = { Infrastructure = 0.5 }
+[failures]
+rate_multipliers = { Infrastructure = 0.8 }
+mttf = "10h"
+reference_gpus = 256
+shape = 0.8
+[workload]
+days = 2
+replicas = 1
+[queue_target]
+type = "Eval"
+quantile = 0.9
+max_wait = "10m"
+[[runs]]
+name = "a"
+gpus = 256
+work = "5d"
+[[runs]]
+name = "b"
+gpus = 128
+work = "2d"
+checkpoint_interval = "30m"
+ckpt_cost = "20s"
+[simulation]
+replicas = 400
+seed = 3
+""")
+    yml = tmp_path / "c.yaml"
+    yml.write_text(yaml.safe_dump(d))
+    a, b = ClusterConfig.load(toml), ClusterConfig.load(yml)
+    assert a.to_dict() == b.to_dict() == ClusterConfig.from_dict(d).to_dict()
+    assert a.runs[1].checkpoint_interval_s == 1800.0 and a.runs[1].ckpt_cost_s == 20.0
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90.0), ("20m", 1200.0), ("1.5h", 5400.0), ("30d", 2592000.0),
+                                           (45, 45.0), ("7", 7.0)])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text, "x") == seconds
+
+
+@pytest.mark.parametrize("bad", ["abc", "-5s", "5w", "", True, None, 0])
+def test_parse_duration_rejects(bad):
+    with pytest.raises(ConfigError, match="--thing"):
+        parse_duration(bad, "--thing")
+
+
+def _set(d, path, value):
+    keys = path.split(".")
+    cur = d
+    for k in keys[:-1]:
+        cur = cur[int(k)] if k.isdigit() else cur[k]
+    if value is _DEL:
+        del cur[keys[-1]]
+    else:
+        cur[int(keys[-1]) if keys[-1].isdigit() else keys[-1]] = value
+
+
+_DEL = object()
+
+
+@pytest.mark.parametrize("path, value, field", [
+    ("cluster.gpus", 100, "cluster.gpus"),
+    ("cluster.gpus", _DEL, "cluster.gpus"),
+    ("cluster.partitions.pretrain", 1001, "cluster.partitions.pretrain"),
+    ("cluster.partitions.pretrain", 1024, "cluster.partitions"),
+    ("cluster.partitions.shared", 64, "shared"),
+    ("cluster.partitions.pretrain", "auto", "at most one"),
+    ("cluster.routing", {"Eval": "nowhere"}, "cluster.routing.Eval"),
+    ("cluster.backfill", "yes", "cluster.backfill"),
+    ("checkpoint.mode", "lazy", "checkpoint.mode"),
+    ("checkpoint.sync_cost", "abc", "checkpoint.sync_cost"),
+    ("checkpoint.interval", "-3m", "checkpoint.interval"),
+    ("restart.automation", {"Infrastructure": -1}, "restart.automation.Infrastructure"),
+    ("failures.rate_multipliers", {"Script": "x"}, "failures.rate_multipliers.Script"),
+    ("failures.shape", 0.01, "failures.shape"),
+    ("failures.mttf", _DEL, "need failures.mttf"),
+    ("failures.model", "cox", "failures.model"),
+    ("workload.scale", 0, "workload.scale"),
+    ("workload.replicas", 0, "workload.replicas"),
+    ("queue_target.quantile", 1.5, "queue_target.quantile"),
+    ("queue_target.max_wait", "soon", "queue_target.max_wait"),
+    ("runs.1.gpus", -4, "runs[1].gpus"),
+    ("runs.0.gpus", 1024, "runs[0].gpus"),
+    ("runs.0.work", _DEL, "runs[0].work"),
+    ("runs.1.name", "a", "runs[1].name"),
+    ("runs.0.extra", 1, "runs[0]"),
+    ("runs", [], "runs"),
+    ("simulation.seed", -1, "simulation.seed"),
+    ("bogus", 1, "unknown key"),
+])
+def test_invalid_config_names_the_field(path, value, field):
+    d = copy.deepcopy(base_dict())
+    _set(d, path, value)
+    with pytest.raises(ConfigError, match=re.escape(field)):
+        ClusterConfig.from_dict(d)
+
+
+def test_config_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        ClusterConfig.load(tmp_path / "missing.yaml")
+    p = tmp_path / "c.json"
+    p.write_text("{}")
+    with pytest.raises(ConfigError, match="yaml"):
+        ClusterConfig.load(p)
+    p = tmp_path / "c.yaml"
+    p.write_text("cluster: [unclosed")
+    with pytest.raises(ConfigError, match="cannot parse"):
+        ClusterConfig.load(p)
+
+
+# ------------------------------------------------------------------------------ planner, explicit parameters
+def test_failure_process_scales_with_gpus():
+    p = Planner(mttf=10 * H, reference_gpus=1024)
+    assert float(p.failure_process(2048).mean()) == pytest.approx(5 * H)
+    w = Planner(mttf=10 * H, reference_gpus=1024, shape=0.5)
+    assert float(w.failure_process(2048).mean()) == pytest.approx(10 * H * 2 ** -2.0)  # MTTF ∝ g^(-1/k)
+    assert float(Planner(mttf=10 * H).failure_process(4096).mean()) == 10 * H  # no reference: as given
+
+
+def test_checkpoint_uses_adjusted_process_and_mix_restart():
+    p = Planner(mttf=10 * H, reference_gpus=1024, restart=RestartTime.fixed(900.0))
+    r = p.checkpoint(2048, ckpt_cost=60.0, work=30 * DAY, rate_multipliers={"Infrastructure": 0.5})
+    mix, total = FailureMix.from_failure_table(2048).adjusted(rate_multipliers={"Infrastructure": 0.5})
+    assert 0.5 < total < 1.0
+    ref = optimal_interval(work=30 * DAY, ckpt_cost=60.0, failure=ExponentialFailures(5 * H / total), restart=900.0)
+    assert float(r.interval_s) == pytest.approx(float(ref.interval_s), rel=1e-12)
+    assert r.to_dict(2048)["gpu_hours_lost_per_day"] == pytest.approx(2048 * 24 * (1 - float(r.ettr)))
+
+
+def test_completion_run_plan_and_adjustments():
+    p = Planner(mttf=6 * H, reference_gpus=1024, shape=0.8)
+    base = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=3000, seed=1)
+    d = base.to_dict()
+    assert d["finishes"] and d["checkpoint_interval_source"] == "auto"
+    assert d["checkpoint_interval_s"] == pytest.approx(d["optimal_interval_s"])
+    assert d["completion_time_s"]["p50"] <= d["completion_time_s"]["p90"]
+    loss = d["gpu_time_loss_gpu_h"]
+    assert loss["total"] == pytest.approx(loss["lost_work"] + loss["restart"] + loss["checkpoint"])
+    assert min(loss["lost_work"], loss["restart"], loss["checkpoint"]) >= 0
+    assert d["ettr"] == pytest.approx(10 * DAY / d["completion_time_s"]["mean"])
+    # halving infrastructure failures: fewer failures (tolerance from the sample standard errors)
+    better = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=3000, seed=1,
+                          rate_multipliers={"Infrastructure": 0.5})
+    a, b = base.simulation.n_failures, better.simulation.n_failures
+    se = math.sqrt(a.var() / a.size + b.var() / b.size)
+    assert a.mean() - b.mean() > 4 * se
+    # full restart automation: no restart downtime at all
+    auto = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=300, seed=1,
+                        restart_factors={"Infrastructure": 0, "Framework": 0, "Script": 0})
+    assert auto.to_dict()["gpu_time_loss_gpu_h"]["restart"] == 0.0
+    fixed = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, interval=1800.0, n_replicas=300)
+    assert fixed.to_dict()["checkpoint_interval_s"] == 1800.0 and fixed.interval_source == "config"
+
+
+def test_plan_does_not_finish_is_explicit_and_json_clean():
+    d = base_dict()
+    d["runs"][0]["ckpt_cost"] = "20h"  # above the MTTF at 256 GPUs
+    res = Planner().plan(ClusterConfig.from_dict(d), cluster=False)
+    out = res.to_dict()
+    r0 = out["runs"][0]
+    assert r0["finishes"] is False and "mean time to failure" in r0["reason"]
+    assert r0["checkpoint_interval_s"] is None and r0["completion_time_s"] == {"mean": None, "p50": None, "p90": None}
+    assert r0["ettr"] == 0.0
+    text = json.dumps(out, allow_nan=False)  # no NaN / inf anywhere
+    assert "NaN" not in text
+    assert out["runs"][1]["finishes"] and out["cluster"]["available"] is False
+
+
+def test_plan_with_given_workload_searches_the_eval_lane(tmp_path):
+    cfg = ClusterConfig.from_dict(base_dict())
+    res = Planner().plan(cfg, workload=small_workload)
+    d = res.to_dict()
+    cl = d["cluster"]
+    assert cl["available"]
+    q = cl["quota_search"]
+    assert q["feasible"] and cl["quotas"]["eval"] == q["quota_gpus"]
+    assert cl["quotas"]["pretrain"] == 256 and sum(cl["quotas"].values()) == 512
+    assert cl["queue_s"]["Eval"]["p90"] <= 600.0  # the target holds at the recommended quota
+    below = [e for e in q["evaluations"] if e["gpus"] == q["quota_gpus"] - 8]
+    assert all(not e["meets"] for e in below)  # one node less misses it
+    assert {"p50", "p90"} <= set(cl["queue_s"]["SFT"])
+    assert cl["workload"]["planned_runs_included"] == ["a", "b"]
+    assert cl["queue_s"][PLANNED_TYPE]["count"] == 2 and cl["utilization"]["pretrain"] > 0.99
+    json.dumps(d, allow_nan=False)
+    # the report: one figure per finishing run, the quota table
+    path = res.report(tmp_path / "plan.html")
+    html = open(path, encoding="utf-8").read()
+    assert html.count("data:image/png;base64,") == 2
+    assert "Quotas" in html and "E[T]" in html and "Pretraining runs" in html
+
+
+# ------------------------------------------------------------------------------ stand-in bundle
+class _FakeFailure:
+    shape_ = 0.75
+
+    def mttf(self, gpus, **key):
+        if key and key != {"type": "Pretrain"}:
+            raise ValueError("unknown key")
+        return 4 * H * 1024 / float(gpus)
+
+    def hazard_table(self, gpus, edges=None, **key):
+        lam = 1.0 / self.mttf(gpus)
+        return pd.DataFrame({"start_s": [0.0, 3600.0, 86400.0], "end_s": [3600.0, 86400.0, 2 * 86400.0],
+                             "hazard_per_s": [3 * lam, lam, 0.8 * lam]})
+
+
+class _FakeRestartDist:
+    def mean(self):
+        return 1800.0
+
+    def median(self):
+        return 600.0
+
+
+class _FakeRestart:
+    def __init__(self, fallback):
+        self.fallback_ = fallback
+        self.calls = []
+
+    def restart_distribution(self, category=None, gpus=None, **cov):
+        self.calls.append((gpus, cov))
+        return _FakeRestartDist()
+
+
+def test_bundle_failure_and_restart_models_are_used_not_fitted():
+    restart = _FakeRestart(fallback=False)
+    b = Bundle(models={"failure": _FakeFailure(), "restart": restart}, name="fake")
+    p = Planner(b)
+    f = p.failure_process(2048)
+    assert isinstance(f, WeibullFailures) and float(f.shape) == 0.75 and float(f.mean()) == pytest.approx(2 * H)
+    mix = p.failure_mix(2048)
+    assert restart.calls == [(2048, {"type": "Pretrain"})]
+    assert all(t.restart.kind == "lognormal" and t.restart.mean == pytest.approx(1800.0) for t in mix.types)
+    pw = Planner(b, failure_model="piecewise").failure_process(1024)
+    assert isinstance(pw, PiecewiseHazard) and pw.rates[0] == pytest.approx(3 / (4 * H))
+    # a restart model that fell back to the published prior: the table's per-type restarts
+    p2 = Planner(Bundle(models={"failure": _FakeFailure(), "restart": _FakeRestart(fallback=True)}))
+    means = {t.restart.mean for t in p2.failure_mix(2048).types}
+    assert len(means) > 5
+    r = p.checkpoint(2048, ckpt_cost=60.0)
+    assert bool(r.finishes) and r.family == "weibull"
+
+
+def test_planner_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="restart_source"):
+        Planner(restart_source="x")
+    with pytest.raises(ValueError, match="need mttf"):
+        Planner(shape=0.7)
+    with pytest.raises(ValueError, match="gpus"):
+        Planner(mttf=H).checkpoint(0, ckpt_cost=10.0)
+    with pytest.raises(ValueError, match="interval"):
+        Planner(mttf=H).completion(8, work=DAY, ckpt_cost=10.0, interval=-1)
