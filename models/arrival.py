@@ -831,7 +831,8 @@ class ArrivalModel(BaseModel):
     # ------------------------------------------------------------------ serialisation
     _ARRAYS = ("log_rate", "log_rate_se", "emp_jobs_per_how", "emp_hours_per_how", "bs_values",
                "bs_counts", "gap_q", "user_shares")
-    _FLOATS = ("restart_prob", "t_ref", "d_lo", "d_hi", "alpha", "dispersion_alpha_hat", "dispersion_alpha_se", "dispersion_stat",
+    _FLOATS = ("restart_prob", "t_ref", "d_lo", "d_hi", "alpha", "dispersion_alpha_hat", "dispersion_alpha_se",
+               "dispersion_stat",
                "dispersion_p", "trend_per_day", "trend_se", "hourly_dispersion_index", "mean_batch_size")
 
     def _fitted_to_dict(self) -> dict[str, Any]:

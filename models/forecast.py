@@ -188,7 +188,8 @@ def rolling_origin_backtest(y, *, horizon: int = 7, step: int = 7, min_train: in
     """Rolling-origin evaluation of one series: origins ``min_train, min_train + step, ...`` while
     ``origin + horizon <= len(y)``; each method forecasts ``horizon`` days from each origin using the
     data before it. Returns one row per method: ``mape`` (mean |ŷ − y|/y over days with y > 0),
-    ``wape`` (Σ|ŷ − y| / Σy, robust to near-zero days), ``coverage`` (share of days inside the interval), ``width`` (mean interval width / mean y),
+    ``wape`` (Σ|ŷ − y| / Σy, robust to near-zero days), ``coverage`` (share of days inside the
+    interval), ``width`` (mean interval width / mean y),
     ``n`` (forecast days), ``origins``."""
     y = np.asarray(y, dtype=float)
     horizon, step, min_train = int(horizon), int(step), int(min_train)

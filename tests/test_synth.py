@@ -17,8 +17,8 @@ from acmemodel import load_trace
 from acmemodel.models.arrival import ArrivalModel, tz_offset_s
 from acmemodel.models.bundle import Bundle
 from acmemodel.models.gpu_counts import GpuCountModel
-from acmemodel.synth import (DEFAULT_RESTART_GAP, DEFAULT_RESTART_PROB, KALOS_COLUMNS, SEREN_COLUMNS, _restart_gap_sampler,
-                             format_timestamps, simulate_jobs, synthesize, to_acmetrace, write_acmetrace)
+from acmemodel.synth import (DEFAULT_RESTART_GAP, DEFAULT_RESTART_PROB, KALOS_COLUMNS, SEREN_COLUMNS,
+                             _restart_gap_sampler, format_timestamps, simulate_jobs, synthesize, to_acmetrace, write_acmetrace)
 
 DAY = 86400.0
 STATE_P = {"Eval": (0.7, 0.1, 0.2), "Pretrain": (0.4, 0.1, 0.5)}  # COMPLETED, CANCELLED, FAILED
