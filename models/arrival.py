@@ -94,22 +94,29 @@ def tz_offset_s(tz: str | int | float | None) -> int:
 
 
 def to_unix_seconds(t) -> np.ndarray | float:
-    """Unix seconds (UTC, float) of numbers, strings, datetimes or Timestamps (naive = UTC)."""
+    """Unix seconds (UTC, float) of numbers, strings, datetimes, Timestamps or array-likes of them
+    (Series, DatetimeIndex, lists, numpy arrays); naive times are taken as UTC."""
+    import datetime as _dt
+
     if isinstance(t, (int, float, np.integer, np.floating)):
         return float(t)
-    if isinstance(t, (str, pd.Timestamp)) or hasattr(t, "tzinfo"):
+    if isinstance(t, (str, pd.Timestamp, _dt.datetime, _dt.date, np.datetime64)):
         ts = pd.Timestamp(t)
         ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
         return ts.value / 1e9
-    arr = np.asarray(t)
-    if arr.dtype.kind in "iuf":
-        return arr.astype(float)
-    idx = pd.DatetimeIndex(pd.to_datetime(pd.Series(np.ravel(arr)).to_numpy() if arr.dtype == object
-                                          else np.ravel(arr)))
-    if idx.tz is None:
-        idx = idx.tz_localize("UTC")
-    out = idx.tz_convert("UTC").asi8 / 1e9
-    return out.reshape(arr.shape)
+    if isinstance(t, (pd.Series, pd.Index)):
+        if t.dtype.kind in "iuf":
+            return t.to_numpy(dtype=float)
+        idx = pd.DatetimeIndex(pd.to_datetime(t))
+        shape = (len(idx),)
+    else:
+        arr = np.asarray(t)
+        if arr.dtype.kind in "iuf":
+            return arr.astype(float)
+        shape = arr.shape
+        idx = pd.DatetimeIndex(pd.to_datetime(arr.ravel()))
+    idx = idx.tz_localize("UTC") if idx.tz is None else idx.tz_convert("UTC")
+    return (idx.asi8 / 1e9).reshape(shape)
 
 
 def hour_of_week(t_s, offset_s: int) -> np.ndarray:
@@ -413,10 +420,13 @@ class ArrivalModel(BaseModel):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 res = sm.GLM(ya, Xa, family=family, exposure=expo).fit(maxiter=100, wls_method="qr")
-            bad = [w for w in caught if issubclass(w.category, (SMConvergenceWarning, PerfectSeparationWarning,
-                                                                 RuntimeWarning))]
-            if bad or not res.converged:
-                warnings.warn(f"ArrivalModel GLM did not converge cleanly ({bad[0].message if bad else ''})",
+            bad = [w for w in caught if issubclass(w.category, (SMConvergenceWarning, RuntimeWarning))]
+            # "perfect prediction" on a tiny cell is harmless when the estimates are finite
+            sep = any(issubclass(w.category, PerfectSeparationWarning) for w in caught)
+            if bad or not res.converged or not np.all(np.isfinite(res.params)) or (
+                    sep and np.max(np.abs(res.params)) > 30):
+                warnings.warn(f"ArrivalModel GLM ({self.profile}, {len(y)} hours) did not converge cleanly "
+                              f"({bad[0].message if bad else 'non-finite or separated estimates'})",
                               ConvergenceWarning, stacklevel=4)
             return res
 
