@@ -24,14 +24,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
-from acmemodel.planner.config import ClusterConfig, RunSpec
+from acmemodel.planner.config import ClusterConfig
 from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
 from acmemodel.planner.processes import (
     ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,

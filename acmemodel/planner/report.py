@@ -14,7 +14,6 @@ import io
 import math
 from pathlib import Path
 
-import numpy as np
 
 DAY, HOUR, MIN = 86400.0, 3600.0, 60.0
 
