@@ -80,6 +80,7 @@ def resolve_bundle(bundle=None):
     bundle of :func:`acmemodel.load_default`)."""
     from acmemodel.models.bundle import Bundle
 
+    _register_model_classes()
     if bundle is None:
         try:
             from acmemodel.datasets import load_default
@@ -89,6 +90,18 @@ def resolve_bundle(bundle=None):
     if isinstance(bundle, Bundle):
         return bundle
     return Bundle.load(bundle)
+
+
+def _register_model_classes() -> None:
+    """Import the model modules a bundle may hold so their classes are registered for loading
+    (``acmemodel.models`` does not import every family eagerly)."""
+    import importlib
+
+    for mod in ("restart", "failure", "runtime", "queue", "arrival", "gpu_counts"):
+        try:
+            importlib.import_module(f"acmemodel.models.{mod}")
+        except ImportError:  # pragma: no cover - optional families
+            pass
 
 
 def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.random.Generator], np.ndarray]:
