@@ -462,7 +462,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     mu_c, sg_c = _lognormal_from_median_mean(summ["med_run_time_cpu"], summ["avg_run_time_cpu"])
     pcs = np.array([summ["complete_rate_cpu"], summ["cancel_rate_cpu"], summ["fail_rate_cpu"]], float)
     cpu = pd.DataFrame({
-        "type": rng.choice(np.array(["Other", "Eval", "Debug"], dtype=object), size=n_cpu, p=[0.7, 0.2, 0.1]),
+        # CPU-job types were not published: data processing and debugging (an assumption)
+        "type": rng.choice(np.array(["Other", "Debug"], dtype=object), size=n_cpu, p=[0.85, 0.15]),
         "gpu_num": np.zeros(n_cpu, np.int64),
         "state": rng.choice(np.array(["COMPLETED", "CANCELLED", "FAILED"], dtype=object), size=n_cpu,
                             p=pcs / pcs.sum()),
