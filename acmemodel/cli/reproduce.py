@@ -1,1 +1,117 @@
-"""`acmemodel reproduce` command(s)."""
+"""`acmemodel reproduce` command(s): synthetic Seren/Kalos traces vs the published statistics."""
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from acmemodel.cli._app import app, print_json
+from acmemodel.cli._common import console, err_console
+
+
+class QueueMode(str, Enum):
+    simulator = "simulator"
+    model = "model"
+
+
+def _f(x, fmt: str = "{:.2f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+def _mark(ok) -> str:
+    if ok is None:
+        return ""
+    return "[green]✓[/green]" if ok else "[red]✗[/red]"
+
+
+def _render(doc: dict) -> None:
+    bar = doc["quality_bar"]
+    console.print(f"[bold]reproduce[/bold]: bundle {doc['bundle']} (fitted at scale {doc['bundle_scale']:g}), "
+                  f"scale {doc['scale']:g}, seed {doc['seed']}, {doc['days']:g} days, queue: {doc['queue']}; "
+                  f"{doc['seconds']:.1f} s. Bar: KS ≤ {bar['ks']}, shares within {bar['share_pp']} pp.")
+    notes: list[str] = []
+
+    def note(text):
+        if not text:
+            return ""
+        if text not in notes:
+            notes.append(text)
+        return f"[{notes.index(text) + 1}]"
+
+    for name, c in doc["clusters"].items():
+        sim = c["simulation"]
+        parts = ", ".join(f"{k} {v}" for k, v in sim["partitions"].items())
+        load = sim["queue"].get("offered_load") or {}
+        console.print(f"\n[bold]{name}[/bold]: {sim['total_gpus']} GPUs ({parts}); offered load "
+                      + ", ".join(f"{k} {v:.2f}" for k, v in load.items() if v is not None)
+                      + f"; passed: shares {c['passed']['shares']}/{c['compared']['shares']}, states "
+                      f"{c['passed']['states']}/{c['compared']['states']}, curves "
+                      f"{c['passed']['curves']}/{c['compared']['curves']}")
+        t = Table(title=f"{name}: shares by type (%)")
+        for col in ("type", "metric", "published", "reproduced", "diff pp", "", "note"):
+            t.add_column(col, justify="right" if col in ("published", "reproduced", "diff pp") else "left")
+        for r in c["shares"]:
+            t.add_row(r["type"], r["metric"], _f(r["published"]), _f(r["reproduced"]), _f(r["diff_pp"], "{:+.2f}"),
+                      _mark(r["within_bar"]), note(r.get("explanation")))
+        console.print(t)
+        t = Table(title=f"{name}: final-state rates (%)")
+        for col in ("state", "basis", "published", "reproduced", "diff pp", ""):
+            t.add_column(col, justify="right" if col in ("published", "reproduced", "diff pp") else "left")
+        for r in c["states"]:
+            t.add_row(r["state"], r["basis"], _f(r["published"]), _f(r["reproduced"]), _f(r["diff_pp"], "{:+.2f}"),
+                      _mark(r["within_bar"]))
+        console.print(t)
+        t = Table(title=f"{name}: summary (no bar)")
+        for col in ("statistic", "basis", "published", "reproduced", "rel diff", "note"):
+            t.add_column(col, justify="right" if col in ("published", "reproduced", "rel diff") else "left")
+        for r in c["summary"]:
+            t.add_row(r["name"], r["basis"], _f(r["published"], "{:,.2f}"), _f(r["reproduced"], "{:,.2f}"),
+                      _f(None if r["rel_diff"] is None else 100 * r["rel_diff"], "{:+.1f}%"),
+                      note(r.get("explanation")))
+        console.print(t)
+        t = Table(title=f"{name}: KS distance to the published CDFs")
+        for col in ("curve", "basis", "n", "KS", "at x", "KS noise 95%", "", "note"):
+            t.add_column(col, justify="right" if col in ("n", "KS", "at x", "KS noise 95%") else "left")
+        for r in c["curves"]:
+            t.add_row(r["name"], r["basis"], f"{r['n']:,}", _f(r["ks"], "{:.3f}"), _f(r["at_x"], "{:g}"),
+                      _f(r["ks_crit95"], "{:.3f}"), _mark(r["within_bar"]), note(r.get("explanation")))
+        console.print(t)
+    if notes:
+        console.print("\n[bold]Notes[/bold]")
+        for i, text in enumerate(notes, 1):
+            console.print(f"[{i}] {text}")
+    console.print("\nKS = max over the published points x_i of |F_synthetic(x_i) − F_published(x_i)| "
+                  "(a published CDF is known only at its points); 'KS noise 95%' = 1.358/√n.")
+
+
+@app.command("reproduce")
+def reproduce_cmd(
+    bundle: Optional[Path] = typer.Option(None, "--bundle", help="Bundle to check (default: the shipped acme-2023)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG overlays of every curve."),
+    scale: float = typer.Option(1.0, "--scale", help="Fraction of the real job volume (1.0 ≈ 1.1 M jobs)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    queue: QueueMode = typer.Option(QueueMode.simulator, "--queue",
+                                    help="Queue times from the cluster simulator, or from the bundle's queue "
+                                         "model (a diagnostic)."),
+) -> None:
+    """Synthesise Seren- and Kalos-scale six-month traces from a bundle and compare them with the
+    published AcmeTrace statistics: shares, state rates, medians and KS distances to every CDF."""
+    from acmemodel.reproduce import reproduce
+
+    if not (0 < scale <= 10):
+        raise ValueError(f"--scale must be in (0, 10], got {scale}")
+    if bundle is not None and not bundle.exists():
+        raise FileNotFoundError(f"--bundle: {bundle} does not exist")
+    if not json_out:
+        err_console.print(f"synthesising six months of Seren and Kalos at scale {scale:g}...")
+    doc = reproduce(bundle, scale=scale, seed=seed, queue=queue.value, plots=plots)
+    if json_out:
+        print_json(doc)
+    else:
+        _render(doc)
+        if plots is not None:
+            console.print(f"plots written to [bold]{plots}[/bold]")
