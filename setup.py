@@ -17,8 +17,8 @@ def _ext(name: str, folder: str) -> Extension:
         name,
         sources=sorted(glob.glob(f"{folder}/*.c")),
         include_dirs=[numpy.get_include(), folder],
-        extra_compile_args=["-std=c99", "-O3", "-Wall"],
-        extra_link_args=["-lm"],
+        extra_compile_args=["-std=c99", "-O3", "-Wall", "-pthread"],
+        extra_link_args=["-lm", "-pthread"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
 

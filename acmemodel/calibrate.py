@@ -36,7 +36,9 @@ calibration has two steps, both deterministic given the seed:
 
 2. :func:`calibrate` fits every model family of the package on that pseudo-trace with its ordinary
    ``fit`` and returns the :class:`~acmemodel.models.bundle.Bundle`; MLE on stratified draws of a
-   published curve is the minimum-distance fit of the family to the curve. ``acmemodel calibrate``
+   published curve is the minimum-distance fit of the family to the curve. Two exceptions: the
+   failure model is fitted on the jobs of ≥ 64 GPUs (only their failures carry size information in
+   the pseudo-trace), and the restart model is the failure table's published time-to-restart prior. ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
@@ -565,6 +567,17 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
         "assumptions": asdict(assumptions or Assumptions()),
         "calibration": reports,
     }
-    bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=provenance,
-                        name="acme-2023", log=log)
-    return bundle
+    a = assumptions or Assumptions()
+    models = list(models)
+    # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
+    # size information (the infrastructure process); small jobs' failures follow the published
+    # duration curves, which are not conditioned on size. The restart model is the published
+    # time-to-restart prior of the failure table (restart gaps were not published in trace form).
+    params = {"restart": {"method": "prior"}} if "restart" in models else {}
+    subsets = ({"failure": trace.jobs["gpu_num"] >= a.infra_min_gpus} if "failure" in models else {})
+    provenance["model_notes"] = {
+        "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
+        "restart": "published prior (failure table, time to restart per reason)",
+    }
+    return fit_bundle(trace.jobs, trace.timezones, models=models, provenance=provenance, name="acme-2023",
+                      params=params, subsets=subsets, log=log)

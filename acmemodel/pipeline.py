@@ -49,10 +49,13 @@ def model_names() -> list[str]:
 
 def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
                models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
+               params: dict[str, dict] | None = None, subsets: dict[str, "pd.Series"] | None = None,
                log: Callable[[str], None] | None = None) -> Bundle:
     """Fit the named models (default: all) on ``jobs`` (the trace contract) and bundle them.
 
-    ``provenance`` is stored as given, plus per-model fit seconds under ``"fit_seconds"``.
+    ``params`` maps a model name to constructor keyword arguments; ``subsets`` maps a model name to a
+    boolean mask of the rows it is fitted on (default: all rows). ``provenance`` is stored as given,
+    plus per-model fit seconds under ``"fit_seconds"``.
     """
     from acmemodel.trace import Trace
 
@@ -61,12 +64,18 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     bad = [m for m in names if m not in builders]
     if bad:
         raise ValueError(f"models: unknown model(s) {bad}; choose from {', '.join(builders)}")
+    params, subsets = dict(params or {}), dict(subsets or {})
+    unknown = (set(params) | set(subsets)) - set(names)
+    if unknown:
+        raise ValueError(f"params/subsets name models that are not fitted: {sorted(unknown)}")
     trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(timezones or {}))
     fitted, seconds = {}, {}
     for m in names:
         t = time.perf_counter()
-        model = builders[m]()
-        fitted[m] = _fit_one(model, trace)
+        model = builders[m](**params.get(m, {}))
+        data = trace if m not in subsets else Trace(
+            jobs=jobs[subsets[m]].reset_index(drop=True), rejected=pd.DataFrame(), timezones=trace.timezones)
+        fitted[m] = _fit_one(model, data)
         seconds[m] = round(time.perf_counter() - t, 3)
         if log:
             log(f"fitted {m} in {seconds[m]:.1f} s")

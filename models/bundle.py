@@ -27,7 +27,7 @@ SCHEMA_VERSION = "1.0"
 
 #: modules whose classes a bundle may hold (importing a module registers its classes)
 MODEL_MODULES: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts",
-                                  "predictor")
+                                  "predictor", "forecast")
 
 
 def _import_model_modules() -> None:

@@ -251,7 +251,8 @@ class RestartModel(BaseModel):
 
     Parameters
     ----------
-    method : default predictor, ``"glm"`` or ``"lgbm"`` (both are fitted when data allow).
+    method : default predictor, ``"glm"`` or ``"lgbm"`` (both are fitted when data allow), or
+        ``"prior"``: use the published prior whatever the data (the calibrated default bundle).
     min_chains : fewer restart chains than this → fall back to the published prior.
     min_lgbm_chains : fewer chains → no LightGBM model (GLM only).
     min_level_chains : job types with fewer chains are pooled into ``"(rare)"``.
@@ -279,8 +280,8 @@ class RestartModel(BaseModel):
 
     # ------------------------------------------------------------------ data
     def _validate(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.method not in METHODS + ("prior",):
+            raise ValueError(f"method must be one of {METHODS + ('prior',)}, got {self.method!r}")
         for name in ("min_chains", "min_lgbm_chains", "min_level_chains", "num_boost_round"):
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
@@ -367,6 +368,11 @@ class RestartModel(BaseModel):
         self.lgbm_sigma_ = {}
         self.levels_ = {"type": []}
         self.population_ = None
+        if self.method == "prior":  # asked for: no warning
+            self.fallback_ = True
+            self.fallback_reason_ = "method='prior': the published time-to-restart prior (paper Table 3)"
+            self.n_fit_ = self.n_chains_
+            return self
         if len(fr) < self.min_chains:
             self.fallback_ = True
             self.fallback_reason_ = (f"only {len(fr)} restart chains (< min_chains={self.min_chains}): "

@@ -12,8 +12,9 @@ from acmemodel.cli._common import console
 
 @app.command("plan")
 def plan_cmd(
-    config: Path = typer.Argument(..., help="Cluster configuration (.yaml/.yml/.toml); example: "
-                                            "acmemodel/planner/examples/example.yaml."),
+    config: Optional[Path] = typer.Argument(
+        None, help="Cluster configuration (.yaml/.yml/.toml); default: the shipped example "
+                   "(acmemodel/planner/examples/example.yaml)."),
     bundle: Optional[Path] = typer.Option(
         None, "--bundle", help="Fitted bundle (default: the embedded default bundle)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report with plots here."),
@@ -27,6 +28,10 @@ def plan_cmd(
     from acmemodel.planner.config import ClusterConfig
     from acmemodel.planner.planner import Planner
 
+    if config is None:
+        from importlib import resources
+
+        config = Path(str(resources.files("acmemodel.planner").joinpath("examples", "example.yaml")))
     cfg = ClusterConfig.load(config)
     if replicas is not None:
         if replicas < 1:
