@@ -1,0 +1,333 @@
+"""Tests of the calibration to the published AcmeTrace statistics (acmemodel/calibrate.py, ``acmemodel calibrate``).
+
+* the pseudo-trace (:func:`published_trace`, 30 % of the real volume: ~200k Seren and ~6k Kalos GPU jobs, 1-2 s)
+  matches the published shares, state rates, queue statistics and curves within tolerances derived from its size
+  (5 standard errors; for GPU-time ratios the ratio-estimator standard error
+  ``sqrt(Σ (w_i (I_i − r))²) / Σ w_i`` with w the GPU time);
+* assumption overrides change what they claim to change, and are recorded;
+* ``acmemodel calibrate --scale 0.02 -o DIR`` writes a bundle that loads;
+* round trip: models refitted on a trace synthesised from a bundle (calibrated at 5 %) return its parameters.
+
+Known gaps of the current calibration are ``xfail(strict=True)`` with the reason, so they flip to failures (and must
+be un-marked) once fixed.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from acmemodel.datasets import load_reference
+
+PSEUDO_SCALE = 0.3
+BUNDLE_SCALE = 0.05
+Z = 5.0  # tolerance in standard errors
+
+
+@pytest.fixture(scope="session")
+def pseudo():
+    from acmemodel.calibrate import published_trace
+
+    return published_trace(scale=PSEUDO_SCALE)
+
+
+@pytest.fixture(scope="session")
+def bundle():
+    from acmemodel.calibrate import calibrate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return calibrate(scale=BUNDLE_SCALE)
+
+
+@pytest.fixture(scope="session")
+def synth_trace(bundle):
+    from acmemodel.reproduce import to_trace
+    from acmemodel.synth import simulate_jobs
+
+    jobs = [simulate_jobs(bundle, days=184, cluster=c, seed=11 + i) for i, c in enumerate(("Seren", "Kalos"))]
+    return to_trace(pd.concat(jobs, ignore_index=True))
+
+
+def _gpu(pseudo, cluster):
+    j = pseudo[0].jobs
+    return j[(j["cluster"] == cluster) & j["is_gpu"]]
+
+
+def _gpu_time(g, cluster):
+    """GPU time as the published tables count it: Kalos gpus × (end − submit), Seren gpus × (end − start)."""
+    d = (g["end_s"] - g["submit_s"]) if cluster == "Kalos" else g["run_s"]
+    return (g["gpu_num"] * d).to_numpy(float)
+
+
+def _ratio(w, ind):
+    """Weighted share r = Σ w I / Σ w and its ratio-estimator standard error."""
+    r = float((w * ind).sum() / w.sum())
+    return r, float(np.sqrt(((w * (ind - r)) ** 2).sum()) / w.sum())
+
+
+_MIX = load_reference("workload_mix")
+_CT = [(c, t) for c, t in zip(_MIX["cluster"], _MIX["type"])]
+ANCHOR = ("calibration anchors the GPU-time total on Pretrain (rank correlation 0.5), which gives about 2x the "
+          "published Seren total; the other types' targets are shares of that inflated total, so {} saturates at "
+          "rho = +0.95. Against the published absolute GPU time (share x cluster_summary total) SFT is reachable")
+
+
+# ------------------------------------------------------------------------------ pseudo-trace vs published
+@pytest.mark.parametrize("cluster, typ", _CT)
+def test_job_share_by_type(pseudo, cluster, typ):
+    g = _gpu(pseudo, cluster)
+    pub = float(_MIX.query("cluster == @cluster and type == @typ")["job_count_percent"].iloc[0]) / 100
+    p = float((g["type"] == typ).mean())
+    assert abs(p - pub) <= Z * math.sqrt(pub * (1 - pub) / len(g)), (p, pub)
+
+
+def _gpu_time_share_params():
+    out = []
+    for c, t in _CT:
+        marks = ()
+        if c == "Seren" and t in ("SFT", "MLLM"):
+            marks = pytest.mark.xfail(strict=True, reason=ANCHOR.format(t) if t == "SFT" else
+                                      "MLLM: the published box plot and duration curve give at most ~83% of the "
+                                      "published absolute MLLM GPU time even at rho = +0.95 (a genuine "
+                                      "contradiction), and the inflated Pretrain-anchored total makes it worse")
+        out.append(pytest.param(c, t, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("cluster, typ", _gpu_time_share_params())
+def test_gpu_time_share_by_type(pseudo, cluster, typ):
+    g = _gpu(pseudo, cluster)
+    pub = float(_MIX.query("cluster == @cluster and type == @typ")["gpu_time_percent"].iloc[0]) / 100
+    r, se = _ratio(_gpu_time(g, cluster), (g["type"] == typ).to_numpy())
+    assert abs(r - pub) <= Z * se, (r, pub, se)
+
+
+@pytest.mark.parametrize("cluster", [
+    pytest.param("Seren", marks=pytest.mark.xfail(strict=True, reason=(
+        "Seren pseudo-trace GPU time is ~2x the published total (complete+cancel+fail GPU time): Pretrain anchored "
+        "at rho = 0.5 with the published duration curve; the published Pretrain GPU time needs rho ~ -0.3"))),
+    "Kalos"])
+def test_total_gpu_time_matches_summary(pseudo, cluster):
+    """Total GPU time vs cluster_summary × scale, within the documented ~10% disagreement of the Seren sources (or
+    5 standard errors of the sum, whichever is larger)."""
+    s = load_reference("cluster_summary").set_index("id").loc[cluster]
+    pub = float(s[["complete_gpu_time", "cancel_gpu_time", "fail_gpu_time"]].sum()) * PSEUDO_SCALE
+    w = _gpu_time(_gpu(pseudo, cluster), cluster)
+    tol = max(0.10 * pub, Z * float(w.std()) * math.sqrt(len(w)))
+    assert abs(w.sum() - pub) <= tol, (w.sum(), pub)
+
+
+@pytest.mark.parametrize("cluster", ["Seren", "Kalos"])
+@pytest.mark.parametrize("state", ["COMPLETED", "CANCELLED", "FAILED"])
+def test_state_rates_by_count_and_gpu_time(pseudo, cluster, state):
+    g = _gpu(pseudo, cluster)
+    s = load_reference("cluster_summary").set_index("id").loc[cluster]
+    k = {"COMPLETED": "complete", "CANCELLED": "cancel", "FAILED": "fail"}[state]
+    ind = (g["analysis_state"] == state).to_numpy()
+    pub = float(s[f"{k}_rate_gpu"])
+    assert abs(ind.mean() - pub) <= Z * math.sqrt(pub * (1 - pub) / len(g))
+    r, se = _ratio(_gpu_time(g, cluster), ind)
+    assert abs(r - float(s[f"{k}_rate_gpu_time"])) <= Z * se, (r, s[f"{k}_rate_gpu_time"], se)
+
+
+@pytest.mark.parametrize("cluster", ["Seren", "Kalos"])
+def test_queue_median_and_mean(pseudo, cluster):
+    g = _gpu(pseudo, cluster)
+    s = load_reference("cluster_summary").set_index("id").loc[cluster]
+    q = g["queue_s"].to_numpy(float)
+    n = len(q)
+    # the published median m: P(wait <= m) >= 1/2 >= P(wait < m), each within 5 binomial standard errors
+    m = float(s["med_que_time_gpu"])
+    assert (q <= m).mean() >= 0.5 - Z * math.sqrt(0.25 / n)
+    assert (q < m).mean() <= 0.5 + Z * math.sqrt(0.25 / n)
+    assert abs(q.mean() - float(s["avg_que_time_gpu"])) <= Z * q.std() / math.sqrt(n)
+
+
+@pytest.mark.parametrize("cluster", ["Seren", "Kalos"])
+def test_cpu_job_counts(pseudo, cluster):
+    j = pseudo[0].jobs
+    s = load_reference("cluster_summary").set_index("id").loc[cluster]
+    assert int((~j["is_gpu"] & (j["cluster"] == cluster)).sum()) == round(s["cpu_job_num"] * PSEUDO_SCALE)
+
+
+def _curves():
+    from acmemodel.reproduce import curve_points
+
+    out = []
+    for cv in curve_points():
+        marks = ()
+        if cv["name"] == "gpu_count/Seren":
+            marks = pytest.mark.xfail(strict=True, reason=(
+                "GPU counts are drawn from the per-type box plots (log-linear between quartiles, rounded to powers "
+                "of two): too many 2- and 4-GPU jobs, KS 0.074 at 4 GPUs; the published GPU-count CDF is not a "
+                "calibration target"))
+        out.append(pytest.param(cv, id=cv["name"], marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("cv", _curves())
+def test_curves_within_quality_bar(pseudo, cv):
+    """Every published curve within the issue's bar, KS <= 0.05 (KS at the published points; the sampling noise at
+    these sizes is below 0.01 except for Kalos types with < 300 jobs, where 1.63/sqrt(n) is added)."""
+    from acmemodel.reproduce import ks_at_points
+
+    g = _gpu(pseudo, cv["cluster"])
+    d = ((g["end_s"] - g["submit_s"]) if cv["cluster"] == "Kalos" else g["run_s"]).to_numpy(float)
+    if cv["kind"] == "gpu_count_cdf_by_jobs":
+        sample = g["gpu_num"].to_numpy(float)
+    elif cv["type"] is None:
+        sample = d
+    else:
+        sample = d[(g["type"] == cv["type"]).to_numpy()]
+    ks, _ = ks_at_points(sample, cv["x"], cv["cdf"])
+    assert ks <= 0.05 + (1.63 / math.sqrt(len(sample)) if len(sample) < 300 else 0.0), ks
+
+
+# ------------------------------------------------------------------------------ assumptions
+def test_weekend_factor_override():
+    """Submissions on local weekend days follow the weekend factor: expected share Σ_weekend w_d / Σ_d w_d."""
+    from acmemodel.calibrate import Assumptions, published_jobs
+
+    for wf in (0.1, 1.0):
+        a = Assumptions(weekend_factor=wf)
+        j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=4)
+        assert rep["assumptions"]["weekend_factor"] == wf
+        j = j[j["is_gpu"]]
+        local = j["submit_time"].dt.tz_convert("+08:00")
+        days = pd.date_range("2023-03-01", periods=int(a.days), freq="D")
+        w = np.where(days.dayofweek >= 5, wf, 1.0)
+        expect = w[days.dayofweek >= 5].sum() / w.sum()
+        # evaluation jobs arrive in bursts of mean eval_batch_mean: inflate the binomial variance by it
+        deff = a.eval_batch_mean["Seren"]
+        obs = float((local.dt.dayofweek >= 5).mean())
+        assert abs(obs - expect) <= Z * math.sqrt(expect * (1 - expect) * deff / len(j)), (wf, obs, expect)
+
+
+def test_queue_atom_override():
+    """The share of GPU jobs starting within a second follows queue_atom: atom + (1 − atom) P(lognormal < 1.5 s)."""
+    from acmemodel.calibrate import Assumptions, published_jobs
+
+    a = Assumptions(queue_atom={"Seren": 0.9, "Kalos": 0.25})
+    j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=5)
+    g = j[j["is_gpu"]]
+    ql = rep["queue_lognormal"]
+    assert ql["atom"] == 0.9
+    f = np.where(g["type"] == "Eval", a.eval_queue_factor, 1.0)
+    p_ln = stats.norm.cdf((np.log(1.5 / f) - ql["mu"]) / ql["sigma"]).mean()
+    expect = 0.9 + 0.1 * p_ln
+    obs = float((g["queue_s"] <= 1).mean())
+    assert abs(obs - expect) <= Z * math.sqrt(expect * (1 - expect) / len(g)), (obs, expect)
+
+
+def test_invalid_assumptions():
+    from acmemodel.calibrate import Assumptions, published_jobs
+
+    with pytest.raises(ValueError, match="hour_profile"):
+        published_jobs("Seren", scale=0.01, assumptions=Assumptions(hour_profile=(1.0,) * 23))
+    with pytest.raises(ValueError, match="scale"):
+        published_jobs("Seren", scale=0)
+    with pytest.raises(ValueError, match="cluster"):
+        published_jobs("Philly", scale=0.01)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["calibrate", "-o", "unused", "--set", "bogus=1"], "bogus"),
+    (["calibrate", "-o", "unused", "--set", "weekend_factor=abc"], "weekend_factor"),
+    (["calibrate", "-o", "unused", "--scale", "0"], "--scale"),
+])
+def test_calibrate_cli_user_errors(argv, needle, capsys):
+    from acmemodel.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_calibrate_cli_writes_loadable_bundle(tmp_path):
+    from acmemodel.calibrate import DEFAULT_MODELS
+    from acmemodel.cli import app
+    from acmemodel.datasets.reference import _data_path
+    from acmemodel.models.bundle import Bundle
+
+    out = tmp_path / "acme"
+    r = CliRunner().invoke(app, ["calibrate", "--scale", "0.02", "-o", str(out), "--set", "weekend_factor=0.4",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert sorted(doc["models"]) == sorted(DEFAULT_MODELS)
+    b = Bundle.load(out)
+    assert sorted(b.models) == sorted(DEFAULT_MODELS)
+    prov = b.provenance
+    assert prov["scale"] == 0.02 and prov["assumptions"]["weekend_factor"] == 0.4
+    for rel, digest in prov["reference_sha256"].items():
+        with _data_path(rel).open("rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == digest
+
+
+# ------------------------------------------------------------------------------ round trip
+def test_round_trip_runtime_medians(bundle, synth_trace):
+    """Cells fully keyed (cluster/type/state/GPU bucket, what the generator draws from) with >= 200 synthetic jobs:
+    the refitted median within 5 standard errors of the bundle's; SE(log median) = sqrt(1/4n) / (f(m) m) with the
+    density at the median taken from the bundle cell's quantiles."""
+    from acmemodel.models.runtime import RuntimeModel
+
+    refit = RuntimeModel(**bundle["runtime"].get_params()).fit(synth_trace)
+    s0, s1 = bundle["runtime"].summary(), refit.summary()
+    m = s0[s0["fitted"]].merge(s1[s1["fitted"]], on="cell", suffixes=("_b", "_r"))
+    m = m[~m["cell"].str.contains(r"\*", regex=True) & (m["n_r"] >= 200)]
+    assert len(m) >= 10
+    bad = []
+    for _, r in m.iterrows():
+        key = dict(zip(("cluster", "type", "state", "gpu_bucket"), r["cell"].split("/")))
+        h = 0.05
+        lo, hi = bundle["runtime"].quantile(np.array([0.5 - h, 0.5 + h]), **key)
+        se = math.sqrt(0.25 / r["n_r"]) * (hi - lo) / (2 * h) / r["median_s_b"]
+        z = math.log(r["median_s_r"] / r["median_s_b"]) / se
+        if abs(z) > Z:
+            bad.append((r["cell"], r["median_s_b"], r["median_s_r"], round(z, 1)))
+    assert not bad, bad
+
+
+def test_round_trip_arrival_counts(bundle, synth_trace):
+    """Expected jobs per (cluster, type) over the six months: refit vs bundle within 5 SE of a compound Poisson
+    count (variance = E[N] E[B²] / E[B], B the bundle's batch sizes)."""
+    from acmemodel.models.arrival import ArrivalModel
+
+    a0 = bundle["arrival"]
+    a1 = ArrivalModel(**a0.get_params()).fit(synth_trace)
+    s, e = pd.Timestamp("2023-03-01", tz="UTC"), pd.Timestamp("2023-09-01", tz="UTC")
+    for cl in ("Seren", "Kalos"):
+        for ty in a0.types(cl):
+            n0 = a0.expected_count(s, e, cluster=cl, type=ty)
+            n1 = a1.expected_count(s, e, cluster=cl, type=ty)
+            pmf = a0.batch_size_pmf(cluster=cl, type=ty)
+            b = pmf.index.to_numpy(float)
+            eb, eb2 = float((b * pmf.to_numpy()).sum()), float((b * b * pmf.to_numpy()).sum())
+            assert abs(n1 - n0) <= Z * math.sqrt(n0 * eb2 / eb), (cl, ty, n0, n1)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "simulate_jobs draws failed jobs' run times from the runtime model's FAILED cells (type x GPU bucket); the "
+    "failure model's size exponent alpha and Weibull shape are not used by the generator, so they do not round-trip "
+    "(refit alpha ~ 0 and shape ~ 0.4 vs the bundle's ~0.5 and ~1.7 at 5% scale)"))
+def test_round_trip_failure_alpha_and_shape(bundle, synth_trace):
+    """Refitted size exponent and Weibull shape within 5 of the refit's standard errors of the bundle's values."""
+    from acmemodel.models.failure import FailureModel
+
+    f0 = bundle["failure"]
+    f1 = FailureModel(**{**f0.get_params(), "compare": False}).fit(synth_trace)
+    z = stats.norm.ppf(0.975)
+    se_a = (f1.alpha_ci_[1] - f1.alpha_ci_[0]) / (2 * z)
+    se_lk = (math.log(f1.shape_ci_[1]) - math.log(f1.shape_ci_[0])) / (2 * z)
+    assert abs(f1.alpha_ - f0.alpha_) <= Z * se_a, (f0.alpha_, f1.alpha_, se_a)
+    assert abs(math.log(f1.shape_ / f0.shape_)) <= Z * se_lk, (f0.shape_, f1.shape_, se_lk)
