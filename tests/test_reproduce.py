@@ -224,6 +224,13 @@ def test_explanations(result, bundle):
             assert (r["explanation"] is not None) == at_bound
     s = {r["name"]: r for r in result["clusters"]["Seren"]["summary"]}
     assert "cluster_summary" in s["median_run_s"]["explanation"]
+    for r in result["clusters"]["Kalos"]["curves"]:
+        expect = not r["within_bar"] and r["name"].startswith("duration")
+        assert (r["explanation"] is not None) == expect
+        if expect:
+            assert r["explanation"].startswith("model limitation")
+    for r in result["clusters"]["Seren"]["curves"]:
+        assert r["explanation"] is None
 
 
 def test_invalid_arguments(bundle):
