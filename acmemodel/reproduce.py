@@ -418,8 +418,7 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
     if util > 1.0:
         overloaded = (f"model limitation, not a source contradiction: the synthetic workload asks for {util:.2f} x the "
                       f"cluster's GPU time (published {pub_gt / capacity:.2f}), so the simulated queue grows "
-                      f"without bound; the excess is the GPU time of the types whose GPU-time share is above the "
-                      f"published one")
+                      f"without bound and the queue statistics are meaningless until the synthetic GPU time matches")
     summary = []
     for name, pub, rep, b in rows:
         rel = (rep - pub) / pub if pub and math.isfinite(rep) else None
