@@ -16,8 +16,9 @@ calibration has two steps, both deterministic given the seed:
      (``duration = end − submit``): there the run time is the published total minus a queue draw
      truncated at the total, so queue + run reproduces the published curve exactly;
    * **GPU time by type**: within each type the rank correlation ρ between GPU count and duration
-     (Gaussian copula) is solved by bisection so that each type's share of GPU time matches
-     ``workload_mix.csv`` (Pretrain is the anchor with ρ = 0.5);
+     (Gaussian copula) is solved by bisection so that the type's GPU time is its published share
+     (``workload_mix.csv``) of the published total GPU time (``cluster_summary.csv``); where no ρ in
+     [−0.95, 0.95] reaches it (Seren MLLM, Kalos Eval) ρ stays at the bound and the report says so;
    * **final states**: a multinomial logit in the standardised log GPU time z,
      ``P(FAILED) ∝ exp(a_f + b_f z)``, ``P(CANCELLED) ∝ exp(a_c + b_c z)``, ``P(COMPLETED) ∝ 1``,
      with (a_f, b_f, a_c, b_c) solved so that the state rates by count *and* by GPU time match
@@ -86,8 +87,6 @@ class Assumptions:
     restart_prob: float = 0.7
     restart_gap_median_s: float = 600.0
     restart_gap_sigma: float = 1.5
-    #: Pretrain rank correlation GPU count ↔ duration (anchor of the GPU-time calibration)
-    pretrain_rho: float = 0.5
     #: infrastructure failures of jobs of >= infra_min_gpus GPUs: Weibull with this shape and a mean time
     #: to failure M(g) = M_ref (g / g_ref)^(-infra_alpha). g_ref (None = the count-weighted GPU demand of
     #: the failure table's Infrastructure reasons with median demand >= 256); M_ref (None = solved so
@@ -235,7 +234,9 @@ def _solve_states(z: np.ndarray, gt: np.ndarray, gt_fail: np.ndarray, targets: d
         return [pf.mean() - targets["fail"], pc.mean() - targets["cancel"],
                 (pf * gt_fail).sum() / tot - targets["fail_gt"], (pc * gt).sum() / tot - targets["cancel_gt"]]
 
-    sol = optimize.least_squares(res, x0=[0.0, 0.0, -2.0, 0.5], method="lm")
+    # bounded slopes: where the four targets cannot all be met, a best compromise rather than a
+    # step function of job size
+    sol = optimize.least_squares(res, x0=[0.0, 0.0, -2.0, 0.5], bounds=([-10, -3, -10, -3], [10, 3, 10, 3]))
     return sol.x
 
 
@@ -300,14 +301,11 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         ug, ud = _copula_pair(r, p["n"], rho)
         return p["gpus"](ug, r), p["qdur"](ud)
 
-    # --- GPU-time calibration: Pretrain anchors, other types' rho solved by bisection
-    anchor = "Pretrain"
-    rho = {anchor: a.pretrain_rho}
-    g, d = draw(anchor, rho[anchor])
-    total_gt = float((g * d).sum()) / gt_share[anchor]
+    # --- GPU-time calibration: each type's rank correlation rho solved by bisection so that its GPU
+    #     time is its published share of the published total GPU time (cluster_summary, x scale)
+    total_gt = float(summ["complete_gpu_time"] + summ["cancel_gpu_time"] + summ["fail_gpu_time"]) * scale
+    rho = {}
     for t in types:
-        if t == anchor:
-            continue
         target = gt_share[t] * total_gt
 
         def f(r, t=t, target=target):
@@ -386,7 +384,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                "fail_gt": (summ["fail_rate_gpu_time"] * g_tot - g_hit) / (g_tot - g_hit),
                "cancel_gt": summ["cancel_rate_gpu_time"] * g_tot / (g_tot - g_hit)}
     th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
-    ef, ec = np.exp(th[0] + th[1] * z), np.exp(th[2] + th[3] * z)
+    ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
+    ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
     pf, pc = ef / (1 + ef + ec), ec / (1 + ef + ec)
     u = rng.uniform(0, 1, n)
     state = np.where(u < pf, "FAILED", np.where(u < pf + pc, "CANCELLED", "COMPLETED")).astype(object)
@@ -457,8 +456,17 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         extra.append(ordered)
         cur = ordered[ordered["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"])]
     if extra:
-        gpu = pd.concat([gpu, *extra], ignore_index=True)
-        report["restart_attempts"] = int(sum(len(e) for e in extra))
+        added = pd.concat(extra, ignore_index=True)
+        # restarts are part of the published job counts: remove as many jobs of the same type that are
+        # not part of a chain (drawn at random), so the type mix stays as published
+        in_chain = set(np.concatenate([e.index.to_numpy() for e in extra]).tolist())
+        drop = []
+        for t, m in added["type"].value_counts().items():
+            pool = gpu.index[(gpu["type"] == t).to_numpy() & ~gpu.index.isin(list(in_chain))
+                             & ~gpu["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()]
+            drop.append(rng.choice(pool, size=min(int(m), len(pool)), replace=False))
+        gpu = pd.concat([gpu.drop(index=np.concatenate(drop)), added], ignore_index=True)
+        report["restart_attempts"] = int(len(added))
 
     # --- CPU jobs: lognormal run time from the published median/mean, published state rates
     mu_c, sg_c = _lognormal_from_median_mean(summ["med_run_time_cpu"], summ["avg_run_time_cpu"])

@@ -75,10 +75,6 @@ def _ratio(w, ind):
 
 _MIX = load_reference("workload_mix")
 _CT = [(c, t) for c, t in zip(_MIX["cluster"], _MIX["type"])]
-ANCHOR = ("calibration anchors the GPU-time total on Pretrain (rank correlation 0.5), which gives about 2x the "
-          "published Seren total; the other types' targets are shares of that inflated total, so {} saturates at "
-          "rho = +0.95. Against the published absolute GPU time (share x cluster_summary total) SFT is reachable")
-
 
 # ------------------------------------------------------------------------------ pseudo-trace vs published
 @pytest.mark.parametrize("cluster, typ", _CT)
@@ -89,20 +85,7 @@ def test_job_share_by_type(pseudo, cluster, typ):
     assert abs(p - pub) <= Z * math.sqrt(pub * (1 - pub) / len(g)), (p, pub)
 
 
-def _gpu_time_share_params():
-    out = []
-    for c, t in _CT:
-        marks = ()
-        if c == "Seren" and t in ("SFT", "MLLM"):
-            marks = pytest.mark.xfail(strict=True, reason=ANCHOR.format(t) if t == "SFT" else
-                                      "MLLM: the published box plot and duration curve give at most ~83% of the "
-                                      "published absolute MLLM GPU time even at rho = +0.95 (a genuine "
-                                      "contradiction), and the inflated Pretrain-anchored total makes it worse")
-        out.append(pytest.param(c, t, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("cluster, typ", _gpu_time_share_params())
+@pytest.mark.parametrize("cluster, typ", _CT)
 def test_gpu_time_share_by_type(pseudo, cluster, typ):
     g = _gpu(pseudo, cluster)
     pub = float(_MIX.query("cluster == @cluster and type == @typ")["gpu_time_percent"].iloc[0]) / 100
@@ -110,11 +93,7 @@ def test_gpu_time_share_by_type(pseudo, cluster, typ):
     assert abs(r - pub) <= Z * se, (r, pub, se)
 
 
-@pytest.mark.parametrize("cluster", [
-    pytest.param("Seren", marks=pytest.mark.xfail(strict=True, reason=(
-        "Seren pseudo-trace GPU time is ~2x the published total (complete+cancel+fail GPU time): Pretrain anchored "
-        "at rho = 0.5 with the published duration curve; the published Pretrain GPU time needs rho ~ -0.3"))),
-    "Kalos"])
+@pytest.mark.parametrize("cluster", ["Seren", "Kalos"])
 def test_total_gpu_time_matches_summary(pseudo, cluster):
     """Total GPU time vs cluster_summary × scale, within the documented ~10% disagreement of the Seren sources (or
     5 standard errors of the sum, whichever is larger)."""
