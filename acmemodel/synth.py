@@ -30,17 +30,21 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    each is submitted its gap after its predecessor's actual end. :func:`cluster_queue` builds such a
    hook from the cluster simulator (:func:`acmemodel.planner.cluster_sim.simulate_cluster`).
 
-Output (:func:`to_acmetrace`): the exact AcmeTrace schema of the cluster, every value a string as in
-the published files — Seren ``job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,
-start_time,end_time,duration,queue,gpu_time`` with ``+08:00`` timestamps, ``duration = end − start``;
-Kalos adds ``mem_per_pod_GB,shared_mem_per_pod,fail_time,stop_time`` with ``+00:00`` timestamps and,
-like the published Kalos rows, ``duration = end − submit`` (queue included). Columns the models do
-not describe get deterministic placeholders taken from the published examples: Seren
-``cpu_num = 16 · gpus`` (8 for CPU jobs); Kalos ``cpu_num = 120 · nodes``, ``mem_per_pod_GB`` 1000
-(GPU) / 100 (CPU), ``shared_mem_per_pod`` 100.0 / 10.0; ``node_num = max(1, ceil(gpus / 8))``.
-Timestamps are whole seconds (submit floored, run time rounded). Job ids: Seren consecutive integers
-from 5,000,000 in submission order; Kalos ``dlc`` + 13 base-36 characters (a seeded bijection of the
-row number, so unique).
+Output: :func:`simulate_jobs` returns a jobs frame that every :mod:`acmemodel.export` writer
+takes as is (restart chains included), so ``acmemodel synth --format swf|helios|philly|batsim``
+writes simulator inputs directly. The AcmeTrace file (:func:`to_acmetrace`, :func:`write_acmetrace`)
+uses the one AcmeTrace formatter of :mod:`acmemodel.export.acmetrace`: the exact schema of the
+cluster, every value a string as in the published files — Seren ``job_id,user,node_num,gpu_num,
+cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time`` with ``+08:00``
+timestamps, ``duration = end − start``; Kalos adds ``mem_per_pod_GB,shared_mem_per_pod,fail_time,
+stop_time`` with ``+00:00`` timestamps and, like the published Kalos rows, ``duration = end −
+submit`` (queue included). Columns the models do not describe get deterministic placeholders taken
+from the published examples (:func:`schema_columns`): Seren ``cpu_num = 16 · gpus`` (8 for CPU
+jobs); Kalos ``cpu_num = 120 · nodes``, ``mem_per_pod_GB`` 1000 (GPU) / 100 (CPU),
+``shared_mem_per_pod`` 100.0 / 10.0; ``node_num = max(1, ceil(gpus / 8))``. Timestamps are whole
+seconds (submit floored, run time rounded). Job ids: Seren consecutive integers from 5,000,000 in
+submission order; Kalos ``dlc`` + 13 base-36 characters (a seeded bijection of the row number, so
+unique).
 """
 from __future__ import annotations
 
@@ -53,16 +57,11 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import DataWarning
+from acmemodel.export.acmetrace import KALOS_COLUMNS, SEREN_COLUMNS
 
 __all__ = ["simulate_jobs", "synthesize", "to_acmetrace", "write_acmetrace", "format_timestamps", "cluster_queue",
-           "DEFAULT_RESTART_GAP", "DEFAULT_RESTART_PROB", "SEREN_COLUMNS", "KALOS_COLUMNS",
-           "resolve_bundle"]
-
-SEREN_COLUMNS = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "state", "submit_time",
-                 "start_time", "end_time", "duration", "queue", "gpu_time"]
-KALOS_COLUMNS = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "mem_per_pod_GB", "shared_mem_per_pod",
-                 "type", "state", "submit_time", "start_time", "end_time", "fail_time", "stop_time",
-                 "duration", "queue", "gpu_time"]
+           "schema_columns", "synthetic_job_ids", "DEFAULT_RESTART_GAP", "DEFAULT_RESTART_PROB",
+           "SEREN_COLUMNS", "KALOS_COLUMNS", "resolve_bundle"]
 
 #: default restart gap (seconds): lognormal from paper Table 3, see module docstring
 DEFAULT_RESTART_GAP = {"median_s": 1.5 * 60, "mean_s": 102.8 * 60,
@@ -164,14 +163,19 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
                   mix: Mapping[str, float] | None = None, gpu_scale: float = 1.0,
                   arrival=None, runtime=None, restart=None,
                   restart_types: tuple[str, ...] = ("Pretrain",), restart_prob: float | None = None,
-                  max_attempts: int = 20, fill_queue: Callable[[pd.DataFrame], Any] | None = None
-                  ) -> pd.DataFrame:
+                  max_attempts: int = 20, fill_queue: Callable[[pd.DataFrame], Any] | None = None,
+                  id_seed: int | None = None) -> pd.DataFrame:
     """Simulate the jobs of one cluster (module docstring); typed columns, one row per job.
 
     Returns columns ``cluster, user, type, state, gpu_num, node_num, submit_s, queue_s, start_s,
-    end_s, run_s`` (seconds, Unix UTC; ``start_s`` NaN = never started), ``batch_id``, ``chain_id``,
-    ``attempt`` (1 = fresh submission), ``restart_gap_s``, sorted by submission. Models come from
-    ``bundle`` (``"arrival"``, ``"runtime"``, optional ``"restart"``) unless given directly.
+    end_s, run_s`` (seconds, Unix UTC; ``start_s`` NaN = never started), ``batch_id``, the restart
+    chain columns of :func:`acmemodel.features.chains.restart_chains` — ``chain_id``, ``attempt``
+    (1 = fresh submission), ``prev_index`` (row label of the failed attempt this one restarts, −1
+    if none), ``restart_gap_s`` — and the placeholder columns of :func:`schema_columns`
+    (``job_id``, ``cpu_num``; Kalos ``mem_per_pod_GB``, ``shared_mem_per_pod``), sorted by
+    submission, index 0..n−1: a jobs frame every :mod:`acmemodel.export` writer takes as is.
+    Models come from ``bundle`` (``"arrival"``, ``"runtime"``, optional ``"restart"``) unless given
+    directly. ``id_seed`` (default ``seed``, else 0) seeds the Kalos job ids.
     """
     days = float(days)
     if not (np.isfinite(days) and days > 0):
@@ -274,9 +278,17 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     df["queue_s"] = queue
     _time_jobs(df)
     df = df[df["submit_s"].to_numpy() < t1]
-    df = df.sort_values(["submit_s", "batch_id"], kind="stable").drop(columns="prev").reset_index(drop=True)
+    df = df.sort_values(["submit_s", "batch_id"], kind="stable")
+    # previous attempt as a row label of the sorted frame (-1 = none), as restart_chains gives it
+    new_pos = np.full(total, -1, dtype=np.int64)
+    new_pos[df.index.to_numpy()] = np.arange(len(df))
+    prev = df["prev"].to_numpy()
+    df = df.drop(columns="prev").reset_index(drop=True)
+    df.insert(df.columns.get_loc("attempt") + 1, "prev_index", np.where(prev >= 0, new_pos[np.maximum(prev, 0)], -1))
     df["state"] = df["state"].astype(str)
-    return df
+    if id_seed is None:
+        id_seed = int(seed) if isinstance(seed, (int, np.integer)) else 0
+    return schema_columns(df, cluster, id_seed=id_seed)
 
 
 def _time_jobs(df: pd.DataFrame) -> None:
@@ -351,49 +363,11 @@ def _local_start(start, off: int) -> float:
 
 
 # ---------------------------------------------------------------------- formatting
-def _civil_from_days(z: np.ndarray):
-    """(year, month, day) from days since 1970-01-01 (H. Hinnant's algorithm, vectorised)."""
-    z = z + 719468
-    era = np.floor_divide(z, 146097)
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    y = yoe + era * 400
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    d = doy - (153 * mp + 2) // 5 + 1
-    m = np.where(mp < 10, mp + 3, mp - 9)
-    return y + (m <= 2), m, d
-
-
-def format_timestamps(t_s, timezone: str) -> np.ndarray:
-    """``YYYY-MM-DD HH:MM:SS+08:00`` byte strings (``S25``; ``b""`` where NaN) of Unix seconds,
-    in the fixed-offset ``timezone``; fully vectorised (no per-row Python)."""
-    from acmemodel.models.arrival import tz_offset_s
-
-    t = np.asarray(t_s, dtype=float)
-    ok = np.isfinite(t)
-    sec = np.floor(np.where(ok, t, 0.0)).astype(np.int64) + tz_offset_s(timezone)
-    days = np.floor_divide(sec, 86400)
-    rem = sec - days * 86400
-    y, mo, d = _civil_from_days(days)
-    hh, mm, ss = rem // 3600, (rem // 60) % 60, rem % 60
-    suffix = str(timezone) if str(timezone)[0] in "+-" else "+00:00"
-    out = np.empty((len(t), 19 + len(suffix)), dtype=np.uint8)
-    zero = ord("0")
-    for col, (val, width) in zip((0, 5, 8, 11, 14, 17), ((y, 4), (mo, 2), (d, 2), (hh, 2), (mm, 2), (ss, 2))):
-        v = val.copy()
-        for i in range(width - 1, -1, -1):
-            out[:, col + i] = zero + v % 10
-            v //= 10
-    out[:, 4] = out[:, 7] = ord("-")
-    out[:, 10] = ord(" ")
-    out[:, 13] = out[:, 16] = ord(":")
-    out[:, 19:] = np.frombuffer(suffix.encode(), dtype=np.uint8)
-    res = out.view(f"S{out.shape[1]}").ravel()
-    if not ok.all():
-        res = res.copy()
-        res[~ok] = b""
-    return res
+# The AcmeTrace formatter and CSV writer live in acmemodel.export (acmetrace.format_rows,
+# _common.time_bytes/format_times/write_csv); synth only adds the placeholder columns of
+# synthetic jobs and keeps its historical entry points as thin wrappers.
+def _is_kalos(cluster: str) -> bool:
+    return str(cluster).lower().startswith("kalos")
 
 
 def _kalos_ids(n: int, seed: int) -> np.ndarray:
@@ -414,110 +388,85 @@ def _kalos_ids(n: int, seed: int) -> np.ndarray:
     return out.view("S16").ravel()
 
 
-def _int_str(a) -> np.ndarray:
+def synthetic_job_ids(n: int, cluster: str, seed: int = 0) -> np.ndarray:
+    """Job ids (object array of str) in row order: Seren consecutive integers from 5,000,000;
+    Kalos ``dlc`` + 13 base-36 characters (a seeded bijection of the row number, so unique)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    return pc.cast(pa.array(np.asarray(a, dtype=np.int64)), pa.string())
+    if _is_kalos(cluster):
+        arr = pa.array(_kalos_ids(n, int(seed)), type=pa.binary()).cast(pa.string())
+    else:
+        arr = pa.array(5_000_000 + np.arange(n, dtype=np.int64)).cast(pa.string())
+    return arr.to_numpy(zero_copy_only=False)
 
 
-def _float0_str(a, valid=None):
-    """Integers rendered as ``"123.0"`` (the published float columns); empty where not ``valid``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def schema_columns(jobs: pd.DataFrame, cluster: str, *, id_seed: int = 0) -> pd.DataFrame:
+    """``jobs`` with the AcmeTrace columns the models do not describe, where missing: ``job_id``
+    (:func:`synthetic_job_ids`), ``cpu_num`` (Seren ``16 · gpus``, 8 for CPU jobs; Kalos
+    ``120 · nodes``) and for Kalos ``mem_per_pod_GB`` (1000 GPU / 100 CPU jobs) and
+    ``shared_mem_per_pod`` (100.0 / 10.0) — deterministic placeholders from the published
+    example rows. Columns already present are kept."""
+    df = jobs.copy(deep=False)
+    g = df["gpu_num"].to_numpy(dtype=np.int64)
+    nodes = (df["node_num"].to_numpy(dtype=np.int64) if "node_num" in df
+             else np.maximum(1, -(-g // GPUS_PER_NODE)))
+    kalos = _is_kalos(cluster)
+    if "job_id" not in df:
+        df["job_id"] = synthetic_job_ids(len(df), cluster, id_seed)
+    if "cpu_num" not in df:
+        df["cpu_num"] = (120.0 * nodes) if kalos else np.where(g > 0, 16.0 * g, 8.0)
+    if kalos and "mem_per_pod_GB" not in df:
+        df["mem_per_pod_GB"] = np.where(g > 0, 1000.0, 100.0)
+    if kalos and "shared_mem_per_pod" not in df:
+        df["shared_mem_per_pod"] = np.where(g > 0, 100.0, 10.0)
+    return df
 
-    s = pc.binary_join_element_wise(_int_str(np.nan_to_num(a)), pa.scalar(".0"), "")
-    if valid is not None and not np.all(valid):
-        s = pc.if_else(pa.array(np.asarray(valid)), s, pa.scalar(""))
-    return s
+
+def format_timestamps(t_s, timezone: str) -> np.ndarray:
+    """``YYYY-MM-DD HH:MM:SS+08:00`` byte strings (``b""`` where NaN) of Unix seconds (floored) in
+    the fixed-offset ``timezone``: a wrapper of :func:`acmemodel.export._common.time_bytes`."""
+    from acmemodel.export._common import format_offset, time_bytes
+    from acmemodel.models.arrival import tz_offset_s
+
+    t = np.asarray(t_s, dtype=float)
+    ok = np.isfinite(t)
+    off = tz_offset_s(timezone)
+    b = time_bytes(np.floor(np.where(ok, t, 0.0)).astype(np.int64), offset_s=off, suffix=format_offset(off))
+    res = b.view(f"S{b.shape[1]}").ravel()
+    res[~ok] = b""
+    return res
 
 
 def to_acmetrace(jobs: pd.DataFrame, *, cluster: str | None = None, timezone: str | None = None,
                  id_seed: int = 0):
     """Render :func:`simulate_jobs` output in the exact AcmeTrace schema of ``cluster`` (module
     docstring) as a ``pyarrow.Table`` of string columns in file order (``.to_pandas()`` for a
-    DataFrame). ``cluster`` defaults to the jobs' cluster; ``timezone`` to the cluster's
-    (+08:00 Seren, +00:00 Kalos)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from acmemodel.models.arrival import DEFAULT_TIMEZONES
+    DataFrame): :func:`acmemodel.export.acmetrace.acmetrace_table` on the jobs completed by
+    :func:`schema_columns`. ``cluster`` defaults to the jobs' cluster (and selects its rows);
+    ``timezone`` to the cluster's (+08:00 Seren, +00:00 Kalos)."""
+    from acmemodel.export.acmetrace import acmetrace_table
 
     if cluster is None:
         cl = jobs["cluster"].unique() if len(jobs) else ["Seren"]
         if len(cl) != 1:
             raise ValueError(f"jobs hold several clusters {list(cl)}; pass cluster=")
         cluster = str(cl[0])
-    kalos = cluster.lower() == "kalos"
-    tz = timezone or DEFAULT_TIMEZONES.get(cluster, "+00:00")
-    n = len(jobs)
-    g = jobs["gpu_num"].to_numpy(dtype=np.int64)
-    nodes = jobs["node_num"].to_numpy(dtype=np.int64) if "node_num" in jobs else np.maximum(1, -(-g // 8))
-    sub = jobs["submit_s"].to_numpy(dtype=float)
-    start = jobs["start_s"].to_numpy(dtype=float)
-    end = jobs["end_s"].to_numpy(dtype=float)
-    started = np.isfinite(start)
-    state = jobs["state"].astype(str).to_numpy()
-    s_sub, s_end = np.floor(sub), np.floor(end)
-    s_start = np.floor(start)
-    run = np.where(started, s_end - s_start, 0.0)
-    queue = np.where(started, s_start - s_sub, s_end - s_sub)
-    duration = (s_end - s_sub) if kalos else run
-    gpu_time = g * duration
-
-    def ts(x):
-        return pa.array(format_timestamps(x, tz), type=pa.binary()).cast(pa.string())
-
-    cols: dict[str, Any] = {}
-    if kalos:
-        cols["job_id"] = pa.array(_kalos_ids(n, id_seed), type=pa.binary()).cast(pa.string())
-    else:
-        cols["job_id"] = _int_str(5_000_000 + np.arange(n))
-    cols["user"] = pa.array(jobs["user"].astype(str).to_numpy(dtype=object), type=pa.string())
-    cols["node_num"] = _int_str(nodes)
-    cols["gpu_num"] = _int_str(g)
-    if kalos:
-        cols["cpu_num"] = _int_str(120 * nodes)
-        cols["mem_per_pod_GB"] = _int_str(np.where(g > 0, 1000, 100))
-        cols["shared_mem_per_pod"] = pa.array(np.where(g > 0, "100.0", "10.0"), type=pa.string())
-    else:
-        cols["cpu_num"] = _int_str(np.where(g > 0, 16 * g, 8))
-    cols["type"] = pa.array(jobs["type"].astype(str).to_numpy(dtype=object), type=pa.string())
-    cols["state"] = pa.array(state.astype(object), type=pa.string())
-    cols["submit_time"] = ts(s_sub)
-    cols["start_time"] = ts(np.where(started, s_start, np.nan))
-    cols["end_time"] = ts(s_end)
-    if kalos:
-        cols["fail_time"] = ts(np.where(state == "FAILED", s_end, np.nan))
-        cols["stop_time"] = ts(np.where(state == "CANCELLED", s_end, np.nan))
-    cols["duration"] = _int_str(duration)
-    cols["queue"] = _float0_str(queue) if kalos else _int_str(queue)
-    cols["gpu_time"] = _float0_str(gpu_time)
-    names = KALOS_COLUMNS if kalos else SEREN_COLUMNS
-    return pa.table({c: cols[c] for c in names})
+    return acmetrace_table(schema_columns(jobs, cluster, id_seed=id_seed), cluster=cluster, timezone=timezone)
 
 
 def write_acmetrace(table, path: str | Path) -> Path:
-    """Write a :func:`to_acmetrace` table (or a DataFrame of strings) as CSV (``.gz`` → gzip), with
-    the unquoted header and values of the published files."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
+    """Write a :func:`to_acmetrace` table (or a DataFrame of strings) as one CSV file (``.gz`` →
+    gzip) with the unquoted header and values of the published files
+    (:func:`acmemodel.export._common.write_csv`). For a directory of per-cluster files with a README
+    use :func:`acmemodel.export.write_acmetrace`."""
+    from acmemodel.export._common import write_csv
 
-    if isinstance(table, pd.DataFrame):
-        table = pa.Table.from_pandas(table.astype(str), preserve_index=False)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = (",".join(table.column_names) + "\n").encode()
-    opts = pacsv.WriteOptions(include_header=False, quoting_style="none")
-    if path.suffix == ".gz":
-        with pa.CompressedOutputStream(str(path), "gzip") as out:
-            out.write(header)
-            pacsv.write_csv(table, out, opts)
-    else:
-        with pa.OSFile(str(path), "wb") as out:
-            out.write(header)
-            pacsv.write_csv(table, out, opts)
-    return path
+    if isinstance(table, pd.DataFrame):
+        return write_csv(path, [str(c) for c in table.columns],
+                         [table[c].astype(str).to_numpy(dtype=object) for c in table.columns])
+    return write_csv(path, list(table.column_names), list(table.columns))
 
 
 def synthesize(bundle=None, *, days: float = 30.0, cluster: str = "Seren", seed: int | None = None,

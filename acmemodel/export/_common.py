@@ -9,6 +9,7 @@ rounded timestamps and stay consistent with them (``submit + wait + run == end``
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import math
 import re
 import warnings
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import DataWarning
+from acmemodel.trace import ANALYSIS_STATES, KNOWN_TYPES, STATE_MAP  # noqa: F401 (re-exported)
 
 # Hardware of the two AcmeTrace clusters (paper Table 1 / AcmeTrace README; see
 # /work/shared/reference/acmetrace/clusters.csv): used for SWF MaxNodes/MaxProcs, Batsim nb_res,
@@ -30,13 +32,9 @@ KNOWN_CLUSTERS: dict[str, dict[str, Any]] = {
               "tz": "+00:00", "tzname": "UTC", "scheduler": "Kubernetes"},
 }
 
-#: fixed codes of the published job types (SWF queue numbers); unknown types get 7, 8, ... in
-#: alphabetical order
-TYPE_ORDER: tuple[str, ...] = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other")
-
-ANALYSIS_STATES = ("COMPLETED", "CANCELLED", "FAILED")
-_STATE_TO_ANALYSIS = {"COMPLETED": "COMPLETED", "CANCELLED": "CANCELLED", "FAILED": "FAILED",
-                      "TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"}
+#: fixed codes of the published job types (SWF queue numbers, in the order of
+#: :data:`acmemodel.trace.KNOWN_TYPES`); unknown types get 7, 8, ... in alphabetical order
+TYPE_ORDER: tuple[str, ...] = KNOWN_TYPES
 
 #: columns the writers need (the rest of the contract is derived when missing)
 REQUIRED = ("cluster", "job_id", "user", "type", "gpu_num", "submit_s", "end_s")
@@ -114,7 +112,8 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     if "state" not in df.columns:
         df["state"] = df["analysis_state"]
     if "analysis_state" not in df.columns:
-        df["analysis_state"] = df["state"].map(lambda s: _STATE_TO_ANALYSIS.get(str(s), str(s)))
+        state = df["state"].astype(str)
+        df["analysis_state"] = state.map(STATE_MAP).fillna(state)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"jobs is missing required column(s): {', '.join(missing)}")
@@ -274,34 +273,70 @@ def _validity(missing: np.ndarray | None):
     return pa.py_buffer(np.packbits(~np.asarray(missing, bool), bitorder="little")), int(np.sum(missing))
 
 
+def time_bytes(sec: np.ndarray, *, offset_s: int = 0, suffix: str = "", sep: str = " ") -> np.ndarray:
+    """``YYYY-MM-DD HH:MM:SS`` + ``suffix`` of integer Unix seconds shifted by ``offset_s`` (local
+    wall-clock time), as an ``(n, 19 + len(suffix))`` uint8 matrix of ASCII bytes (one row a string).
+
+    Two small lookup tables do the work: the ``YYYY-MM-DD`` text of every day in the range (a
+    trace spans a few hundred days; :func:`numpy.datetime_as_string` on those) and the
+    ``HH:MM:SS`` text of the 86,400 seconds of a day; each row is two gathers from them.
+    """
+    sec = np.asarray(sec, dtype="int64") + int(offset_s)
+    n = len(sec)
+    suf = np.frombuffer(suffix.encode("ascii"), dtype=np.uint8)
+    out = np.empty((n, 19 + len(suf)), dtype=np.uint8)
+    if n == 0:
+        return out
+    days, sod = np.divmod(sec, 86400)
+    d0, d1 = int(days.min()), int(days.max())
+    if d1 - d0 < max(4 * n, 1 << 16):
+        day_values, day_idx = np.arange(d0, d1 + 1), days - d0
+    else:  # sparse dates over a very long range
+        day_values, day_idx = np.unique(days, return_inverse=True)
+    text = np.datetime_as_string(day_values.astype("datetime64[D]"), unit="D").astype("U10")
+    codes = text.view(np.uint32).reshape(len(text), 10)
+    if not (codes < 128).all():  # years beyond 9999 or before 0 would not be fixed width
+        raise ValueError("timestamps out of the range 0000..9999")
+    out[:, :10] = codes.astype(np.uint8)[day_idx]
+    out[:, 10:19] = _clock_table(sep)[sod]
+    out[:, 19:] = suf
+    return out
+
+
+_CLOCK: dict[str, np.ndarray] = {}
+
+
+def _clock_table(sep: str) -> np.ndarray:
+    """``sep + "HH:MM:SS"`` of every second of a day, (86400, 9) uint8 (cached)."""
+    if sep not in _CLOCK:
+        h, rem = np.divmod(np.arange(86400), 3600)
+        m, s = np.divmod(rem, 60)
+        t = np.empty((86400, 9), dtype=np.uint8)
+        t[:, 0] = ord(sep)
+        for col, v in ((1, h), (4, m), (7, s)):
+            t[:, col] = ord("0") + v // 10
+            t[:, col + 1] = ord("0") + v % 10
+        t[:, 3] = t[:, 6] = ord(":")
+        _CLOCK[sep] = t
+    return _CLOCK[sep]
+
+
 def format_times(sec: np.ndarray, missing: np.ndarray | None = None, *, offset_s: int = 0,
                  suffix: str = "", sep: str = " ") -> "pa.Array":
     """Vectorised ``YYYY-MM-DD HH:MM:SS`` + ``suffix`` of integer Unix seconds shifted by
-    ``offset_s`` (local wall-clock time); missing entries are null.
-
-    ``numpy.datetime_as_string`` gives fixed-width text that becomes the data buffer of an Arrow
-    string array directly (no per-value Python objects).
+    ``offset_s`` (local wall-clock time) as an Arrow ``large_string`` array; missing entries are
+    null. The fixed-width bytes of :func:`time_bytes` become the array's data buffer directly (no
+    per-value Python objects).
     """
     import pyarrow as pa
 
-    sec = np.asarray(sec, dtype="int64")
-    n = len(sec)
+    b = time_bytes(sec, offset_s=offset_s, suffix=suffix, sep=sep)
+    n, w = b.shape
     if n == 0:
         return pa.array([], type=pa.large_string())
-    a = np.datetime_as_string((sec + int(offset_s)).astype("datetime64[s]"), unit="s").astype("U19")
-    u = a.view(np.uint32).reshape(n, 19)
-    if not (u < 128).all():  # years beyond 9999 or before 0 would not be fixed width
-        raise ValueError("timestamps out of the range 0000..9999")
-    b = u.astype(np.uint8)
-    b[:, 10] = ord(sep)
-    if suffix:
-        suf = np.frombuffer(suffix.encode("ascii"), dtype=np.uint8)
-        b = np.hstack([b, np.broadcast_to(suf, (n, len(suf)))])
-    w = b.shape[1]
     offsets = np.arange(0, (n + 1) * w, w, dtype=np.int64)
     validity, nulls = _validity(missing)
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(b)),
-                                            validity, nulls)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(b), validity, nulls)
 
 
 def int_strings(x: np.ndarray, missing: np.ndarray | None = None, *, float_suffix: bool = False) -> "pa.Array":
@@ -319,7 +354,8 @@ def float_strings(x: np.ndarray) -> "pa.Array":
     x = np.asarray(x, dtype=float)
     out = np.empty(len(x), dtype=object)
     ok = ~np.isnan(x)
-    out[ok] = [repr(float(v)) for v in x[ok]]
+    values, codes = np.unique(x[ok], return_inverse=True)  # few distinct values in a trace column
+    out[ok] = np.array([repr(float(v)) for v in values], dtype=object)[codes.ravel()]
     out[~ok] = None
     return to_arrow(out)
 
@@ -397,27 +433,30 @@ def prepare_out(out: str | Path) -> Path:
     return out
 
 
-def write_csv(path: Path, header: list[str], columns: list[Any], *, header_line: str | None = None) -> None:
+def write_csv(path: Path, header: list[str], columns: list[Any], *, header_line: str | None = None) -> Path:
     """Write string columns (Arrow arrays or arrays of str/None) as CSV: header verbatim, values
-    unquoted, null → empty. If a value contains a comma, quote or newline the pandas writer is used
-    instead (it quotes only those values)."""
+    unquoted, null → empty; a path ending in ``.gz`` is gzip-compressed. If a value contains a
+    comma, quote or newline the pandas writer is used instead (it quotes only those values)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    hdr = header_line if header_line is not None else ",".join(header)
+    path = Path(path)
+    gz = path.suffix == ".gz"
+    hdr = (header_line if header_line is not None else ",".join(header)) + "\n"
     arrays = [to_arrow(c) for c in columns]
     table = pa.table({f"c{i}": a for i, a in enumerate(arrays)})
-    with open(path, "wb") as f:
-        f.write((hdr + "\n").encode())
+    with (pa.CompressedOutputStream(str(path), "gzip") if gz else pa.OSFile(str(path), "wb")) as f:
+        f.write(hdr.encode())
         try:
             pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, quoting_style="none"))
-            return
+            return path
         except pa.ArrowInvalid:
             pass
     frame = pd.DataFrame({f"c{i}": a.to_pandas() for i, a in enumerate(arrays)})
-    with open(path, "w", newline="") as f:
-        f.write(hdr + "\n")
+    with (gzip.open(path, "wt", newline="") if gz else open(path, "w", newline="")) as f:
+        f.write(hdr)
         frame.to_csv(f, index=False, header=False, lineterminator="\n")
+    return path
 
 
 def write_joined(f, arr: "pa.Array", sep: str, *, terminated: bool = False) -> None:

@@ -42,12 +42,10 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.export import _common as C
+from acmemodel.trace import KALOS_COLUMNS as KALOS_SCHEMA, SEREN_COLUMNS as SEREN_SCHEMA
 
-SEREN_COLUMNS = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "state", "submit_time",
-                 "start_time", "end_time", "duration", "queue", "gpu_time"]
-KALOS_COLUMNS = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "mem_per_pod_GB", "shared_mem_per_pod",
-                 "type", "state", "submit_time", "start_time", "end_time", "fail_time", "stop_time", "duration",
-                 "queue", "gpu_time"]
+SEREN_COLUMNS: list[str] = list(SEREN_SCHEMA)
+KALOS_COLUMNS: list[str] = list(KALOS_SCHEMA)
 
 
 def _schema_for(cluster: str, schema: str | None) -> str:
@@ -117,6 +115,34 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
     return KALOS_COLUMNS, [common[c] for c in KALOS_COLUMNS], adj
 
 
+def _has_fail_times(jobs: Any) -> bool:
+    """Whether the caller's jobs carry ``fail_time_s`` (before :func:`_common.normalize_jobs` adds it)."""
+    return "fail_time_s" in (jobs.jobs.columns if hasattr(jobs, "jobs") else jobs.columns)
+
+
+def acmetrace_table(jobs: Any, *, cluster: str | None = None, schema: str | None = None,
+                    timezone: str | None = None) -> "pa.Table":
+    """One cluster's jobs in the AcmeTrace schema as a ``pyarrow.Table`` of string columns in file
+    order, every value a string as in the published files (``""`` where a field is empty).
+
+    ``cluster`` selects the rows (needed when the jobs hold several clusters); ``schema`` as in
+    :func:`write_acmetrace`; ``timezone`` (``"+08:00"``) defaults to the trace's, then the
+    cluster's published zone. The same formatter :func:`write_acmetrace` writes files with.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    df, tzs = C.normalize_jobs(jobs)
+    groups = C.split_clusters(df, cluster)
+    if len(groups) != 1:
+        raise ValueError(f"jobs hold several clusters {[g for g, _ in groups]}; pass cluster=")
+    name, sub = groups[0]
+    off = C.parse_offset(timezone) if timezone is not None else C.cluster_offsets([name], tzs)[name]
+    header, cols, _ = format_rows(sub, _schema_for(name, schema), off, fail_known=_has_fail_times(jobs))
+    empty = pa.scalar("", type=pa.large_string())
+    return pa.table({h: pc.fill_null(C.to_arrow(c), empty) for h, c in zip(header, cols)})
+
+
 def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, schema: str | None = None,
                     timezones: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Write ``jobs`` as AcmeTrace CSV, one ``trace_<cluster>.csv`` per cluster, plus ``README.md``.
@@ -130,7 +156,7 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     timezones : cluster → UTC offset (``"+08:00"``); default the trace's, then the published zones.
     """
     df, tzs = C.normalize_jobs(jobs)
-    no_fail_col = "fail_time_s" not in (jobs.jobs.columns if hasattr(jobs, "jobs") else jobs.columns)
+    no_fail_col = not _has_fail_times(jobs)
     tzs.update(timezones or {})
     df, chain_src = C.ensure_chains(df)  # only for the jobs/attempts counts of the summary
     out = C.prepare_out(out)
