@@ -14,13 +14,13 @@ import math
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from acmemodel.errors import DataWarning
-from acmemodel.trace import ANALYSIS_STATES, KNOWN_TYPES, STATE_MAP  # noqa: F401 (re-exported)
+from acmemodel.trace import KNOWN_TYPES, STATE_MAP
 
 # Hardware of the two AcmeTrace clusters (paper Table 1 / AcmeTrace README; see
 # /work/shared/reference/acmetrace/clusters.csv): used for SWF MaxNodes/MaxProcs, Batsim nb_res,
@@ -220,6 +220,36 @@ def split_clusters(df: pd.DataFrame, cluster: str | None = None) -> list[tuple[s
     return out
 
 
+class Prepared(NamedTuple):
+    """What every writer starts from (:func:`prepare`)."""
+    df: pd.DataFrame                  #: normalised jobs with restart-chain columns
+    chains: str                       #: where the chains came from (:func:`ensure_chains`)
+    out: Path                         #: the output directory (created)
+    groups: list[tuple[str, pd.DataFrame]]  #: ``(cluster, rows sorted by submit)``
+    offsets: dict[str, int]           #: cluster → UTC offset (s) of its local time
+
+
+def prepare(jobs: Any, out: str | Path, *, cluster: str | None = None,
+            timezones: Mapping[str, str] | None = None, local_time: bool = True) -> Prepared:
+    """The common start of a writer: :func:`normalize_jobs`, ``timezones`` over the trace's,
+    :func:`ensure_chains`, :func:`prepare_out`, :func:`split_clusters` and (``local_time``)
+    :func:`cluster_offsets`."""
+    df, tzs = normalize_jobs(jobs)
+    tzs.update(timezones or {})
+    df, chain_src = ensure_chains(df)
+    out = prepare_out(out)
+    groups = split_clusters(df, cluster)
+    offsets = cluster_offsets([g for g, _ in groups], tzs) if local_time else {}
+    return Prepared(df, chain_src, out, groups, offsets)
+
+
+def drop_cpu_jobs(sub: pd.DataFrame, drop: bool = True) -> tuple[pd.DataFrame, int]:
+    """``(rows, number of CPU-only jobs (gpu_num <= 0) in sub)``; the rows without them if ``drop``."""
+    cpu = sub["gpu_num"].to_numpy() <= 0
+    n = int(cpu.sum())
+    return (sub[~cpu] if drop and n else sub), n
+
+
 def safe_name(s: str) -> str:
     """A file-name-safe lower-case version of a cluster name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(s)).strip("_").lower() or "cluster"
@@ -236,6 +266,23 @@ def round_seconds(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     r = np.rint(np.where(miss, 0.0, s))
     adj = float(np.max(np.abs(r - np.where(miss, 0.0, s)))) if len(s) else 0.0
     return r.astype("int64"), miss, adj
+
+
+class Times(NamedTuple):
+    """Whole-second timestamps of a set of rows (:func:`rounded_times`)."""
+    submit: np.ndarray       #: int64 Unix seconds
+    start: np.ndarray        #: int64 Unix seconds, 0 where the job never started
+    unstarted: np.ndarray    #: bool, the job never started (``start_s`` NaN)
+    end: np.ndarray          #: int64 Unix seconds
+    rounding_s: float        #: largest rounding adjustment over the three columns
+
+
+def rounded_times(sub: pd.DataFrame) -> Times:
+    """``submit_s``, ``start_s``, ``end_s`` of ``sub`` through :func:`round_seconds`."""
+    s, _, a1 = round_seconds(sub["submit_s"].to_numpy())
+    st, st_miss, a2 = round_seconds(sub["start_s"].to_numpy())
+    en, _, a3 = round_seconds(sub["end_s"].to_numpy())
+    return Times(s, st, st_miss, en, max(a1, a2, a3))
 
 
 # --------------------------------------------------------------------------- strings (Arrow)

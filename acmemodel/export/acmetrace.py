@@ -70,10 +70,7 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
     adjustment in seconds. ``fail_known=False`` (the jobs had no ``fail_time_s`` column) writes
     ``fail_time = end_time`` on FAILED rows."""
     suffix = C.format_offset(offset_s)
-    sub, sub_miss, a1 = C.round_seconds(df["submit_s"].to_numpy())
-    st, st_miss, a2 = C.round_seconds(df["start_s"].to_numpy())
-    en, _, a3 = C.round_seconds(df["end_s"].to_numpy())
-    adj = max(a1, a2, a3)
+    sub, st, st_miss, en, adj = C.rounded_times(df)
     started = ~st_miss
     gpus = df["gpu_num"].to_numpy(dtype="int64")
     t_sub = C.format_times(sub, offset_s=offset_s, suffix=suffix)
@@ -155,13 +152,8 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     schema : ``"seren"`` or ``"kalos"``; default by cluster name (Kalos* → kalos, else seren).
     timezones : cluster → UTC offset (``"+08:00"``); default the trace's, then the published zones.
     """
-    df, tzs = C.normalize_jobs(jobs)
     no_fail_col = not _has_fail_times(jobs)
-    tzs.update(timezones or {})
-    df, chain_src = C.ensure_chains(df)  # only for the jobs/attempts counts of the summary
-    out = C.prepare_out(out)
-    groups = C.split_clusters(df, cluster)
-    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    df, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, notes, rows, desc, chains = [], [], 0, [], 0
     for name, sub in groups:
         sch = _schema_for(name, schema)

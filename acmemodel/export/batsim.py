@@ -51,15 +51,11 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
     """Write ``OUT/<cluster>_workload.json`` per cluster (module docstring)."""
     if profile_type not in ("delay", "DelayProfile"):
         raise ValueError(f"profile_type must be 'delay' or 'DelayProfile', got {profile_type!r}")
-    df, _ = C.normalize_jobs(jobs)
-    df, chain_src = C.ensure_chains(df)
-    out = C.prepare_out(out)
-    groups = C.split_clusters(df, cluster)
+    _, chain_src, out, groups, _ = C.prepare(jobs, out, cluster=cluster, local_time=False)
     files, desc, frames, n_cpu_total, n_jobs = [], [], [], 0, 0
     for name, sub in groups:
-        cpu = sub["gpu_num"].to_numpy() <= 0
-        n_cpu_total += int(cpu.sum())
-        sub = sub[~cpu]
+        sub, n_cpu = C.drop_cpu_jobs(sub)
+        n_cpu_total += n_cpu
         if len(sub) == 0:
             continue
         n = len(sub)
@@ -91,7 +87,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
                        f"{C.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
                        f"0 for jobs that never started; times rounded to 1 ms; walltime -1 = none; "
-                       f"{int(cpu.sum())} CPU-only jobs omitted"
+                       f"{n_cpu} CPU-only jobs omitted"
                        + (f"; nb_res raised from {want} to the largest job ({nb_res})" if nb_res > want else ""))
         path = out / f"{C.safe_name(name)}_workload.json"
         with open(path, "wb") as f:
@@ -104,7 +100,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         n_jobs += int(sub["chain_id"].nunique())
         desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq)} delay profiles, nb_res "
                     f"{nb_res}; subtime 0 = {C.iso_utc(t0)}; {int(link.sum())} restart attempts linked "
-                    f"(chains from {chain_src}); {int(cpu.sum())} CPU-only jobs omitted.")
+                    f"(chains from {chain_src}); {n_cpu} CPU-only jobs omitted.")
     if not frames:
         raise ValueError("no GPU jobs to write as a Batsim workload")
     sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]

@@ -95,27 +95,19 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         ``2020-04-01 00:00:00``; giving ``rebase_to`` implies ``rebase``).
     include_cpu : keep CPU-only jobs (Helios logs have them; the simulators skip them).
     """
-    df, tzs = C.normalize_jobs(jobs)
-    tzs.update(timezones or {})
-    df, _ = C.ensure_chains(df)  # only for the jobs/attempts counts of the summary
-    out = C.prepare_out(out)
-    groups = C.split_clusters(df, cluster)
-    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    _, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     epoch = rebase_to or HELIOS_EPOCH
     rebase = bool(rebase or rebase_to)
     files, desc, notes, frames, n_cpu_total = [], [], [], [], 0
     for name, sub in groups:
-        cpu = sub["gpu_num"].to_numpy() <= 0
+        sub, n_cpu = C.drop_cpu_jobs(sub, not include_cpu)
         if not include_cpu:
-            n_cpu_total += int(cpu.sum())
-            sub = sub[~cpu]
+            n_cpu_total += n_cpu
         if len(sub) == 0:
             continue
         off = offsets[name]
         shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
-        s, _, a1 = C.round_seconds(sub["submit_s"].to_numpy())
-        st, st_miss, a2 = C.round_seconds(sub["start_s"].to_numpy())
-        en, _, a3 = C.round_seconds(sub["end_s"].to_numpy())
+        s, st, st_miss, en, rounding = C.rounded_times(sub)
         started = ~st_miss
         parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
         run = np.where(started, en - st, 0)
@@ -139,7 +131,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         files += [log, vcp]
         frames.append(sub)
         lines = [f"- `{name}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
-                 f" (largest rounding {max(a1, a2, a3):.3f} s).",
+                 f" (largest rounding {rounding:.3f} s).",
                  f"- `{name}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
                  f"jobs assigned {vc_desc}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()) + "."]
         if rebase:

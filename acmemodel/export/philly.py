@@ -75,27 +75,19 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
                  vc_default: str = C.DEFAULT_VC_OTHER, include_cpu: bool = False, rebase: bool = False,
                  rebase_to: str | None = None) -> dict[str, Any]:
     """Write ``OUT/<Cluster>/cluster_job_log`` per cluster (module docstring)."""
-    df, tzs = C.normalize_jobs(jobs)
-    tzs.update(timezones or {})
-    df, chain_src = C.ensure_chains(df)
-    out = C.prepare_out(out)
-    groups = C.split_clusters(df, cluster)
-    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     epoch = rebase_to or PHILLY_EPOCH
     rebase = bool(rebase or rebase_to)
     files, desc, frames, n_cpu_total, n_entries = [], [], [], 0, 0
     for name, sub in groups:
-        cpu = sub["gpu_num"].to_numpy() <= 0
+        sub, n_cpu = C.drop_cpu_jobs(sub, not include_cpu)
         if not include_cpu:
-            n_cpu_total += int(cpu.sum())
-            sub = sub[~cpu]
+            n_cpu_total += n_cpu
         if len(sub) == 0:
             continue
         off = offsets[name]
         shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
-        s, _, _ = C.round_seconds(sub["submit_s"].to_numpy())
-        st, st_miss, _ = C.round_seconds(sub["start_s"].to_numpy())
-        en, _, _ = C.round_seconds(sub["end_s"].to_numpy())
+        s, st, st_miss, en, _ = C.rounded_times(sub)
         started = ~st_miss
         parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
         # detail JSON per distinct (gpus, nodes), expanded by index

@@ -84,9 +84,7 @@ def swf_fields(sub: pd.DataFrame) -> tuple[np.ndarray, dict[str, Any]]:
     """The (n, 18) int64 field matrix of one cluster's rows (sorted by submit time) and facts for
     the header (``t0``, rounding, user codes, type codes, clipped think times)."""
     n = len(sub)
-    s, _, a1 = C.round_seconds(sub["submit_s"].to_numpy())
-    st, st_miss, a2 = C.round_seconds(sub["start_s"].to_numpy())
-    en, _, a3 = C.round_seconds(sub["end_s"].to_numpy())
+    s, st, st_miss, en, rounding = C.rounded_times(sub)
     started = ~st_miss
     t0 = int(s.min()) if n else 0
     gpus = sub["gpu_num"].to_numpy(dtype="int64")
@@ -108,7 +106,7 @@ def swf_fields(sub: pd.DataFrame) -> tuple[np.ndarray, dict[str, Any]]:
     think = s[link] - en[pos[link]]
     clipped = int((think < 0).sum())
     F[link, 17] = np.maximum(think, 0)
-    facts = {"t0": t0, "t_end": int(en.max()) if n else 0, "rounding_s": max(a1, a2, a3),
+    facts = {"t0": t0, "t_end": int(en.max()) if n else 0, "rounding_s": rounding,
              "users": uniques, "type_codes": tcodes, "think_clipped": clipped,
              "never_started": int((~started).sum()), "links": int((F[:, 16] > 0).sum())}
     return F, facts
@@ -135,19 +133,12 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
 
     from acmemodel import __version__
 
-    df, tzs = C.normalize_jobs(jobs)
-    tzs.update(timezones or {})
-    df, chain_src = C.ensure_chains(df)
-    out = C.prepare_out(out)
-    groups = C.split_clusters(df, cluster)
-    offsets = C.cluster_offsets([g for g, _ in groups], tzs)
+    _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, desc, written, n_jobs, n_cpu_total, frames = [], [], 0, 0, 0, []
     for name, sub in groups:
-        cpu = sub["gpu_num"].to_numpy() <= 0
-        n_cpu = int(cpu.sum()) if not include_cpu else 0
+        sub, n_cpu = C.drop_cpu_jobs(sub, not include_cpu)
         if not include_cpu:
-            sub = sub[~cpu]
-        n_cpu_total += n_cpu
+            n_cpu_total += n_cpu
         if len(sub) == 0:
             desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu} CPU-only jobs omitted).")
             continue
@@ -196,7 +187,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
         if not include_cpu:
             hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) omitted.")
         else:
-            hdr.append(f"Note: {int(cpu.sum())} CPU-only jobs (gpu_num = 0) kept with 0 processors.")
+            hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) kept with 0 processors.")
         path = out / f"{C.safe_name(name)}.swf"
         table = pa.table({f"f{i + 1}": F[:, i] for i in range(18)})
         with open(path, "wb") as f:
