@@ -1,6 +1,8 @@
-"""``acmemodel synth``: a synthetic workload in the exact AcmeTrace schema of one cluster."""
+"""``acmemodel synth``: a synthetic workload of one cluster, as an AcmeTrace file (exact schema) or in
+a cluster simulator's input format (``--format swf|helios|philly|batsim``, via :mod:`acmemodel.export`)."""
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -8,6 +10,15 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console
+
+
+class SynthFormat(str, Enum):
+    """Output formats of ``acmemodel synth`` (the job formats of ``acmemodel export``)."""
+    acmetrace = "acmetrace"
+    swf = "swf"
+    helios = "helios"
+    philly = "philly"
+    batsim = "batsim"
 
 
 def parse_mix(text: str | None) -> dict[str, float] | None:
@@ -30,7 +41,12 @@ def parse_mix(text: str | None) -> dict[str, float] | None:
 
 @app.command("synth")
 def synth_cmd(
-    out: Path = typer.Option(..., "-o", "--output", help="CSV to write (.csv or .csv.gz)."),
+    out: Path = typer.Option(..., "-o", "--output", help="acmetrace: the CSV file to write (.csv or .csv.gz); "
+                             "other formats: the output directory (created)."),
+    fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f",
+                                    help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
+                                         "simulator inputs as written by `acmemodel export` (restart chains "
+                                         "encoded)."),
     bundle: Optional[Path] = typer.Option(
         None, "--bundle", help="Fitted bundle (acmemodel fit); default: the embedded default bundle."),
     days: float = typer.Option(30.0, "--days", help="Length of the synthetic trace in days."),
@@ -46,12 +62,15 @@ def synth_cmd(
         help="Probability a failed Pretrain job is resubmitted (default: fitted share, else 0.9)."),
     queue: str = typer.Option("none", "--queue",
                               help="none: every job starts at submission; sim: waits from the cluster simulator."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim (default: published size)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim, and the cluster size "
+                                       "written by swf (MaxProcs, MaxNodes), batsim (nb_res) and helios "
+                                       "(vc_config nodes); default: the published size."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
 ) -> None:
     """Generate arrivals, GPU counts, (state, run time) and Pretrain restart chains from a bundle and
-    write them as an AcmeTrace file. Queueing is not simulated by default (every job starts at
-    submission); --queue sim replays the jobs on the cluster simulator (FIFO + EASY backfill)."""
+    write them as an AcmeTrace file (default) or, with --format, in a simulator's input format.
+    Queueing is not simulated by default (every job starts at submission); --queue sim replays the
+    jobs on the cluster simulator (FIFO + EASY backfill)."""
     import time
 
     import numpy as np
@@ -67,6 +86,8 @@ def synth_cmd(
         raise ValueError(f"--gpu-scale must be > 0, got {gpu_scale}")
     if queue not in ("none", "sim"):
         raise ValueError(f"--queue must be 'none' or 'sim', got {queue!r}")
+    if gpus is not None and gpus <= 0:
+        raise ValueError(f"--gpus must be > 0, got {gpus}")
     fill = None
     if queue == "sim":
         fill = cluster_queue(total_gpus=gpus if gpus is not None else cluster_gpus(cluster))
@@ -74,11 +95,18 @@ def synth_cmd(
     b = resolve_bundle(bundle)
     jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale, mix=parse_mix(mix),
                          gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill)
-    path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, id_seed=seed), out)
+    timezone = b["arrival"].timezones_.get(cluster)
+    if fmt is SynthFormat.acmetrace:
+        path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, timezone=timezone), out)
+        files, written = [str(path)], {}
+    else:
+        written = _export(jobs, fmt.value, out, cluster=cluster, timezone=timezone, gpus=gpus)
+        path, files = out, written["files"]
     secs = time.perf_counter() - t
     by_type = jobs.groupby("type").size().to_dict()
     doc = {
-        "output": str(path), "cluster": cluster, "rows": int(len(jobs)), "days": days, "seed": seed,
+        "output": str(path), "format": fmt.value, "files": files, "cluster": cluster, "rows": int(len(jobs)),
+        "days": days, "seed": seed,
         "bundle": str(bundle) if bundle else "default",
         "first_submit_utc": (None if not len(jobs) else
                              np.datetime_as_string(np.datetime64(int(jobs["submit_s"].min()), "s")) + "Z"),
@@ -93,12 +121,35 @@ def synth_cmd(
                      if k in ("mean", "50%", "90%", "max")}),
         "seconds": round(secs, 3),
     }
+    if written:
+        doc["written"] = {k: written[k] for k in ("jobs", "attempts", "restarts", "dropped", "notes")}
     if json_out:
         print_json(doc)
         return
-    console.print(f"wrote [bold]{path}[/bold]: {len(jobs):,} {cluster} jobs over {days:g} days "
+    console.print(f"wrote [bold]{path}[/bold] ({fmt.value}): {len(jobs):,} {cluster} jobs over {days:g} days "
                   f"({doc['restart_attempts']} restart attempts) in {secs:.1f} s")
+    for f in files if written else []:
+        console.print(f"  {f}")
+    for k, v in (written or {}).get("dropped", {}).items():
+        if v:
+            console.print(f"  omitted {v} {k.replace('_', ' ')}")
     console.print("jobs by type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
     console.print("queue not simulated: every job starts at submission (queue = 0)." if fill is None else
                   f"queue: {doc['queue']}; mean wait {doc['queue_s']['mean']:.0f} s, "
                   f"p90 {doc['queue_s']['90%']:.0f} s")
+
+
+def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None) -> dict:
+    """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``;
+    ``--gpus`` sets the cluster size of the formats that record one."""
+    from acmemodel.export import options, write
+    from acmemodel.synth import GPUS_PER_NODE
+
+    valid = set(options(fmt))
+    opts: dict = {"cluster": cluster}
+    if timezone and "timezones" in valid:
+        opts["timezones"] = {cluster: timezone}
+    if gpus is not None:
+        size = {"total_gpus": int(gpus), "total_nodes": -(-int(gpus) // GPUS_PER_NODE)}
+        opts.update({k: v for k, v in size.items() if k in valid})
+    return write(jobs, fmt, out, **opts)

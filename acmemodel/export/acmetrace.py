@@ -130,6 +130,9 @@ def acmetrace_table(jobs: Any, *, cluster: str | None = None, schema: str | None
     import pyarrow.compute as pc
 
     df, tzs = C.normalize_jobs(jobs)
+    if len(df) == 0:  # the header alone (e.g. a synthetic trace with no arrivals)
+        names = KALOS_COLUMNS if _schema_for(cluster or "", schema) == "kalos" else SEREN_COLUMNS
+        return pa.table({c: pa.array([], type=pa.large_string()) for c in names})
     groups = C.split_clusters(df, cluster)
     if len(groups) != 1:
         raise ValueError(f"jobs hold several clusters {[g for g, _ in groups]}; pass cluster=")
