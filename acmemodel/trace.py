@@ -208,13 +208,15 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         if len(clusters) != len(paths):
             raise ValueError(f"cluster: {len(clusters)} names for {len(paths)} files")
 
-    frames, rejects, infos, extras = [], [], [], []
+    frames, rejects, infos, extras, type_counts, int_ids = [], [], [], [], [], []
     warn: list[str] = []
     incons: dict[str, int] = {"duration": 0, "queue": 0, "gpu_time": 0, "duration_includes_queue": 0}
     tzs: dict[str, str] = {}
     for path, cl in zip(paths, clusters):
-        jobs, rej, info, extra, inc, w, tz = _read_one(path, cl)
+        jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl)
         frames.append(jobs)
+        type_counts.append(tc)
+        int_ids.append(ii)
         rejects.append(rej)
         infos.append(info)
         extras.append(extra)
@@ -227,7 +229,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     rejected = pd.concat(rejects, ignore_index=True) if len(rejects) > 1 else rejects[0]
 
     # duplicate job ids across the whole input (first occurrence kept), per cluster
-    dup = _duplicated_ids(jobs)
+    dup = _duplicated_ids(jobs, int_ids, len({i.cluster for i in infos}))
     if dup.any():
         first = jobs.loc[~dup].set_index(["cluster", "job_id"])["source_line"]
         d = jobs.loc[dup]
@@ -247,9 +249,15 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         jobs = jobs.loc[~dup].reset_index(drop=True)
         extra_df = extra_df.loc[~dup].reset_index(drop=True)
 
-    unknown = sorted(set(jobs["type"].unique()) - set(KNOWN_TYPES))
+    if dup.any():
+        counts = jobs["type"].value_counts().to_dict()
+    else:  # per-file counts of the accepted rows (made from the few distinct values, not 1M strings)
+        counts = {}
+        for tc in type_counts:
+            for k, v in tc.items():
+                counts[k] = counts.get(k, 0) + v
+    unknown = sorted(set(counts) - set(KNOWN_TYPES))
     if unknown:
-        counts = jobs["type"].value_counts()
         warn.append("unrecognised job type value(s) kept as their own category: "
                     + ", ".join(f"{t!r} ({counts[t]} rows)" for t in unknown))
     for w in warn:
@@ -287,7 +295,6 @@ def _read_table(path: Path):
     """Read a file into a pyarrow Table (typed if possible) + bad-field-count rows + fast flag."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
 
     if not path.exists():
         raise TraceFormatError(f"{path}: no such file")
@@ -296,6 +303,8 @@ def _read_table(path: Path):
     if path.stat().st_size == 0:
         raise TraceFormatError(f"{path}: empty file")
     if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq  # (only here: its import alone costs tens of ms)
+
         try:
             return pq.read_table(path), [], True
         except (pa.ArrowException, OSError) as e:
@@ -313,9 +322,7 @@ def _read_table(path: Path):
             col_types[c] = pa.timestamp("ns", tz="UTC")
         elif c in NUMERIC_COLUMNS:
             col_types[c] = pa.float64()
-        elif c in _DICT_COLUMNS:  # few distinct values: dictionary-encode (fast to convert)
-            col_types[c] = pa.dictionary(pa.int32(), pa.string())
-        else:
+        else:  # (user/type/state are dictionary-encoded after the read: cheaper than in the reader)
             col_types[c] = pa.string()
 
     def read(types, threads=True):
@@ -374,6 +381,8 @@ def _check_columns(path: Path, header: Sequence[str]) -> None:
 
 
 def _read_one(path: Path, cluster: str | None):
+    import pyarrow as pa
+
     table, bad, fast = _read_table(path)
     header = table.column_names
     _check_columns(path, header)
@@ -401,73 +410,96 @@ def _read_one(path: Path, cluster: str | None):
     n = table.num_rows
     # line numbers of the accepted rows: data row k is line k + 2, shifted past skipped bad rows
     bad_lines = np.array(sorted(b[0] for b in bad), dtype=np.int64)
-    lines = np.arange(n, dtype=np.int64) + 2
+    lines = np.arange(2, n + 2, dtype=np.int64)
     if len(bad_lines):
         # the k-th good row sits at the smallest line L with L - 2 - (#bad lines < L) == k
         offs = bad_lines - 2 - np.arange(len(bad_lines))  # good rows before each bad line
         lines = lines + np.searchsorted(offs, np.arange(n), side="right")
-    table = _normalise_strings(table)
-    import pyarrow as pa
-
-    str_dtype = pd.StringDtype("pyarrow")
-    df = table.to_pandas(split_blocks=True, self_destruct=True,
-                         types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
-    del table
+    # user/type/state are dictionary-encoded (and normalised on their dictionaries) in a background
+    # thread: Arrow releases the GIL, so this runs beside the numeric work of the main thread.
+    factors = _Background(_factorize_columns, table)
+    table = _normalise_strings(table, ("job_id",))
     tz = CLUSTER_TZ.get(cluster) or _sniff_offset(path) or "+00:00"
 
-    parsed, fail = _parse_columns(df, fast, tz, path, warn)
-    jobs, rej_mask, reasons, details, inc = _build_jobs(parsed, fail, cluster, str(path), lines, df)
+    # The columns are taken from the Arrow table one by one (no whole-table pandas conversion); the
+    # table stays around so that the few quarantined rows can be shown as read (see _raw_frame).
+    p = _parse_columns(table, tz, path, warn)
+    jobs, rej_mask, reasons, details, inc, type_counts, int_ids = _build_jobs(
+        p, factors, cluster, str(path), lines, table)
 
     rej = [_rejected_frame(np.full(len(bad), str(path), dtype=object),
                            np.array([b[0] for b in bad], dtype=np.int64), Reason.FIELD_COUNT,
                            [f"{b[2]} fields, expected {b[3]}" for b in bad], [b[1] for b in bad])]
+    keep = ~rej_mask
     if rej_mask.any():
         idx = np.flatnonzero(rej_mask)
         rej.append(pd.DataFrame({
-            "file": str(path), "line": lines[idx], "reason": reasons[idx], "detail": details[idx],
-            "raw": _raw_rows(df.iloc[idx], header),
+            "file": str(path), "line": lines[idx], "reason": reasons, "detail": details,
+            "raw": _raw_rows(_raw_frame(table, idx), header),
         }))
     rejected = pd.concat(rej, ignore_index=True).sort_values("line", kind="stable").reset_index(drop=True)
-    keep = ~rej_mask
-    if not keep.all():  # (filtering a clean file would only copy it)
-        jobs = jobs.loc[keep].reset_index(drop=True)
-    extra = df.loc[keep, extra_cols].reset_index(drop=True) if extra_cols else pd.DataFrame(index=jobs.index)
+    if extra_cols:
+        extra = _raw_frame(table.select(extra_cols), None, decode=False)
+        extra = (extra.loc[keep] if not keep.all() else extra).reset_index(drop=True)
+    else:
+        extra = pd.DataFrame(index=jobs.index)
+    del table
     info.rows = n + len(bad)
     info.accepted = len(jobs)
     info.rejected = len(rejected)
     if info.accepted == 0:
         warn.append(f"{path}: no row was accepted ({info.rejected} rejected)")
-    return jobs, rejected, info, extra, inc, warn, tz
+    return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
 
 
-_DICT_COLUMNS = ("user", "type", "state")
+def _raw_frame(table, idx: np.ndarray | None, decode: bool = True) -> pd.DataFrame:
+    """Rows ``idx`` (all if None) of the (normalised) Arrow table as pandas values.
+
+    The values as read, for the quarantine's ``raw``/``detail`` (dictionary columns decoded to
+    strings) and for the extras.
+    """
+    import pyarrow as pa
+
+    if idx is not None:
+        table = _normalise_strings(table.take(pa.array(idx, type=pa.int64())))
+    for i, f in enumerate(table.schema):
+        if decode and pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+    str_dtype = pd.StringDtype("pyarrow")
+    return table.to_pandas(split_blocks=True,
+                           types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
 
 
-def _normalise_strings(table):
-    """Trim the key string columns and upper-case ``state`` in Arrow (vectorised C++, not Python).
+def _norm_values(arr, upper: bool):
+    """Trimmed (and for ``state`` upper-cased) strings, in Arrow (vectorised C++, not Python)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
+        arr = pc.cast(arr, pa.string())
+    arr = pc.utf8_trim_whitespace(arr)
+    return pc.utf8_upper(arr) if upper else arr
+
+
+def _normalise_strings(table, names: Sequence[str] = ("job_id", "user", "type", "state")):
+    """Trim the key string columns and upper-case ``state``.
 
     Dictionary-encoded columns are normalised on their (small) dictionaries only.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    def norm(arr, upper):
-        arr = pc.utf8_trim_whitespace(arr)
-        return pc.utf8_upper(arr) if upper else arr
-
-    for name in ("job_id", "user", "type", "state"):
+    for name in names:
         if name not in table.column_names:
             continue
         i = table.column_names.index(name)
         col = table.column(i)
         up = name == "state"
         if pa.types.is_dictionary(col.type):
-            chunks = [pa.DictionaryArray.from_arrays(ch.indices, norm(ch.dictionary, up)) for ch in col.chunks]
-            col = pa.chunked_array(chunks, type=col.type)
+            chunks = [pa.DictionaryArray.from_arrays(ch.indices, _norm_values(ch.dictionary, up))
+                      for ch in col.chunks]
+            col = pa.chunked_array(chunks, type=pa.dictionary(col.type.index_type, pa.string()))
         else:
-            if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
-                col = pc.cast(col, pa.string())
-            col = norm(col, up)
+            col = _norm_values(col, up)
         table = table.set_column(i, name, col)
     return table
 
@@ -485,43 +517,163 @@ def _sniff_offset(path: Path) -> str | None:
     return "+00:00" if off == "Z" else (off if ":" in off else off[:3] + ":" + off[3:])
 
 
-def _parse_columns(df: pd.DataFrame, fast: bool, tz: str, path: Path, warn: list[str]):
-    """Typed columns + per-column masks of values that were present but could not be parsed."""
-    out: dict[str, pd.Series | np.ndarray] = {}
-    fail: dict[str, np.ndarray] = {}
-    n = len(df)
-    for c in df.columns:
-        s = df[c]
+_NAT = np.iinfo(np.int64).min  # numpy/pandas NaT as int64
+
+
+@dataclass
+class _Time:
+    """A parsed time column: ``i8`` ns since the epoch UTC (``_NAT`` where missing), ``na`` mask or None
+    (no value missing), ``fail`` mask of present but unparsable values or None (cannot fail), ``ts`` the
+    pandas series when it was built on the way (else made from ``i8`` on demand)."""
+
+    i8: np.ndarray
+    na: np.ndarray | None
+    fail: np.ndarray | None
+    ts: pd.Series | None = None
+
+    def seconds(self) -> np.ndarray:
+        v = self.i8.astype(np.float64)
+        v /= 1e9
+        if self.na is not None:
+            v[self.na] = np.nan
+        return v
+
+    def series(self, keep: np.ndarray | None) -> pd.Series:
+        if self.ts is not None:
+            s = self.ts.reset_index(drop=True)
+            return s if keep is None else s[keep].reset_index(drop=True)
+        i8 = self.i8 if keep is None else self.i8[keep]
+        return pd.Series(_writable(i8), dtype="datetime64[ns, UTC]")
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """Arrays viewed zero-copy on Arrow buffers are read-only: copy those (small, single-chunk files)."""
+    return a if a.flags.writeable else a.copy()
+
+
+def _arrow_i8(col) -> tuple[np.ndarray, np.ndarray | None]:
+    """int64 values of an Arrow timestamp/number column with nulls as ``_NAT`` (+ null mask or None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v = col.cast(pa.int64())
+    if v.null_count:
+        na = np.asarray(v.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        v = pc.fill_null(v, _NAT)
+        return np.asarray(v.to_numpy()), na
+    return np.asarray(v.to_numpy()), None
+
+
+def _factorize(col, upper: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, codes)`` of a string column, normalised (trimmed; upper-cased if ``upper``): object
+    array of its distinct values (missing → ``""``, the last entry) and the int code of each row.
+
+    The column is dictionary-encoded (unless it already is) and normalised on its dictionary only.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.num_chunks == 0:
+        return np.array([""], dtype=object), np.zeros(0, dtype=np.intp)
+    if pa.types.is_dictionary(col.type):
+        col = col.unify_dictionaries()
+        chunks = col.chunks
+    else:
+        try:  # one chunk: one dictionary, no unification
+            chunks = [pc.dictionary_encode(col.combine_chunks())]
+        except (pa.ArrowInvalid, pa.ArrowCapacityError):  # (too large for one chunk)
+            chunks = pc.dictionary_encode(col).unify_dictionaries().chunks
+    dic = _norm_values(chunks[0].dictionary, upper)
+    idx = pa.chunked_array([ch.indices for ch in chunks], type=chunks[0].type.index_type)
+    if idx.null_count:
+        idx = pc.fill_null(idx, len(dic))
+    codes = np.asarray(idx.to_numpy()).astype(np.intp)  # (intp: fancy indexing without a conversion)
+    cats = np.empty(len(dic) + 1, dtype=object)
+    cats[:-1] = dic.to_numpy(zero_copy_only=False)
+    cats[-1] = ""
+    if dic.null_count:
+        cats[:-1][dic.is_null().to_numpy(zero_copy_only=False)] = ""
+    return cats, codes
+
+
+class _Background:
+    """Run ``fn(*args)`` in a thread; :meth:`result` joins it (and re-raises its exception)."""
+
+    def __init__(self, fn, *args):
+        import threading
+
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args):
+        try:
+            self._value = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread
+            self._error = e
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _factorize_columns(table) -> dict:
+    """:func:`_factorize` of the ``user``, ``type`` and ``state`` columns present in the table."""
+    return {c: _factorize(table.column(c), upper=c == "state")
+            for c in ("user", "type", "state") if c in table.column_names}
+
+
+def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
+    """Typed columns of the table, keyed by name, with masks of values present but unparsable.
+
+    time column → :class:`_Time`; numeric → ``(float64 values, fail mask or None)``; ``job_id`` → the
+    arrow column (``user``/``type``/``state``: see :func:`_factorize_columns`). Masks are None where
+    the check cannot fail (a column Arrow already typed).
+    """
+    import pyarrow as pa
+
+    out: dict = {}
+    n = table.num_rows
+    str_dtype = pd.StringDtype("pyarrow")
+    for c in table.column_names:
+        col = table.column(c)
         if c in TIME_COLUMNS:
+            t = col.type
+            if pa.types.is_timestamp(t) and t.unit == "ns" and t.tz in ("UTC", "+00:00"):
+                i8, na = _arrow_i8(col)  # fast path: already UTC ns
+                out[c] = _Time(i8, na, None)
+                continue
+            s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
+            fail = None
             if isinstance(s.dtype, pd.DatetimeTZDtype):
-                out[c] = s.dt.tz_convert("UTC")
-                fail[c] = np.zeros(n, bool)
+                ts = s.dt.tz_convert("UTC")
             elif pd.api.types.is_datetime64_any_dtype(s):  # naive (parquet): local time of the cluster
-                out[c] = s.dt.tz_localize(_tzinfo(tz)).dt.tz_convert("UTC")
-                fail[c] = np.zeros(n, bool)
+                ts = s.dt.tz_localize(_tzinfo(tz)).dt.tz_convert("UTC")
                 warn.append(f"{path}: column {c} has no time zone; read as local time {tz}")
             else:
-                out[c], fail[c] = _parse_time_strings(s, tz, path, c, warn)
+                ts, fail = _parse_time_strings(s, tz, path, c, warn)
+            na = ts.isna().to_numpy()
+            i8 = ts.to_numpy(dtype="datetime64[ns]").view("int64")
+            out[c] = _Time(i8, na if na.any() else None, fail, ts)
         elif c in NUMERIC_COLUMNS:
-            if pd.api.types.is_numeric_dtype(s):
-                out[c] = s.to_numpy(dtype=float)
-                fail[c] = np.zeros(n, bool)
+            if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
+                out[c] = (_writable(np.asarray(col.to_numpy(), dtype=float)), None)
+                if pa.types.is_integer(col.type) and col.null_count:  # ints with nulls → NaN
+                    out[c] = (_writable(col.to_pandas().to_numpy(dtype=float)), None)
             else:
-                txt = s.astype("string").str.strip()
-                v = pd.to_numeric(txt, errors="coerce").to_numpy(dtype=float)
-                present = txt.notna().to_numpy() & (txt != "").fillna(False).to_numpy()
-                out[c] = v
-                fail[c] = present & np.isnan(v)
-        elif isinstance(s.dtype, pd.CategoricalDtype):
-            cats = np.asarray(s.cat.categories, dtype=object)
-            codes = s.cat.codes.to_numpy()
-            v = cats[codes] if len(cats) else np.full(n, "", dtype=object)
-            if len(cats) and (codes < 0).any():
-                v[codes < 0] = ""  # missing value → empty string (flagged or defaulted later)
-            out[c] = pd.Series(v, index=s.index)
-        else:
-            out[c] = s.astype(object).where(s.notna(), None) if s.dtype != object else s
-    return out, fail
+                s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
+                if pd.api.types.is_numeric_dtype(s):
+                    out[c] = (s.to_numpy(dtype=float), None)
+                else:
+                    txt = s.astype("string").str.strip()
+                    v = pd.to_numeric(txt, errors="coerce").to_numpy(dtype=float)
+                    present = txt.notna().to_numpy() & (txt != "").fillna(False).to_numpy()
+                    out[c] = (v, present & np.isnan(v))
+        elif c == "job_id":
+            out[c] = col
+    return out
 
 
 def _tzinfo(offset: str):
@@ -554,140 +706,227 @@ def _parse_time_strings(s: pd.Series, tz: str, path: Path, col: str, warn: list[
     return result, fail
 
 
-def _seconds(ts: pd.Series) -> np.ndarray:
-    """Unix seconds (float64) of a datetime64[ns, UTC] series; NaN for NaT."""
-    v = ts.to_numpy(dtype="datetime64[ns]").view("int64").astype(np.float64) / 1e9
-    v[ts.isna().to_numpy()] = np.nan
-    return v
+def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines: np.ndarray, table):
+    """Validate the parsed columns, flag rows to quarantine and assemble the accepted jobs.
 
+    ``factors`` yields the :func:`_factorize_columns` of the table (computed in the background).
+    Returns ``(jobs, rej_mask, reason, detail, inconsistencies, type_counts, int_ids)``: ``jobs`` holds
+    the accepted rows only; ``reason``/``detail`` are for the flagged rows (in row order);
+    ``type_counts`` {type: accepted rows}; ``int_ids`` the accepted job ids as int64 when every id is
+    an integer literal (for a cheap uniqueness check), else None.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-def _build_jobs(p: dict, fail: dict, cluster: str, path: str, lines: np.ndarray, raw: pd.DataFrame):
     n = len(lines)
     # reasons as small integer codes (0 = accepted); texts only for the flagged rows
     reasons = list(Reason)
     code = np.zeros(n, dtype=np.int8)
     detail: dict[int, str] = {}
+    flagged = False
 
     def flag(mask, r: Reason, text):
-        m = mask & (code == 0)  # first reason wins
+        nonlocal flagged
+        if mask is None or not mask.any():  # (None: the check cannot fail)
+            return
+        m = mask & (code == 0) if flagged else mask  # first reason wins
         if not m.any():
             return
+        flagged = True
         code[m] = reasons.index(r) + 1
         idx = np.flatnonzero(m)
-        texts = text(m) if callable(text) else [text] * len(idx)
+        texts = text(idx) if callable(text) else [text] * len(idx)
         detail.update(zip(idx.tolist(), texts))
 
-    job_id = pd.Series(p["job_id"])
-    empty_id = (job_id.isna() | (job_id == "")).to_numpy(dtype=bool)
+    # --- the checks (masks computed first, then applied in the order of precedence below)
+    jid = p["job_id"]
+    if jid.null_count:
+        jid = pc.fill_null(jid, "")
+    try:  # all ids integer literals (then none is empty): cheap uniqueness check later
+        all_int_ids = np.asarray(jid.cast(pa.int64()).to_numpy())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        all_int_ids = None
+    empty_id = None
+    if all_int_ids is None and n and pc.min(pc.utf8_length(jid)).as_py() == 0:
+        empty_id = np.asarray(pc.equal(jid, "").to_numpy(zero_copy_only=False), dtype=bool)
+
+    def whole_numbers(c):
+        """(int64 values, mask of values missing, negative or not whole)."""
+        v, fail = p[c]
+        with np.errstate(invalid="ignore"):
+            iv = v.astype(np.int64)
+            bad = ~(v >= 0)  # missing (NaN) or negative
+            bad |= iv != v  # not a whole number (or beyond int64)
+        if fail is not None:
+            bad |= fail
+        if bad.any():  # the exact rule on the few flagged values: fail | NaN | < 0 | finite non-integer
+            i = np.flatnonzero(bad)
+            vb = v[i]
+            with np.errstate(invalid="ignore"):
+                bad[i] = (np.isnan(vb) | (vb < 0) | (np.isfinite(vb) & (np.round(vb) != vb))
+                          | (fail[i] if fail is not None else False))
+        return iv, bad
+
+    gpu, bad_gpu = whole_numbers("gpu_num")
+    node, bad_node = whole_numbers("node_num")
+
+    submit, start, end = p["submit_time"], p["start_time"], p["end_time"]
+    submit_s, start_s, end_s = submit.seconds(), start.seconds(), end.seconds()
+    not_started = start.na  # None: every job started
+    with np.errstate(invalid="ignore"):
+        end_before_start = end_s < start_s  # (NaN compares False: only started jobs)
+        start_before_submit = start_s < submit_s
+        end_before_submit = None if not_started is None else not_started & (end_s < submit_s)
+
+    f = factors.result()
+    st_cats, st_codes = f["state"]
+    an_cats = np.array([STATE_MAP.get(s) for s in st_cats], dtype=object)
+    unknown_cat = np.array([a is None for a in an_cats], dtype=bool)
+
     flag(empty_id, Reason.MISSING_JOB_ID, "job_id is empty")
     for c in ("submit_time", "start_time", "end_time", "fail_time", "stop_time"):
-        if c in fail:
-            flag(fail[c], Reason.BAD_TIMESTAMP, f"{c} is not a timestamp")
-    submit, start, end = p["submit_time"], p["start_time"], p["end_time"]
-    flag(submit.isna().to_numpy(), Reason.MISSING_TIMESTAMP, "submit_time is empty")
-    flag(end.isna().to_numpy(), Reason.MISSING_TIMESTAMP, "end_time is empty")
-    for c, r in (("gpu_num", Reason.BAD_GPU_NUM), ("node_num", Reason.BAD_NODE_NUM)):
-        v = p[c]
-        bad = fail[c] | np.isnan(v) | (v < 0) | (np.isfinite(v) & (np.round(v) != v))
-        vals = raw[c].to_numpy()
-        flag(bad, r, lambda m, c=c, vals=vals: np.array(
-            [f"{c} = {'' if x is None else str(x)!r}" for x in vals[m]], dtype=object))
-    state = _no_missing(p["state"])
-    cats = pd.unique(state.to_numpy())  # few distinct values: map them, then broadcast
-    analysis = pd.Series(state.to_numpy()).map(dict(zip(cats, (STATE_MAP.get(c) for c in cats))))
-    if len(cats) <= 64:
-        codes = pd.Categorical(state.to_numpy(), categories=cats).codes
-        mapped = np.array([STATE_MAP.get(c) for c in cats], dtype=object)
-        analysis = pd.Series(mapped[codes])
-    unknown_state = analysis.isna().to_numpy()
-    st_vals = state.to_numpy()
-    flag(unknown_state, Reason.UNKNOWN_STATE,
-         lambda m: np.array([f"state = {x!r}" for x in st_vals[m]], dtype=object))
+        if c in p:
+            flag(p[c].fail, Reason.BAD_TIMESTAMP, f"{c} is not a timestamp")
+    flag(submit.na, Reason.MISSING_TIMESTAMP, "submit_time is empty")
+    flag(end.na, Reason.MISSING_TIMESTAMP, "end_time is empty")
+    for c, r, bad in (("gpu_num", Reason.BAD_GPU_NUM, bad_gpu), ("node_num", Reason.BAD_NODE_NUM, bad_node)):
+        def text(idx, c=c):
+            vals = _raw_frame(table.select([c]), idx)[c].to_numpy()
+            return np.array([f"{c} = {'' if x is None else str(x)!r}" for x in vals], dtype=object)
 
-    submit_s, start_s, end_s = _seconds(submit), _seconds(start), _seconds(end)
-    started = ~np.isnan(start_s)
-    with np.errstate(invalid="ignore"):
-        flag(started & (end_s < start_s), Reason.END_BEFORE_START, "end_time < start_time")
-        flag(started & (start_s < submit_s), Reason.START_BEFORE_SUBMIT, "start_time < submit_time")
-        flag(~started & (end_s < submit_s), Reason.END_BEFORE_START, "end_time < submit_time")
+        flag(bad, r, text)
+    if unknown_cat.any():
+        flag(unknown_cat[st_codes], Reason.UNKNOWN_STATE,
+             lambda idx: np.array([f"state = {x!r}" for x in st_cats[st_codes[idx]]], dtype=object))
+    flag(end_before_start, Reason.END_BEFORE_START, "end_time < start_time")
+    flag(start_before_submit, Reason.START_BEFORE_SUBMIT, "start_time < submit_time")
+    flag(end_before_submit, Reason.END_BEFORE_START, "end_time < submit_time")
 
-    gpu = np.nan_to_num(p["gpu_num"], nan=0).astype(np.int64)
-    node = np.nan_to_num(p["node_num"], nan=0).astype(np.int64)
-    run_s = np.where(started, end_s - start_s, np.nan)
-    queue_s = np.where(started, start_s - submit_s, end_s - submit_s)
-    gpu_time = np.where(started, gpu * np.nan_to_num(run_s), 0.0)
-    typ = _no_missing(p["type"])
-    typ = typ.mask(typ == "", "Unknown")
+    rej_mask = code > 0 if flagged else np.zeros(n, dtype=bool)
+    keep = ~rej_mask if flagged else None  # None: every row accepted (no filtering copy)
 
-    fail_s = np.full(n, np.nan)
-    if "fail_time" in p:
-        fail_s = _seconds(p["fail_time"]) - start_s
+    def take(a):
+        return a if keep is None else a[keep]
 
+    # --- derived columns
+    run_s = end_s - start_s  # NaN if never started
+    queue_s = start_s - submit_s
+    gpu_time = gpu * run_s
+    if not_started is not None:  # a wait censored at the cancel; no GPU time
+        np.subtract(end_s, submit_s, out=queue_s, where=not_started)
+        gpu_time[not_started] = 0.0
+    fail_s = p["fail_time"].seconds() - start_s if "fail_time" in p else np.full(n, np.nan)
+
+    ty_cats, ty_codes = f["type"]
+    ty_cats = ty_cats.copy()
+    ty_cats[ty_cats == ""] = "Unknown"
+    us_cats, us_codes = f["user"]
+    ty_codes_k, st_codes_k = take(ty_codes), take(st_codes)
+    n_keep = len(ty_codes_k)
+
+    type_counts: dict[str, int] = {}
+    for name, k in zip(ty_cats, np.bincount(ty_codes_k, minlength=len(ty_cats))):
+        if k:
+            type_counts[name] = type_counts.get(name, 0) + int(k)
+
+    job_ids = jid if keep is None else jid.filter(pa.array(keep))
+    int_ids = take(all_int_ids) if all_int_ids is not None else None
+    if int_ids is None and keep is not None:  # (the rejected rows may hold the non-integer ids)
+        try:
+            int_ids = np.asarray(job_ids.cast(pa.int64()).to_numpy())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+
+    def const(value):
+        a = np.empty(n_keep, dtype=object)
+        a.fill(value)
+        return a
+
+    def fnan(c):
+        return _writable(take(p[c][0])) if c in p else np.full(n_keep, np.nan)
+
+    started = np.ones(n_keep, dtype=bool) if not_started is None else take(~not_started)
+    gpu_k = take(gpu)
     cols = {
-        "cluster": np.full(n, cluster, dtype=object),
-        "job_id": job_id.fillna("") if empty_id.any() else job_id,
-        "user": _no_missing(p["user"]),
-        "type": typ,
-        "state": state,
-        "analysis_state": analysis,
-        "gpu_num": gpu,
-        "node_num": node,
-        "cpu_num": p.get("cpu_num", np.full(n, np.nan)),
-        "is_gpu": gpu > 0,
-        "submit_time": submit, "start_time": start, "end_time": end,
-        "submit_s": submit_s, "start_s": start_s, "end_s": end_s,
+        "cluster": const(cluster),
+        "job_id": np.asarray(job_ids.to_numpy(zero_copy_only=False), dtype=object),
+        "user": us_cats[take(us_codes)],
+        "type": ty_cats[ty_codes_k],
+        "state": st_cats[st_codes_k],
+        "analysis_state": an_cats[st_codes_k],
+        "gpu_num": gpu_k,
+        "node_num": take(node),
+        "cpu_num": fnan("cpu_num"),
+        "is_gpu": gpu_k > 0,
+        "submit_time": submit.series(keep), "start_time": start.series(keep), "end_time": end.series(keep),
+        "submit_s": take(submit_s), "start_s": take(start_s), "end_s": take(end_s),
         "started": started,
-        "run_s": run_s,
-        "queue_s": queue_s,
+        "run_s": take(run_s),
+        "queue_s": take(queue_s),
         "queue_censored": ~started,
-        "gpu_time_s": gpu_time,
-        "fail_time_s": fail_s,
-        "mem_per_pod_GB": p.get("mem_per_pod_GB", np.full(n, np.nan)),
-        "shared_mem_per_pod": p.get("shared_mem_per_pod", np.full(n, np.nan)),
-        "source_file": np.full(n, path, dtype=object),
-        "source_line": lines,
+        "gpu_time_s": take(gpu_time),
+        "fail_time_s": take(fail_s),
+        "mem_per_pod_GB": fnan("mem_per_pod_GB"),
+        "shared_mem_per_pod": fnan("shared_mem_per_pod"),
+        "source_file": const(path),
+        "source_line": take(lines),
     }
-    # column-wise concat: no block consolidation of the object columns (several times faster)
-    jobs = pd.concat([pd.Series(np.asarray(v) if not isinstance(v, pd.Series) else v.to_numpy(), name=k)
-                      if not isinstance(v, pd.Series) or not isinstance(v.dtype, pd.DatetimeTZDtype)
-                      else v.reset_index(drop=True).rename(k)
-                      for k, v in cols.items()], axis=1, copy=False)
-    rej_mask = code > 0
-    reason = np.array([None] + [r.value for r in reasons], dtype=object)[code]
-    detail_arr = np.full(n, None, dtype=object)
-    if detail:
-        detail_arr[np.fromiter(detail.keys(), dtype=np.int64)] = list(detail.values())
-    detail = detail_arr
+    # copy=False: one block per column, no consolidation copy of the 1M-row arrays
+    jobs = pd.DataFrame(cols, copy=False)
+    # reason and detail of the flagged rows only, in row order
+    flagged_rows = np.flatnonzero(rej_mask)
+    reason = np.array([None] + [r.value for r in reasons], dtype=object)[code[flagged_rows]]
+    detail_arr = np.array([detail[i] for i in flagged_rows.tolist()], dtype=object)
 
-    # cross-check the file's own columns against the timestamps (accepted rows only)
-    ok = ~rej_mask & started
+    # cross-check the file's own columns against the timestamps (accepted, started rows only)
+    ok = ~rej_mask if not_started is None else ~rej_mask & ~not_started
     inc = {"duration": 0, "queue": 0, "gpu_time": 0, "duration_includes_queue": 0}
+
+    def off(col, ref, tol):
+        # rows where the file's value is finite and |value - ref| > tol (NaN compares False)
+        x = np.subtract(col, ref)
+        np.abs(x, out=x)
+        m = x > tol
+        m &= x != np.inf
+        m &= ok
+        return m
+
     with np.errstate(invalid="ignore"):
         if "duration" in p:
-            d = p["duration"]
-            bad = ok & np.isfinite(d) & (np.abs(d - run_s) > CHECK_TOL_S)
-            inc["duration"] = int(bad.sum())
-            inc["duration_includes_queue"] = int((bad & (np.abs(d - (end_s - submit_s)) <= CHECK_TOL_S)).sum())
+            d = p["duration"][0]
+            bad = off(d, run_s, CHECK_TOL_S)
+            inc["duration"] = int(np.count_nonzero(bad))
+            if inc["duration"]:
+                i = np.flatnonzero(bad)
+                inc["duration_includes_queue"] = int(np.count_nonzero(
+                    np.abs(d[i] - (end_s[i] - submit_s[i])) <= CHECK_TOL_S))
         if "queue" in p:
-            q = p["queue"]
-            inc["queue"] = int((ok & np.isfinite(q) & (np.abs(q - queue_s) > CHECK_TOL_S)).sum())
+            inc["queue"] = int(np.count_nonzero(off(p["queue"][0], queue_s, CHECK_TOL_S)))
         if "gpu_time" in p:
-            g = p["gpu_time"]
-            inc["gpu_time"] = int((ok & np.isfinite(g) & (np.abs(g - gpu_time) > CHECK_TOL_S * np.maximum(gpu, 1))).sum())
-    return jobs, rej_mask, reason, detail, inc
+            tol = np.maximum(gpu, 1).astype(np.float64)
+            tol *= CHECK_TOL_S
+            inc["gpu_time"] = int(np.count_nonzero(off(p["gpu_time"][0], gpu_time, tol)))
+    return jobs, rej_mask, reason, detail_arr, inc, type_counts, int_ids
 
 
-def _duplicated_ids(jobs: pd.DataFrame) -> np.ndarray:
-    """Rows whose (cluster, job_id) appeared earlier (first occurrence kept); a uniqueness check first."""
-    if jobs["cluster"].nunique() <= 1 and jobs["job_id"].is_unique:
-        return np.zeros(len(jobs), dtype=bool)
+def _duplicated_ids(jobs: pd.DataFrame, int_ids: Sequence[np.ndarray | None] = (),
+                    n_clusters: int | None = None) -> np.ndarray:
+    """Rows whose (cluster, job_id) appeared earlier (first occurrence kept); a uniqueness check first.
+
+    ``int_ids``: per file, the accepted ids as integers when they all are integer literals. Distinct
+    integers imply distinct strings, so an increasing (or hash-unique) integer sequence proves there
+    is no duplicate without hashing a million Python strings.
+    """
+    no_dup = np.zeros(len(jobs), dtype=bool)
+    if int_ids and all(ii is not None for ii in int_ids):
+        ids = np.concatenate(int_ids) if len(int_ids) > 1 else int_ids[0]
+        if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()) or pd.Series(ids).is_unique:
+            return no_dup
+    if n_clusters is None:
+        n_clusters = jobs["cluster"].nunique()
+    if n_clusters <= 1 and jobs["job_id"].is_unique:
+        return no_dup
     return jobs.duplicated(subset=["cluster", "job_id"], keep="first").to_numpy()
-
-
-def _no_missing(col) -> pd.Series:
-    """An object string column with missing values as ``""`` (categoricals arrive without any)."""
-    s = pd.Series(col).astype(object)
-    return s.fillna("") if s.isna().any() else s
 
 
 def _rejected_frame(files, lines, reason: Reason, details, raws) -> pd.DataFrame:

@@ -1,9 +1,12 @@
 """Load a 1M-row Seren-format CSV with ``load_trace`` vs pyarrow's raw ``read_csv`` of the same file.
 
 Target (issue 2): load_trace within 2x of the raw read. Both are measured in this run, each in a fresh
-subprocess (best of ``--repeat``), with the peak resident memory of that subprocess.
+subprocess, with the peak resident memory of that subprocess. The machine may be shared, so the
+repeats are interleaved (pyarrow, load_trace, then load_trace, pyarrow, ...): both readers see the same
+background load. Reported: the best time of each (the least disturbed run), and the median over rounds
+of the ratio of the two runs of the same round.
 
-    python benchmarks/bench_load.py [--rows 1000000] [--repeat 3]
+    python benchmarks/bench_load.py [--rows 1000000] [--repeat 5]
 """
 from __future__ import annotations
 
@@ -70,7 +73,7 @@ def run(path: Path, mode: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--make", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.make:
@@ -81,12 +84,24 @@ def main() -> None:
         # generated in a child process: the parent stays small, so the children's peak RSS is their own
         subprocess.run([sys.executable, __file__, "--make", str(path), "--rows", str(a.rows)], check=True)
         size = path.stat().st_size / 1e6
-        base = min((run(path, "pyarrow") for _ in range(a.repeat)), key=lambda r: r["seconds"])
-        ours = min((run(path, "load_trace") for _ in range(a.repeat)), key=lambda r: r["seconds"])
+        bases, ourss = [], []
+        for i in range(a.repeat):  # interleaved, alternating which reader goes first
+            order = ("pyarrow", "load_trace") if i % 2 == 0 else ("load_trace", "pyarrow")
+            got = {mode: run(path, mode) for mode in order}
+            bases.append(got["pyarrow"])
+            ourss.append(got["load_trace"])
+        base = min(bases, key=lambda r: r["seconds"])
+        ours = min(ourss, key=lambda r: r["seconds"])
+        paired = sorted(o["seconds"] / b["seconds"] for b, o in zip(bases, ourss))
     print(f"file rows={a.rows} size_mb={size:.0f}")
     print(f"pyarrow.read_csv seconds={base['seconds']:.3f} peak_rss_mb={base['peak_rss_mb']:.0f}")
     print(f"load_trace seconds={ours['seconds']:.3f} peak_rss_mb={ours['peak_rss_mb']:.0f} rows={ours['rows']}")
     print(f"ratio load_trace/pyarrow={ours['seconds'] / base['seconds']:.2f} (target <= 2.0)")
+    print(f"paired ratio per round: median={float(np.median(paired)):.2f} min={paired[0]:.2f} "
+          f"max={paired[-1]:.2f} (n={len(paired)})")
+    print(f"peak_rss_mb load_trace/pyarrow={ours['peak_rss_mb'] / base['peak_rss_mb']:.2f} "
+          f"(max over runs: pyarrow {max(r['peak_rss_mb'] for r in bases):.0f}, "
+          f"load_trace {max(r['peak_rss_mb'] for r in ourss):.0f})")
 
 
 if __name__ == "__main__":
