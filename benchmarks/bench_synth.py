@@ -8,10 +8,17 @@ intensities scaled to Seren's published volume (1,031,550 jobs in 184 days); oth
 GPU-count CDF, evaluation bursts of mean ≈ 8) with a ``RuntimeModel`` fitted on the shipped sample.
 
 Each size runs in a fresh subprocess so its peak RSS (``ru_maxrss``) is its own; printed per size:
-rows, seconds for simulation and for formatting + writing the CSV, peak RSS, RSS growth over the
+rows, seconds for simulation and for formatting + writing the output, peak RSS, RSS growth over the
 loaded-models baseline, and that growth per 1,000 rows (constant = memory proportional to output).
+``--format`` picks the output as ``acmemodel synth --format`` does: ``acmetrace`` (one CSV through
+the package's single AcmeTrace formatter, :mod:`acmemodel.export.acmetrace`) or a simulator format
+written by :func:`acmemodel.export.write` (swf, helios, philly, batsim).
 
-Run: ``python benchmarks/bench_synth.py [--days 30 91 182]``
+Also printed: the timestamp kernel of that formatter (:func:`acmemodel.export._common.time_bytes`,
+lookup tables of day and clock text) against library baselines on the same 1M timestamps —
+``numpy.datetime_as_string`` and pandas ``strftime`` — in the same run.
+
+Run: ``python benchmarks/bench_synth.py [--days 30 91 182] [--format acmetrace]``
 """
 from __future__ import annotations
 
@@ -84,9 +91,10 @@ def _models():
         return _fallback_models()
 
 
-def child(days: float, out_dir: str) -> dict:
+def child(days: float, out_dir: str, fmt: str = "acmetrace") -> dict:
     import pandas as pd
 
+    from acmemodel.export import write
     from acmemodel.synth import simulate_jobs, to_acmetrace, write_acmetrace
 
     arrival, runtime, restart, source = _models()
@@ -99,31 +107,68 @@ def child(days: float, out_dir: str) -> dict:
                          seed=1, scale=scale)
     t_sim = time.perf_counter() - t
     t = time.perf_counter()
-    path = write_acmetrace(to_acmetrace(jobs, cluster="Seren"), os.path.join(out_dir, f"seren_{days:g}d.csv"))
+    if fmt == "acmetrace":
+        paths = [write_acmetrace(to_acmetrace(jobs, cluster="Seren"), os.path.join(out_dir, f"seren_{days:g}d.csv"))]
+    else:
+        paths = write(jobs, fmt, os.path.join(out_dir, fmt), cluster="Seren")["files"]
     t_write = time.perf_counter() - t
-    size_mb = os.path.getsize(path) / 1e6
-    os.remove(path)
+    size_mb = sum(os.path.getsize(p) for p in paths) / 1e6
+    for p in paths:
+        os.remove(p)
     peak = _rss_mb()
     return {"days": days, "rows": len(jobs), "sim_s": t_sim, "write_s": t_write, "total_s": t_sim + t_write,
             "peak_rss_mb": peak, "base_rss_mb": base_rss, "growth_mb": peak - base_rss, "csv_mb": size_mb,
-            "scale": scale, "source": source}
+            "scale": scale, "source": source, "format": fmt}
+
+
+def timestamp_kernels(n: int = 1_000_000) -> list[tuple[str, float]]:
+    """Seconds to format ``n`` timestamps (+08:00) with the package kernel and library baselines."""
+    import numpy as np
+    import pandas as pd
+
+    from acmemodel.export._common import time_bytes
+
+    rng = np.random.default_rng(0)
+    sec = (1677600000 + np.sort(rng.uniform(0, 184 * 86400, n))).astype(np.int64)
+    off = 8 * 3600
+
+    def best(f, reps=3):
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            f()
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    def numpy_baseline():
+        txt = np.datetime_as_string((sec + off).astype("datetime64[s]"), unit="s").astype("S19")
+        return np.char.add(np.char.replace(txt, b"T", b" "), b"+08:00")
+
+    ref = pd.to_datetime(sec, unit="s", utc=True).tz_convert("Asia/Shanghai")
+    a = time_bytes(sec, offset_s=off, suffix="+08:00").view("S25").ravel()
+    assert (a == numpy_baseline()).all() and a[0].decode() == ref[0].strftime("%Y-%m-%d %H:%M:%S+08:00")
+    return [("time_bytes (day + clock lookup tables)", best(lambda: time_bytes(sec, offset_s=off, suffix="+08:00"))),
+            ("numpy.datetime_as_string + S ops", best(numpy_baseline)),
+            ("pandas strftime", best(lambda: ref.strftime("%Y-%m-%d %H:%M:%S+08:00"), reps=1))]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--days", type=float, nargs="+", default=[30.0, 91.0, 182.0])
+    ap.add_argument("--format", default="acmetrace", choices=["acmetrace", "swf", "helios", "philly", "batsim"])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         with tempfile.TemporaryDirectory() as d:
-            print(json.dumps(child(args.days[0], d)))
+            print(json.dumps(child(args.days[0], d, args.format)))
         return
     rows = []
     for days in args.days:
-        r = subprocess.run([sys.executable, __file__, "--child", "--days", str(days)], capture_output=True,
-                           text=True, check=True)
+        r = subprocess.run([sys.executable, __file__, "--child", "--days", str(days), "--format", args.format],
+                           capture_output=True, text=True, check=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    print(f"models: {rows[0]['source']}; arrival scale {rows[0]['scale']:.3f} (Seren volume)")
+    print(f"models: {rows[0]['source']}; arrival scale {rows[0]['scale']:.3f} (Seren volume); "
+          f"output format {args.format}")
     print(f"{'days':>5} {'rows':>10} {'sim_s':>7} {'write_s':>8} {'total_s':>8} {'csv_MB':>7} "
           f"{'peak_RSS_MB':>11} {'growth_MB':>9} {'KB/1k_rows':>10}")
     for r in rows:
@@ -135,6 +180,9 @@ def main() -> None:
     verdict = "within" if big["total_s"] <= 60 else "OVER"
     print(f"six-month target: {big['rows']:,} rows in {big['total_s']:.1f} s ({verdict} 60 s); "
           f"memory growth per 1k rows {per_k} KB (roughly constant = proportional to output)")
+    kern = timestamp_kernels()
+    print("timestamp formatting, 1,000,000 rows: " + "; ".join(
+        f"{name} {sec:.3f} s ({sec / kern[0][1]:.1f}x)" for name, sec in kern))
 
 
 if __name__ == "__main__":

@@ -141,10 +141,9 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     if "queue_s" not in df.columns:
         df["queue_s"] = np.where(df["start_s"].notna(), df["start_s"] - df["submit_s"],
                                  df["end_s"] - df["submit_s"])
-    df["cluster"] = df["cluster"].astype(str)
-    df["job_id"] = df["job_id"].astype(str)
-    df["user"] = df["user"].astype(str)
-    df["type"] = df["type"].astype(str)
+    for c in ("cluster", "job_id", "user", "type"):
+        if pd.api.types.infer_dtype(df[c], skipna=False) != "string":  # a scan; no copy if already str
+            df[c] = df[c].astype(str)
     return df, timezones
 
 
@@ -292,8 +291,8 @@ def to_arrow(col: Any) -> "pa.Array":
     """A string column as an Arrow ``large_string`` array (None/NaN → null)."""
     import pyarrow as pa
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    if isinstance(col, pa.ChunkedArray):  # combine_chunks copies even a single chunk
+        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     if isinstance(col, pa.Array):
         return col if col.type == pa.large_string() else col.cast(pa.large_string())
     if isinstance(col, pd.Series):

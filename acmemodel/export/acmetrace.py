@@ -140,7 +140,8 @@ def acmetrace_table(jobs: Any, *, cluster: str | None = None, schema: str | None
     off = C.parse_offset(timezone) if timezone is not None else C.cluster_offsets([name], tzs)[name]
     header, cols, _ = format_rows(sub, _schema_for(name, schema), off, fail_known=_has_fail_times(jobs))
     empty = pa.scalar("", type=pa.large_string())
-    return pa.table({h: pc.fill_null(C.to_arrow(c), empty) for h, c in zip(header, cols)})
+    arrays = [C.to_arrow(c) for c in cols]
+    return pa.table({h: pc.fill_null(a, empty) if a.null_count else a for h, a in zip(header, arrays)})
 
 
 def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, schema: str | None = None,
