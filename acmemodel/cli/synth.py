@@ -10,15 +10,12 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console
+from acmemodel.cli.export import Fmt
 
 
-class SynthFormat(str, Enum):
-    """Output formats of ``acmemodel synth`` (the job formats of ``acmemodel export``)."""
-    acmetrace = "acmetrace"
-    swf = "swf"
-    helios = "helios"
-    philly = "philly"
-    batsim = "batsim"
+#: output formats of ``acmemodel synth``: the job formats of ``acmemodel export`` (all but airesim,
+#: which writes fitted parameters, not jobs)
+SynthFormat = Enum("SynthFormat", [(f.name, f.value) for f in Fmt if f is not Fmt.airesim], type=str)
 
 
 def parse_mix(text: str | None) -> dict[str, float] | None:
