@@ -418,12 +418,13 @@ def _read_one(path: Path, cluster: str | None):
     # user/type/state are dictionary-encoded (and normalised on their dictionaries) in a background
     # thread: Arrow releases the GIL, so this runs beside the numeric work of the main thread.
     factors = _Background(_factorize_columns, table)
-    table = _normalise_strings(table, ("job_id",))
+    table, int_ids = _normalise_job_ids(table)
     tz = CLUSTER_TZ.get(cluster) or _sniff_offset(path) or "+00:00"
 
     # The columns are taken from the Arrow table one by one (no whole-table pandas conversion); the
     # table stays around so that the few quarantined rows can be shown as read (see _raw_frame).
     p = _parse_columns(table, tz, path, warn)
+    p["job_id_int"] = int_ids
     jobs, rej_mask, reasons, details, inc, type_counts, int_ids = _build_jobs(
         p, factors, cluster, str(path), lines, table)
 
@@ -479,6 +480,32 @@ def _norm_values(arr, upper: bool):
         arr = pc.cast(arr, pa.string())
     arr = pc.utf8_trim_whitespace(arr)
     return pc.utf8_upper(arr) if upper else arr
+
+
+def _normalise_job_ids(table):
+    """The table with ``job_id`` trimmed, and the ids as int64 when all are integer literals (else None).
+
+    Ids that Arrow casts to integers hold no blank (the cast accepts digits and a sign only), so the
+    trim is skipped for them.
+    """
+    import pyarrow as pa
+
+    col = table.column("job_id")
+
+    def as_int(c):
+        if c.null_count:
+            return None
+        try:
+            return np.asarray(c.cast(pa.int64()).to_numpy())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        ints = as_int(col)
+        if ints is not None:
+            return table, ints
+    table = _normalise_strings(table, ("job_id",))
+    return table, as_int(table.column("job_id"))
 
 
 def _normalise_strings(table, names: Sequence[str] = ("job_id", "user", "type", "state")):
@@ -742,10 +769,7 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     jid = p["job_id"]
     if jid.null_count:
         jid = pc.fill_null(jid, "")
-    try:  # all ids integer literals (then none is empty): cheap uniqueness check later
-        all_int_ids = np.asarray(jid.cast(pa.int64()).to_numpy())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        all_int_ids = None
+    all_int_ids = p["job_id_int"]  # integer ids (then none is empty): cheap uniqueness check later
     empty_id = None
     if all_int_ids is None and n and pc.min(pc.utf8_length(jid)).as_py() == 0:
         empty_id = np.asarray(pc.equal(jid, "").to_numpy(zero_copy_only=False), dtype=bool)
@@ -778,6 +802,38 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
         start_before_submit = start_s < submit_s
         end_before_submit = None if not_started is None else not_started & (end_s < submit_s)
 
+    # --- derived columns (for every row; the rejected ones are dropped below)
+    run_s = end_s - start_s  # NaN if never started
+    queue_s = start_s - submit_s
+    gpu_time = gpu * run_s
+    if not_started is not None:  # a wait censored at the cancel; no GPU time
+        np.subtract(end_s, submit_s, out=queue_s, where=not_started)
+        gpu_time[not_started] = 0.0
+    fail_s = p["fail_time"].seconds() - start_s if "fail_time" in p else np.full(n, np.nan)
+
+    # the file's own duration/queue/gpu_time against the timestamps (counted on accepted rows below)
+    def off(col, ref, tol):
+        # rows where the file's value is finite and |value - ref| > tol (NaN compares False)
+        x = np.subtract(col, ref)
+        np.abs(x, out=x)
+        m = x > tol
+        m &= x != np.inf
+        return m
+
+    deviates = {}
+    with np.errstate(invalid="ignore"):
+        if "duration" in p:
+            deviates["duration"] = off(p["duration"][0], run_s, CHECK_TOL_S)
+        if "queue" in p:
+            deviates["queue"] = off(p["queue"][0], queue_s, CHECK_TOL_S)
+        if "gpu_time" in p:
+            tol = np.maximum(gpu, 1).astype(np.float64)
+            tol *= CHECK_TOL_S
+            deviates["gpu_time"] = off(p["gpu_time"][0], gpu_time, tol)
+
+    # Python strings for every id (holds the GIL: last, so that the background work is done by now)
+    id_objects = np.asarray(jid.to_numpy(zero_copy_only=False), dtype=object)
+
     f = factors.result()
     st_cats, st_codes = f["state"]
     an_cats = np.array([STATE_MAP.get(s) for s in st_cats], dtype=object)
@@ -808,15 +864,6 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     def take(a):
         return a if keep is None else a[keep]
 
-    # --- derived columns
-    run_s = end_s - start_s  # NaN if never started
-    queue_s = start_s - submit_s
-    gpu_time = gpu * run_s
-    if not_started is not None:  # a wait censored at the cancel; no GPU time
-        np.subtract(end_s, submit_s, out=queue_s, where=not_started)
-        gpu_time[not_started] = 0.0
-    fail_s = p["fail_time"].seconds() - start_s if "fail_time" in p else np.full(n, np.nan)
-
     ty_cats, ty_codes = f["type"]
     ty_cats = ty_cats.copy()
     ty_cats[ty_cats == ""] = "Unknown"
@@ -829,11 +876,10 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
         if k:
             type_counts[name] = type_counts.get(name, 0) + int(k)
 
-    job_ids = jid if keep is None else jid.filter(pa.array(keep))
     int_ids = take(all_int_ids) if all_int_ids is not None else None
     if int_ids is None and keep is not None:  # (the rejected rows may hold the non-integer ids)
         try:
-            int_ids = np.asarray(job_ids.cast(pa.int64()).to_numpy())
+            int_ids = np.asarray(jid.filter(pa.array(keep)).cast(pa.int64()).to_numpy())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
 
@@ -849,7 +895,7 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     gpu_k = take(gpu)
     cols = {
         "cluster": const(cluster),
-        "job_id": np.asarray(job_ids.to_numpy(zero_copy_only=False), dtype=object),
+        "job_id": take(id_objects),
         "user": us_cats[take(us_codes)],
         "type": ty_cats[ty_codes_k],
         "state": st_cats[st_codes_k],
@@ -878,34 +924,21 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     reason = np.array([None] + [r.value for r in reasons], dtype=object)[code[flagged_rows]]
     detail_arr = np.array([detail[i] for i in flagged_rows.tolist()], dtype=object)
 
-    # cross-check the file's own columns against the timestamps (accepted, started rows only)
-    ok = ~rej_mask if not_started is None else ~rej_mask & ~not_started
+    # cross-check counts: accepted rows of started jobs only
     inc = {"duration": 0, "queue": 0, "gpu_time": 0, "duration_includes_queue": 0}
-
-    def off(col, ref, tol):
-        # rows where the file's value is finite and |value - ref| > tol (NaN compares False)
-        x = np.subtract(col, ref)
-        np.abs(x, out=x)
-        m = x > tol
-        m &= x != np.inf
-        m &= ok
-        return m
-
-    with np.errstate(invalid="ignore"):
-        if "duration" in p:
-            d = p["duration"][0]
-            bad = off(d, run_s, CHECK_TOL_S)
-            inc["duration"] = int(np.count_nonzero(bad))
-            if inc["duration"]:
-                i = np.flatnonzero(bad)
+    for kind, m in deviates.items():
+        if not m.any():
+            continue
+        if flagged:
+            m &= ~rej_mask
+        if not_started is not None:
+            m &= ~not_started
+        inc[kind] = int(np.count_nonzero(m))
+        if kind == "duration" and inc[kind]:
+            i = np.flatnonzero(m)
+            with np.errstate(invalid="ignore"):
                 inc["duration_includes_queue"] = int(np.count_nonzero(
-                    np.abs(d[i] - (end_s[i] - submit_s[i])) <= CHECK_TOL_S))
-        if "queue" in p:
-            inc["queue"] = int(np.count_nonzero(off(p["queue"][0], queue_s, CHECK_TOL_S)))
-        if "gpu_time" in p:
-            tol = np.maximum(gpu, 1).astype(np.float64)
-            tol *= CHECK_TOL_S
-            inc["gpu_time"] = int(np.count_nonzero(off(p["gpu_time"][0], gpu_time, tol)))
+                    np.abs(p["duration"][0][i] - (end_s[i] - submit_s[i])) <= CHECK_TOL_S))
     return jobs, rej_mask, reason, detail_arr, inc, type_counts, int_ids
 
 
