@@ -8,7 +8,8 @@
 column             meaning
 =================  ==========================================================================
 cluster            cluster name (``cluster=`` argument, else the file name, else the schema)
-job_id, user       as in the file (strings)
+job_id, user       as in the file (strings; ``job_id`` in the Arrow-backed pandas string dtype
+                   :data:`STR_DTYPE`, the other string columns object)
 type               job type (Eval, Pretrain, SFT, MLLM, Debug, Other; unknown values kept)
 state              original final state (COMPLETED, CANCELLED, FAILED, TIMEOUT, NODE_FAIL)
 analysis_state     COMPLETED | CANCELLED | FAILED — TIMEOUT and NODE_FAIL count as FAILED
@@ -84,6 +85,16 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 TIME_COLUMNS = ("submit_time", "start_time", "end_time", "fail_time", "stop_time")
 NUMERIC_COLUMNS = ("node_num", "gpu_num", "cpu_num", "duration", "queue", "gpu_time", "mem_per_pod_GB",
                    "shared_mem_per_pod")
+
+def _str_dtype() -> pd.StringDtype:
+    try:  # pandas >= 2.3: the "str" dtype of pandas 3 (Arrow storage, NaN for missing, numpy bool results)
+        return pd.StringDtype("pyarrow", na_value=np.nan)
+    except TypeError:  # pandas 2.1-2.2: the same semantics under its earlier name
+        return pd.StringDtype("pyarrow_numpy")
+
+
+#: dtype of ``Trace.jobs["job_id"]``: Arrow-backed strings (no Python object per row)
+STR_DTYPE = _str_dtype()
 
 #: tolerance (s) when cross-checking the files' duration/queue columns against the timestamps
 CHECK_TOL_S = 1.0
@@ -831,9 +842,6 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
             tol *= CHECK_TOL_S
             deviates["gpu_time"] = off(p["gpu_time"][0], gpu_time, tol)
 
-    # Python strings for every id (holds the GIL: last, so that the background work is done by now)
-    id_objects = np.asarray(jid.to_numpy(zero_copy_only=False), dtype=object)
-
     f = factors.result()
     st_cats, st_codes = f["state"]
     an_cats = np.array([STATE_MAP.get(s) for s in st_cats], dtype=object)
@@ -895,7 +903,7 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     gpu_k = take(gpu)
     cols = {
         "cluster": const(cluster),
-        "job_id": take(id_objects),
+        "job_id": pd.array(jid if keep is None else jid.filter(pa.array(keep)), dtype=STR_DTYPE),
         "user": us_cats[take(us_codes)],
         "type": ty_cats[ty_codes_k],
         "state": st_cats[st_codes_k],
