@@ -86,6 +86,7 @@ TIME_COLUMNS = ("submit_time", "start_time", "end_time", "fail_time", "stop_time
 NUMERIC_COLUMNS = ("node_num", "gpu_num", "cpu_num", "duration", "queue", "gpu_time", "mem_per_pod_GB",
                    "shared_mem_per_pod")
 
+
 def _str_dtype() -> pd.StringDtype:
     try:  # pandas >= 2.3: the "str" dtype of pandas 3 (Arrow storage, NaN for missing, numpy bool results)
         return pd.StringDtype("pyarrow", na_value=np.nan)
@@ -392,8 +393,6 @@ def _check_columns(path: Path, header: Sequence[str]) -> None:
 
 
 def _read_one(path: Path, cluster: str | None):
-    import pyarrow as pa
-
     table, bad, fast = _read_table(path)
     header = table.column_names
     _check_columns(path, header)
@@ -613,14 +612,16 @@ def _factorize(col, upper: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
     if col.num_chunks == 0:
         return np.array([""], dtype=object), np.zeros(0, dtype=np.intp)
+    def unified(c):  # the chunks re-coded on one common dictionary
+        return pa.table({"c": c}).unify_dictionaries().column(0).chunks
+
     if pa.types.is_dictionary(col.type):
-        col = col.unify_dictionaries()
-        chunks = col.chunks
+        chunks = unified(col)
     else:
         try:  # one chunk: one dictionary, no unification
             chunks = [pc.dictionary_encode(col.combine_chunks())]
         except (pa.ArrowInvalid, pa.ArrowCapacityError):  # (too large for one chunk)
-            chunks = pc.dictionary_encode(col).unify_dictionaries().chunks
+            chunks = unified(pc.dictionary_encode(col))
     dic = _norm_values(chunks[0].dictionary, upper)
     idx = pa.chunked_array([ch.indices for ch in chunks], type=chunks[0].type.index_type)
     if idx.null_count:
@@ -673,7 +674,6 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
     import pyarrow as pa
 
     out: dict = {}
-    n = table.num_rows
     str_dtype = pd.StringDtype("pyarrow")
     for c in table.column_names:
         col = table.column(c)
@@ -696,10 +696,8 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
             i8 = ts.to_numpy(dtype="datetime64[ns]").view("int64")
             out[c] = _Time(i8, na if na.any() else None, fail, ts)
         elif c in NUMERIC_COLUMNS:
-            if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
-                out[c] = (_writable(np.asarray(col.to_numpy(), dtype=float)), None)
-                if pa.types.is_integer(col.type) and col.null_count:  # ints with nulls → NaN
-                    out[c] = (_writable(col.to_pandas().to_numpy(dtype=float)), None)
+            if pa.types.is_floating(col.type) or (pa.types.is_integer(col.type) and not col.null_count):
+                out[c] = (_writable(np.asarray(col.to_numpy(), dtype=float)), None)  # (nulls → NaN)
             else:
                 s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
                 if pd.api.types.is_numeric_dtype(s):
