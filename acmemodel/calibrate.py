@@ -54,8 +54,9 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
+from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, utc_offset_seconds
 from acmemodel.datasets import load_failure_table, load_reference
-from acmemodel.trace import CLUSTER_TZ, JOB_COLUMNS
+from acmemodel.trace import JOB_COLUMNS
 
 START = "2023-03-01"
 
@@ -275,7 +276,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     summ = _summary(cluster)
     mix = load_reference("workload_mix").query("cluster == @cluster")
     curves = load_reference("duration_cdf_by_type").query("cluster == @cluster")
-    off = float(pd.Timedelta(hours=int(CLUSTER_TZ[cluster][:3])).total_seconds())
+    off = float(utc_offset_seconds(CLUSTER_TZ[cluster]))
     t0 = pd.Timestamp(START, tz="UTC").timestamp() - off
     n_gpu = max(int(round(summ["gpu_job_num"] * scale)), 50)
     n_cpu = int(round(summ["cpu_job_num"] * scale))
@@ -505,7 +506,7 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
         "state": df["state"].to_numpy(object),
         "analysis_state": df["state"].map(STATE_MAP).to_numpy(object),
         "gpu_num": gpu,
-        "node_num": np.maximum(1, -(-gpu // 8)),
+        "node_num": np.maximum(1, -(-gpu // GPUS_PER_NODE)),
         "cpu_num": np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
         "is_gpu": gpu > 0,
         "submit_time": pd.to_datetime(sub, unit="s", utc=True),

@@ -65,6 +65,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus
+
 __all__ = ["reproduce", "synthesize_cluster", "to_trace", "ks_at_points", "curve_points",
            "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS"]
 
@@ -157,13 +159,6 @@ def _restart_prob(bundle, cluster: str) -> float | None:
     return float(p) if p is not None and math.isfinite(float(p)) else None
 
 
-def _cluster_gpus(cluster: str) -> int:
-    from acmemodel.datasets import load_reference
-
-    c = load_reference("clusters").set_index("cluster")
-    return int(c.loc[cluster, "gpus"])
-
-
 def _partition_layout(cluster: str, total: int, partitions: Mapping[str, int] | None) -> dict[str, int]:
     parts = dict(PARTITIONS.get(cluster, {}) if partitions is None else partitions)
     parts = {k: int(v) for k, v in parts.items()}
@@ -245,7 +240,7 @@ def synthesize_cluster(bundle, cluster: str, *, scale: float = 1.0, seed: int = 
 
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a positive number, got {scale!r}")
-    total = _cluster_gpus(cluster)
+    total = cluster_gpus(cluster)
     parts = _partition_layout(cluster, total, partitions)
     if queue not in ("simulator", "model"):
         raise ValueError(f"queue must be 'simulator' or 'model', got {queue!r}")
@@ -269,7 +264,7 @@ def to_trace(jobs: pd.DataFrame, timezones: Mapping[str, str] | None = None):
     """:func:`simulate_jobs` output (one or more clusters) as a :class:`~acmemodel.trace.Trace` in the
     package's trace contract (run and queue from the timestamps; a job that never started has
     ``run_s`` NaN and a censored wait ``end − submit``)."""
-    from acmemodel.trace import CLUSTER_TZ, JOB_COLUMNS, STATE_MAP, Trace
+    from acmemodel.trace import JOB_COLUMNS, STATE_MAP, Trace
 
     n = len(jobs)
     sub = jobs["submit_s"].to_numpy(float)
@@ -288,7 +283,8 @@ def to_trace(jobs: pd.DataFrame, timezones: Mapping[str, str] | None = None):
         "state": state.to_numpy(object),
         "analysis_state": state.map(STATE_MAP).fillna("FAILED").to_numpy(object),
         "gpu_num": gpu,
-        "node_num": jobs["node_num"].to_numpy(np.int64) if "node_num" in jobs else np.maximum(1, -(-gpu // 8)),
+        "node_num": (jobs["node_num"].to_numpy(np.int64) if "node_num" in jobs
+                     else np.maximum(1, -(-gpu // GPUS_PER_NODE))),
         "cpu_num": np.full(n, np.nan),
         "is_gpu": gpu > 0,
         "submit_time": pd.to_datetime(sub, unit="s", utc=True),

@@ -56,6 +56,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import GPUS_PER_NODE, utc_offset_seconds
 from acmemodel.errors import DataWarning
 from acmemodel.export.acmetrace import KALOS_COLUMNS, SEREN_COLUMNS
 
@@ -70,7 +71,6 @@ DEFAULT_RESTART_GAP = {"median_s": 1.5 * 60, "mean_s": 102.8 * 60,
 #: default probability that a failed job of a restart type is resubmitted (an assumption: the paper
 #: reports pretraining runs are restarted after failures but gives no abandonment rate)
 DEFAULT_RESTART_PROB = 0.9
-GPUS_PER_NODE = 8
 
 
 # ---------------------------------------------------------------------- bundle and models
@@ -119,9 +119,7 @@ def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.r
     if hasattr(restart, "sample_gaps"):
         return lambda rows, rng: np.asarray(restart.sample_gaps(rows, rng), dtype=float)
     if hasattr(restart, "predict"):
-        from acmemodel.models.arrival import tz_offset_s
-
-        off = tz_offset_s(timezone)
+        off = utc_offset_seconds(timezone)
 
         def via_predict(rows, rng):
             local = rows["end_s"].to_numpy(dtype=float) + off
@@ -194,11 +192,11 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
         runtime = runtime if runtime is not None else b["runtime"]
         if restart is None:
             restart = b.get("restart")
-    from acmemodel.models.arrival import to_unix_seconds, tz_offset_s
+    from acmemodel.models.arrival import to_unix_seconds
 
     if cluster not in arrival.clusters_:
         raise ValueError(f"cluster must be one of {arrival.clusters_}, got {cluster!r}")
-    off = tz_offset_s(arrival.timezones_[cluster])
+    off = utc_offset_seconds(arrival.timezones_[cluster])
     t0 = (float(to_unix_seconds(start)) if start is not None and not isinstance(start, str)
           else _local_start(start, off))
     t1 = t0 + days * 86400.0
@@ -344,16 +342,6 @@ def cluster_queue(*, total_gpus: int, gpus_per_node: int = GPUS_PER_NODE, **sim_
     return fill
 
 
-def cluster_gpus(cluster: str) -> int:
-    """Published GPU count of an AcmeTrace cluster (paper Table 1: Seren 2,288, Kalos 2,416)."""
-    from acmemodel.datasets import load_reference
-
-    t = load_reference("clusters").set_index("cluster")
-    if cluster not in t.index:
-        raise ValueError(f"no published GPU count for cluster {cluster!r}; pass the GPU count explicitly")
-    return int(t.loc[cluster, "gpus"])
-
-
 def _local_start(start, off: int) -> float:
     """Unix seconds of a local date/time string (default 2023-03-01 00:00 local, AcmeTrace's start)."""
     ts = pd.Timestamp(start or "2023-03-01")
@@ -426,11 +414,10 @@ def format_timestamps(t_s, timezone: str) -> np.ndarray:
     """``YYYY-MM-DD HH:MM:SS+08:00`` byte strings (``b""`` where NaN) of Unix seconds (floored) in
     the fixed-offset ``timezone``: a wrapper of :func:`acmemodel.export._common.time_bytes`."""
     from acmemodel.export._common import format_offset, time_bytes
-    from acmemodel.models.arrival import tz_offset_s
 
     t = np.asarray(t_s, dtype=float)
     ok = np.isfinite(t)
-    off = tz_offset_s(timezone)
+    off = utc_offset_seconds(timezone)
     b = time_bytes(np.floor(np.where(ok, t, 0.0)).astype(np.int64), offset_s=off, suffix=format_offset(off))
     res = b.view(f"S{b.shape[1]}").ravel()
     res[~ok] = b""

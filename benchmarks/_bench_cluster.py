@@ -21,7 +21,9 @@ import time
 import numpy as np
 import pandas as pd
 
-SEREN_GPUS = 2288
+from acmemodel.clusters import cluster_gpus
+
+SEREN_GPUS = cluster_gpus("Seren")
 SPAN_S = 183 * 86400.0
 
 # type: (job-count share %, GPU-count support, probabilities, run-time median s, run-time p90 s)

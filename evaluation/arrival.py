@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from acmemodel.clusters import cluster_timezones, utc_offset_seconds
+
 __all__ = ["evaluate_arrival", "held_out_cutoffs"]
 
 DAY = 86400.0
@@ -42,11 +44,9 @@ MIN_TRAIN_DAYS = 14.0
 
 def held_out_cutoffs(jobs: pd.DataFrame, timezones: Mapping[str, str], test_days: float) -> dict[str, float]:
     """Per cluster: Unix seconds of the local midnight ``test_days`` before the last submission."""
-    from acmemodel.models.arrival import tz_offset_s
-
     out = {}
     for cl, j in jobs.groupby("cluster", sort=True, observed=True):
-        off = tz_offset_s(timezones.get(str(cl), "+00:00"))
+        off = utc_offset_seconds(timezones.get(str(cl), "+00:00"))
         t0, t1 = float(j["submit_s"].min()), float(j["submit_s"].max())
         cut = math.floor((t1 - test_days * DAY + off) / DAY) * DAY - off
         if cut - t0 < MIN_TRAIN_DAYS * DAY:
@@ -98,15 +98,13 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
     """Held-out evaluation (module docstring) → tidy DataFrame ``model, metric, cell, value``;
     ``df.attrs["split"]`` holds the per-cluster cutoff and job counts."""
     from acmemodel.features.chains import batches, restart_chains
-    from acmemodel.models.arrival import DEFAULT_TIMEZONES, ArrivalModel, tz_offset_s
+    from acmemodel.models.arrival import ArrivalModel
 
     test_days = float(test_days)
     if not (test_days > 0):
         raise ValueError(f"test_days must be > 0, got {test_days!r}")
     jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
-    tzs = dict(DEFAULT_TIMEZONES)
-    tzs.update(getattr(trace_or_jobs, "timezones", None) or {})
-    tzs.update(timezones or {})
+    tzs = cluster_timezones(trace_or_jobs, timezones)
     jobs = jobs[np.isfinite(jobs["submit_s"].to_numpy(dtype=float))]
     if len(jobs) == 0:
         raise ValueError("evaluate arrival: no jobs")
@@ -132,7 +130,7 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
     rtypes = tuple(model.restart_types or ())
     for cl, cut in cutoffs.items():
         jc = jobs[jobs["cluster"].astype(str) == cl]
-        off = tz_offset_s(tzs.get(cl, "+00:00"))
+        off = utc_offset_seconds(tzs.get(cl, "+00:00"))
         sub = jc["submit_s"].to_numpy(dtype=float)
         train, test = jc[sub < cut], jc[sub >= cut]
         t1 = float(test["submit_s"].max()) + 1.0
@@ -221,9 +219,7 @@ def _forecast_rows(jc: pd.DataFrame, cl: str, tzs, cut: float, level: float) -> 
     if not {"start_s", "end_s"} <= set(jc.columns):
         return []
     series = daily_series(jc, {cl: tzs.get(cl, "+00:00")})
-    from acmemodel.models.arrival import tz_offset_s
-
-    cut_date = pd.Timestamp((cut + tz_offset_s(tzs.get(cl, "+00:00"))) * 1e9)
+    cut_date = pd.Timestamp((cut + utc_offset_seconds(tzs.get(cl, "+00:00"))) * 1e9)
     rows = []
     for ty, g in series.groupby("type", sort=True):
         tr, te = g[g["date"] < cut_date], g[g["date"] >= cut_date]

@@ -6,24 +6,20 @@ For a job submitted at UTC instant *t* on a cluster whose trace zone is UTC+o (S
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
-from acmemodel.trace import CLUSTER_TZ
-
-
-def offset_seconds(offset: str) -> int:
-    """``"+08:00"`` → 28800 (seconds east of UTC)."""
-    sign = -1 if offset.startswith("-") else 1
-    hh, mm = offset.lstrip("+-").split(":")
-    return sign * (int(hh) * 3600 + int(mm) * 60)
+from acmemodel.clusters import cluster_timezones, utc_offset_seconds
 
 
 def local_seconds(jobs: pd.DataFrame, timezones: dict[str, str] | None = None,
                   time_col: str = "submit_s") -> np.ndarray:
     """Unix seconds shifted to each row's cluster local time (``t + offset``)."""
-    tz = {**CLUSTER_TZ, **(timezones or {})}
-    off = jobs["cluster"].map(lambda c: offset_seconds(tz.get(c, "+00:00"))).to_numpy(dtype=float)
+    tz = cluster_timezones(timezones=timezones)
+    offset_of = functools.lru_cache(maxsize=None)(lambda c: utc_offset_seconds(tz.get(c, "+00:00")))
+    off = jobs["cluster"].map(offset_of).to_numpy(dtype=float)
     return jobs[time_col].to_numpy(dtype=float) + off
 
 

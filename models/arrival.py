@@ -55,14 +55,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from acmemodel.clusters import cluster_timezones, utc_offset_seconds
 from acmemodel.errors import ConvergenceWarning, DataWarning
 from acmemodel.models.base import BaseModel, register, unjson_float
 from acmemodel.models.gpu_counts import GpuCountModel
 
-__all__ = ["ArrivalModel", "tz_offset_s", "to_unix_seconds", "hour_of_week", "DEFAULT_TIMEZONES"]
+__all__ = ["ArrivalModel", "to_unix_seconds", "hour_of_week"]
 
-#: local time zones of the AcmeTrace clusters (paper Table 1)
-DEFAULT_TIMEZONES = {"Seren": "+08:00", "Kalos": "+00:00"}
 HOURS_PER_WEEK = 168
 _N_GAP_Q = 101
 _MAX_USER_RANKS = 200
@@ -71,28 +70,6 @@ _MIN_DAYS_TREND = 14.0
 
 
 # ---------------------------------------------------------------------- time helpers
-def tz_offset_s(tz: str | int | float | None) -> int:
-    """Fixed UTC offset in seconds of ``"+08:00"``, ``"-05:30"``, ``"UTC"``/``"Z"`` or a number of seconds."""
-    if tz is None:
-        return 0
-    if isinstance(tz, (int, float, np.integer, np.floating)):
-        return int(tz)
-    s = str(tz).strip().upper()
-    if s in ("UTC", "Z", "GMT", "+00:00", "00:00"):
-        return 0
-    if s.startswith("UTC"):
-        s = s[3:]
-    sign = -1 if s.startswith("-") else 1
-    body = s.lstrip("+-")
-    try:
-        hh, _, mm = body.partition(":")
-        if not mm and len(hh) == 4:
-            hh, mm = hh[:2], hh[2:]
-        return sign * (int(hh) * 3600 + int(mm or 0) * 60)
-    except ValueError:
-        raise ValueError(f"timezone must look like '+08:00', got {tz!r}") from None
-
-
 def to_unix_seconds(t) -> np.ndarray | float:
     """Unix seconds (UTC, float) of numbers, strings, datetimes, Timestamps or array-likes of them
     (Series, DatetimeIndex, lists, numpy arrays); naive times are taken as UTC."""
@@ -265,9 +242,7 @@ class ArrivalModel(BaseModel):
         """
         self._validate()
         jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
-        tzs = dict(DEFAULT_TIMEZONES)
-        tzs.update(getattr(trace_or_jobs, "timezones", None) or {})
-        tzs.update(timezones or {})
+        tzs = cluster_timezones(trace_or_jobs, timezones)
         for col in ("cluster", "type", "submit_s", "gpu_num"):
             if col not in jobs.columns:
                 raise ValueError(f"jobs lack the column {col!r}")
@@ -293,7 +268,7 @@ class ArrivalModel(BaseModel):
             if cl not in tzs:
                 warnings.warn(f"no time zone known for cluster {cl!r}; assuming UTC", DataWarning,
                               stacklevel=3)
-            off = tz_offset_s(tzs.get(cl, "+00:00"))
+            off = utc_offset_seconds(tzs.get(cl, "+00:00"))
             self.timezones_[cl] = tzs.get(cl, "+00:00")
             in_cl = clusters == cl
             h0 = math.floor((submit[in_cl].min() + off) / 3600.0)
@@ -498,7 +473,7 @@ class ArrivalModel(BaseModel):
             raise ValueError(f"family must be 'poisson' or 'negbin', got {family!r}")
         if family == "negbin" and not alpha > 0:
             raise ValueError(f"alpha must be > 0 for family='negbin', got {alpha!r}")
-        off = tz_offset_s(timezone)
+        off = utc_offset_seconds(timezone)
         ref = (to_unix_seconds(reference_time) if reference_time is not None
                else pd.Timestamp("2023-03-01").value / 1e9 - off)
         obj.timezones_ = {cluster: timezone}
@@ -626,7 +601,7 @@ class ArrivalModel(BaseModel):
         out = np.zeros(ts.shape)
         for c in self._cells(key):
             cell = self.cells_[c]
-            off = tz_offset_s(self.timezones_[c[0]])
+            off = utc_offset_seconds(self.timezones_[c[0]])
             h = np.floor((ts + off) / 3600.0).astype(np.int64)
             mid = h * 3600.0 - off + 1800.0
             out += self._batch_rate(cell, _how_of_local_hour(h), mid) * cell["mean_batch_size"]
@@ -634,7 +609,7 @@ class ArrivalModel(BaseModel):
 
     def _cell_bins(self, c, start, end):
         cell = self.cells_[c]
-        off = tz_offset_s(self.timezones_[c[0]])
+        off = utc_offset_seconds(self.timezones_[c[0]])
         h, lo, hi, mid = _hour_bins(start, end, off)
         lam = self._batch_rate(cell, _how_of_local_hour(h), mid) * (hi - lo) / 3600.0
         return lo, hi, lam  # expected batches per bin

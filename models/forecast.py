@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from acmemodel.clusters import cluster_timezones, utc_offset_seconds
 from acmemodel.errors import ConvergenceWarning
 from acmemodel.models.base import BaseModel, register
 
@@ -63,14 +64,10 @@ def daily_series(trace_or_jobs, timezones: Mapping[str, str] | None = None, *,
                  demand: str = "running", include_total: bool = True) -> pd.DataFrame:
     """Long table ``cluster, type, date, jobs, gpu_hours`` (``date`` = local calendar day, naive
     midnight), every covered day present for every type (zeros included); module docstring."""
-    from acmemodel.models.arrival import DEFAULT_TIMEZONES, tz_offset_s
-
     if demand not in ("running", "submitted"):
         raise ValueError(f"demand must be 'running' or 'submitted', got {demand!r}")
     jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
-    tzs = dict(DEFAULT_TIMEZONES)
-    tzs.update(getattr(trace_or_jobs, "timezones", None) or {})
-    tzs.update(timezones or {})
+    tzs = cluster_timezones(trace_or_jobs, timezones)
     need = ["cluster", "type", "submit_s", "gpu_num"] + (["start_s", "end_s"] if demand == "running"
                                                           else ["gpu_time_s"])
     for c in need:
@@ -78,7 +75,7 @@ def daily_series(trace_or_jobs, timezones: Mapping[str, str] | None = None, *,
             raise ValueError(f"jobs lack the column {c!r}")
     frames = []
     for cl, jc in jobs.groupby("cluster", sort=True, observed=True):
-        off = tz_offset_s(tzs.get(str(cl), "+00:00"))
+        off = utc_offset_seconds(tzs.get(str(cl), "+00:00"))
         sub = jc["submit_s"].to_numpy(dtype=float)
         ok = np.isfinite(sub)
         if not ok.any():

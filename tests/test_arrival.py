@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from acmemodel.clusters import utc_offset_seconds
 from acmemodel.errors import NotFittedError
-from acmemodel.models.arrival import ArrivalModel, fit_ztnb, hour_of_week, tz_offset_s
+from acmemodel.models.arrival import ArrivalModel, fit_ztnb, hour_of_week
 from acmemodel.models.bundle import Bundle
 from acmemodel.models.gpu_counts import GpuCountModel
 
@@ -21,7 +22,7 @@ EVAL_BATCH = {1: 0.5, 10: 0.2, 60: 0.3}
 
 
 def _t0(tz="+08:00"):
-    return pd.Timestamp("2023-03-01").value / 1e9 - tz_offset_s(tz)
+    return pd.Timestamp("2023-03-01").value / 1e9 - utc_offset_seconds(tz)
 
 
 def _known(trend=0.004, **kw):

@@ -14,7 +14,8 @@ import pytest
 from scipy import stats
 
 from acmemodel import load_trace
-from acmemodel.models.arrival import ArrivalModel, tz_offset_s
+from acmemodel.clusters import utc_offset_seconds
+from acmemodel.models.arrival import ArrivalModel
 from acmemodel.models.bundle import Bundle
 from acmemodel.models.gpu_counts import GpuCountModel
 from acmemodel.synth import (DEFAULT_RESTART_GAP, DEFAULT_RESTART_PROB, KALOS_COLUMNS, SEREN_COLUMNS,
@@ -74,7 +75,7 @@ def test_format_timestamps_matches_pandas():
     for tz in ("+08:00", "+00:00", "-05:30"):
         got = format_timestamps(t, tz)
         ok = np.isfinite(t)
-        zone = datetime.timezone(datetime.timedelta(seconds=tz_offset_s(tz)))
+        zone = datetime.timezone(datetime.timedelta(seconds=utc_offset_seconds(tz)))
         exp = (pd.to_datetime(np.floor(t[ok]), unit="s", utc=True).tz_convert(zone)
                .strftime("%Y-%m-%d %H:%M:%S") + tz)
         assert [x.decode() for x in got[ok]] == list(exp)
@@ -247,7 +248,7 @@ def test_knobs_scale_mix_gpu_scale():
 
 
 def _window(days, tz="+08:00"):
-    t0 = pd.Timestamp("2023-03-01").value / 1e9 - tz_offset_s(tz)
+    t0 = pd.Timestamp("2023-03-01").value / 1e9 - utc_offset_seconds(tz)
     return t0, t0 + days * DAY
 
 
@@ -302,7 +303,8 @@ def test_real_runtime_model_and_cli(sample_bundle, tmp_path):
 
 
 def test_cluster_simulator_fills_the_queue(tmp_path):
-    from acmemodel.synth import cluster_gpus, cluster_queue
+    from acmemodel.clusters import cluster_gpus
+    from acmemodel.synth import cluster_queue
 
     assert cluster_gpus("Seren") == 2288 and cluster_gpus("Kalos") == 2416
     jobs = simulate_jobs(arrival=_arrival(eval_rate=300, pre_rate=10), runtime=FakeRuntime(), days=5, seed=4,

@@ -72,8 +72,8 @@ def synth_cmd(
 
     import numpy as np
 
-    from acmemodel.synth import (cluster_gpus, cluster_queue, resolve_bundle, simulate_jobs, to_acmetrace,
-                                 write_acmetrace)
+    from acmemodel.clusters import cluster_gpus
+    from acmemodel.synth import cluster_queue, resolve_bundle, simulate_jobs, to_acmetrace, write_acmetrace
 
     if not (days > 0):
         raise ValueError(f"--days must be > 0, got {days}")
@@ -140,7 +140,7 @@ def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gp
     """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``;
     ``--gpus`` sets the cluster size of the formats that record one."""
     from acmemodel.export import options, write
-    from acmemodel.synth import GPUS_PER_NODE
+    from acmemodel.clusters import GPUS_PER_NODE
 
     valid = set(options(fmt))
     opts: dict = {"cluster": cluster}

@@ -19,18 +19,9 @@ from typing import Any, Iterable, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import cluster_info, utc_offset_seconds
 from acmemodel.errors import DataWarning
 from acmemodel.trace import KNOWN_TYPES, STATE_MAP
-
-# Hardware of the two AcmeTrace clusters (paper Table 1 / AcmeTrace README; see
-# /work/shared/reference/acmetrace/clusters.csv): used for SWF MaxNodes/MaxProcs, Batsim nb_res,
-# Helios vc_config totals and AIReSim pool sizes when the caller gives no cluster size.
-KNOWN_CLUSTERS: dict[str, dict[str, Any]] = {
-    "seren": {"name": "Seren", "nodes": 286, "gpus": 2288, "gpus_per_node": 8, "cpus_per_node": 128,
-              "tz": "+08:00", "tzname": "Asia/Shanghai", "scheduler": "Slurm"},
-    "kalos": {"name": "Kalos", "nodes": 302, "gpus": 2416, "gpus_per_node": 8, "cpus_per_node": 128,
-              "tz": "+00:00", "tzname": "UTC", "scheduler": "Kubernetes"},
-}
 
 #: fixed codes of the published job types (SWF queue numbers, in the order of
 #: :data:`acmemodel.trace.KNOWN_TYPES`); unknown types get 7, 8, ... in alphabetical order
@@ -42,23 +33,7 @@ REQUIRED = ("cluster", "job_id", "user", "type", "gpu_num", "submit_s", "end_s")
 CHAIN_COLUMNS = ("chain_id", "attempt", "prev_index", "restart_gap_s")
 
 
-# --------------------------------------------------------------------------- cluster facts
-def cluster_info(name: str) -> dict[str, Any] | None:
-    """Published facts of a known cluster (``Seren``/``Kalos``, case-insensitive) or ``None``."""
-    return KNOWN_CLUSTERS.get(str(name).lower())
-
-
-def parse_offset(tz: str) -> int:
-    """``"+08:00"`` → 28800 seconds. Raises ``ValueError`` naming the value otherwise."""
-    m = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", str(tz).strip())
-    if not m:
-        if str(tz).strip().upper() in ("UTC", "Z"):
-            return 0
-        raise ValueError(f"timezone must be a UTC offset like '+08:00', got {tz!r}")
-    sign = 1 if m.group(1) == "+" else -1
-    return sign * (int(m.group(2)) * 3600 + int(m.group(3)) * 60)
-
-
+# --------------------------------------------------------------------------- time zones
 def format_offset(offset_s: int) -> str:
     sign = "+" if offset_s >= 0 else "-"
     a = abs(int(offset_s))
@@ -72,9 +47,9 @@ def cluster_offsets(clusters: Iterable[str], timezones: Mapping[str, str] | None
     tzs = {str(k).lower(): v for k, v in (timezones or {}).items()}
     for c in clusters:
         if str(c).lower() in tzs:
-            out[c] = parse_offset(tzs[str(c).lower()])
-        elif cluster_info(c) is not None:
-            out[c] = parse_offset(cluster_info(c)["tz"])
+            out[c] = utc_offset_seconds(tzs[str(c).lower()])
+        elif (info := cluster_info(c)) is not None:
+            out[c] = utc_offset_seconds(info["tz"])
         else:
             warnings.warn(f"no time zone known for cluster {c!r}: writing local times in UTC (+00:00)",
                           DataWarning, stacklevel=3)

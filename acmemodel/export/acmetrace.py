@@ -41,6 +41,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import utc_offset_seconds
 from acmemodel.export import _common as C
 from acmemodel.trace import KALOS_COLUMNS as KALOS_SCHEMA, SEREN_COLUMNS as SEREN_SCHEMA
 
@@ -137,7 +138,7 @@ def acmetrace_table(jobs: Any, *, cluster: str | None = None, schema: str | None
     if len(groups) != 1:
         raise ValueError(f"jobs hold several clusters {[g for g, _ in groups]}; pass cluster=")
     name, sub = groups[0]
-    off = C.parse_offset(timezone) if timezone is not None else C.cluster_offsets([name], tzs)[name]
+    off = utc_offset_seconds(timezone) if timezone is not None else C.cluster_offsets([name], tzs)[name]
     header, cols, _ = format_rows(sub, _schema_for(name, schema), off, fail_known=_has_fail_times(jobs))
     empty = pa.scalar("", type=pa.large_string())
     arrays = [C.to_arrow(c) for c in cols]

@@ -45,6 +45,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
 
 #: the ``Params`` fields of AIReSim (airesim/params.py); its YAML loader rejects any other key
@@ -203,7 +204,7 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         raise ValueError(f"warm_standbys must be >= 0, got {warm_standbys!r}")
     params["warm_standbys"] = int(warm_standbys)
     need = n + int(warm_standbys)
-    info = C.cluster_info(cluster) if cluster else None
+    info = cluster_info(cluster) if cluster else None
     if working_pool_size is None:
         working_pool_size = info["nodes"] if info and info["nodes"] >= need else need
         prov["pool_source"] = (f"{info['name']} nodes" if info and info["nodes"] >= need

@@ -37,6 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
 from acmemodel.export.philly import json_strings
 
@@ -66,7 +67,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         prof_names = C.cat("delay_", delay)
         ids = C.int_strings(np.arange(1, n + 1))
         gpus = sub["gpu_num"].to_numpy(dtype="int64")
-        info = C.cluster_info(name) or {}
+        info = cluster_info(name) or {}
         want = int(total_gpus or info.get("gpus") or gpus.max())
         nb_res = max(want, int(gpus.max()))
         attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")

@@ -36,6 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
 
 HELIOS_COLUMNS = ["job_id", "user", "vc", "jobname", "gpu_num", "cpu_num", "node_num", "state", "submit_time",
@@ -112,7 +113,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
         run = np.where(started, en - st, 0)
         gpu_time = np.where(sub["gpu_num"].to_numpy() > 0, sub["gpu_num"].to_numpy() * run, 0)
-        info = C.cluster_info(name) or {}
+        info = cluster_info(name) or {}
         cfg, vnotes, how = vc_config(parts, gpu_time, sub["node_num"].to_numpy(),
                                      total_nodes=total_nodes or info.get("nodes"), vc_nodes=vc_nodes)
         notes += [f"{name}: {n}" for n in vnotes]

@@ -46,6 +46,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import cluster_info, utc_offset_seconds
 from acmemodel.export import _common as C
 
 SWF_FIELDS = ("job_number", "submit_time", "wait_time", "run_time", "allocated_processors",
@@ -57,8 +58,8 @@ STATUS_CODES = {"COMPLETED": 1, "FAILED": 0, "CANCELLED": 5}
 
 def tz_string(cluster: str, offset_s: int) -> str:
     """An Olson time-zone name for the header's ``TimeZoneString``."""
-    info = C.cluster_info(cluster)
-    if info is not None and C.parse_offset(info["tz"]) == offset_s:
+    info = cluster_info(cluster)
+    if info is not None and utc_offset_seconds(info["tz"]) == offset_s:
         return info["tzname"]
     if offset_s == 0:
         return "UTC"
@@ -143,7 +144,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu} CPU-only jobs omitted).")
             continue
         F, facts = swf_fields(sub)
-        info = C.cluster_info(name) or {}
+        info = cluster_info(name) or {}
         max_procs = int(total_gpus or info.get("gpus") or sub["gpu_num"].max())
         max_nodes = int(total_nodes or info.get("nodes") or sub["node_num"].max())
         off = offsets[name]

@@ -1,0 +1,71 @@
+"""acmemodel.clusters: the one home of the AcmeTrace cluster facts and of the UTC-offset parser."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from acmemodel.clusters import (CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus, cluster_info, cluster_table,
+                                cluster_timezones, utc_offset_seconds)
+
+
+def test_facts_agree_with_the_shipped_table():
+    t = cluster_table()
+    assert set(t.index) == set(CLUSTER_TZ)
+    for name, tz in CLUSTER_TZ.items():
+        assert t.loc[name, "trace_timezone"] == tz
+        assert t.loc[name, "gpus_per_node"] == GPUS_PER_NODE
+        assert t.loc[name, "gpus"] == t.loc[name, "nodes"] * t.loc[name, "gpus_per_node"]
+        assert cluster_gpus(name) == int(t.loc[name, "gpus"])
+    # paper Table 1
+    assert cluster_gpus("Seren") == 2288 and cluster_gpus("Kalos") == 2416
+
+
+def test_cluster_info():
+    info = cluster_info("seren")
+    assert info["name"] == "Seren" and info["tz"] == "+08:00" and info["tzname"] == "Asia/Shanghai"
+    assert info["nodes"] == 286 and info["scheduler"] == "Slurm" and isinstance(info["gpus"], int)
+    info["gpus"] = 0  # a copy: the cached facts stay intact
+    assert cluster_info("SEREN")["gpus"] == 2288
+    assert cluster_info("KALOS")["tz"] == "+00:00" and cluster_info("Philly") is None
+
+
+def test_cluster_gpus_unknown_names_the_cluster():
+    with pytest.raises(ValueError, match="'Philly'"):
+        cluster_gpus("Philly")
+
+
+@pytest.mark.parametrize("value, seconds", [
+    ("+08:00", 28800), ("+0800", 28800), ("+8", 28800), ("08:00", 28800), ("-05:30", -19800),
+    ("-0530", -19800), ("+00:00", 0), ("-00:00", 0), ("Z", 0), ("utc", 0), ("GMT", 0),
+    (" UTC+08:00 ", 28800), ("UTC-3", -10800), (28800, 28800), (-3600.0, -3600), (np.int64(3600), 3600),
+])
+def test_utc_offset_seconds(value, seconds):
+    assert utc_offset_seconds(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["+8:0", "+08:60", "+24:00", "+800", "Asia/Shanghai", "", "28800",
+                                   None, True, float("nan"), 86400, [8]])
+def test_utc_offset_seconds_rejects(value):
+    with pytest.raises(ValueError, match="timezone must be a UTC offset") as e:
+        utc_offset_seconds(value)
+    assert repr(value) in str(e.value)
+
+
+def test_cluster_timezones_precedence():
+    class T:
+        timezones = {"Seren": "+09:00", "X": "+01:00"}
+
+    assert cluster_timezones() == CLUSTER_TZ and cluster_timezones() is not CLUSTER_TZ
+    assert cluster_timezones(T()) == {"Seren": "+09:00", "Kalos": "+00:00", "X": "+01:00"}
+    assert cluster_timezones(T(), {"X": "Z"})["X"] == "Z"
+    assert cluster_timezones(object(), None) == CLUSTER_TZ  # a jobs frame has no timezones
+
+
+def test_import_is_light():
+    code = "import sys, acmemodel.clusters; print(sorted(m for m in ('pandas', 'numpy', 'acmemodel.trace', " \
+           "'acmemodel.datasets') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
