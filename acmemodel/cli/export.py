@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, load_traces, parse_duration
+from acmemodel.cli._common import console, load_traces
 from acmemodel.errors import ConfigError
 
 
@@ -89,7 +89,9 @@ def export_cmd(
             restart = b.get("restart")
         if paths or bundle is None:
             jobs = _load(paths, cluster)
-        recovery_s = parse_duration(recovery, "--recovery") if recovery is not None else None
+        from acmemodel.planner.config import parse_duration
+
+        recovery_s = parse_duration(recovery, "--recovery", allow_zero=True) if recovery is not None else None
         if failure is None or (restart is None and recovery_s is None):
             if jobs is None:
                 raise ConfigError(f"bundle {bundle} has no 'restart' model: give trace files or --recovery")

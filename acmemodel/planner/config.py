@@ -2,8 +2,8 @@
 
 Every invalid value raises :class:`~acmemodel.errors.ConfigError` naming the field (e.g.
 ``runs[1].gpus must be a positive integer, got -4``); unknown keys are errors too (typos). Durations are
-seconds (numbers) or strings with a unit suffix ``s``, ``m``, ``h``, ``d`` (``"90s"``, ``"20m"``,
-``"1.5h"``, ``"30d"``).
+seconds (numbers) or strings with a unit suffix ``s``, ``m``, ``h``, ``d``, ``w`` (``"90s"``, ``"20m"``,
+``"1.5h"``, ``"30d"``, ``"2w"``).
 
 Schema (all sections optional except ``cluster.gpus`` and ``runs``)::
 
@@ -54,15 +54,17 @@ from typing import Any, Mapping
 
 from acmemodel.errors import ConfigError
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([smhd]?)\s*$")
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([smhdw]?)\s*$")
 
 
 def parse_duration(value, field_name: str = "duration", *, allow_zero: bool = False) -> float:
-    """Seconds from a number or a string with an optional ``s``/``m``/``h``/``d`` suffix.
+    """Seconds from a number or a string with an optional ``s``/``m``/``h``/``d``/``w`` suffix
+    (``"90s"``, ``"20m"``, ``"1.5h"``, ``"30d"``, ``"2w"``, ``"90"`` = 90 s).
 
-    Raises :class:`ConfigError` naming ``field_name`` for anything else, negative values, or zero
-    (unless ``allow_zero``).
+    The one duration parser of the package (config fields and CLI options). Raises
+    :class:`ConfigError` naming ``field_name`` (the field or option) for anything else, negative
+    values, or zero (unless ``allow_zero``).
     """
     if isinstance(value, bool):
         raise ConfigError(f"{field_name} must be a duration like 90s, 20m, 8h, 30d or seconds, got {value!r}")
