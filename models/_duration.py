@@ -419,6 +419,13 @@ class DurationModel(BaseModel):
         if missing:
             raise ValueError(f"jobs DataFrame lacks column(s) {missing} (see the Trace contract)")
 
+    def _gpu_rows(self, jobs: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+        """``mask`` restricted to GPU jobs (``is_gpu``, else ``gpu_num > 0``) when ``gpu_only``."""
+        if not self.gpu_only:
+            return mask
+        g = jobs["is_gpu"] if "is_gpu" in jobs.columns else jobs["gpu_num"] > 0
+        return mask & g.fillna(False).astype(bool).to_numpy()
+
     def key_frame(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """The cell-key columns of ``jobs`` (``state`` from ``analysis_state``, ``gpu_bucket`` from
         ``gpu_num``), aligned on ``jobs.index``, as strings."""

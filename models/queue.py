@@ -70,10 +70,7 @@ class QueueModel(DurationModel):
         return float(self.atom_s)
 
     def _observations(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        mask = jobs["queue_s"].notna().to_numpy()
-        if self.gpu_only:
-            g = jobs["is_gpu"] if "is_gpu" in jobs.columns else jobs["gpu_num"] > 0
-            mask &= g.fillna(False).astype(bool).to_numpy()
+        mask = self._gpu_rows(jobs, jobs["queue_s"].notna().to_numpy())
         sub = jobs.loc[mask]
         x = np.maximum(sub["queue_s"].to_numpy(dtype=float), 0.0)
         c = sub["queue_censored"].fillna(False).astype(bool).to_numpy()

@@ -93,10 +93,8 @@ class RuntimeModel(DurationModel):
         return float(self.zero_s)
 
     def _observations(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        mask = jobs["started"].fillna(False).astype(bool).to_numpy() & jobs["run_s"].notna().to_numpy()
-        if self.gpu_only:
-            g = jobs["is_gpu"] if "is_gpu" in jobs.columns else jobs["gpu_num"] > 0
-            mask &= g.fillna(False).astype(bool).to_numpy()
+        started = jobs["started"].fillna(False).astype(bool).to_numpy() & jobs["run_s"].notna().to_numpy()
+        mask = self._gpu_rows(jobs, started)
         sub = jobs.loc[mask]
         x = np.maximum(sub["run_s"].to_numpy(dtype=float), 0.0)
         f = self._frame(sub, x, np.zeros(len(sub), bool))
