@@ -1,22 +1,45 @@
-"""Helpers shared by the CLI commands: trace loading, rich console. (Durations:
-:func:`acmemodel.planner.config.parse_duration`.)"""
+"""Helpers shared by the CLI commands: trace loading, the trace/held-out-split options, rich console.
+(Durations: :func:`acmemodel.planner.config.parse_duration`.)"""
 from __future__ import annotations
 
 from pathlib import Path
 
+import typer
 from rich.console import Console
 
 console = Console()
 err_console = Console(stderr=True)
 
+# Options shared by the commands that fit or evaluate models on a trace (typer copies them per command).
+#: positional trace files (none = the shipped sample)
+TRACE_PATHS = typer.Argument(None, help="AcmeTrace files; none = the shipped sample")
+#: ``--cluster``: one cluster name for all files
+CLUSTER = typer.Option(None, "--cluster", help="Cluster name for all files.")
+#: ``--test-fraction`` / ``--cutoff``: the time-ordered held-out split (:func:`acmemodel.evaluation.split.time_split`)
+TEST_FRACTION = typer.Option(
+    None, "--test-fraction", help="Last share of the submission-time span held out (default 1/6).")
+CUTOFF = typer.Option(None, "--cutoff", help="Hold out jobs submitted at/after this UTC time (e.g. 2023-08-01).")
 
-def load_traces(paths: list[Path], cluster: str | None = None):
+
+def check_holdout(test_fraction: float | None, cutoff: str | None, min_cell_jobs: int) -> None:
+    """Validate the held-out split options (``--test-fraction``, ``--cutoff``, ``--min-cell-jobs``) of the
+    backtest commands; ``ValueError`` naming the option."""
+    if test_fraction is not None and cutoff is not None:
+        raise ValueError("give either --test-fraction or --cutoff, not both")
+    if test_fraction is not None and not 0 < test_fraction < 1:
+        raise ValueError(f"--test-fraction must be in (0, 1), got {test_fraction}")
+    if min_cell_jobs < 1:
+        raise ValueError(f"--min-cell-jobs must be >= 1, got {min_cell_jobs}")
+
+
+def load_traces(paths: list[Path] | None, cluster: str | None = None):
     """Load trace files for a command; with no paths, the shipped sample."""
     import warnings
 
     from acmemodel.errors import DataWarning
     from acmemodel.trace import load_trace
 
+    paths = list(paths or [])
     if not paths:
         from acmemodel.datasets import sample_paths
 

@@ -44,7 +44,7 @@ def describe_cmd(
     """Job counts, shares of jobs and GPU time, run and queue times per cluster, by type/state/GPU size."""
     from acmemodel.describe import describe
 
-    trace = load_traces(list(paths or []), cluster)
+    trace = load_traces(paths, cluster)
     doc = describe(trace)
     if rejects is not None:
         trace.rejected.to_csv(rejects, index=False)

@@ -7,15 +7,15 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import evaluate_app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, load_traces
 
 
 @evaluate_app.command("arrival")
 def evaluate_arrival_cmd(
-    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    paths: Optional[List[Path]] = TRACE_PATHS,
     test_days: float = typer.Option(30.0, "--test-days", help="Held-out days at the end of each cluster."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sampled held-out window."),
-    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    cluster: Optional[str] = CLUSTER,
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Skip the forecast metrics."),
     json_out: bool = typer.Option(False, "--json",
                                   help="Print JSON: split info and results [{model, metric, cell, value}]."),
@@ -28,7 +28,7 @@ def evaluate_arrival_cmd(
 
     from acmemodel.evaluation.arrival import evaluate_arrival
 
-    trace = load_traces(list(paths or []), cluster)
+    trace = load_traces(paths, cluster)
     res = evaluate_arrival(trace, test_days=test_days, seed=seed, forecast=not no_forecast)
     if json_out:
         print_json({"split": res.attrs.get("split", {}), "results": res.to_dict("records")})

@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import evaluate_app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import CLUSTER, CUTOFF, TEST_FRACTION, TRACE_PATHS, check_holdout, console, load_traces
 
 _FAIL_METRICS = ("n", "events", "c_index", "ibs", "heldout_loglik_per_job")
 _CALIB = ("1h", "6h", "24h")
@@ -15,15 +15,13 @@ _CALIB = ("1h", "6h", "24h")
 
 @evaluate_app.command("failure")
 def evaluate_failure_cmd(
-    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    paths: Optional[List[Path]] = TRACE_PATHS,
     json_out: bool = typer.Option(False, "--json", help="Print JSON: failure and restart rows "
                                   "[{model, metric, cell, value}], the MTTF curve and fitted parameters."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Write PNG plots into this directory."),
-    test_fraction: Optional[float] = typer.Option(
-        None, "--test-fraction", help="Last share of the submission-time span held out (default 1/6)."),
-    cutoff: Optional[str] = typer.Option(
-        None, "--cutoff", help="Hold out jobs submitted at/after this UTC time (e.g. 2023-08-01)."),
-    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    test_fraction: Optional[float] = TEST_FRACTION,
+    cutoff: Optional[str] = CUTOFF,
+    cluster: Optional[str] = CLUSTER,
     min_cell_jobs: int = typer.Option(50, "--min-cell-jobs",
                                       help="Report a type/cluster cell from this many held-out jobs."),
 ) -> None:
@@ -33,13 +31,8 @@ def evaluate_failure_cmd(
     log scale and 80 % interval coverage (GLM, LightGBM, published prior); MTTF from 8 to 16,384 GPUs."""
     from acmemodel.evaluation.survival import failure_backtest, pivot, restart_backtest
 
-    if test_fraction is not None and cutoff is not None:
-        raise ValueError("give either --test-fraction or --cutoff, not both")
-    if test_fraction is not None and not 0 < test_fraction < 1:
-        raise ValueError(f"--test-fraction must be in (0, 1), got {test_fraction}")
-    if min_cell_jobs < 1:
-        raise ValueError(f"--min-cell-jobs must be >= 1, got {min_cell_jobs}")
-    trace = load_traces(list(paths or []), cluster)
+    check_holdout(test_fraction, cutoff, min_cell_jobs)
+    trace = load_traces(paths, cluster)
     frows, fm = failure_backtest(trace, test_fraction=test_fraction, cutoff=cutoff,
                                  min_cell_jobs=min_cell_jobs, return_model=True)
     rrows, rm = restart_backtest(trace, test_fraction=test_fraction, cutoff=cutoff, return_model=True)

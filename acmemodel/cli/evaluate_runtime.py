@@ -7,19 +7,17 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import evaluate_app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import CLUSTER, CUTOFF, TEST_FRACTION, TRACE_PATHS, check_holdout, console, load_traces
 
 
 @evaluate_app.command("runtime")
 def evaluate_runtime_cmd(
-    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    paths: Optional[List[Path]] = TRACE_PATHS,
     json_out: bool = typer.Option(False, "--json",
                                   help="Print JSON: results [{model, metric, cell, value, n}] and info."),
-    test_fraction: Optional[float] = typer.Option(
-        None, "--test-fraction", help="Last share of the submission-time span held out (default 1/6)."),
-    cutoff: Optional[str] = typer.Option(
-        None, "--cutoff", help="Hold out jobs submitted at/after this UTC time (e.g. 2023-08-01)."),
-    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    test_fraction: Optional[float] = TEST_FRACTION,
+    cutoff: Optional[str] = CUTOFF,
+    cluster: Optional[str] = CLUSTER,
     min_cell_jobs: int = typer.Option(30, "--min-cell-jobs",
                                       help="Report a cluster/type cell from this many test jobs."),
     per_cell: bool = typer.Option(False, "--per-cell", help="Also print one table per cluster/type cell."),
@@ -29,13 +27,8 @@ def evaluate_runtime_cmd(
     QueueModel against the global, per-cell-median and user-median baselines (pooled cell "all")."""
     from acmemodel.evaluation.backtest import runtime_backtest
 
-    if test_fraction is not None and cutoff is not None:
-        raise ValueError("give either --test-fraction or --cutoff, not both")
-    if test_fraction is not None and not 0 < test_fraction < 1:
-        raise ValueError(f"--test-fraction must be in (0, 1), got {test_fraction}")
-    if min_cell_jobs < 1:
-        raise ValueError(f"--min-cell-jobs must be >= 1, got {min_cell_jobs}")
-    trace = load_traces(list(paths or []), cluster)
+    check_holdout(test_fraction, cutoff, min_cell_jobs)
+    trace = load_traces(paths, cluster)
     res = runtime_backtest(trace, test_fraction=test_fraction, cutoff=cutoff, min_cell_jobs=min_cell_jobs,
                            include_queue=not no_queue)
     if json_out:

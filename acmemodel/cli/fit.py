@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, err_console, load_traces
+from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, err_console, load_traces
 
 
 def trace_provenance(trace) -> dict:
@@ -32,16 +32,16 @@ def trace_provenance(trace) -> dict:
 
 @app.command("fit")
 def fit_cmd(
-    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    paths: Optional[List[Path]] = TRACE_PATHS,
     out: Path = typer.Option(..., "-o", "--out", help="Bundle to write: a directory, or a .zip file."),
     models: Optional[List[str]] = typer.Option(None, "--model", help="Fit only these models (repeatable)."),
-    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    cluster: Optional[str] = CLUSTER,
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle."""
     from acmemodel.pipeline import fit_bundle
 
-    trace = load_traces(list(paths or []), cluster)
+    trace = load_traces(paths, cluster)
     log = None if json_out else (lambda m: err_console.print(m))
     bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=trace_provenance(trace),
                         name=out.stem, log=log)

@@ -7,18 +7,18 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, load_traces
 
 
 @app.command("forecast")
 def forecast_cmd(
-    paths: Optional[List[Path]] = typer.Argument(None, help="AcmeTrace files; none = the shipped sample"),
+    paths: Optional[List[Path]] = TRACE_PATHS,
     days: int = typer.Option(30, "--days", help="Days to forecast after the last full day of the trace."),
     method: str = typer.Option("ets", "--method", help="ets | sarimax | seasonal_naive"),
     level: float = typer.Option(0.9, "--level", help="Prediction-interval level."),
     demand: str = typer.Option("running", "--demand",
                                help="GPU-hours: 'running' (held per day) or 'submitted' (by submit day)."),
-    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for all files."),
+    cluster: Optional[str] = CLUSTER,
     types: Optional[str] = typer.Option(None, "--type", help="Comma-separated types (default: all + ALL)."),
     backtest: bool = typer.Option(True, "--backtest/--no-backtest",
                                   help="Rolling-origin backtest vs seasonal-naive (7-day horizon, weekly origins)."),
@@ -35,7 +35,7 @@ def forecast_cmd(
 
     if days < 1:
         raise ValueError(f"--days must be >= 1, got {days}")
-    trace = load_traces(list(paths or []), cluster)
+    trace = load_traces(paths, cluster)
     f = DemandForecaster(method=method, level=level, demand=demand).fit(trace)
     type_sel = [t.strip() for t in types.split(",")] if types else None
     with warnings.catch_warnings():
