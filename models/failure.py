@@ -764,57 +764,56 @@ class FailureModel(BaseModel):
 
         km: dict[str, dict] = {}
         levels = [("cluster", "type", "gpu_bucket"), ("cluster", "type"), ("type",), ()]
+        for keys, label, g in self._curve_cells(frame, levels):
+            kmf = KaplanMeierFitter().fit(g["T"].to_numpy(), g["E"].to_numpy())
+            tl = kmf.survival_function_.index.to_numpy()
+            ci = kmf.confidence_interval_survival_function_
+            km[label] = {
+                "n": int(len(g)), "events": int(g["E"].sum()), "t_max": float(g["T"].max()),
+                "s": np.round(_curve_on_grid(tl, kmf.survival_function_.iloc[:, 0].to_numpy(), 1.0), 6),
+                "lo": np.round(_curve_on_grid(tl, ci.iloc[:, 0].to_numpy(), 1.0), 6),
+                "hi": np.round(_curve_on_grid(tl, ci.iloc[:, 1].to_numpy(), 1.0), 6),
+            }
+        self.km_ = km
+        cif: dict[str, dict] = {}
+        code = frame["cause"].map({c: i + 1 for i, c in enumerate(CAUSES)}).to_numpy()
+        for keys, label, g in self._curve_cells(frame, [("cluster", "type"), ("type",), ()]):
+            pos = frame.index.get_indexer(g.index) if keys else np.arange(len(frame))
+            if len(pos) > self.aj_max_rows:
+                pos = np.sort(rng.choice(pos, self.aj_max_rows, replace=False))
+            T = frame["T"].to_numpy()[pos]
+            C = code[pos]
+            entry = {"n": int(len(g)), "n_used": int(len(pos)), "t_max": float(g["T"].max())}
+            for i, cause in enumerate(CAUSES):
+                if not np.any(C == i + 1):
+                    z = np.zeros(len(CURVE_GRID_S))
+                    entry[cause] = {"F": z, "lo": z, "hi": z}
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    aj = AalenJohansenFitter(calculate_variance=False, seed=self.random_state).fit(
+                        T, C, event_of_interest=i + 1)
+                tl = aj.cumulative_density_.index.to_numpy()
+                F = aj.cumulative_density_.iloc[:, 0].to_numpy()
+                lo, hi = aj_confidence_band(aj)
+                entry[cause] = {
+                    "F": np.round(_curve_on_grid(tl, F, 0.0), 6),
+                    "lo": np.round(_curve_on_grid(tl, lo, 0.0), 6),
+                    "hi": np.round(_curve_on_grid(tl, hi, 0.0), 6),
+                }
+            cif[label] = entry
+        self.cif_ = cif
+
+    def _curve_cells(self, frame: pd.DataFrame, levels):
+        """``(keys, label, rows)`` of every cell of each key tuple in ``levels`` (``()`` = all jobs)
+        with at least ``km_min_jobs`` jobs."""
         for keys in levels:
             groups = frame.groupby(list(keys), sort=True) if keys else [((), frame)]
             for vals, g in groups:
                 if len(g) < self.km_min_jobs:
                     continue
                 vals = vals if isinstance(vals, tuple) else (vals,)
-                label = self._cell_label(dict(zip(keys, vals)))
-                kmf = KaplanMeierFitter().fit(g["T"].to_numpy(), g["E"].to_numpy())
-                tl = kmf.survival_function_.index.to_numpy()
-                ci = kmf.confidence_interval_survival_function_
-                km[label] = {
-                    "n": int(len(g)), "events": int(g["E"].sum()), "t_max": float(g["T"].max()),
-                    "s": np.round(_curve_on_grid(tl, kmf.survival_function_.iloc[:, 0].to_numpy(), 1.0), 6),
-                    "lo": np.round(_curve_on_grid(tl, ci.iloc[:, 0].to_numpy(), 1.0), 6),
-                    "hi": np.round(_curve_on_grid(tl, ci.iloc[:, 1].to_numpy(), 1.0), 6),
-                }
-        self.km_ = km
-        cif: dict[str, dict] = {}
-        code = frame["cause"].map({c: i + 1 for i, c in enumerate(CAUSES)}).to_numpy()
-        for keys in [("cluster", "type"), ("type",), ()]:
-            groups = frame.groupby(list(keys), sort=True) if keys else [((), frame)]
-            for vals, g in groups:
-                if len(g) < self.km_min_jobs:
-                    continue
-                vals = vals if isinstance(vals, tuple) else (vals,)
-                label = self._cell_label(dict(zip(keys, vals)))
-                pos = frame.index.get_indexer(g.index) if keys else np.arange(len(frame))
-                if len(pos) > self.aj_max_rows:
-                    pos = np.sort(rng.choice(pos, self.aj_max_rows, replace=False))
-                T = frame["T"].to_numpy()[pos]
-                C = code[pos]
-                entry = {"n": int(len(g)), "n_used": int(len(pos)), "t_max": float(g["T"].max())}
-                for i, cause in enumerate(CAUSES):
-                    if not np.any(C == i + 1):
-                        z = np.zeros(len(CURVE_GRID_S))
-                        entry[cause] = {"F": z, "lo": z, "hi": z}
-                        continue
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        aj = AalenJohansenFitter(calculate_variance=False, seed=self.random_state).fit(
-                            T, C, event_of_interest=i + 1)
-                    tl = aj.cumulative_density_.index.to_numpy()
-                    F = aj.cumulative_density_.iloc[:, 0].to_numpy()
-                    lo, hi = aj_confidence_band(aj)
-                    entry[cause] = {
-                        "F": np.round(_curve_on_grid(tl, F, 0.0), 6),
-                        "lo": np.round(_curve_on_grid(tl, lo, 0.0), 6),
-                        "hi": np.round(_curve_on_grid(tl, hi, 0.0), 6),
-                    }
-                cif[label] = entry
-        self.cif_ = cif
+                yield keys, self._cell_label(dict(zip(keys, vals))), g
 
     @staticmethod
     def _cell_label(key: dict) -> str:
