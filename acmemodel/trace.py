@@ -460,6 +460,8 @@ def _read_one(path: Path, cluster: str | None):
     info.rejected = len(rejected)
     if info.accepted == 0:
         warn.append(f"{path}: no row was accepted ({info.rejected} rejected)")
+    if isinstance(int_ids, _Background):
+        int_ids = int_ids.result()
     return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
 
 
@@ -490,6 +492,24 @@ def _norm_values(arr, upper: bool):
         arr = pc.cast(arr, pa.string())
     arr = pc.utf8_trim_whitespace(arr)
     return pc.utf8_upper(arr) if upper else arr
+
+
+def _all_distinct(col) -> bool:
+    """True when no value of the column repeats (sorted in Arrow, neighbours compared; no Python
+    object per value). False when unsure (nulls, a column too large for one chunk)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count > 1:
+        return False
+    try:
+        c = col.combine_chunks()
+        if len(c) < 2:
+            return True
+        s = c.take(pc.sort_indices(c))
+        return not pc.any(pc.equal(s.slice(1), s.slice(0, len(s) - 1))).as_py()
+    except pa.ArrowException:  # (e.g. too large for one chunk): the caller checks otherwise
+        return False
 
 
 def _normalise_job_ids(table):
@@ -749,7 +769,8 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     Returns ``(jobs, rej_mask, reason, detail, inconsistencies, type_counts, int_ids)``: ``jobs`` holds
     the accepted rows only; ``reason``/``detail`` are for the flagged rows (in row order);
     ``type_counts`` {type: accepted rows}; ``int_ids`` the accepted job ids as int64 when every id is
-    an integer literal (for a cheap uniqueness check), else None.
+    an integer literal (for a cheap uniqueness check), else a :class:`_Background` yielding
+    :func:`_all_distinct` of the file's ids.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -841,6 +862,8 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
             deviates["gpu_time"] = off(p["gpu_time"][0], gpu_time, tol)
 
     f = factors.result()
+    # non-integer ids: are they all distinct? (an Arrow sort, in the background once that is free)
+    distinct = _Background(_all_distinct, jid) if all_int_ids is None else None
     st_cats, st_codes = f["state"]
     an_cats = np.array([STATE_MAP.get(s) for s in st_cats], dtype=object)
     unknown_cat = np.array([a is None for a in an_cats], dtype=bool)
@@ -882,8 +905,8 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
         if k:
             type_counts[name] = type_counts.get(name, 0) + int(k)
 
-    int_ids = take(all_int_ids) if all_int_ids is not None else None
-    if int_ids is None and keep is not None:  # (the rejected rows may hold the non-integer ids)
+    int_ids = take(all_int_ids) if all_int_ids is not None else distinct
+    if all_int_ids is None and keep is not None:  # (the rejected rows may hold the non-integer ids)
         try:
             int_ids = np.asarray(jid.filter(pa.array(keep)).cast(pa.int64()).to_numpy())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -948,16 +971,19 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     return jobs, rej_mask, reason, detail_arr, inc, type_counts, int_ids
 
 
-def _duplicated_ids(jobs: pd.DataFrame, int_ids: Sequence[np.ndarray | None] = (),
+def _duplicated_ids(jobs: pd.DataFrame, int_ids: Sequence[np.ndarray | bool] = (),
                     n_clusters: int | None = None) -> np.ndarray:
     """Rows whose (cluster, job_id) appeared earlier (first occurrence kept); a uniqueness check first.
 
-    ``int_ids``: per file, the accepted ids as integers when they all are integer literals. Distinct
-    integers imply distinct strings, so an increasing (or hash-unique) integer sequence proves there
-    is no duplicate without hashing a million Python strings.
+    ``int_ids``: per file, the accepted ids as integers when they all are integer literals, else
+    whether all the file's ids are distinct (bool). Distinct integers imply distinct strings, so an
+    increasing (or hash-unique) integer sequence proves there is no duplicate without hashing a
+    million strings; so does a single file of distinct ids.
     """
     no_dup = np.zeros(len(jobs), dtype=bool)
-    if int_ids and all(ii is not None for ii in int_ids):
+    if len(int_ids) == 1 and int_ids[0] is True:
+        return no_dup
+    if int_ids and all(isinstance(ii, np.ndarray) for ii in int_ids):
         ids = np.concatenate(int_ids) if len(int_ids) > 1 else int_ids[0]
         if len(ids) < 2 or bool((ids[1:] > ids[:-1]).all()) or pd.Series(ids).is_unique:
             return no_dup
