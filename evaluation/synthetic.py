@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import GPUS_PER_NODE
+
 __all__ = ["synthetic_jobs", "SYNTH_TYPES"]
 
 #: type → (share of GPU jobs, median run s of COMPLETED, log-sd, P(FAILED), P(CANCELLED),
@@ -78,7 +80,7 @@ def synthetic_jobs(n: int = 10000, seed: int = 0, *, days: float = 180.0, n_user
     start = np.where(started, submit + wait, np.nan)
     end = np.where(started, start + run, submit + qs)
     run_s = np.where(started, run, np.nan)
-    node = np.maximum(1, np.ceil(gpus / 8)).astype(np.int64)
+    node = np.maximum(1, np.ceil(gpus / GPUS_PER_NODE)).astype(np.int64)
     ts = lambda s: pd.to_datetime(s, unit="s", utc=True)  # noqa: E731
     df = pd.DataFrame({
         "cluster": cluster.astype(str), "job_id": [f"j{i}" for i in range(n)],

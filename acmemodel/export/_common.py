@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import cluster_info, utc_offset_seconds
+from acmemodel.clusters import GPUS_PER_NODE, cluster_info, utc_offset_seconds
 from acmemodel.errors import DataWarning
 from acmemodel.trace import KNOWN_TYPES, STATE_MAP
 
@@ -94,7 +94,7 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
         raise ValueError(f"jobs is missing required column(s): {', '.join(missing)}")
     df["gpu_num"] = pd.to_numeric(df["gpu_num"]).fillna(0).astype("int64")
     if "node_num" not in df.columns:
-        df["node_num"] = np.ceil(df["gpu_num"].to_numpy() / 8).astype("int64")
+        df["node_num"] = np.ceil(df["gpu_num"].to_numpy() / GPUS_PER_NODE).astype("int64")
     else:
         df["node_num"] = pd.to_numeric(df["node_num"]).fillna(0).astype("int64")
     if "cpu_num" not in df.columns:

@@ -42,6 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from acmemodel.clusters import GPUS_PER_NODE
 from acmemodel.export import _common as C
 
 PHILLY_EPOCH = "2017-10-01 00:00:00"
@@ -53,7 +54,7 @@ def detail_json(gpus: int, nodes: int) -> str:
     """The ``detail`` list of an attempt with ``gpus`` GPUs on ``nodes`` nodes (placeholder ips)."""
     gpus, nodes = int(gpus), int(nodes)
     if nodes <= 0:
-        nodes = max(1, -(-gpus // 8))
+        nodes = max(1, -(-gpus // GPUS_PER_NODE))
     base, extra = divmod(gpus, nodes)
     out = []
     for k in range(nodes):
