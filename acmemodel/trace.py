@@ -63,10 +63,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds  # noqa: F401  (cluster → "+08:00")
 from acmemodel.errors import DataWarning, TraceFormatError
-
-#: cluster → UTC offset of its trace timestamps (paper Table 1 / AcmeTrace README)
-CLUSTER_TZ: dict[str, str] = {"Seren": "+08:00", "Kalos": "+00:00"}
 
 #: the job types of AcmeTrace
 KNOWN_TYPES: tuple[str, ...] = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other")
@@ -331,7 +329,8 @@ def _read_table(path: Path):
     head = _open_text_head(path)
     if not head.strip():
         raise TraceFormatError(f"{path}: empty file")
-    header = [h.strip() for h in head.splitlines()[0].split(",")]
+    # column names from our own read of the header line: surrounding blanks and quotes are dropped
+    header = [h.strip().strip('"').strip() for h in head.splitlines()[0].split(",")]
     _check_columns(path, header)
 
     col_types = {}
@@ -354,7 +353,7 @@ def _read_table(path: Path):
         src = pa.input_stream(str(path), compression=compression)
         table = pcsv.read_csv(
             src,
-            read_options=pcsv.ReadOptions(use_threads=threads),
+            read_options=pcsv.ReadOptions(use_threads=threads, column_names=header, skip_rows=1),
             parse_options=pcsv.ParseOptions(invalid_row_handler=handler),
             convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
                                                 null_values=[""], quoted_strings_can_be_null=False),
@@ -363,16 +362,21 @@ def _read_table(path: Path):
 
     fast = True
     try:
-        try:
-            table, bad = read(col_types)
-        except pa.ArrowInvalid as e:
-            if "CSV conversion error" not in str(e) and "conversion" not in str(e).lower():
-                raise
-            fast = False
-            table, bad = read({c: pa.string() for c in header})
+        # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
+        # later), one column at a time: the other columns keep their typed fast path
+        for _ in range(len(header) + 1):
+            try:
+                table, bad = read(col_types)
+                break
+            except pa.ArrowInvalid as e:
+                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
+                    raise
+                fast = False
+                col_types[header[int(m.group(1))]] = pa.string()
         if bad and any(b[0] is None for b in bad):
             # line numbers are only known when reading single-threaded: re-read (rare path)
-            table, bad = read(col_types if fast else {c: pa.string() for c in header}, threads=False)
+            table, bad = read(col_types, threads=False)
     except (OSError, EOFError) as e:
         raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
     except pa.ArrowInvalid as e:
@@ -741,9 +745,7 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
 def _tzinfo(offset: str):
     import datetime as dt
 
-    sign = -1 if offset.startswith("-") else 1
-    hh, mm = offset[1:].split(":")
-    return dt.timezone(sign * dt.timedelta(hours=int(hh), minutes=int(mm)))
+    return dt.timezone(dt.timedelta(seconds=utc_offset_seconds(offset)))
 
 
 def _parse_time_strings(s: pd.Series, tz: str, path: Path, col: str, warn: list[str]):

@@ -203,3 +203,19 @@ def test_sample_loads_clean(sample_trace):
     assert set(sample_trace.clusters) == {"Seren", "Kalos"}
     # the Kalos sample keeps the published quirk duration = end - submit
     assert sample_trace.inconsistencies["duration_includes_queue"] > 0
+
+
+def test_header_blanks_and_quotes_are_ignored(tmp_path):
+    header = ", ".join(f'"{c}"' if i % 2 else c for i, c in enumerate(SEREN_HEADER.split(",")))
+    t = load_trace(write(tmp_path, [GOOD.format(id=1)], header=header))
+    assert t.jobs["job_id"].tolist() == ["1"] and t.jobs.loc[0, "run_s"] == 117
+
+
+def test_one_bad_column_keeps_the_others_typed(tmp_path):
+    """A naive timestamp in one column: only that column is re-read as text, rows keep their values."""
+    rows = [GOOD.format(id=i) for i in range(1, 5)]
+    rows.append(GOOD.format(id=9).replace("2023-03-01 00:20:51+08:00", "2023-03-01 00:20:51"))
+    with pytest.warns(DataWarning, match="no time zone"):
+        t = load_trace(write(tmp_path, rows))
+    assert not t.files[0].fast_path and len(t.rejected) == 0
+    assert t.jobs["run_s"].tolist() == [117.0] * 5
