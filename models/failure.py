@@ -1033,6 +1033,15 @@ class FailureModel(BaseModel):
                 m = p * m_E + (1 - p) * m_L
         return np.log((w[:, None] * m.reshape(nc, ng)).sum(axis=0))
 
+    def failure_type_mix(self, gpus=None, t=None, **kwargs):
+        """Probabilities of the paper's failure reasons (or categories) for a job of ``gpus`` GPUs at
+        elapsed run time ``t`` seconds: the published prior of
+        :func:`acmemodel.models.failure_types.failure_type_mix` (the trace carries no failure reasons,
+        so nothing is fitted). Keyword arguments (``level``, ``condition``, ``cluster``) as there."""
+        from acmemodel.models.failure_types import failure_type_mix
+
+        return failure_type_mix(gpus, t, **kwargs)
+
     def mttf(self, gpus, *, component: str = "late", **key):
         """Mean time to failure (seconds) of a job of ``gpus`` GPUs (scalar or array).
 

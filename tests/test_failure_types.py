@@ -88,3 +88,12 @@ def test_reason_category():
     assert reason_category("NVLink Error") == "Infrastructure"
     with pytest.raises(ValueError):
         reason_category("Cosmic Ray")
+
+
+def test_failure_model_exposes_the_mix(sample_trace):
+    from acmemodel.models.failure import FailureModel
+    from acmemodel.models.failure_types import failure_type_mix
+
+    f = FailureModel().fit(sample_trace)
+    got = f.failure_type_mix(1024, 3600.0, level="category")
+    pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(failure_type_mix(1024, 3600.0, level="category")))
