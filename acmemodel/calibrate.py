@@ -10,7 +10,9 @@ calibration has two steps, both deterministic given the seed:
    * **type mix**: job-count shares of ``workload_mix.csv``;
    * **GPU counts** per type: the box-plot quartiles and whiskers of ``gpu_count_box_by_type.csv``
      (log-linear quantile function, rounded to powers of two) plus the outlier markers of
-     ``gpu_count_outliers_by_type.csv`` at their published frequencies;
+     ``gpu_count_outliers_by_type.csv`` at their published frequencies, then mapped by rank onto the
+     published cluster-wide GPU-count CDF (``gpu_count_cdf_by_jobs.csv``), so that the overall
+     distribution is the published one and each type keeps its place in the order of sizes;
    * **durations** per type: stratified draws from the inverse of the published CDF
      (``duration_cdf_by_type.csv``, log-linear between points). Kalos curves include the queue
      (``duration = end − submit``): there the run time is the published total minus a queue draw
@@ -162,6 +164,28 @@ def _gpu_sampler(cluster: str, typ: str, n_type: int):
     return sample
 
 
+def _published_gpu_quantile(cluster: str, v: np.ndarray) -> np.ndarray:
+    """Quantile function of the published GPU-count CDF by jobs, read stepwise.
+
+    The curve is published as vertices only: between vertices x_{i-1} < x_i the CDF jumps somewhere in
+    (x_{i-1}, x_i]. The jump is placed at the largest power of two in that interval, else the largest
+    multiple of 8 (whole nodes), else x_i; the quantile of v is the jump value of the first vertex
+    whose CDF reaches v.
+    """
+    cdf = load_reference("gpu_count_cdf_by_jobs").query("cluster == @cluster")
+    x = cdf["x_gpus"].to_numpy(float)
+    p = np.maximum.accumulate(cdf["cdf_percent"].to_numpy(float) / 100.0)
+    p[-1] = 1.0
+    jump = x.copy()
+    for i in range(1, len(x)):
+        lo, hi = int(x[i - 1]), int(x[i])
+        cands = range(hi, lo, -1)
+        pow2 = [c for c in cands if c & (c - 1) == 0]
+        mult8 = [c for c in cands if c % 8 == 0]
+        jump[i] = pow2[0] if pow2 else (mult8[0] if mult8 else hi)
+    return jump[np.minimum(np.searchsorted(p, v, side="left"), len(x) - 1)]
+
+
 def _lognormal_from_median_mean(median: float, mean: float) -> tuple[float, float]:
     mu = np.log(max(median, 1e-3))
     ratio = max(mean / max(median, 1e-3), 1.0 + 1e-9)
@@ -296,11 +320,27 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         parts[t] = dict(n=int(k), qdur=_inverse_cdf(curves[curves["type"] == t]),
                         gpus=_gpu_sampler(cluster, t, int(round(k / scale))), seed=rng.integers(2**32))
 
+    # GPU counts: per type from the box plots, then mapped by rank onto the published overall
+    # GPU-count CDF (gpu_count_cdf_by_jobs), so the cluster-wide distribution is the published one
+    # while each type keeps its place in the ordering of sizes; each type's counts are then fixed
+    # and only their pairing with durations varies with rho
+    box_g = {t: parts[t]["gpus"](_stratified(rng, parts[t]["n"]), rng) for t in types}
+    pooled = np.concatenate([box_g[t] for t in types]).astype(float)
+    order = np.lexsort((rng.uniform(0, 1, len(pooled)), pooled))
+    mapped = np.empty(len(pooled))
+    mapped[order] = _published_gpu_quantile(cluster, (np.arange(len(pooled)) + 0.5) / len(pooled))
+    start = 0
+    for t in types:
+        k = parts[t]["n"]
+        parts[t]["g_sorted"] = np.sort(mapped[start:start + k]).astype(np.int64)
+        start += k
+
     def draw(t, rho):
         p = parts[t]
         r = np.random.default_rng(p["seed"])
         ug, ud = _copula_pair(r, p["n"], rho)
-        return p["gpus"](ug, r), p["qdur"](ud)
+        rank = np.argsort(np.argsort(ug, kind="stable"), kind="stable")
+        return p["g_sorted"][rank], p["qdur"](ud)
 
     # --- GPU-time calibration: each type's rank correlation rho solved by bisection so that its GPU
     #     time is its published share of the published total GPU time (cluster_summary, x scale)

@@ -140,16 +140,7 @@ def test_cpu_job_counts(pseudo, cluster):
 def _curves():
     from acmemodel.reproduce import curve_points
 
-    out = []
-    for cv in curve_points():
-        marks = ()
-        if cv["name"] == "gpu_count/Seren":
-            marks = pytest.mark.xfail(strict=True, reason=(
-                "GPU counts are drawn from the per-type box plots (log-linear between quartiles, rounded to powers "
-                "of two): too many 2- and 4-GPU jobs, KS 0.074 at 4 GPUs; the published GPU-count CDF is not a "
-                "calibration target"))
-        out.append(pytest.param(cv, id=cv["name"], marks=marks))
-    return out
+    return [pytest.param(cv, id=cv["name"]) for cv in curve_points()]
 
 
 @pytest.mark.parametrize("cv", _curves())
