@@ -223,6 +223,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         clusters = list(cluster)
         if len(clusters) != len(paths):
             raise ValueError(f"cluster: {len(clusters)} names for {len(paths)} files")
+    clusters = [None if c is None else _cluster_name(c) for c in clusters]
 
     frames, rejects, infos, extras, type_counts, int_ids = [], [], [], [], [], []
     warn: list[str] = []
@@ -283,6 +284,17 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
 
 
 # ------------------------------------------------------------------------------------------ reading
+def _cluster_name(name) -> str:
+    """A ``cluster=`` name, trimmed; a known cluster in its canonical spelling (``seren`` → Seren)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"cluster: expected a non-empty cluster name, got {name!r}")
+    name = name.strip()
+    for c in CLUSTER_TZ:
+        if c.lower() == name.lower():
+            return c
+    return name
+
+
 def _cluster_from_name(path: Path) -> str | None:
     name = path.name.lower()
     for c in CLUSTER_TZ:
@@ -307,8 +319,10 @@ def _open_text_head(path: Path, nbytes: int = 65536) -> str:
     return raw.decode("utf-8-sig", errors="replace")
 
 
-def _read_table(path: Path):
-    """Read a file into a pyarrow Table (typed if possible) + bad-field-count rows + fast flag."""
+def _read_table(path: Path, notes: list[str] | None = None):
+    """Read a file into a pyarrow Table (typed if possible) + bad-field-count rows + fast flag.
+
+    ``notes`` receives warnings (bytes that are not UTF-8, replaced by U+FFFD)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -329,6 +343,8 @@ def _read_table(path: Path):
     head = _open_text_head(path)
     if not head.strip():
         raise TraceFormatError(f"{path}: empty file")
+    if "\x00" in head:
+        raise TraceFormatError(f"{path}: not a text (CSV) file: it holds NUL bytes")
     # column names from our own read of the header line: surrounding blanks and quotes are dropped
     header = [h.strip().strip('"').strip() for h in head.splitlines()[0].split(",")]
     _check_columns(path, header)
@@ -342,6 +358,10 @@ def _read_table(path: Path):
         else:  # (user/type/state are dictionary-encoded after the read: cheaper than in the reader)
             col_types[c] = pa.string()
 
+    compression = "gzip" if _is_gzip(path) else None
+    block_size = 1 << 20  # (pyarrow's default; raised when a row is longer than a block)
+    repaired = None  # the file's bytes with invalid UTF-8 replaced (rare path)
+
     def read(types, threads=True):
         bad: list[tuple] = []
 
@@ -349,12 +369,17 @@ def _read_table(path: Path):
             bad.append((row.number, row.text, row.actual_columns, row.expected_columns))
             return "skip"
 
-        compression = "gzip" if _is_gzip(path) else None
-        src = pa.input_stream(str(path), compression=compression)
+        if repaired is not None:
+            src = pa.BufferReader(repaired)
+        else:
+            src = pa.input_stream(str(path), compression=compression)
         table = pcsv.read_csv(
             src,
-            read_options=pcsv.ReadOptions(use_threads=threads, column_names=header, skip_rows=1),
-            parse_options=pcsv.ParseOptions(invalid_row_handler=handler),
+            read_options=pcsv.ReadOptions(use_threads=threads, column_names=header, skip_rows=1,
+                                          block_size=block_size),
+            # (blank lines are read as rows of empty fields, so that row k is line k + 2; they are
+            # dropped in _drop_blank_rows)
+            parse_options=pcsv.ParseOptions(invalid_row_handler=handler, ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
                                                 null_values=[""], quoted_strings_can_be_null=False),
         )
@@ -364,11 +389,20 @@ def _read_table(path: Path):
     try:
         # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
         # later), one column at a time: the other columns keep their typed fast path
-        for _ in range(len(header) + 1):
+        for _ in range(len(header) + 8):
             try:
                 table, bad = read(col_types)
                 break
             except pa.ArrowInvalid as e:
+                if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
+                    block_size *= 8
+                    continue
+                if "invalid UTF8" in str(e) and repaired is None:
+                    repaired, n_bad = _utf8_repaired(path, compression)
+                    if notes is not None:
+                        notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
+                                     "replaced by U+FFFD")
+                    continue
                 m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
                 if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
                     raise
@@ -382,6 +416,18 @@ def _read_table(path: Path):
     except pa.ArrowInvalid as e:
         raise TraceFormatError(f"{path}: not a readable CSV file ({str(e).splitlines()[0]})") from None
     return table, bad, fast
+
+
+def _utf8_repaired(path: Path, compression: str | None):
+    """The file's bytes (decompressed) with invalid UTF-8 sequences replaced by U+FFFD, and how many
+    bytes were replaced."""
+    opener = gzip.open if compression == "gzip" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    text = raw.decode("utf-8", errors="replace")
+    fixed = text.encode("utf-8")
+    n_bad = text.count("\ufffd") - raw.count("\ufffd".encode("utf-8"))
+    return fixed, n_bad
 
 
 def _is_gzip(path: Path) -> bool:
@@ -403,11 +449,11 @@ def _check_columns(path: Path, header: Sequence[str]) -> None:
 
 
 def _read_one(path: Path, cluster: str | None):
-    table, bad, fast = _read_table(path)
+    warn: list[str] = []
+    table, bad, fast = _read_table(path, warn)
     header = table.column_names
     _check_columns(path, header)
     schema = "kalos" if any(c in header for c in KALOS_ONLY) else "seren"
-    warn: list[str] = []
     if cluster is None:
         cluster = _cluster_from_name(path)
         if cluster is None:
@@ -424,17 +470,25 @@ def _read_one(path: Path, cluster: str | None):
                        if {"duration", "queue", "gpu_time"} & set(optional) else ""))
     info = FileInfo(path=str(path), cluster=cluster, schema=schema, extra_columns=extra_cols,
                     missing_optional=optional, fast_path=fast)
-    if table.num_rows == 0 and not bad:
-        raise TraceFormatError(f"{path}: header has no data rows")
-
     n = table.num_rows
-    # line numbers of the accepted rows: data row k is line k + 2, shifted past skipped bad rows
+    # line numbers of the rows: data row k is line k + 2, shifted past skipped bad rows
     bad_lines = np.array(sorted(b[0] for b in bad), dtype=np.int64)
     lines = np.arange(2, n + 2, dtype=np.int64)
     if len(bad_lines):
         # the k-th good row sits at the smallest line L with L - 2 - (#bad lines < L) == k
         offs = bad_lines - 2 - np.arange(len(bad_lines))  # good rows before each bad line
         lines = lines + np.searchsorted(offs, np.arange(n), side="right")
+    # blank (or blank-only) lines: skipped, not quarantined, after they served the line numbering
+    n_space = len(bad)
+    bad = [b for b in bad if b[1].strip()]
+    n_space -= len(bad)  # (lines of blanks only)
+    table, lines, n_blank = _drop_blank_rows(table, lines)
+    n_blank += n_space
+    n = table.num_rows
+    if n_blank:
+        warn.append(f"{path}: {n_blank} blank line(s) (or lines of empty fields) between the rows skipped")
+    if table.num_rows == 0 and not bad:
+        raise TraceFormatError(f"{path}: header has no data rows")
     # user/type/state are dictionary-encoded (and normalised on their dictionaries) in a background
     # thread: Arrow releases the GIL, so this runs beside the numeric work of the main thread.
     factors = _Background(_factorize_columns, table)
@@ -470,9 +524,45 @@ def _read_one(path: Path, cluster: str | None):
     info.rejected = len(rejected)
     if info.accepted == 0:
         warn.append(f"{path}: no row was accepted ({info.rejected} rejected)")
+    never = ~jobs["started"].to_numpy()
+    if never.any():  # kept as never started (no run time, wait censored at the end), but unexpected
+        odd = jobs["state"].to_numpy()[never]
+        odd = odd[odd != "CANCELLED"]
+        if len(odd):
+            warn.append(f"{path}: {len(odd)} row(s) with state {', '.join(sorted(set(odd)))} but no start_time; "
+                        "kept as never started (no run time, wait censored at end_time)")
     if isinstance(int_ids, _Background):
         int_ids = int_ids.result()
     return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
+
+
+def _drop_blank_rows(table, lines: np.ndarray):
+    """The table and line numbers without the rows whose every field is empty (blank lines, read as
+    such rows), and how many of them were not trailing. Cheap when ``job_id`` is never empty (the usual case)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "job_id" not in table.column_names or table.num_rows == 0:
+        return table, lines, 0
+    jid = table.column("job_id")
+    if not (pa.types.is_string(jid.type) or pa.types.is_large_string(jid.type)):
+        return table, lines, 0  # (typed by a parquet writer: no blank lines)
+    if not jid.null_count and pc.min(pc.utf8_length(jid)).as_py() != 0:
+        return table, lines, 0
+    cand = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(jid, ""), True).to_numpy(zero_copy_only=False)))
+    rows = table.take(pa.array(cand, type=pa.int64()))
+    blank = np.ones(len(cand), dtype=bool)
+    for col in rows.columns:
+        empty = col.is_null()
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            empty = pc.or_(empty, pc.fill_null(pc.equal(pc.utf8_trim_whitespace(col), ""), True))
+        blank &= np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
+    if not blank.any():
+        return table, lines, 0
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[cand[blank]] = False
+    n_trailing = table.num_rows - (int(np.flatnonzero(keep)[-1]) + 1 if keep.any() else 0)
+    return table.filter(pa.array(keep)), lines[keep], int(blank.sum()) - n_trailing
 
 
 def _raw_frame(table, idx: np.ndarray | None, decode: bool = True) -> pd.DataFrame:
@@ -825,7 +915,8 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
             i = np.flatnonzero(bad)
             vb = v[i]
             with np.errstate(invalid="ignore"):
-                bad[i] = (np.isnan(vb) | (vb < 0) | (np.isfinite(vb) & (np.round(vb) != vb))
+                # (also infinite or beyond int64, where the cast above gave garbage)
+                bad[i] = (np.isnan(vb) | (vb < 0) | ~(vb < 2.0 ** 63) | (np.round(vb) != vb)
                           | (fail[i] if fail is not None else False))
         return iv, bad
 
@@ -885,7 +976,7 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     for c, r, bad in (("gpu_num", Reason.BAD_GPU_NUM, bad_gpu), ("node_num", Reason.BAD_NODE_NUM, bad_node)):
         def text(idx, c=c):
             vals = _raw_frame(table.select([c]), idx)[c].to_numpy()
-            return np.array([f"{c} = {'' if x is None else str(x)!r}" for x in vals], dtype=object)
+            return np.array([f"{c} = {_value_text(x)!r}" for x in vals], dtype=object)
 
         flag(bad, r, text)
     if unknown_cat.any():
@@ -1000,6 +1091,15 @@ def _duplicated_ids(jobs: pd.DataFrame, int_ids: Sequence[np.ndarray | bool] = (
     if n_clusters <= 1 and jobs["job_id"].is_unique:
         return no_dup
     return jobs.duplicated(subset=["cluster", "job_id"], keep="first").to_numpy()
+
+
+def _value_text(x) -> str:
+    """A value as read, for a quarantine detail: missing → ``''``, a whole float without ``.0``."""
+    if x is None or x is pd.NA or (isinstance(x, float) and np.isnan(x)):
+        return ""
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return str(x)
 
 
 def _rejected_frame(files, lines, reason: Reason, details, raws) -> pd.DataFrame:

@@ -14,7 +14,8 @@ from acmemodel.cli import (  # noqa: F401,E402
     forecast, plan, reproduce, synth,
 )
 
-USER_ERRORS = (AcmeModelError, FileNotFoundError, IsADirectoryError, PermissionError, ValueError)
+#: OSError covers unwritable/missing output directories, a file where a directory is expected, etc.
+USER_ERRORS = (AcmeModelError, OSError, ValueError)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,9 +40,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"error: {msg}\n")
         sys.exit(2)
     except Exception as e:
-        # click / typer's vendored click exceptions (usage errors) know how to show themselves
+        # click / typer's vendored click exceptions (usage errors: bad option value, missing option,
+        # unknown command): one line; a bare command group (no-args-is-help) shows its help
         if callable(getattr(e, "show", None)) and hasattr(e, "exit_code"):
-            e.show()
+            if type(e).__name__ == "NoArgsIsHelpError" or not callable(getattr(e, "format_message", None)):
+                e.show()
+                sys.exit(e.exit_code)
+            msg = " ".join(p.strip() for p in str(e.format_message()).splitlines() if p.strip())
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None and ctx.command_path else ""
+            sys.stderr.write(f"error: {msg}{hint}\n")
             sys.exit(e.exit_code)
         raise
     sys.exit(0)

@@ -106,6 +106,10 @@ def reproduce_cmd(
         raise ValueError(f"--scale must be in (0, 10], got {scale}")
     if bundle is not None and not bundle.exists():
         raise FileNotFoundError(f"--bundle: {bundle} does not exist")
+    if bundle is not None:  # read (and validate) it before the progress line and the long synthesis
+        from acmemodel.synth import resolve_bundle
+
+        bundle = resolve_bundle(bundle)
     if not json_out:
         err_console.print(f"synthesising six months of Seren and Kalos at scale {scale:g}...")
     doc = reproduce(bundle, scale=scale, seed=seed, queue=queue.value, plots=plots)
