@@ -35,9 +35,13 @@ Run time and queue are always computed from the timestamps. The files' own ``dur
 ``Trace.inconsistencies``: the published Kalos rows have ``duration = end − submit`` (queue
 included), which is counted as ``duration_includes_queue`` and never "fixed" by trusting the column.
 
-Rows that cannot be used are set aside in ``Trace.rejected`` (file, line, reason, raw row) — never
-silently dropped; the reasons are :class:`Reason`. Whole-file problems raise
-:class:`~acmemodel.errors.TraceFormatError` naming the file.
+Rows that cannot be used are set aside in ``Trace.rejected`` (file, line, reason, raw row — the line
+as written in the file, or the values as read for parquet) — never silently dropped; the reasons are
+:class:`Reason`. Whole-file problems raise :class:`~acmemodel.errors.TraceFormatError` naming the file.
+Tolerated with a warning: blank lines between rows (skipped; line numbers stay those of the file),
+bytes that are not UTF-8 (replaced by U+FFFD), header names in another case (``JOB_ID``), non-CANCELLED
+rows without ``start_time`` (kept as never started). ``cluster=`` names of known clusters are
+case-insensitive (``seren`` → Seren).
 
 Fast path: a clean CSV is parsed by pyarrow straight into typed columns. If any value fails to
 convert (a bad number or timestamp, a timestamp without zone offset), the file is re-read as text and
@@ -139,6 +143,8 @@ class FileInfo:
     extra_columns: list[str] = field(default_factory=list)
     missing_optional: list[str] = field(default_factory=list)
     fast_path: bool = True
+    #: records in the file (header included) as the CSV reader counted them; 0 for parquet
+    _records: int = field(default=0, repr=False, compare=False)
 
     def as_dict(self) -> dict:
         return {"path": self.path, "cluster": self.cluster, "schema": self.schema, "rows": self.rows,
@@ -248,12 +254,14 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     # duplicate job ids across the whole input (first occurrence kept), per cluster
     dup = _duplicated_ids(jobs, int_ids, len({i.cluster for i in infos}))
     if dup.any():
-        first = jobs.loc[~dup].set_index(["cluster", "job_id"])["source_line"]
+        first = jobs.loc[~dup].set_index(["cluster", "job_id"])[["source_file", "source_line"]]
         d = jobs.loc[dup]
-        firsts = first.reindex(pd.MultiIndex.from_arrays([d["cluster"], d["job_id"]])).to_numpy()
+        firsts = first.reindex(pd.MultiIndex.from_arrays([d["cluster"], d["job_id"]]))
+        where = [f"line {ln}" if ff == f else f"{ff} line {ln}"
+                 for ff, ln, f in zip(firsts["source_file"], firsts["source_line"], d["source_file"])]
         dup_rej = _rejected_frame(d["source_file"].to_numpy(), d["source_line"].to_numpy(),
                                   Reason.DUPLICATE_JOB_ID,
-                                  [f"job_id {j!r} already at line {f}" for j, f in zip(d["job_id"], firsts)],
+                                  [f"job_id {j!r} already at {w}" for j, w in zip(d["job_id"], where)],
                                   _raw_rows(d, _RAW_JOB_COLUMNS))
         rejected = pd.concat([rejected, dup_rej], ignore_index=True)
         order = {p: i for i, p in enumerate(str(p) for p in paths)}
@@ -277,6 +285,8 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     if unknown:
         warn.append("unrecognised job type value(s) kept as their own category: "
                     + ", ".join(f"{t!r} ({counts[t]} rows)" for t in unknown))
+    if len(rejected):
+        rejected = _original_text(rejected, infos)
     for w in warn:
         warnings.warn(w, DataWarning, stacklevel=2)
     return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
@@ -336,9 +346,10 @@ def _read_table(path: Path, notes: list[str] | None = None):
         import pyarrow.parquet as pq  # (only here: its import alone costs tens of ms)
 
         try:
-            return pq.read_table(path), [], True
+            table = pq.read_table(path)
         except (pa.ArrowException, OSError) as e:
             raise TraceFormatError(f"{path}: not a readable parquet file ({e})") from None
+        return table.rename_columns(_canonical_names(table.column_names)), [], True
 
     head = _open_text_head(path)
     if not head.strip():
@@ -346,7 +357,7 @@ def _read_table(path: Path, notes: list[str] | None = None):
     if "\x00" in head:
         raise TraceFormatError(f"{path}: not a text (CSV) file: it holds NUL bytes")
     # column names from our own read of the header line: surrounding blanks and quotes are dropped
-    header = [h.strip().strip('"').strip() for h in head.splitlines()[0].split(",")]
+    header = _canonical_names([h.strip().strip('"').strip() for h in head.splitlines()[0].split(",")])
     _check_columns(path, header)
 
     col_types = {}
@@ -435,12 +446,21 @@ def _is_gzip(path: Path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
+def _canonical_names(header: Sequence[str]) -> list[str]:
+    """Header names; a known column in another case (``Job_ID``) under its schema name."""
+    known = {c.lower(): c for c in (*KALOS_COLUMNS, *SEREN_COLUMNS)}
+    return [known.get(h.lower(), h) if isinstance(h, str) else h for h in header]
+
+
 def _check_columns(path: Path, header: Sequence[str]) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
+        hint = ""
+        if len(header) == 1 and any(d in str(header[0]) for d in "\t;|"):
+            hint = "; the file must be comma-separated"
+        found = ", ".join(str(h) for h in header[:20]).encode("unicode_escape").decode("ascii")
         raise TraceFormatError(
-            f"{path}: missing required column(s) {', '.join(missing)} "
-            f"(found: {', '.join(header[:20])})")
+            f"{path}: missing required column(s) {', '.join(missing)} (found: {found[:500]}){hint}")
     seen = set()
     for c in header:
         if c in seen:
@@ -471,6 +491,8 @@ def _read_one(path: Path, cluster: str | None):
     info = FileInfo(path=str(path), cluster=cluster, schema=schema, extra_columns=extra_cols,
                     missing_optional=optional, fast_path=fast)
     n = table.num_rows
+    if path.suffix.lower() != ".parquet":
+        info._records = 1 + n + len(bad)
     # line numbers of the rows: data row k is line k + 2, shifted past skipped bad rows
     bad_lines = np.array(sorted(b[0] for b in bad), dtype=np.int64)
     lines = np.arange(2, n + 2, dtype=np.int64)
@@ -534,6 +556,41 @@ def _read_one(path: Path, cluster: str | None):
     if isinstance(int_ids, _Background):
         int_ids = int_ids.result()
     return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
+
+
+def _original_text(rejected: pd.DataFrame, infos: Sequence[FileInfo]) -> pd.DataFrame:
+    """``raw`` of the quarantined CSV rows replaced by their lines as written in the file (one pass
+    over each file with such rows, only when there are some). Kept as parsed when the file's
+    physical lines are not its records (a quoted value holding a newline)."""
+    raw = rejected["raw"].to_numpy(dtype=object).copy()
+    changed = False
+    for info in infos:
+        if not info._records:
+            continue
+        rows = np.flatnonzero((rejected["file"] == info.path).to_numpy())
+        if not len(rows):
+            continue
+        want = {int(ln): [] for ln in rejected["line"].to_numpy()[rows]}
+        for i, ln in zip(rows, rejected["line"].to_numpy()[rows]):
+            want[int(ln)].append(i)
+        found: dict[int, str] = {}
+        path = Path(info.path)
+        try:
+            opener = gzip.open if _is_gzip(path) else open
+            n_lines = 0
+            with opener(path, "rb") as f:
+                for n_lines, line in enumerate(f, start=1):
+                    if n_lines in want:
+                        found[n_lines] = line.decode("utf-8", errors="replace").rstrip("\r\n").lstrip("\ufeff")
+        except (OSError, EOFError):
+            continue
+        if n_lines != info._records:  # records spanning lines: the numbers are not physical lines
+            continue
+        for ln, idx in want.items():
+            if ln in found:
+                raw[idx] = found[ln]
+                changed = True
+    return rejected.assign(raw=raw) if changed else rejected
 
 
 def _drop_blank_rows(table, lines: np.ndarray):

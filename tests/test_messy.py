@@ -121,6 +121,18 @@ def test_blank_and_empty_lines_between_rows_keep_line_numbers(tmp_path, gz):
     assert t.files[0].rows == 4
 
 
+def test_header_case_and_delimiter_hint(tmp_path):
+    t = load_trace(put(tmp_path, "u_seren.csv", [H.upper(), ROW.format(id=1)]))
+    assert len(t.jobs) == 1 and t.jobs["run_s"][0] == 117
+    pd.read_csv(tmp_path / "u_seren.csv").to_parquet(tmp_path / "u_seren.parquet")
+    assert len(load_trace(tmp_path / "u_seren.parquet").jobs) == 1
+    tab = put(tmp_path, "t_seren.csv", [H.replace(",", "\t"), ROW.format(id=1).replace(",", "\t")])
+    with pytest.raises(TraceFormatError, match="comma-separated"):
+        load_trace(tab)
+    line = assert_user_error(["describe", tab], "comma-separated")
+    assert "\t" not in line
+
+
 def test_unknown_and_empty_type_empty_user(tmp_path):
     p = put(tmp_path, "t_seren.csv", [H, ROW.format(id=1).replace("Eval", "eval"), ROW.format(id=2).replace("Eval", ""),
                                       ROW.format(id=3).replace("u1", "")])
@@ -214,6 +226,8 @@ def test_duplicates_within_and_across_files_and_clusters(tmp_path):
     assert sorted(zip(t.jobs["cluster"], t.jobs["job_id"])) == [
         ("Kalos", "1"), ("Kalos", "3"), ("Seren", "1"), ("Seren", "2"), ("Seren", "3")]
     assert [(f.accepted, f.rejected) for f in t.files] == [(2, 1), (1, 1), (2, 0)]
+    assert rej["detail"].tolist() == ["job_id '1' already at line 2", f"job_id '2' already at {a} line 3"]
+    assert rej["raw"].tolist() == [ROW.format(id=1), ROW.format(id=2)]
 
 
 def test_cluster_argument(tmp_path):
@@ -333,6 +347,8 @@ def test_big_file_with_a_few_bad_rows(tmp_path):
     assert t.jobs["source_line"].iloc[[0, 9, 10, 4998, 4999]].tolist() == [2, 12, 13, 5002, 5003]
     assert t.jobs["source_line"].iloc[-1] == n + 1
     assert "line 6" in t.rejected.set_index("line").loc[200000, "detail"]
+    # the quarantined rows as written in the file (not re-formatted parsed values)
+    assert t.rejected["raw"].tolist() == [lines[ln - 1] for ln in sorted(bad)]
     assert elapsed < 10, elapsed  # (about 0.5 s; generous for a shared machine)
     out = tmp_path / "rej.csv"
     code, err, doc = cli("describe", p, "--json", "--rejects", out)
