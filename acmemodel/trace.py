@@ -351,6 +351,11 @@ def _read_table(path: Path, notes: list[str] | None = None):
             raise TraceFormatError(f"{path}: not a readable parquet file ({e})") from None
         return table.rename_columns(_canonical_names(table.column_names)), [], True
 
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    for sig, what in _OTHER_FORMATS:
+        if magic.startswith(sig):
+            raise TraceFormatError(f"{path}: {what}; give a .csv, .csv.gz or .parquet file")
     head = _open_text_head(path)
     if not head.strip():
         raise TraceFormatError(f"{path}: empty file")
@@ -427,6 +432,16 @@ def _read_table(path: Path, notes: list[str] | None = None):
     except pa.ArrowInvalid as e:
         raise TraceFormatError(f"{path}: not a readable CSV file ({str(e).splitlines()[0]})") from None
     return table, bad, fast
+
+
+#: leading bytes of formats that are not read (with what to tell the user)
+_OTHER_FORMATS = (
+    (b"PAR1", "a parquet file without the .parquet suffix (rename it)"),
+    (b"BZh", "bzip2-compressed, which is not supported"),
+    (b"\xfd7zXZ", "xz-compressed, which is not supported"),
+    (b"PK\x03\x04", "a zip archive, which is not supported (unzip it)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed, which is not supported"),
+)
 
 
 def _utf8_repaired(path: Path, compression: str | None):

@@ -298,6 +298,27 @@ def test_file_level_errors(tmp_path, content, match):
     assert "\x00" not in line
 
 
+def test_other_compressions_and_misnamed_parquet(tmp_path):
+    import bz2
+    import lzma
+    import zipfile
+
+    csv = ("\n".join([H, ROW.format(id=1)]) + "\n").encode()
+    put(tmp_path, "a_seren.csv.bz2", bz2.compress(csv))
+    put(tmp_path, "b_seren.csv.xz", lzma.compress(csv))
+    with zipfile.ZipFile(tmp_path / "c_seren.zip", "w") as z:
+        z.writestr("trace_seren.csv", csv)
+    pd.read_csv(tmp_path / "a_seren.csv.bz2").to_parquet(tmp_path / "d_seren.csv")
+    for name, match in (("a_seren.csv.bz2", "bzip2"), ("b_seren.csv.xz", "xz"), ("c_seren.zip", "zip"),
+                        ("d_seren.csv", "parquet")):
+        with pytest.raises(TraceFormatError, match=match):
+            load_trace(tmp_path / name)
+    put(tmp_path, "e_seren.gz", gzip.compress(csv))  # gzip is recognised by its bytes, not its name
+    put(tmp_path, "f_seren.csv", gzip.compress(csv))
+    assert len(load_trace([tmp_path / "e_seren.gz"]).jobs) == 1
+    assert len(load_trace([tmp_path / "f_seren.csv"]).jobs) == 1
+
+
 def test_paths_that_are_not_files(tmp_path):
     with pytest.raises(TraceFormatError, match="directory"):
         load_trace(tmp_path)
