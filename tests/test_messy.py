@@ -415,6 +415,12 @@ def test_cli_user_errors_are_one_line(tmp_path):
         (["calibrate", "-o", o / "c", "--scale", "0"], ["--scale"]),
         (["reproduce", "--scale", "0.01", "--bundle", badver], ["schema version"]),
         (["reproduce", "--scale", "0.01", "--bundle", missing], [missing]),
+        # output paths refused before any work (and never an input file overwritten)
+        (["describe", good, "--rejects", good], ["--rejects"]),
+        (["calibrate", "-o", good, "--scale", "0.01"], ["-o/--out", good]),
+        (["reproduce", "--scale", "0.01", "--plots", good], ["--plots"]),
     ]
+    before = good.read_text()
     for argv, needles in cases:
         assert_user_error(argv, *needles)
+    assert good.read_text() == before

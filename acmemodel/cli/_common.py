@@ -47,3 +47,18 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)  # reported by the commands themselves
         return load_trace(paths, cluster=cluster)
+
+
+def check_bundle_out(out: Path, option: str = "-o/--out") -> None:
+    """Refuse, before any work, a bundle output path that :meth:`Bundle.save` cannot write: an existing
+    file for a directory bundle, a directory for a ``.zip`` bundle (``ValueError`` naming the option)."""
+    if out.suffix != ".zip" and out.exists() and not out.is_dir():
+        raise ValueError(f"{option}: {out} is an existing file; give a directory or a .zip path")
+    if out.suffix == ".zip" and out.is_dir():
+        raise ValueError(f"{option}: {out} is a directory; a .zip bundle path must be a file")
+
+
+def check_dir_out(out: Path | None, option: str) -> None:
+    """Refuse an output directory path that is an existing file (``ValueError`` naming the option)."""
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"{option}: {out} is an existing file, not a directory")

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, err_console
+from acmemodel.cli._common import check_bundle_out, console, err_console
 from acmemodel.errors import ConfigError
 
 
@@ -46,6 +46,7 @@ def calibrate_cmd(
 
     if not 0 < scale <= 10:
         raise ConfigError(f"--scale must be in (0, 10], got {scale}")
+    check_bundle_out(out)
     a = parse_assumptions(list(assume or []))
     bundle = calibrate(scale=scale, seed=seed, assumptions=a,
                        log=None if json_out else (lambda m: err_console.print(m)))

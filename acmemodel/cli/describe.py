@@ -44,6 +44,8 @@ def describe_cmd(
     """Job counts, shares of jobs and GPU time, run and queue times per cluster, by type/state/GPU size."""
     from acmemodel.describe import describe
 
+    if rejects is not None and any(rejects.resolve() == Path(p).resolve() for p in (paths or [])):
+        raise ValueError(f"--rejects: {rejects} is one of the input trace files; it would be overwritten")
     trace = load_traces(paths, cluster)
     doc = describe(trace)
     if rejects is not None:

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, err_console, load_traces
+from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_bundle_out, console, err_console, load_traces
 
 
 def trace_provenance(trace) -> dict:
@@ -41,10 +41,7 @@ def fit_cmd(
     """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle."""
     from acmemodel.pipeline import fit_bundle
 
-    if out.suffix != ".zip" and out.exists() and not out.is_dir():
-        raise ValueError(f"-o/--out: {out} is an existing file; give a directory or a .zip path")
-    if out.suffix == ".zip" and out.is_dir():
-        raise ValueError(f"-o/--out: {out} is a directory; a .zip bundle path must be a file")
+    check_bundle_out(out)
     trace = load_traces(paths, cluster)
     log = None if json_out else (lambda m: err_console.print(m))
     bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=trace_provenance(trace),

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, err_console
+from acmemodel.cli._common import check_dir_out, console, err_console
 
 
 class QueueMode(str, Enum):
@@ -106,6 +106,7 @@ def reproduce_cmd(
         raise ValueError(f"--scale must be in (0, 10], got {scale}")
     if bundle is not None and not bundle.exists():
         raise FileNotFoundError(f"--bundle: {bundle} does not exist")
+    check_dir_out(plots, "--plots")
     if bundle is not None:  # read (and validate) it before the progress line and the long synthesis
         from acmemodel.synth import resolve_bundle
 
