@@ -424,3 +424,23 @@ def test_cli_user_errors_are_one_line(tmp_path):
     for argv, needles in cases:
         assert_user_error(argv, *needles)
     assert good.read_text() == before
+
+
+def test_cli_prints_data_that_looks_like_rich_markup(tmp_path):
+    d = tmp_path / "[red]"
+    d.mkdir()
+    p = put(d, "m_seren.csv", [H, ROW.format(id=1).replace("Eval", "[/bold]"), ROW.format(id=2).replace("u1", "[/]")])
+    from acmemodel.cli._common import console
+
+    width = console.width
+    console.width = 300  # (no wrapping of the long path)
+    try:
+        code, err, out = cli("describe", p, "--by", "type")
+    finally:
+        console.width = width
+    assert code == 0, err
+    assert "[/bold]" in out and "[red]" in out
+
+    with console.capture() as cap:  # every command's console: invalid markup printed as text
+        console.print("type [/b] has 3 jobs")
+    assert "[/b]" in cap.get()

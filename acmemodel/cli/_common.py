@@ -7,8 +7,22 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-console = Console()
-err_console = Console(stderr=True)
+class _Console(Console):
+    """A rich Console whose text with a bracket that is not valid markup (a job type or user named
+    ``[/b]``, a path with ``[...]`` in it) is printed as plain text instead of raising MarkupError."""
+
+    def render_str(self, text, **kwargs):
+        from rich.errors import MarkupError
+
+        try:
+            return super().render_str(text, **kwargs)
+        except MarkupError:
+            kwargs["markup"] = False
+            return super().render_str(text, **kwargs)
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 # Options shared by the commands that fit or evaluate models on a trace (typer copies them per command).
 #: positional trace files (none = the shipped sample)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from acmemodel.cli._app import app, print_json
@@ -61,7 +62,7 @@ def _render(doc: dict, by: list[str]) -> None:
     for c in ("path", "cluster", "schema", "rows", "accepted", "rejected"):
         files.add_column(c, justify="right" if c in ("rows", "accepted", "rejected") else "left")
     for f in doc["files"]:
-        files.add_row(f["path"], f["cluster"], f["schema"], str(f["rows"]), str(f["accepted"]), str(f["rejected"]))
+        files.add_row(escape(f["path"]), escape(f["cluster"]), f["schema"], str(f["rows"]), str(f["accepted"]), str(f["rejected"]))
     console.print(files)
     rej = doc["rejected"]
     if rej["total"]:
@@ -72,9 +73,9 @@ def _render(doc: dict, by: list[str]) -> None:
         console.print("File columns that disagree with the timestamps (run time and queue are recomputed): "
                       + ", ".join(f"{k}={v}" for k, v in inc.items()))
     for w in doc["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")  # (data values may look like markup)
     for name, c in doc["clusters"].items():
-        console.print(f"\n[bold]{name}[/bold]: {c['gpu_jobs']} GPU jobs, {c['cpu_jobs']} CPU jobs; "
+        console.print(f"\n[bold]{escape(name)}[/bold]: {c['gpu_jobs']} GPU jobs, {c['cpu_jobs']} CPU jobs; "
                       f"GPU time {c['gpu_time_s'] / 3600:.0f} GPU-h; median run {_sec(c['median_run_s'])}, "
                       f"median queue {_sec(c['median_queue_s'])}, mean GPUs {c['mean_gpus'] or 0:.2f}")
         q = c["run_s_quantiles"]
@@ -86,7 +87,7 @@ def _render(doc: dict, by: list[str]) -> None:
         for b in by:
             key = {"type": "by_type", "state": "by_state", "gpu-bucket": "by_gpu_bucket"}[b]
             rows = c[key]
-            t = Table(title=f"{name} GPU jobs by {b}")
+            t = Table(title=f"{escape(name)} GPU jobs by {b}")
             t.add_column(b)
             cols = ["jobs", "job share", "GPU-time share"]
             full = b != "state"
@@ -99,5 +100,5 @@ def _render(doc: dict, by: list[str]) -> None:
                 if full:
                     vals += [_sec(r["median_run_s"]), _sec(r["median_queue_s"]),
                              "–" if r["mean_gpus"] is None else f"{r['mean_gpus']:.1f}"]
-                t.add_row(k, *vals)
+                t.add_row(escape(str(k)), *vals)
             console.print(t)
