@@ -87,8 +87,12 @@ def _conformal_offset(lo: np.ndarray, hi: np.ndarray, y: np.ndarray, coverage: f
     job with probability >= ``coverage`` (Romano, Patterson & Candès 2019)."""
     e = np.maximum(lo - y, y - hi)
     n = e.size
-    level = min(1.0, math.ceil((n + 1) * coverage) / n)
-    return float(np.quantile(e, level, method="higher"))
+    if n == 0:
+        raise ValueError("conformal calibration needs at least one job")
+    # the k-th smallest score, k = ⌈(n+1)·coverage⌉ capped at n (np.quantile(..., k/n, "higher")
+    # picks the (k+1)-th: one order statistic too wide)
+    k = min(n, math.ceil((n + 1) * coverage))
+    return float(np.partition(e, k - 1)[k - 1])
 
 
 @register

@@ -135,3 +135,14 @@ def test_conformal_fit_stores_offset(data, model):
     assert d["offset"] == pytest.approx(model.offset_)
     with pytest.raises(ValueError, match="conformal"):
         RuntimePredictor(conformal=1.5).fit(train)
+
+
+def test_conformal_offset_is_the_kth_smallest_score():
+    """Split-conformal offset = the ⌈(n+1)·coverage⌉-th smallest conformity score (Romano et al.
+    2019), not the next one: with scores 1..10 and coverage 0.8, k = ⌈8.8⌉ = 9."""
+    from acmemodel.models.predictor import _conformal_offset
+
+    y = np.arange(1.0, 11.0)[::-1]  # scores E_i = y_i - hi with lo = -inf, hi = 0
+    assert _conformal_offset(np.full(10, -np.inf), np.zeros(10), y, 0.8) == 9.0
+    assert _conformal_offset(np.full(10, -np.inf), np.zeros(10), y, 0.95) == 10.0  # k capped at n
+    assert _conformal_offset(np.full(19, -np.inf), np.zeros(19), np.arange(1.0, 20.0), 0.5) == 10.0
