@@ -540,7 +540,7 @@ class FailureModel(BaseModel):
                  aj_max_rows: int = 20_000, km_min_jobs: int = 20, compare: bool = True,
                  holdout_fraction: float = 0.2, early_median_max_s: float = 7200.0,
                  t_floor_s: float = 1.0, ridge_sd: float | None = 10.0,
-                 gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int = 0):
+                 gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int | None = 0):
         self.regimes = regimes
         self.g_ref = g_ref
         self.t_ref = t_ref
@@ -574,6 +574,9 @@ class FailureModel(BaseModel):
         if self.ridge_sd is not None and not (isinstance(self.ridge_sd, (int, float))
                                               and math.isfinite(self.ridge_sd) and self.ridge_sd > 0):
             raise ValueError(f"ridge_sd must be a positive number or None, got {self.ridge_sd!r}")
+        rs = self.random_state
+        if rs is not None and not (isinstance(rs, (int, np.integer)) and not isinstance(rs, bool) and rs >= 0):
+            raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
         if not 0 < self.holdout_fraction < 1:
             raise ValueError(f"holdout_fraction must be in (0, 1), got {self.holdout_fraction!r}")
         bad = set(self.early_covariates) - {"cluster", "type", "log_gpus"}
@@ -683,7 +686,8 @@ class FailureModel(BaseModel):
         opts = {"maxiter": 2000, "maxfun": 5000, "ftol": 1e-12, "gtol": 1e-7}
         # multi-start on at most WARM_ROWS rows, then refine the best start on all fit rows
         if len(y) > WARM_ROWS:
-            w = np.random.default_rng(self.random_state + 1).choice(len(y), WARM_ROWS, replace=False)
+            warm_seed = None if self.random_state is None else int(self.random_state) + 1
+            w = np.random.default_rng(warm_seed).choice(len(y), WARM_ROWS, replace=False)
             args_w = (y[w], E[w], None if Z is None else Z[w], X[w])
         else:
             args_w = (y, E, Z, X)

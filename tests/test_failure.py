@@ -333,3 +333,18 @@ def test_plots_draw_on_given_axis(compared):
         assert m.plot(ax, kind=kind) is ax
         assert ax.lines
     plt.close(fig)
+
+
+def test_random_state_none_with_warm_start_subsample(monkeypatch):
+    """random_state=None (fresh entropy) works on the multi-start subsample path (was None + 1)."""
+    import acmemodel.models.failure as failure_mod
+
+    monkeypatch.setattr(failure_mod, "WARM_ROWS", 500)
+    jobs = simulate(1500, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = FailureModel(compare=False, random_state=None).fit(jobs)
+    assert np.isfinite(m.alpha_)
+    for bad in (-1, 1.5, "0", True):
+        with pytest.raises(ValueError, match="random_state"):
+            FailureModel(random_state=bad).fit(jobs)
