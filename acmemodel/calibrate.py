@@ -225,7 +225,7 @@ def _arrivals(rng, n: int, a: Assumptions, batch_mean: float, t0: float, off: fl
     slot = rng.choice(len(w), size=len(sizes), p=w / w.sum())
     start = t0 + slot * 3600.0 + rng.uniform(0, 3600, len(sizes))
     within = rng.exponential(a.burst_gap_s, n)
-    first = np.r_[0, np.cumsum(sizes)[:-1]]
+    first = np.cumsum(sizes) - sizes  # index of each burst's first job (empty when n = 0)
     within[first] = 0.0
     batch = np.repeat(np.arange(len(sizes)), sizes)
     offs = np.cumsum(within)

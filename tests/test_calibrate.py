@@ -301,3 +301,14 @@ def test_round_trip_failure_alpha_and_shape(bundle, synth_trace):
     se_lk = (math.log(f1.shape_ci_[1]) - math.log(f1.shape_ci_[0])) / (2 * z)
     assert abs(f1.alpha_ - f0.alpha_) <= Z * se_a, (f0.alpha_, f1.alpha_, se_a)
     assert abs(math.log(f1.shape_ / f0.shape_)) <= Z * se_lk, (f0.shape_, f1.shape_, se_lk)
+
+
+def test_arrivals_of_no_jobs():
+    """A job class with no jobs (e.g. no CPU jobs or no Eval jobs) gets no arrivals (was an IndexError)."""
+    from acmemodel.calibrate import Assumptions, _arrivals
+
+    for batch_mean in (1.0, 3.0):
+        sub, batch = _arrivals(np.random.default_rng(0), 0, Assumptions(), batch_mean, 1.68e9, 0.0)
+        assert sub.shape == (0,) and batch.shape == (0,)
+    sub, batch = _arrivals(np.random.default_rng(0), 50, Assumptions(), 3.0, 1.68e9, 0.0)
+    assert sub.shape == (50,) and np.all(np.diff(batch) >= 0)
