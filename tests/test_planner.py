@@ -157,6 +157,8 @@ _DEL = object()
     ("runs.0.extra", 1, "runs[0]"),
     ("runs", [], "runs"),
     ("simulation.seed", -1, "simulation.seed"),
+    ("cluster.gpus", float("inf"), "cluster.gpus"),  # YAML .inf: was an OverflowError
+    ("simulation.replicas", float("nan"), "simulation.replicas"),
     ("bogus", 1, "unknown key"),
 ])
 def test_invalid_config_names_the_field(path, value, field):

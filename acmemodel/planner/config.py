@@ -95,7 +95,8 @@ def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
 
 
 def _pos_int(v, where: str, *, allow_zero: bool = False) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 0 or (v == 0 and not allow_zero):
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v or v < 0
+            or (v == 0 and not allow_zero)):
         raise ConfigError(f"{where} must be a {'non-negative' if allow_zero else 'positive'} integer, got {v!r}")
     return int(v)
 
