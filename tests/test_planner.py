@@ -323,3 +323,20 @@ def test_planner_rejects_bad_arguments():
         Planner(mttf=H).checkpoint(0, ckpt_cost=10.0)
     with pytest.raises(ValueError, match="interval"):
         Planner(mttf=H).completion(8, work=DAY, ckpt_cost=10.0, interval=-1)
+
+
+def test_pooled_queue_quantiles_with_unschedulable_jobs():
+    """A type with some never-starting jobs (wait inf) still has the finite median its waits give
+    (np.quantile returned NaN -> reported as None = 'never starts')."""
+    from types import SimpleNamespace
+
+    from acmemodel.planner.planner import _pooled_queue, _quantiles_with_inf
+
+    jobs = pd.DataFrame({"type": ["SFT"] * 3 + ["Eval"] * 4, "submit_s": 0.0,
+                         "wait_s": [1.0, 2.0, np.nan, 1.0, 2.0, np.nan, np.nan],
+                         "schedulable": [True, True, False, True, True, False, False]})
+    q = _pooled_queue([SimpleNamespace(jobs=jobs, window=(0.0, 1.0))])
+    assert q["SFT"]["p50"] == 2.0 and q["SFT"]["p90"] is None and q["SFT"]["mean"] is None
+    assert q["Eval"]["p50"] is None  # halfway between 2 s and never: infinite
+    finite = np.array([3.0, 1.0, 7.0, 2.0, 10.0])
+    assert _quantiles_with_inf(finite, (0.1, 0.5, 0.9)) == pytest.approx(np.quantile(finite, [0.1, 0.5, 0.9]))
