@@ -330,7 +330,8 @@ def test_pooled_queue_quantiles_with_unschedulable_jobs():
     (np.quantile returned NaN -> reported as None = 'never starts')."""
     from types import SimpleNamespace
 
-    from acmemodel.planner.planner import _pooled_queue, _quantiles_with_inf
+    from acmemodel.planner.cluster_sim import wait_quantile
+    from acmemodel.planner.planner import _pooled_queue
 
     jobs = pd.DataFrame({"type": ["SFT"] * 3 + ["Eval"] * 4, "submit_s": 0.0,
                          "wait_s": [1.0, 2.0, np.nan, 1.0, 2.0, np.nan, np.nan],
@@ -339,4 +340,4 @@ def test_pooled_queue_quantiles_with_unschedulable_jobs():
     assert q["SFT"]["p50"] == 2.0 and q["SFT"]["p90"] is None and q["SFT"]["mean"] is None
     assert q["Eval"]["p50"] is None  # halfway between 2 s and never: infinite
     finite = np.array([3.0, 1.0, 7.0, 2.0, 10.0])
-    assert _quantiles_with_inf(finite, (0.1, 0.5, 0.9)) == pytest.approx(np.quantile(finite, [0.1, 0.5, 0.9]))
+    assert [wait_quantile(finite, p) for p in (0.1, 0.5, 0.9)] == pytest.approx(np.quantile(finite, [0.1, 0.5, 0.9]))

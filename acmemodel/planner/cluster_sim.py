@@ -308,10 +308,15 @@ def _wait_quantile(results, job_type: str, q: float) -> float:
     for r in results:
         j = r.jobs[_in_window(r.jobs, *r.window) & (r.jobs["type"] == job_type)]
         waits.append(np.where(j["schedulable"].to_numpy(), j["wait_s"].to_numpy(np.float64), np.inf))
-    v = np.sort(np.concatenate(waits)) if waits else np.array([])
+    return wait_quantile(np.concatenate(waits) if waits else np.array([]), q)
+
+
+def wait_quantile(waits, q: float) -> float:
+    """numpy's default (linear) quantile ``q`` of waits where ``inf`` = never starts, except that touching an
+    infinite wait gives inf instead of nan (``np.quantile([1, 2, inf], 0.5)`` is nan); nan if empty."""
+    v = np.sort(np.asarray(waits, dtype=np.float64))
     if len(v) == 0:
         return float("nan")
-    # numpy's default (linear) quantile, except that touching an infinite wait gives inf instead of nan
     pos = q * (len(v) - 1)
     lo, hi = int(np.floor(pos)), int(np.ceil(pos))
     if np.isinf(v[hi]):

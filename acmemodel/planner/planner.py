@@ -479,6 +479,8 @@ def _num(v):
 
 
 def _pooled_queue(results) -> dict:
+    from acmemodel.planner.cluster_sim import wait_quantile
+
     frames = []
     for r in results:
         j = r.jobs
@@ -491,25 +493,9 @@ def _pooled_queue(results) -> dict:
     out = {}
     for t, g in allj.groupby("type", sort=True):
         w = np.where(np.isnan(g["wait"].to_numpy(float)), np.inf, g["wait"].to_numpy(float))
-        q = _quantiles_with_inf(w, (0.5, 0.9))
+        q = [wait_quantile(w, p) for p in (0.5, 0.9)]
         out[str(t)] = {"p50": _num(q[0]), "p90": _num(q[1]), "mean": _num(w.mean()) if np.isfinite(w).all() else None,
                        "count": int(w.size)}
-    return out
-
-
-def _quantiles_with_inf(w: np.ndarray, probs) -> list[float]:
-    """Linear-interpolation quantiles (numpy's default) of waits where ``inf`` = never starts: a quantile
-    that interpolates towards an infinite wait is infinite, one that lands on a finite wait is that wait
-    (``np.quantile`` gives NaN for both, e.g. the median of ``[1, 2, inf]``)."""
-    s = np.sort(np.asarray(w, dtype=float))
-    out = []
-    for p in probs:
-        h = (len(s) - 1) * p
-        lo, hi = int(math.floor(h)), int(math.ceil(h))
-        if hi == lo or not np.isfinite(s[hi]):
-            out.append(float(s[lo]) if hi == lo else math.inf)
-        else:
-            out.append(float(s[lo] + (s[hi] - s[lo]) * (h - lo)))
     return out
 
 
