@@ -190,7 +190,6 @@ def failure_backtest(jobs, *, test_fraction: float | None = None, cutoff=None,
                 cells.append((f"{col}={v}", (fr[col] == v).to_numpy()))
     for name in models:
         if name in fm.lifelines_ or name in ("two_regime", "km"):
-            S_all = None
             ll_all = None
             if name not in ("cox_ph", "km"):
                 ll_all = fm.loglik(fr, model=name)
@@ -203,7 +202,6 @@ def failure_backtest(jobs, *, test_fraction: float | None = None, cutoff=None,
                 met = survival_metrics(sub["T"], sub["E"], S_fn,
                                        loglik=None if ll_all is None else ll_all[mask])
                 rows += [{"model": name, "metric": k, "cell": cell, "value": v} for k, v in met.items()]
-            del S_all
     # model-level quantities of the two-regime model fitted on the training part
     rows += [{"model": "two_regime", "metric": k, "cell": "all", "value": float(v)} for k, v in (
         ("alpha", fm.alpha_), ("alpha_lower", fm.alpha_ci_[0]), ("alpha_upper", fm.alpha_ci_[1]),
