@@ -119,15 +119,16 @@ def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.r
     if hasattr(restart, "sample_gaps"):
         return lambda rows, rng: np.asarray(restart.sample_gaps(rows, rng), dtype=float)
     if hasattr(restart, "predict"):
-        off = utc_offset_seconds(timezone)
+        from acmemodel.features.calendar import calendar_features
 
         def via_predict(rows, rng):
-            local = rows["end_s"].to_numpy(dtype=float) + off
+            # the failure's local hour and weekend, as RestartModel.restart_frame computes them
+            cal = calendar_features(rows.assign(cluster="_"), {"_": timezone}, time_col="end_s")
             X = pd.DataFrame({"gpu_num": rows["gpu_num"].to_numpy(dtype=float),
                               "type": rows["type"].astype(str).to_numpy(),
                               "attempt": rows["attempt"].to_numpy(dtype=float),
-                              "hour": np.floor(local % 86400 / 3600),
-                              "weekend": ((np.floor(local / 86400) + 3) % 7) >= 5})
+                              "hour": cal["hour"].to_numpy(dtype=float),
+                              "weekend": cal["weekend"].to_numpy(dtype=bool)})
             comp = "total" if getattr(restart, "fallback_", False) else "gap"
             return np.asarray(restart.predict(X, component=comp).sample(1, rng), dtype=float)[:, 0]
         return via_predict

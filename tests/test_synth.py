@@ -324,3 +324,36 @@ def test_cluster_simulator_fills_the_queue(tmp_path):
                        jobs.loc[jobs["start_s"].notna(), "queue_s"].to_numpy())
     with pytest.raises(ValueError, match="total_gpus"):
         cluster_queue(total_gpus=10)
+
+
+def test_restart_gap_sampler_uses_the_failure_local_calendar():
+    """The RestartModel covariates hour/weekend of a failure are those the model was fitted with
+    (features.calendar on end_s in the cluster's local time)."""
+    import numpy as np
+    import pandas as pd
+
+    from acmemodel.features.calendar import calendar_features
+    from acmemodel.synth import _restart_gap_sampler
+
+    class Stub:
+        fallback_ = False
+
+        def predict(self, X, component):
+            self.X, self.component = X, component
+
+            class D:
+                def sample(self_, n, rng):
+                    return np.ones((len(X), n))
+            return D()
+
+    stub = Stub()
+    # 2023-03-04 is a Saturday; 23:30 UTC is already Sunday 07:30 at +08:00
+    t = pd.to_datetime(["2023-03-03 15:59:59", "2023-03-03 16:00:00", "2023-03-04 23:30:00"], utc=True)
+    end = (t.asi8 / 1e9).astype(float)
+    rows = pd.DataFrame({"type": "Pretrain", "gpu_num": [8, 16, 1024], "attempt": [1, 2, 3], "end_s": end})
+    gaps = _restart_gap_sampler(stub, "+08:00")(rows, np.random.default_rng(0))
+    assert gaps.shape == (3,) and stub.component == "gap"
+    assert stub.X["hour"].tolist() == [23.0, 0.0, 7.0]
+    assert stub.X["weekend"].tolist() == [False, True, True]
+    cal = calendar_features(rows.assign(cluster="Seren"), {"Seren": "+08:00"}, time_col="end_s")
+    assert stub.X["hour"].tolist() == cal["hour"].astype(float).tolist()
