@@ -34,6 +34,9 @@ def user_history(jobs: pd.DataFrame) -> pd.DataFrame:
     g = _group_codes(jobs, ["cluster", "user", "type"])
     sub = jobs["submit_s"].to_numpy(dtype=float)
     end = jobs["end_s"].to_numpy(dtype=float)
+    # a job without an end time has not ended before any submission: place it after all of them (a NaN
+    # inside the per-group sort keys would break the binary searches below)
+    end = np.where(np.isnan(end), np.nanmax(np.r_[sub, end]) + 1.0, end)
     run = jobs["run_s"].to_numpy(dtype=float)
     failed = (jobs["analysis_state"] == "FAILED").to_numpy()
 

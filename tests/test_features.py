@@ -88,6 +88,28 @@ def test_user_history_no_leakage(rows):
             assert np.isnan(h.user_prior_median_run_s[i]) and np.isnan(h.user_prior_fail_frac[i])
 
 
+def test_user_history_jobs_without_end_time():
+    """A job with no end time (NaN end_s) never counts as ended; it no longer corrupts the history of
+    the other users' jobs (a NaN inside the sorted end keys broke the binary search)."""
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        n = 30
+        j = pd.DataFrame(dict(cluster="Seren", user=rng.choice(["a", "b", "c"], n), type="SFT",
+                              submit_s=rng.integers(0, 100, n).astype(float)))
+        j["end_s"] = j["submit_s"] + rng.integers(0, 50, n)
+        j.loc[rng.random(n) < 0.15, "end_s"] = np.nan
+        j["run_s"] = np.where(rng.random(n) < 0.8, j["end_s"] - j["submit_s"], np.nan)
+        j["analysis_state"] = rng.choice(["FAILED", "COMPLETED"], n)
+        h = user_history(j)
+        for i in range(n):
+            ended = j[(j.user == j.user[i]) & (j.end_s < j.submit_s[i])]
+            started = ended.run_s.dropna()
+            frac = (ended.analysis_state == "FAILED").mean() if len(ended) else np.nan
+            med = started.median() if len(started) else np.nan
+            assert np.isclose(h.user_prior_fail_frac[i], frac, equal_nan=True)
+            assert np.isclose(h.user_prior_median_run_s[i], med, equal_nan=True)
+
+
 def test_restart_chains():
     j = jobs_frame([
         ("a", "Pretrain", 512, "FAILED", 0, 1000),          # 0: fails at 1000
