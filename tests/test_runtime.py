@@ -265,3 +265,22 @@ def test_sample_trace_end_to_end(tmp_path):
     m2 = Bundle.load(tmp_path / "s.zip")["runtime"]
     assert m2.median(cluster="Seren", type="Eval", gpus=1) == pytest.approx(
         m.median(cluster="Seren", type="Eval", gpus=1))
+
+
+def test_heldout_selection_with_an_all_censored_training_part():
+    """When every value of the 3/4 training part is censored the held-out comparison is impossible:
+    BIC selects the family (was: an empty comparison, NaN scores, a 'min() arg is an empty sequence'
+    note and a lognormal fallback)."""
+    import warnings
+
+    from acmemodel.models._duration import fit_duration_cell
+    from acmemodel.models.distributions import FAMILIES
+
+    n = 80
+    x = np.exp(np.random.default_rng(0).normal(5, 1, n))
+    c = (np.arange(n) % 4) != 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        cell = fit_duration_cell(x, c, threshold=1.0, families=tuple(FAMILIES))
+    assert "min()" not in cell.note and "all censored" in cell.note
+    assert cell.family is not None
