@@ -213,3 +213,17 @@ def test_plot(fitted):
     fig, ax = plt.subplots()
     assert fitted.plot(ax) is ax and len(ax.lines) == 4
     plt.close(fig)
+
+
+def test_prior_table_lognormal_matches_published_median_and_mean():
+    """Each reason's log-normal has the published median exp(mu) and, unless sigma is floored, the
+    published mean exp(mu + sigma^2 / 2) (seconds)."""
+    import numpy as np
+
+    from acmemodel.models.restart import PRIOR_SIGMA_MIN, prior_table
+
+    t = prior_table()
+    assert np.allclose(np.exp(t["mu"]), t["median_s"])
+    free = t["sigma"] > PRIOR_SIGMA_MIN * (1 + 1e-12)
+    assert free.any()
+    assert np.allclose(np.exp(t["mu"] + t["sigma"] ** 2 / 2)[free], t["mean_s"][free])
