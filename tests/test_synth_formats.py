@@ -74,7 +74,8 @@ def test_synth_to_batsim_is_valid(tmp_path, kalos_jobs):
 
 
 def test_cli_synth_formats(sample_bundle, tmp_path):  # noqa: F811 (fixture)
-    base = ["synth", "--bundle", str(sample_bundle), "--days", "4", "--cluster", "Seren", "--seed", "3",
+    # 30 days at 4x the sample's arrival rate: enough Pretrain jobs for failures to restart
+    base = ["synth", "--bundle", str(sample_bundle), "--days", "30", "--scale", "4", "--cluster", "Seren", "--seed", "3",
             "--restart-prob", "1", "--json"]
     expected = {"swf": ["seren.swf", "seren_swf_jobs.csv"], "batsim": ["seren_workload.json"],
                 "helios": ["Seren/cluster_log.csv", "Seren/vc_config.csv"], "philly": ["Seren/cluster_job_log"]}
@@ -95,7 +96,8 @@ def test_cli_synth_formats(sample_bundle, tmp_path):  # noqa: F811 (fixture)
     assert len(F) == doc["written"]["attempts"] and int((F[:, 16] > 0).sum()) == doc["written"]["restarts"] > 0
     assert (F[F[F[:, 16] > 0, 16] - 1, 10] == 0).all()
     # --gpus sets the cluster size the formats record
-    r = runner.invoke(app, base + ["-f", "batsim", "--gpus", "512", "-o", str(tmp_path / "b512")])
+    small = ["synth", "--bundle", str(sample_bundle), "--days", "4", "--cluster", "Seren", "--seed", "3", "--json"]
+    r = runner.invoke(app, small + ["-f", "batsim", "--gpus", "512", "-o", str(tmp_path / "b512")])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "b512" / "seren_workload.json").read_text())["nb_res"] == 512
     # default stays one AcmeTrace CSV at -o
