@@ -224,6 +224,24 @@ def drop_cpu_jobs(sub: pd.DataFrame, drop: bool = True) -> tuple[pd.DataFrame, i
     return (sub[~cpu] if drop and n else sub), n
 
 
+class GpuGroups:
+    """Iterate the per-cluster ``(name, rows)`` groups of :func:`prepare` as ``(name, rows, n_cpu)``:
+    without CPU-only jobs when ``drop`` (their number summed in :attr:`dropped`), skipping groups left
+    empty unless ``keep_empty``."""
+
+    def __init__(self, groups, drop: bool = True, keep_empty: bool = False):
+        self.groups, self.drop, self.keep_empty = groups, drop, keep_empty
+        self.dropped = 0
+
+    def __iter__(self):
+        for name, sub in self.groups:
+            sub, n_cpu = drop_cpu_jobs(sub, self.drop)
+            if self.drop:
+                self.dropped += n_cpu
+            if len(sub) or self.keep_empty:
+                yield name, sub, n_cpu
+
+
 def safe_name(s: str) -> str:
     """A file-name-safe lower-case version of a cluster name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(s)).strip("_").lower() or "cluster"

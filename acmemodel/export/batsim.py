@@ -53,12 +53,9 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
     if profile_type not in ("delay", "DelayProfile"):
         raise ValueError(f"profile_type must be 'delay' or 'DelayProfile', got {profile_type!r}")
     _, chain_src, out, groups, _ = C.prepare(jobs, out, cluster=cluster, local_time=False)
-    files, desc, frames, n_cpu_total, n_jobs = [], [], [], 0, 0
-    for name, sub in groups:
-        sub, n_cpu = C.drop_cpu_jobs(sub)
-        n_cpu_total += n_cpu
-        if len(sub) == 0:
-            continue
+    files, desc, frames, n_jobs = [], [], [], 0
+    gpu_groups = C.GpuGroups(groups)
+    for name, sub, n_cpu in gpu_groups:
         n = len(sub)
         t0 = float(sub["submit_s"].min())
         started = ~np.isnan(sub["start_s"].to_numpy())
@@ -108,4 +105,4 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
     files.append(C.write_readme(out, "Batsim workload export", sections))
     allj = pd.concat(frames)
     return C.result("batsim", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
-                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total}, chains=chain_src)
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped}, chains=chain_src)

@@ -99,13 +99,9 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     _, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     epoch = rebase_to or HELIOS_EPOCH
     rebase = bool(rebase or rebase_to)
-    files, desc, notes, frames, n_cpu_total = [], [], [], [], 0
-    for name, sub in groups:
-        sub, n_cpu = C.drop_cpu_jobs(sub, not include_cpu)
-        if not include_cpu:
-            n_cpu_total += n_cpu
-        if len(sub) == 0:
-            continue
+    files, desc, notes, frames = [], [], [], []
+    gpu_groups = C.GpuGroups(groups, drop=not include_cpu)
+    for name, sub, _ in gpu_groups:
         off = offsets[name]
         shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
         s, st, st_miss, en, rounding = C.rounded_times(sub)
@@ -151,7 +147,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     allj = pd.concat(frames)
     n_jobs = int(allj["chain_id"].nunique())
     return C.result("helios", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
-                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total} if not include_cpu else {},
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},
                     notes=notes, rebased=rebase)
 
 

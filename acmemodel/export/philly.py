@@ -79,13 +79,9 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     epoch = rebase_to or PHILLY_EPOCH
     rebase = bool(rebase or rebase_to)
-    files, desc, frames, n_cpu_total, n_entries = [], [], [], 0, 0
-    for name, sub in groups:
-        sub, n_cpu = C.drop_cpu_jobs(sub, not include_cpu)
-        if not include_cpu:
-            n_cpu_total += n_cpu
-        if len(sub) == 0:
-            continue
+    files, desc, frames, n_entries = [], [], [], 0
+    gpu_groups = C.GpuGroups(groups, drop=not include_cpu)
+    for name, sub, _ in gpu_groups:
         off = offsets[name]
         shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
         s, st, st_miss, en, _ = C.rounded_times(sub)
@@ -145,9 +141,9 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         raise ValueError("no jobs to write as Philly JSON (CPU-only jobs are omitted; use include_cpu=True)")
     sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
     if not include_cpu:
-        sections.append(("Omitted", f"{n_cpu_total} CPU-only jobs (gpu_num = 0)."))
+        sections.append(("Omitted", f"{gpu_groups.dropped} CPU-only jobs (gpu_num = 0)."))
     files.append(C.write_readme(out, "Philly cluster_job_log export", sections))
     allj = pd.concat(frames)
     return C.result("philly", out, files, jobs=n_entries, attempts=len(allj), df=allj,
-                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total} if not include_cpu else {},
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},
                     chains=chain_src, rebased=rebase)

@@ -135,11 +135,9 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
     from acmemodel import __version__
 
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
-    files, desc, written, n_jobs, n_cpu_total, frames = [], [], 0, 0, 0, []
-    for name, sub in groups:
-        sub, n_cpu = C.drop_cpu_jobs(sub, not include_cpu)
-        if not include_cpu:
-            n_cpu_total += n_cpu
+    files, desc, written, n_jobs, frames = [], [], 0, 0, []
+    gpu_groups = C.GpuGroups(groups, drop=not include_cpu, keep_empty=True)
+    for name, sub, n_cpu in gpu_groups:
         if len(sub) == 0:
             desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu} CPU-only jobs omitted).")
             continue
@@ -211,5 +209,5 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
     sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
     files.append(C.write_readme(out, "SWF v2.2 export", sections))
     return C.result("swf", out, files, jobs=n_jobs, attempts=written, df=pd.concat(frames),
-                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": n_cpu_total} if not include_cpu else {},
+                    clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},
                     chains=chain_src)
