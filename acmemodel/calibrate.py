@@ -58,6 +58,7 @@ from scipy import optimize, special, stats
 
 from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, utc_offset_seconds
 from acmemodel.datasets import load_failure_table, load_reference
+from acmemodel.models.failure_types import lognormal_from_median_mean
 from acmemodel.trace import JOB_COLUMNS
 
 START = "2023-03-01"
@@ -184,12 +185,6 @@ def _published_gpu_quantile(cluster: str, v: np.ndarray) -> np.ndarray:
         mult8 = [c for c in cands if c % 8 == 0]
         jump[i] = pow2[0] if pow2 else (mult8[0] if mult8 else hi)
     return jump[np.minimum(np.searchsorted(p, v, side="left"), len(x) - 1)]
-
-
-def _lognormal_from_median_mean(median: float, mean: float) -> tuple[float, float]:
-    mu = np.log(max(median, 1e-3))
-    ratio = max(mean / max(median, 1e-3), 1.0 + 1e-9)
-    return mu, float(np.sqrt(2 * np.log(ratio)))
 
 
 def infra_reference(a: "Assumptions") -> tuple[float, float]:
@@ -510,7 +505,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         report["restart_attempts"] = int(len(added))
 
     # --- CPU jobs: lognormal run time from the published median/mean, published state rates
-    mu_c, sg_c = _lognormal_from_median_mean(summ["med_run_time_cpu"], summ["avg_run_time_cpu"])
+    mu_c, sg_c = lognormal_from_median_mean(summ["med_run_time_cpu"], summ["avg_run_time_cpu"], 0.0)
     pcs = np.array([summ["complete_rate_cpu"], summ["cancel_rate_cpu"], summ["fail_rate_cpu"]], float)
     cpu = pd.DataFrame({
         # CPU-job types were not published: data processing and debugging (an assumption)

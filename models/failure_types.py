@@ -43,8 +43,9 @@ MINUTES_FLOOR: float = 0.05
 _CLUSTER_CODES = {"seren": "S", "s": "S", "kalos": "K", "k": "K"}
 
 
-def _lognormal_from_median_mean(median: np.ndarray, mean: np.ndarray, sigma_min: float):
-    """(mu, sigma) of the log-normal with the given median and mean (sigma floored)."""
+def lognormal_from_median_mean(median: np.ndarray, mean: np.ndarray, sigma_min: float):
+    """(mu, sigma) of the log-normal with the given median and mean: ``mu = log median``,
+    ``sigma² = 2 log(mean / median)`` (floored at ``sigma_min²``; 0 where mean ≤ median)."""
     median = np.asarray(median, dtype=float)
     mean = np.asarray(mean, dtype=float)
     mu = np.log(median)
@@ -58,11 +59,11 @@ def _lognormal_from_median_mean(median: np.ndarray, mean: np.ndarray, sigma_min:
 @functools.lru_cache(maxsize=8)
 def _params_cached(sigma_min: float) -> pd.DataFrame:
     tab = load_failure_table()
-    mu_g, s_g = _lognormal_from_median_mean(1.0 + tab["gpu_demand_median"].to_numpy(float),
+    mu_g, s_g = lognormal_from_median_mean(1.0 + tab["gpu_demand_median"].to_numpy(float),
                                             1.0 + tab["gpu_demand_avg"].to_numpy(float), sigma_min)
     med = np.maximum(tab["time_to_failure_median_min"].to_numpy(float), MINUTES_FLOOR) * 60.0
     avg = np.maximum(tab["time_to_failure_avg_min"].to_numpy(float), MINUTES_FLOOR) * 60.0
-    mu_t, s_t = _lognormal_from_median_mean(med, avg, sigma_min)
+    mu_t, s_t = lognormal_from_median_mean(med, avg, sigma_min)
     num = tab["num"].to_numpy(float)
     return pd.DataFrame({
         "reason": tab["reason"], "category": tab["category"], "num": num, "prior": num / num.sum(),

@@ -200,12 +200,12 @@ def prior_table() -> pd.DataFrame:
     """Per-reason log-normal of the published time to restart (seconds): reason, category, num,
     median_s, mean_s, mu, sigma (module docstring)."""
     from acmemodel.datasets.reference import load_failure_table
-    from acmemodel.models.failure_types import _lognormal_from_median_mean
+    from acmemodel.models.failure_types import lognormal_from_median_mean
 
     tab = load_failure_table()
     med = np.maximum(tab["time_to_restart_median_min"].to_numpy(float), PRIOR_MINUTES_FLOOR) * 60.0
     avg = np.maximum(tab["time_to_restart_avg_min"].to_numpy(float), PRIOR_MINUTES_FLOOR) * 60.0
-    mu, sigma = _lognormal_from_median_mean(med, avg, PRIOR_SIGMA_MIN)
+    mu, sigma = lognormal_from_median_mean(med, avg, PRIOR_SIGMA_MIN)
     return pd.DataFrame({"reason": tab["reason"], "category": tab["category"],
                          "num": tab["num"].to_numpy(float), "median_s": med, "mean_s": avg,
                          "mu": mu, "sigma": sigma})
