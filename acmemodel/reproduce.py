@@ -200,15 +200,14 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
         gt = np.where(np.isfinite(run), gpus * np.nan_to_num(run), 0.0)
         info["offered_load"] = {p: float(gt[home == p].sum() / (g * span)) if g else None for p, g in parts.items()}
         if mode == "model":
-            from acmemodel.features.keys import gpu_bucket
+            from acmemodel.features.keys import type_bucket_groups
 
             rng = np.random.default_rng([int(seed), 17])
             wait = np.zeros(len(df))
             g = np.flatnonzero(gpus > 0)
-            key = pd.DataFrame({"t": df["type"].astype(str).to_numpy()[g], "b": gpu_bucket(gpus[g])})
-            for (ty, _b), idx in key.groupby(["t", "b"], sort=True).indices.items():
+            for ty, _b, idx in type_bucket_groups(df["type"].to_numpy()[g], gpus[g]):
                 rows = g[idx]
-                wait[rows] = queue_model.sample(len(rows), rng, cluster=cluster, type=str(ty), gpus=int(gpus[rows[0]]))
+                wait[rows] = queue_model.sample(len(rows), rng, cluster=cluster, type=ty, gpus=int(gpus[rows[0]]))
             wait[~np.isfinite(run)] = np.nan
             info.update({"queue": "model", "seconds": round(time.perf_counter() - t, 3)})
             return wait

@@ -140,17 +140,13 @@ def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.r
 def _sample_runtime(runtime, cluster: str, types: np.ndarray, gpus: np.ndarray,
                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(state, run_s) per job, one ``sample_jobs`` call per type × GPU bucket."""
-    from acmemodel.features.keys import gpu_bucket
+    from acmemodel.features.keys import type_bucket_groups
 
     n = len(types)
     state = np.empty(n, dtype=object)
     run = np.empty(n, dtype=float)
-    if n == 0:
-        return state, run
-    bucket = gpu_bucket(gpus) if n else np.zeros(0, dtype=object)
-    key = pd.DataFrame({"t": pd.Categorical(types), "b": pd.Categorical(bucket)})
-    for (ty, _b), idx in key.groupby(["t", "b"], observed=True, sort=True).indices.items():
-        out = runtime.sample_jobs(len(idx), rng, cluster=cluster, type=str(ty), gpus=int(gpus[idx[0]]))
+    for ty, _b, idx in type_bucket_groups(types, gpus):
+        out = runtime.sample_jobs(len(idx), rng, cluster=cluster, type=ty, gpus=int(gpus[idx[0]]))
         state[idx] = out["state"].to_numpy(dtype=object)
         run[idx] = out["run_s"].to_numpy(dtype=float)
     return state, run

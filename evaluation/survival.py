@@ -25,7 +25,6 @@ Backtests return tidy rows ``{model, metric, cell, value}``; ``cell`` is ``"all"
 """
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Iterable, Sequence
 

@@ -130,3 +130,14 @@ def backoff_chain(key: dict, keys: Sequence[str] = CELL_KEYS,
     if any(v is not None for v in chain[-1][1]):
         chain.append((level + 1, Cell()))
     return chain
+
+
+def type_bucket_groups(types, gpus, edges: Sequence[int] = DEFAULT_GPU_EDGES):
+    """Row positions of each (type, GPU bucket) group of two aligned arrays, sorted by key:
+    yields ``(type, bucket, positions)`` — e.g. to sample a model once per cell."""
+    import pandas as pd
+
+    gpus = np.asarray(gpus)
+    key = pd.DataFrame({"t": np.asarray(types, dtype=object).astype(str), "b": gpu_bucket(gpus, edges)})
+    for (t, b), idx in key.groupby(["t", "b"], sort=True).indices.items():
+        yield t, b, idx

@@ -52,11 +52,11 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.evaluation.metrics import ks_distance
-from acmemodel.features.keys import CELL_KEYS, DEFAULT_BACKOFF, DEFAULT_GPU_EDGES, Cell, gpu_bucket
+from acmemodel.features.keys import CELL_KEYS, Cell, gpu_bucket
 from acmemodel.models.base import BaseModel, unjson_float
 from acmemodel.models.cells import CellEntry, CellTable
 from acmemodel.models.distributions import (
-    FAMILIES, Empirical, Family, LogNormal, family_from_dict, get_family,
+    Empirical, Family, LogNormal, family_from_dict, get_family,
 )
 
 #: quantile levels of the stored empirical distribution of each cell (for plot and checks)

@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
+from scipy import optimize, stats
 
 from acmemodel.errors import ConvergenceWarning, DataWarning
 from acmemodel.models.base import BaseModel, register, unjson_float

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -11,7 +10,7 @@ import pytest
 from acmemodel import load_trace
 from acmemodel.errors import DataWarning, TraceFormatError
 from acmemodel.trace import Reason
-from tests.conftest import SEREN_HEADER, readme_example
+from tests.conftest import SEREN_HEADER
 
 GOOD = "{id},u1,1,8,128,Eval,COMPLETED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,117,32,936.0"
 
