@@ -307,3 +307,19 @@ def test_property_optimum_falls_with_failure_rate_and_grows_with_cost(M, C, R, k
         assert float(worse.interval_s) < float(base.interval_s)
     if int(costly.status) == 0:
         assert float(costly.interval_s) > float(base.interval_s)
+
+
+def test_baseline_grid_kernel_equals_its_twin():
+    """The baseline optimiser kept for bench_solver (``_core.ckpt_optimize_grid``) against its twin, and
+    the current kernel is at least as good on the same scenarios."""
+    from acmemodel.planner import reference_grid
+
+    fail = WeibullFailures(np.array([0.7, 1.5]), np.array([8 * H, 30 * H]))
+    p = fail.kernel_params_for((2,))
+    rv, rw = RestartTime.lognormal(20 * MIN, 10 * MIN).nodes(order=4)
+    args = (np.full(2, 30 * DAY), np.array([60.0, 300.0]), 1, p, np.tile(rv, (2, 1)), np.tile(rw, (2, 1)))
+    tc, ec, _ = _core.ckpt_optimize_grid(*args)
+    tn, en, _ = reference_grid.ckpt_optimize_grid(*args)
+    np.testing.assert_allclose(tc, tn, rtol=1e-9)
+    np.testing.assert_allclose(ec, en, rtol=1e-11)
+    assert np.all(_core.ckpt_optimize(*args)[1] <= ec * (1 + 1e-12))
