@@ -26,7 +26,7 @@ app.add_typer(evaluate_app, name="evaluate")
 
 
 def print_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout (NaN/inf become null)."""
+    """Print ``obj`` as JSON on stdout (NaN/inf become null; floats rounded to 12 significant digits)."""
     sys.stdout.write(json.dumps(_clean(obj), indent=2, default=_default) + "\n")
 
 
@@ -51,7 +51,8 @@ def _clean(obj: Any) -> Any:
     import math
 
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        # 12 significant digits: no binary float noise (1200.0000000000002 -> 1200.0)
+        return float(f"{obj:.12g}") if math.isfinite(obj) else None
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
