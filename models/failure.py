@@ -74,6 +74,7 @@ from scipy import special, stats
 from acmemodel.errors import DataWarning
 from acmemodel.features.keys import DEFAULT_GPU_EDGES
 from acmemodel.models.base import BaseModel, register, unjson_float
+from acmemodel.models.blas import single_thread_blas  # noqa: F401  (also re-exported)
 
 from acmemodel.models.failure_curves import (  # noqa: F401  (re-exported)
     CAUSES, COMPARISON_MODELS, FailureCurvesMixin, _aft_design, _fit_lifelines, _lifelines_loglik,
@@ -639,14 +640,3 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
             self.aft_alpha_ci_ = (self.aft_alpha_ - z * wb["alpha_se"], self.aft_alpha_ + z * wb["alpha_se"])
             self.aft_shape_ = float(wb["shape"])
         self.n_fit_ = int(d["n_fit"])
-
-
-def single_thread_blas():
-    """Context manager limiting BLAS to one thread (threadpoolctl ships with scikit-learn)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
