@@ -125,6 +125,30 @@ def _choice(v, where: str, options: tuple[str, ...]) -> str:
     return v
 
 
+def read_config_file(path: str | Path) -> Any:
+    """The parsed content of a ``.yaml``/``.yml`` or ``.toml`` configuration file (the one reader of the
+    planner's configuration files); :class:`ConfigError` naming the file for a parse error or another
+    suffix, ``FileNotFoundError`` for a missing file."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"config file not found: {p}")
+    text = p.read_text()
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".yaml", ".yml"):
+            import yaml
+
+            return yaml.safe_load(text)
+        if suffix == ".toml":
+            import tomllib
+
+            return tomllib.loads(text)
+    except Exception as e:  # parser errors
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigError(f"cannot parse {p.name}: {first}") from None
+    raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
+
+
 # ------------------------------------------------------------------------------------------ sections
 @dataclass
 class ClusterSpec:
@@ -228,27 +252,7 @@ class ClusterConfig:
     def load(cls, path: str | Path) -> "ClusterConfig":
         """Read a ``.yaml``/``.yml`` or ``.toml`` file and validate it."""
         p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"config file not found: {p}")
-        text = p.read_text()
-        suffix = p.suffix.lower()
-        try:
-            if suffix in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text)
-            elif suffix == ".toml":
-                import tomllib
-
-                data = tomllib.loads(text)
-            else:
-                raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
-        except ConfigError:
-            raise
-        except Exception as e:  # parser errors
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise ConfigError(f"cannot parse {p.name}: {first}") from None
-        cfg = cls.from_dict(data)
+        cfg = cls.from_dict(read_config_file(p))
         cfg.source = str(p)
         return cfg
 
