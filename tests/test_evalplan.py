@@ -188,3 +188,27 @@ def test_cli_default_fits_80_columns(capsys, monkeypatch):
         main(["evalplan", "--nodes", "1,4"])
     out = capsys.readouterr().out
     assert "decoupled" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_plan_reports_evaluation_feedback_delay():
+    from importlib import resources
+
+    import yaml
+
+    from acmemodel.planner.config import ClusterConfig
+    from acmemodel.planner.evaluation import feedback_from_plan
+
+    example = yaml.safe_load(resources.files("acmemodel.planner").joinpath("examples", "example.yaml").read_text())
+    cfg = ClusterConfig.from_dict(example)
+    assert cfg.evaluation is not None and cfg.evaluation.policy == "decoupled" and cfg.evaluation.nodes == [1]
+    makespan = simulate_decoupled(default_batch(), 1).makespan_s
+    rows = feedback_from_plan(cfg.evaluation, {"available": True, "queue_s": {"Eval": {"p50": 30.0, "p90": 600.0}}})
+    assert rows[0]["makespan_s"] == pytest.approx(makespan)
+    assert rows[0]["feedback_p50_s"] == pytest.approx(30.0 + makespan)
+    assert rows[0]["feedback_p90_s"] == pytest.approx(600.0 + makespan)
+    rows = feedback_from_plan(cfg.evaluation, {"available": False, "queue_s": {}})
+    assert rows[0]["feedback_p90_s"] is None and rows[0]["wait_source"] == "not simulated"
+    assert cfg.to_dict()["evaluation"] == {"datasets": 63, "nodes": [1], "policy": "decoupled"}
+    example["evaluation"] = {"datasets": [{"name": "x", "preprocess": 1, "generate": -5, "metric": 1}]}
+    with pytest.raises(ConfigError, match=r"^evaluation: dataset 'x': generate"):
+        ClusterConfig.from_dict(example)

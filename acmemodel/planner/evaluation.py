@@ -767,12 +767,24 @@ def plan_batch(batch: EvalBatch | None = None, nodes: Sequence[int] = (1, 2, 4, 
     return EvalPlanner().plan(cfg)
 
 
-def feedback_delay(queue_wait_s: float, schedule: BatchSchedule) -> dict:
-    """Evaluation feedback delay of a checkpoint: Eval queue wait + batch makespan (s)."""
-    return {"queue_wait_s": float(queue_wait_s), "makespan_s": schedule.makespan_s,
-            "total_s": float(queue_wait_s) + schedule.makespan_s}
+def feedback_from_plan(config: EvalPlanConfig, cluster: Mapping) -> list[dict]:
+    """Evaluation feedback delay of a checkpoint, per configured node count and policy: the Eval queue
+    wait of the plan's cluster simulation (p50 and p90 of one Eval job's wait, taken as the wait for the
+    batch's GPUs) plus the batch makespan, in seconds. Without a simulated Eval queue the waits are
+    ``None`` and only the makespan is known."""
+    q = (cluster.get("queue_s") or {}).get("Eval") if cluster.get("available", True) else None
+    wait = {k: (None if q is None else q.get(k)) for k in ("p50", "p90")}
+    out = []
+    for (policy, n), s in sorted(EvalPlanner().plan(config).schedules.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        row = {"nodes": n, "policy": policy, "makespan_s": s.makespan_s,
+               "eval_wait_p50_s": wait["p50"], "eval_wait_p90_s": wait["p90"],
+               "wait_source": "cluster simulation" if q is not None else "not simulated"}
+        for k in ("p50", "p90"):
+            row[f"feedback_{k}_s"] = None if wait[k] is None else wait[k] + s.makespan_s
+        out.append(row)
+    return out
 
 
 __all__ = ["Dataset", "EvalHardware", "PackingRules", "EvalBatch", "default_batch", "DatasetPriors",
            "BatchSchedule", "Interval", "simulate_coupled", "simulate_decoupled", "pack_trials",
-           "EvalPlanConfig", "EvalPlanResult", "EvalPlanner", "plan_batch", "feedback_delay", "check_nodes"]
+           "EvalPlanConfig", "EvalPlanResult", "EvalPlanner", "plan_batch", "feedback_from_plan", "check_nodes"]
