@@ -259,7 +259,7 @@ def _forecast(y, h: int, *, method: str, level: float, log: bool, start_params=N
         if log:
             f, lo, hi = np.expm1(f), np.expm1(lo), np.expm1(hi)
     elif used in ("ets", "sarimax"):
-        from acmemodel.models.arrival import _single_thread_blas
+        from acmemodel.models.blas import single_thread_blas as _single_thread_blas
 
         zs = pd.Series(z)
         with warnings.catch_warnings(record=True) as caught, _single_thread_blas():
