@@ -25,6 +25,20 @@ evaluate_app = typer.Typer(
 app.add_typer(evaluate_app, name="evaluate")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from acmemodel import __version__
+
+        sys.stdout.write(f"acmemodel {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", help="Print the package version and exit.",
+                                       callback=_version, is_eager=True)) -> None:
+    """Calibrated models and a planner for LLM-cluster job traces (AcmeTrace)."""
+
+
 def print_json(obj: Any) -> None:
     """Print ``obj`` as JSON on stdout (NaN/inf become null; floats rounded to 12 significant digits)."""
     sys.stdout.write(json.dumps(_clean(obj), indent=2, default=_default) + "\n")

@@ -25,7 +25,8 @@ __all__ = ["table", "num", "dur", "progress"]
 def table(title: str | None = None, columns=(), *, right=None) -> Table:
     """A compact table; ``columns``: header strings (``right``: headers to right-align; default every
     column but the first). Put legends in a line printed after the table (a caption would widen it)."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, title_justify="left")
+    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
+              title_justify="left")
     cols = list(columns)
     for i, c in enumerate(cols):
         r = (i > 0) if right is None else (c in right)
