@@ -60,6 +60,9 @@ def export_cmd(
                                            "default Pretrain=pretrain, others shared."),
     vc_nodes: Optional[List[str]] = typer.Option(None, "--vc-nodes", help="helios: PARTITION=NODES for "
                                                  "vc_config.csv (repeatable), e.g. a planned quota split."),
+    batsim_profile: Optional[str] = typer.Option(None, "--batsim-profile", help="batsim: delay-profile type "
+                                                 "name, 'delay' (Batsim 1.3-4.x, default) or 'DelayProfile' "
+                                                 "(Batsim >= 5)."),
     include_cpu: Optional[bool] = typer.Option(None, "--include-cpu/--no-cpu", help="Keep CPU-only jobs "
                                                "(default: kept for acmetrace/helios, omitted for swf/philly)."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written (files, jobs, attempts, "
@@ -77,6 +80,10 @@ def export_cmd(
         raise ConfigError("--vc/--vc-nodes are used by --format helios/philly only")
     if vc_nodes and name != "helios":
         raise ConfigError("--vc-nodes is used by --format helios only")
+    if batsim_profile is not None and name != "batsim":
+        raise ConfigError("--batsim-profile is used by --format batsim only")
+    if batsim_profile is not None and batsim_profile not in ("delay", "DelayProfile"):
+        raise ConfigError(f"--batsim-profile must be 'delay' or 'DelayProfile', got {batsim_profile!r}")
     if include_cpu is not None and name in ("acmetrace", "batsim", "airesim"):
         raise ConfigError(f"--include-cpu/--no-cpu does not apply to --format {name}")
     opts: dict = {}
@@ -102,6 +109,8 @@ def export_cmd(
         opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster, recovery_s=recovery_s)
     else:
         jobs = _load(paths, cluster)
+        if name == "batsim":
+            opts["profile_type"] = batsim_profile
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
                     vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
     res = write(jobs, name, out, **opts)
