@@ -20,6 +20,9 @@ def plan_cmd(
     report: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report with plots here."),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="Override simulation.replicas."),
     no_cluster: bool = typer.Option(False, "--no-cluster", help="Skip the cluster simulation and quota search."),
+    reliability: Optional[str] = typer.Option(
+        None, "--reliability", help="Published failure rate for every run: acme-2023, meta-rsc1, meta-rsc2 or "
+                                    "llama3-405b (overrides failures.reliability/mttf of the config)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
 ) -> None:
     """For each pretraining run: checkpoint interval, completion time (mean, p50, p90), expected failures,
@@ -32,7 +35,7 @@ def plan_cmd(
         from importlib import resources
 
         config = Path(str(resources.files("acmemodel.planner").joinpath("examples", "example.yaml")))
-    cfg = ClusterConfig.load(config)
+    cfg = ClusterConfig.load(config, reliability=reliability)
     if replicas is not None:
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")
@@ -66,6 +69,8 @@ def _print_human(d: dict) -> None:
         console.print(f"    GPU-time loss {loss['total']:.4g} GPU-h = lost work {loss['lost_work']:.4g} + restart "
                       f"{loss['restart']:.4g} + checkpoint {loss['checkpoint']:.4g}; top types: "
                       + ", ".join(f"{k} {v:.3g}" for k, v in top))
+        _print_energy(r)
+        _print_band(r)
     cl = d["cluster"]
     if not cl.get("available", True):
         console.print(f"  cluster: not simulated ({cl.get('reason')})")
@@ -86,3 +91,45 @@ def _print_human(d: dict) -> None:
                       f"{ev['makespan_s'] / 60:,.1f} min{fb}")
     if d.get("report"):
         console.print(f"  report: {d['report']}")
+
+
+def _print_energy(r: dict) -> None:
+    """One line: kWh and tCO2e of the run's GPU-time loss."""
+    e = r.get("energy") or {}
+    tot = e.get("total") or {}
+    if tot.get("kwh") is None:
+        return
+    console.print(f"    energy of the loss {tot['kwh'] / 1000:,.1f} MWh, {tot['tco2e']:,.1f} tCO₂e (lost work "
+                  f"{e['lost_work']['kwh'] / 1000:,.1f} + restart {e['restart']['kwh'] / 1000:,.1f} + checkpoint "
+                  f"{e['checkpoint']['kwh'] / 1000:,.1f} MWh)")
+
+
+def _print_band(r: dict) -> None:
+    """The sensitivity band of one run as a table (fits 80 columns)."""
+    from rich.table import Table
+
+    band = r.get("sensitivity")
+    if not band:
+        return
+    day = 86400.0
+    t = Table(title=f"sensitivity of {r['name']} to the failure rate (chosen: {band['chosen']})",
+              show_edge=False, pad_edge=False, title_justify="left")
+    for c in ("scenario", "p50 d", "p90 d", "Δp90", "failures", "GPU-h lost", "τ* min"):
+        t.add_column(c, justify="left" if c == "scenario" else "right")
+
+    def row(name, s, change):
+        fin = s["finishes"] and s["completion_p90_s"] is not None
+        t.add_row(name, f"{s['completion_p50_s'] / day:,.2f}" if fin else "DNF",
+                  f"{s['completion_p90_s'] / day:,.2f}" if fin else "DNF",
+                  "" if change is None else ("∞" if change == float("inf") else f"{100 * change:+.0f} %"),
+                  "—" if s["expected_failures"] is None else f"{s['expected_failures']:,.1f}",
+                  "—" if s["gpu_hours_lost"] is None else f"{s['gpu_hours_lost']:,.0f}",
+                  "—" if s["optimal_interval_s"] is None else f"{s['optimal_interval_s'] / 60:,.0f}")
+
+    row(f"{band['chosen']} (chosen)", band["main"], None)
+    for s in band["scenarios"]:
+        row(s["scenario"], s, s["completion_p90_change"])
+    console.print(t)
+    if band.get("most_sensitive"):
+        console.print(f"    moves the answer most: {band['most_sensitive']} "
+                      f"({band['replicas']:,} replicas per scenario)")
