@@ -8,6 +8,7 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console
+from acmemodel.cli._fmt import num
 
 
 @app.command("checkpoint")
@@ -112,10 +113,10 @@ def _print_human(d: dict) -> None:
     console.print(f"  expected wall time     {d['expected_wall_time_s'] / 86400:.4g} days "
                   f"(overhead {100 * d['overhead_fraction']:.2f} % of the work)")
     console.print(f"  ETTR                   {d['ettr']:.4f}")
-    console.print(f"  GPU-hours lost per day {d['gpu_hours_lost_per_day']:,.4g}")
+    console.print(f"  GPU-hours lost per day {num(d['gpu_hours_lost_per_day'])}")
     e = d.get("energy_lost_per_day") or {}
     if e.get("kwh") is not None:
-        console.print(f"  energy lost per day    {e['kwh']:,.0f} kWh, {e['tco2e']:,.2f} tCO₂e "
+        console.print(f"  energy lost per day    {num(e['kwh'])} kWh, {num(e['tco2e'])} tCO₂e "
                       f"({d['power_model']['kwh_per_gpu_hour']:.3f} kWh per busy GPU-h, PUE "
                       f"{d['power_model']['pue']:g})")
     rows = [("optimal", d["interval_s"], d["expected_wall_time_s"]),
