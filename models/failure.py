@@ -6,7 +6,8 @@ One row per *started GPU job* (``is_gpu`` and ``started``; CPU jobs and jobs tha
 out and counted in ``n_excluded_``). Time axis: run time ``run_s`` in seconds. Event: the job ended in
 failure (``analysis_state == "FAILED"``, i.e. FAILED, TIMEOUT, NODE_FAIL); for Kalos rows with a
 ``fail_time_s`` the event time is that instead. COMPLETED and CANCELLED jobs are **right-censored** at
-their ``run_s`` — kept, never events. Times are floored at ``t_floor_s`` (1 s) for the log scale.
+their ``run_s`` — kept, never events; so are jobs still running when the trace was extracted
+(``run_censored``, analysis state RUNNING: censored at the extraction time, cause ``censored``). Times are floored at ``t_floor_s`` (1 s) for the log scale.
 
 Two-regime model (the one behind :meth:`FailureModel.mttf`, ``hazard``, ``survival``)
 -----------------------------------------------------------------------------------
@@ -104,17 +105,20 @@ def survival_frame(jobs: pd.DataFrame, *, t_floor_s: float = 1.0,
         keep &= jobs["started"].to_numpy(dtype=bool)
     sub = jobs.loc[keep]
     state = sub["analysis_state"].astype(str).to_numpy()
-    bad = sorted(set(state) - {"FAILED", "CANCELLED", "COMPLETED"})
+    bad = sorted(set(state) - {"FAILED", "CANCELLED", "COMPLETED", "RUNNING"})
     if bad:
-        raise ValueError(f"analysis_state must be COMPLETED/CANCELLED/FAILED, found {bad}")
+        raise ValueError(f"analysis_state must be COMPLETED/CANCELLED/FAILED/RUNNING, found {bad}")
     E = state == "FAILED"
+    if "run_censored" in sub.columns:  # still running at extraction: censored, never an event
+        E &= ~sub["run_censored"].fillna(False).to_numpy(dtype=bool)
     T = sub["run_s"].to_numpy(dtype=float).copy()
     if "fail_time_s" in sub.columns:
         ft = sub["fail_time_s"].to_numpy(dtype=float)
         use = E & np.isfinite(ft) & (ft > 0)
         T[use] = ft[use]
     T = np.maximum(T, t_floor_s)
-    cause = np.where(E, "fail", np.where(state == "CANCELLED", "cancel", "complete"))
+    cause = np.where(E, "fail", np.where(state == "CANCELLED", "cancel",
+                                         np.where(state == "RUNNING", "censored", "complete")))
     g = sub["gpu_num"].to_numpy(dtype=float)
     out = pd.DataFrame({
         "cluster": sub["cluster"].astype(str).to_numpy(), "type": sub["type"].astype(str).to_numpy(),
@@ -780,7 +784,8 @@ class FailureModel(BaseModel):
             }
         self.km_ = km
         cif: dict[str, dict] = {}
-        code = frame["cause"].map({c: i + 1 for i, c in enumerate(CAUSES)}).to_numpy()
+        # (cause "censored": still running at extraction, code 0 = censored for Aalen–Johansen)
+        code = frame["cause"].map({c: i + 1 for i, c in enumerate(CAUSES)}).fillna(0).to_numpy(dtype=int)
         for keys, label, g in self._curve_cells(frame, [("cluster", "type"), ("type",), ()]):
             pos = frame.index.get_indexer(g.index) if keys else np.arange(len(frame))
             if len(pos) > self.aj_max_rows:
