@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from acmemodel.errors import DataWarning, TraceFormatError
-from acmemodel.importers import TypeMap
+from acmemodel.trace.importers import TypeMap
 from acmemodel.trace import load_trace
 
 D = Path(__file__).parent / "data" / "importers"

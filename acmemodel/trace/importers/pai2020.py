@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import TraceFormatError
-from acmemodel.importers import _common as C
+from acmemodel.trace.importers import _common as C
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 TASK_COLUMNS = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time", "plan_cpu", "plan_mem",

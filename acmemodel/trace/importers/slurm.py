@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import TraceFormatError
-from acmemodel.importers import _common as C
+from acmemodel.trace.importers import _common as C
 
 STATE_ALIASES: dict[str, str] = {
     "COMPLETING": "RUNNING", "CONFIGURING": "RUNNING", "RESIZING": "RUNNING", "SIGNALING": "RUNNING",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from acmemodel.importers._common import Imported, TypeMap  # noqa: F401
+from acmemodel.trace.importers._common import Imported, TypeMap  # noqa: F401
 
 FORMATS: tuple[str, ...] = ("slurm", "swf", "helios", "philly", "pai2020", "k8s")
 
@@ -29,5 +29,5 @@ def read(format: str, path, *, timezone: str | None = None, type_map=None) -> Im
     if fmt not in FORMATS:
         raise ValueError(f"format: unknown trace format {format!r}; choose acmetrace or one of "
                          + ", ".join(FORMATS))
-    mod = importlib.import_module(f"acmemodel.importers.{fmt}")
+    mod = importlib.import_module(f"acmemodel.trace.importers.{fmt}")
     return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map))

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import TraceFormatError
-from acmemodel.importers import _common as C
+from acmemodel.trace.importers import _common as C
 
 NEED = ("job_id", "user", "gpu_num", "state", "submit_time", "start_time", "end_time")
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from acmemodel.importers import _common as C
-from acmemodel.importers.helios import read_csv_text
+from acmemodel.trace.importers import _common as C
+from acmemodel.trace.importers.helios import read_csv_text
 
 PHASE = {"succeeded": "COMPLETED", "failed": "FAILED", "running": "RUNNING", "pending": "PENDING"}
 ALIASES = {"name": ("name", "pod", "pod_name"), "pod_phase": ("pod_phase", "phase", "status"),

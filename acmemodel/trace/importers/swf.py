@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import TraceFormatError
-from acmemodel.importers import _common as C
+from acmemodel.trace.importers import _common as C
 
 STATUS = {1: "COMPLETED", 0: "FAILED", 5: "CANCELLED", 2: "REQUEUED", 3: "COMPLETED", 4: "FAILED"}
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from acmemodel.errors import TraceFormatError
-from acmemodel.importers import _common as C
+from acmemodel.trace.importers import _common as C
 
 STATUS = {"pass": "COMPLETED", "killed": "CANCELLED", "failed": "FAILED", "running": "RUNNING",
           "queued": "PENDING", "waiting": "PENDING"}
