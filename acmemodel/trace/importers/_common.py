@@ -171,6 +171,47 @@ class TypeMap:
         return out, counts
 
 
+    def apply_arrow(self, fields: dict, default, default_label: str):
+        """:meth:`apply` on Arrow string arrays (vectorised regexes; the source categories are
+        canonicalised on their distinct values). Returns (Arrow types, by-rule counts)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(default)
+        done = pa.array(np.zeros(n, dtype=bool))
+        hits = []
+        counts: dict[str, int] = {}
+        for rule in self.rules:
+            flds = [rule.field] if rule.field else list(RULE_FIELDS)
+            hit = None
+            for f in flds:
+                vals = fields.get(f)
+                if vals is None:
+                    continue
+                m = pc.fill_null(pc.match_substring_regex(vals, rule.pattern, ignore_case=True), False)
+                hit = m if hit is None else pc.or_(hit, m)
+            if hit is None:
+                continue
+            hit = pc.and_(hit, pc.invert(done))
+            k = int(pc.sum(hit).as_py() or 0)
+            if k:
+                hits.append((hit, rule.type))
+                done = pc.or_(done, hit)
+                counts[rule.text()] = k
+        enc = pc.dictionary_encode(pc.fill_null(pc.utf8_trim_whitespace(default), ""))
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        canon = {t.lower(): t for t in TYPES}
+        cats = [canon.get(v.lower(), v if v else "Other") for v in enc.dictionary.to_pylist()]
+        out = pc.take(pa.array(cats, type=pa.string()), enc.indices)
+        for hit, typ in reversed(hits):  # (disjoint masks: order only matters for readability)
+            out = pc.if_else(hit, typ, out)
+        rest = n - int(pc.sum(done).as_py() or 0)
+        if rest:
+            counts[f"source {default_label}"] = rest
+        return out, counts
+
+
 def _split_rules(spec: str) -> list[str]:
     """``a=X,b=Y`` → rules, splitting on commas that follow ``=TYPE`` (a regex may hold commas)."""
     out, cur = [], ""

@@ -196,21 +196,18 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         n_orphans = 0
     n = table.num_rows
 
-    # ---- states
-    st = state_word
-    st_np = np.asarray(st.to_numpy(zero_copy_only=False), dtype=object)
-    cats, codes = np.unique(st_np, return_inverse=True)
-    mapped = np.array([STATE_ALIASES.get(c, c) for c in cats], dtype=object)
-    state = mapped[codes]
+    # ---- states (mapped on the few distinct values)
+    st_dict = pc.dictionary_encode(state_word).combine_chunks()
+    cats = np.array(st_dict.dictionary.to_pylist(), dtype=object)
+    mapped = pa.array([STATE_ALIASES.get(c, c) for c in cats], type=pa.string())
+    idx = st_dict.indices
+    state = pc.take(mapped, idx)
     if oom_jobs:
-        fo = (state == "FAILED") & np.isin(np.asarray(jid.to_numpy(zero_copy_only=False), dtype=object),
-                                            np.array(sorted(oom_jobs), dtype=object))
-        state[fo] = "OUT_OF_MEMORY"
-    state_counts = {}
-    raw_cats, raw_counts = np.unique(st_np, return_counts=True)
-    for c, k in zip(raw_cats, raw_counts):
-        state_counts[str(c)] = {"state": STATE_ALIASES.get(c, c), "rows": int(k)}
-    if any("CANCELLED BY" in s for s in _few(state_raw)):
+        fo = pc.and_(pc.equal(state, "FAILED"), pc.is_in(jid, value_set=pa.array(sorted(oom_jobs))))
+        state = pc.if_else(fo, "OUT_OF_MEMORY", state)
+    raw_counts = np.bincount(np.asarray(idx.to_numpy(zero_copy_only=False)), minlength=len(cats))
+    state_counts = {str(c): {"state": STATE_ALIASES.get(c, c), "rows": int(k)} for c, k in zip(cats, raw_counts)}
+    if any("CANCELLED BY" in x for x in _few(state_raw)):
         state_counts.setdefault("CANCELLED", {})["note"] = "'CANCELLED by <uid>' read as CANCELLED"
 
     # ---- times
@@ -220,18 +217,17 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         if c is None:
             times[k] = np.full(n, np.nan)
             fails[k] = np.zeros(n, dtype=bool)
-            continue
-        c = table.column(read_names[col[k]])
-        sec, fail = _times(c, tz)
-        times[k], fails[k] = sec, fail
+        else:
+            times[k], fails[k] = _times(c, tz)
 
     # ---- resources
     tres = column("alloctres")
     rtres = column("reqtres")
     gpu = _gpus(tres) if tres is not None else np.full(n, np.nan)
+    pending = np.asarray(pc.equal(state, "PENDING").to_numpy(zero_copy_only=False), dtype=bool)
     if rtres is not None:
         rg = _gpus(rtres)
-        use = np.isnan(gpu) | ((gpu == 0) & (rg > 0) & np.isin(state, ["PENDING"]))
+        use = np.isnan(gpu) | ((gpu == 0) & (rg > 0) & pending)
         gpu = np.where(use, rg, gpu)
     gpu = np.where(np.isnan(gpu), 0.0, gpu)
     cpu = _num(column("alloccpus"), n)
@@ -240,85 +236,94 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         cpu = np.where(np.isnan(cpu) | (cpu == 0), rc, cpu)
     for t in (tres, rtres):
         if t is not None:
-            tc = _tres_value(t, "cpu")
-            cpu = np.where(np.isnan(cpu) | (cpu == 0), tc, cpu)
+            miss = np.isnan(cpu) | (cpu == 0)
+            if miss.any():
+                cpu = np.where(miss, _tres_value(t, "cpu"), cpu)
     nodes = _num(column("nnodes"), n)
     nodes = np.where(np.isnan(nodes), 1.0, nodes)
     mem = np.full(n, np.nan)
     for t in (tres, rtres):
-        if t is not None:
+        if t is not None and np.isnan(mem).any():
             mem = np.where(np.isnan(mem), _tres_mem_gb(t), mem)
     mem_node = mem / np.maximum(nodes, 1.0)
 
     def strings(k):
         c = column(k)
-        if c is None:
-            return None
-        return np.asarray(pc.utf8_trim_whitespace(c).to_numpy(zero_copy_only=False), dtype=object)
+        return None if c is None else pc.utf8_trim_whitespace(c).combine_chunks()
 
-    user = strings("user")
-    if user is None:
-        user = np.full(n, "unknown", dtype=object)
-    partition, qos, name, account = strings("partition"), strings("qos"), strings("jobname"), strings("account")
-    ids = np.asarray(jid.to_numpy(zero_copy_only=False), dtype=object)
-
-    frame = pd.DataFrame({
-        "job_id": ids, "user": user, "state": state, "gpu_num": gpu, "node_num": nodes, "cpu_num": cpu,
-        "mem_per_pod_GB": mem_node, "submit": times["submit"], "start": times["start"], "end": times["end"],
-        "_line": lines, "_fail": fails["submit"] | fails["start"] | fails["end"],
-    })
-    for k, v in (("partition", partition), ("qos", qos), ("job_name", name), ("account", account)):
-        if v is not None:
-            frame[k] = v
-    frame["array_job_id"] = None
-    frame["restart_of"] = None
+    cols = {"job_id": jid.combine_chunks(),
+            "user": strings("user") if "user" in col else pa.array(np.full(n, "unknown", dtype=object)),
+            "state": state, "gpu_num": pa.array(gpu), "node_num": pa.array(nodes), "cpu_num": pa.array(cpu),
+            "mem_per_pod_GB": pa.array(mem_node),
+            "submit": times["submit"], "start": times["start"], "end": times["end"]}
+    for k, src in (("partition", "partition"), ("qos", "qos"), ("job_name", "jobname"), ("account", "account")):
+        if src in col:
+            cols[k] = strings(src)
+    fail = fails["submit"] | fails["start"] | fails["end"]
 
     # ---- unparsable timestamps
-    if frame["_fail"].any():
-        fi = np.flatnonzero(frame["_fail"].to_numpy())
+    if fail.any():
+        fi = np.flatnonzero(fail)
         which = [", ".join(k.capitalize() for k in ("submit", "start", "end") if fails[k][i]) for i in fi]
         q.add(lines[fi], "unparsable_timestamp", [f"{w} is not a timestamp" for w in which],
               _raw_rows_of(path, compression, lines[fi]))
-        frame = frame.loc[~frame["_fail"].to_numpy()].reset_index(drop=True)
+        keep = ~fail
+        cols = {k: (v[keep] if isinstance(v, np.ndarray) else v.filter(pa.array(keep))) for k, v in cols.items()}
+        lines = lines[keep]
 
-    # ---- special ids: arrays (range records), het components, duplicates (requeues)
-    special = frame["job_id"].str.contains(r"[\[+]", regex=True).to_numpy(dtype=bool)
-    n_expanded = n_het = 0
-    if special.any():
-        frame, n_expanded, n_het = _special_ids(frame, special, q, path, compression)
-    is_arr = frame["job_id"].str.contains("_", regex=False).to_numpy(dtype=bool)
-    if is_arr.any():
-        frame.loc[is_arr, "array_job_id"] = frame.loc[is_arr, "job_id"].str.split("_").str[0]
-    dup = frame["job_id"].duplicated(keep="last").to_numpy()
-    n_attempts = 0
-    if dup.any():
-        frame, n_attempts = _attempts(frame)
+    # ---- special ids (few rows, in pandas): array ranges 123_[5-9], het components 123+k, requeues
+    ids = cols["job_id"]
+    special = np.asarray(pc.match_substring_regex(ids, r"[\[+]").to_numpy(zero_copy_only=False), dtype=bool)
+    n_unique = len(pc.unique(ids))
+    n_expanded = n_het = n_attempts = 0
+    extra_cols = {"array_job_id": None, "restart_of": None}
+    if special.any() or n_unique < len(ids):
+        frame = _to_frame(cols, lines)
+        if special.any():
+            frame, n_expanded, n_het = _special_ids(frame, special, q, path, compression)
+        frame["restart_of"] = None
+        if frame["job_id"].duplicated().any():
+            frame, n_attempts = _attempts(frame)
+        lines = frame.pop("_line").to_numpy(np.int64)
+        cols = {k: (frame[k].to_numpy(float) if frame[k].dtype.kind == "f" else
+                    pa.array(frame[k].astype(object).where(frame[k].notna(), None).to_numpy(object), type=pa.string()))
+                for k in frame.columns}
+        if frame["restart_of"].notna().any():
+            extra_cols["restart_of"] = cols.pop("restart_of")
+        else:
+            cols.pop("restart_of")
+        ids = cols["job_id"]
+    arr = pc.match_substring(ids, "_")
+    if pc.any(arr).as_py():
+        base = pc.struct_field(pc.extract_regex(ids, r"^(?P<b>[^_]*)_"), "b")
+        extra_cols["array_job_id"] = pc.if_else(arr, base, pa.scalar(None, pa.string()))
 
     # ---- types
-    default = (frame["partition"] if "partition" in frame else frame.get("qos", pd.Series("Other", index=frame.index)))
-    default_label = "partition" if "partition" in frame else ("QOS" if "qos" in frame else "(none: Other)")
-    fields = {"partition": frame["partition"].to_numpy(object) if "partition" in frame else None,
-              "qos": frame["qos"].to_numpy(object) if "qos" in frame else None,
-              "name": frame["job_name"].to_numpy(object) if "job_name" in frame else None}
     tmap = C.TypeMap.parse(type_map)
-    types, type_counts = tmap.apply(fields, default.to_numpy(object), default_label)
+    fields = {"partition": cols.get("partition"), "qos": cols.get("qos"), "name": cols.get("job_name")}
+    if "partition" in cols:
+        default, default_label = cols["partition"], "partition"
+    elif "qos" in cols:
+        default, default_label = cols["qos"], "QOS"
+    else:
+        default, default_label = pa.array(np.full(len(ids), "Other", dtype=object), type=pa.string()), "(none: Other)"
+    types, type_counts = tmap.apply_arrow(fields, default, default_label)
     if not tmap.rules:
         warnings.append(f"{path}: no --type-map rules: job types are the {default_label} values")
 
-    cols = {"job_id": frame["job_id"].to_numpy(object), "user": frame["user"].to_numpy(object),
-            "type": types, "state": frame["state"].to_numpy(object),
-            "gpu_num": frame["gpu_num"].to_numpy(float), "node_num": frame["node_num"].to_numpy(float),
-            "cpu_num": frame["cpu_num"].to_numpy(float), "mem_per_pod_GB": frame["mem_per_pod_GB"].to_numpy(float),
-            "submit_time": frame["submit"].to_numpy(float), "start_time": frame["start"].to_numpy(float),
-            "end_time": frame["end"].to_numpy(float)}
+    out_cols = {"job_id": ids, "user": cols["user"], "type": types, "state": cols["state"],
+                "gpu_num": cols["gpu_num"], "node_num": cols["node_num"], "cpu_num": cols["cpu_num"],
+                "mem_per_pod_GB": cols["mem_per_pod_GB"],
+                "submit_time": C.seconds_to_arrow_ts(_np(cols["submit"])),
+                "start_time": C.seconds_to_arrow_ts(_np(cols["start"])),
+                "end_time": C.seconds_to_arrow_ts(_np(cols["end"]))}
     for k in ("partition", "qos", "job_name", "account"):
-        if k in frame:
-            cols[k] = frame[k].to_numpy(object)
-    if frame["array_job_id"].notna().any():
-        cols["array_job_id"] = frame["array_job_id"].to_numpy(object)
-    if frame["restart_of"].notna().any():
-        cols["restart_of"] = frame["restart_of"].to_numpy(object)
-    out = C.make_table(cols)
+        if k in cols:
+            out_cols[k] = cols[k]
+    for k, v in extra_cols.items():
+        if v is not None:
+            out_cols[k] = v
+    out = pa.table({k: (pa.array(v) if isinstance(v, np.ndarray) else v) for k, v in out_cols.items()})
     rejected = q.frame()
     report = {
         "format": "slurm", "file": str(path), "records_in": int(records_in),
@@ -337,10 +342,28 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         },
         "types": type_counts, "states": state_counts,
     }
-    # accepted rows handed on + folded steps + rejected = records in (expanded arrays add rows)
-    return C.Imported(format="slurm", path=str(path), table=out, lines=frame["_line"].to_numpy(np.int64),
+    # records in = accepted rows − expanded array tasks + folded records + rejected
+    return C.Imported(format="slurm", path=str(path), table=out, lines=np.asarray(lines, np.int64),
                       rejected=rejected, cluster=C.cluster_from_path(path), timezone=tz, report=report,
                       warnings=warnings)
+
+
+def _np(v) -> np.ndarray:
+    return v if isinstance(v, np.ndarray) else np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _to_frame(cols: dict, lines: np.ndarray) -> pd.DataFrame:
+    """The columns as a pandas frame (for the few-row id surgery)."""
+    d = {}
+    for k, v in cols.items():
+        if isinstance(v, np.ndarray):
+            d[k] = v
+        elif hasattr(v, "type") and (str(v.type) in ("double", "float")):
+            d[k] = np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
+        else:
+            d[k] = np.asarray(v.to_pylist(), dtype=object)
+    d["_line"] = lines
+    return pd.DataFrame(d)
 
 
 # ------------------------------------------------------------------------------------------ helpers
