@@ -21,6 +21,8 @@ def plan_cmd(
     replicas: Optional[int] = typer.Option(None, "--replicas", help="Override simulation.replicas."),
     no_cluster: bool = typer.Option(False, "--no-cluster", help="Skip the cluster simulation and quota search."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """For each pretraining run: checkpoint interval, completion time (mean, p50, p90), expected failures,
     ETTR and GPU-time loss by cause and failure type; for the cluster: queue delays per job type and the
@@ -37,7 +39,9 @@ def plan_cmd(
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")
         cfg.simulation.replicas = int(replicas)
-    result = Planner(bundle).plan(cfg, cluster=not no_cluster)
+    planner = Planner(bundle)
+    _check_size(planner, cfg, cluster=not no_cluster, yes=yes)
+    result = planner.plan(cfg, cluster=not no_cluster)
     if report is not None:
         result.report(report)
     doc = result.to_dict()
@@ -47,6 +51,29 @@ def plan_cmd(
         print_json(doc)
         return
     _print_human(doc)
+
+
+def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
+    """Refuse, before any work, a plan whose Monte Carlo replicas or workload replicas would not fit in
+    memory (:mod:`acmemodel.limits`; ``--yes`` insists)."""
+    from acmemodel.limits import BYTES_PER_JOB, BYTES_PER_REPLICA, check_memory, expected_jobs
+
+    n = cfg.simulation.replicas
+    if cfg.runs:
+        check_memory(f"simulation.replicas = {n:,}", n * BYTES_PER_REPLICA,
+                     detail=f"{BYTES_PER_REPLICA} bytes per simulated run", insist="--yes (or --replicas N)",
+                     yes=yes)
+    if not cluster:
+        return
+    wl = cfg.workload
+    try:
+        arrival = planner.bundle["arrival"]
+        jobs = expected_jobs(arrival, wl.cluster, wl.days, wl.scale) if wl.cluster in arrival.clusters_ else 0.0
+    except Exception:  # no arrival model / no bundle: the planner reports it
+        return
+    check_memory(f"workload (scale {wl.scale:,.6g}, {wl.days:,.6g} days, {wl.replicas:,} replica(s))",
+                 jobs * wl.replicas * 2 * BYTES_PER_JOB,
+                 detail=f"about {jobs:,.3g} jobs per replica, held twice while simulated", yes=yes)
 
 
 def _print_human(d: dict) -> None:
