@@ -393,3 +393,13 @@ def test_explicit_restart_links_become_chains():
     assert f.loc[ids[1], "restart_gap_s"] == 0  # resubmitted when attempt 1 ended
     s = build_features(load(D / "sample.swf", format="swf")).set_index("job_id")
     assert s.loc["3", "attempt"] == 2 and s.loc["2", "chain_id"] == s.loc["3", "chain_id"]
+
+
+def test_pending_jobs_are_censored_waits_of_the_queue_model(slurm):
+    from acmemodel.models.queue import QueueModel
+
+    obs = QueueModel()._observations(slurm.jobs)
+    pend = slurm.jobs.index[slurm.jobs.state == "PENDING"]
+    assert len(pend) == 4 and set(pend) <= set(obs.index)
+    assert obs.loc[pend, "censored"].all()
+    assert not obs.drop(index=pend).loc[lambda f: f.index.isin(slurm.jobs.index[slurm.jobs.started]), "censored"].any()
