@@ -369,7 +369,10 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
 
     try:
         raw = copy.deepcopy(raw)
+        raw.pop("evaluation", None)  # the evaluation batch (evalplan) is not a sweep column
         raw.setdefault("simulation", {})["seed"] = int(seed)
+        if kind == "runs":
+            raw["sensitivity"] = False  # the plan's reliability band is not a sweep column (6 more plans)
         cfg = ClusterConfig.from_dict(raw, base_dir=Path(base_dir) if base_dir else None)
         planner = Planner(_bundle(bundle_ref))
         with warnings.catch_warnings():
@@ -584,6 +587,7 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
             needs.append(None)
             continue
         raw = copy.deepcopy(plan["raw"])
+        raw.pop("evaluation", None)  # validated once with the base config; not evaluated per point
         for a in axes:
             _apply(raw, a, values[a.name])
         try:
@@ -599,7 +603,8 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
         for kind, key in (("runs", rk), ("cluster", ck)):
             if kind == "runs" and not raw.get("runs"):
                 continue
-            tk = (kind, _hash(kind, key)[:20])
+            # task key: the part's inputs, seed and bundle (unique on a scheduler shared by several sweeps)
+            tk = (kind, _hash(kind, key, plan["seed"], bundle_ref)[:24])
             if tk not in tasks:
                 tasks[tk] = (raw, derive_seed(plan["seed"], kind, key))
             keys.append(tk)
