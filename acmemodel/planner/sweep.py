@@ -21,7 +21,8 @@ order the axes are written, the last axis varying fastest.
 (an invalid combination — an eval lane bigger than the cluster — is that point's error, the others run).
 A point's plan has two parts that :class:`~acmemodel.planner.planner.Planner` computes independently:
 the *runs* (checkpoint optimum and Monte Carlo completion: ``Planner.plan(cfg, cluster=False)``) and
-the *cluster* (workload simulation and quota search: ``Planner.quota(cfg)``). Each part is a pure
+the *cluster* (workload simulation and quota search: ``Planner.quota(cfg)``); the plan's reliability
+sensitivity band and the evaluation-batch section are not computed per point. Each part is a pure
 function of the configuration sections it reads, so points that share them share one evaluation
 (a grid over checkpoint cost × eval lane simulates the cluster once per lane). **Seeds**: each part
 runs with its own seed, a hash of the sweep seed and that part's inputs — derived from the point, not
