@@ -407,7 +407,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     """
     import hashlib
 
-    from acmemodel import __version__
+    from acmemodel._version import __version__
     from acmemodel.datasets.reference import REFERENCE_TABLES, _data_path
     from acmemodel.pipeline import fit_bundle
 

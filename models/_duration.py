@@ -51,7 +51,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from acmemodel.evaluation.metrics import ks_distance
+from acmemodel.models.gof import ks_distance
 from acmemodel.features.keys import CELL_KEYS, Cell, gpu_bucket
 from acmemodel.models.base import BaseModel, unjson_float
 from acmemodel.models.cells import CellEntry, CellTable

@@ -37,7 +37,9 @@ def plan_cmd(
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")
         cfg.simulation.replicas = int(replicas)
-    result = Planner(bundle).plan(cfg, cluster=not no_cluster)
+    from acmemodel.synth import sample_workload
+
+    result = Planner(bundle, sampler=sample_workload).plan(cfg, cluster=not no_cluster)
     if report is not None:
         result.report(report)
     doc = result.to_dict()

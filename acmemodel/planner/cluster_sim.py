@@ -146,7 +146,7 @@ class ClusterSimResult:
     def wait_quantile(self, job_type: str, q: float) -> float:
         """Quantile ``q`` of the waits (s) of jobs of ``job_type`` submitted in the window (inf if any such job is
         unschedulable, NaN if there is none)."""
-        return _wait_quantile([self], job_type, q)
+        return pooled_wait_quantile([self], job_type, q)
 
     def to_dict(self) -> dict:
         """JSON-ready summary: ``queue_s`` {type: {p50, p90, mean, max, count}}, ``utilization`` {partition: frac},
@@ -333,7 +333,7 @@ def _queue_table(jobs: pd.DataFrame, w0: float, w1: float) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("type")
 
 
-def _wait_quantile(results, job_type: str, q: float) -> float:
+def pooled_wait_quantile(results, job_type: str, q: float) -> float:
     """Quantile q of the pooled waits of ``job_type`` over several results (common random numbers: replicas).
 
     Unschedulable jobs of that type count as infinite waits (so an undersized partition never meets a target).
@@ -356,3 +356,6 @@ def wait_quantile(waits, q: float) -> float:
     if np.isinf(v[hi]):
         return float("inf")
     return float(v[lo] + (v[hi] - v[lo]) * (pos - lo))
+
+
+_wait_quantile = pooled_wait_quantile  # (the earlier private name)
