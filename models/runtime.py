@@ -115,12 +115,17 @@ class RuntimeModel(DurationModel):
     # ------------------------------------------------------------------ states
     def state_probabilities(self, **key) -> dict[str, float]:
         """``P(state | cell)`` over started jobs, state → probability (the ``state`` key, if given,
-        is ignored; back-off as for run times)."""
+        is ignored). Key semantics as for run times: keys not given are marginalised (count-weighted
+        mixture of the fitted cells), unknown values raise, back-off is warned."""
         self._check_fitted()
         key = {k: v for k, v in key.items() if k != "state"}
-        counts = self.states_.resolve(**key).value
-        tot = sum(counts.values())
-        return {s: counts[s] / tot for s in sorted(counts, key=lambda s: (-counts[s], s))}
+        a = self.states_.query(type(self).__name__, **key)
+        probs: dict[str, float] = {}
+        for w, part in zip(a.weights, a.parts):
+            tot = sum(part.value.values())
+            for s, c in part.value.items():
+                probs[s] = probs.get(s, 0.0) + w * c / tot
+        return {s: probs[s] for s in sorted(probs, key=lambda s: (-probs[s], s))}
 
     def sample_jobs(self, n: int, rng: np.random.Generator, **key) -> pd.DataFrame:
         """``n`` jobs of cell ``key``: DataFrame(state, run_s) — state drawn from
