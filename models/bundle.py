@@ -25,16 +25,14 @@ from acmemodel.models.base import BaseModel, _jsonable
 
 SCHEMA_VERSION = "1.0"
 
-#: modules whose classes a bundle may hold (importing a module registers its classes)
+#: modules whose classes a bundle may hold (the registry :data:`acmemodel.models.MODELS` imports them)
 MODEL_MODULES: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts",
                                   "predictor", "forecast")
 
 
 def _import_model_modules() -> None:
-    import importlib
-
-    for m in MODEL_MODULES:
-        importlib.import_module(f"acmemodel.models.{m}")
+    """Register every model class for loading (importing the registry imports them all)."""
+    import acmemodel.models  # noqa: F401
 
 
 def file_sha256(path: str | Path) -> str:

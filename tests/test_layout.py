@@ -87,3 +87,15 @@ def test_jobs_from_times_rejects_unknown_states():
     assert j["analysis_state"].tolist() == ["FAILED", "CANCELLED"]
     assert j["queue_s"].tolist() == [1.0, 3.0] and j["gpu_time_s"].tolist() == [32.0, 0.0]
     assert j["node_num"].tolist() == [1, 1]
+
+
+def test_one_model_registry():
+    """acmemodel.models lists every model class; the pipeline, the calibration and bundle loading use it."""
+    import acmemodel.models as models
+    from acmemodel import calibrate, pipeline
+
+    assert set(models.MODEL_REGISTRY) <= set(models.__all__)
+    assert {"FailureModel", "RestartModel"} <= set(models.__all__)
+    assert pipeline.model_names() == list(models.DEFAULT_MODELS)
+    assert set(calibrate.DEFAULT_MODELS) == set(models.DEFAULT_MODELS) - {"predictor"}
+    assert all(models.MODELS[m].__name__ in models.MODEL_REGISTRY for m in models.MODELS)
