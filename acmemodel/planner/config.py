@@ -5,7 +5,8 @@ Every invalid value raises :class:`~acmemodel.errors.ConfigError` naming the fie
 seconds (numbers) or strings with a unit suffix ``s``, ``m``, ``h``, ``d``, ``w`` (``"90s"``, ``"20m"``,
 ``"1.5h"``, ``"30d"``, ``"2w"``).
 
-Schema (all sections optional except ``cluster.gpus`` and ``runs``)::
+Schema (all sections optional except ``cluster.gpus`` and ``runs``; ``runs: []`` asks only the
+quota question)::
 
     name: seren-like-4k
     cluster:
@@ -94,10 +95,18 @@ def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
     return dict(d)
 
 
-def _pos_int(v, where: str, *, allow_zero: bool = False) -> int:
+#: the largest integer a config field may hold (exact in a float64 and in the C kernels' int64)
+MAX_INT = 2 ** 53
+#: the largest cluster the planner accepts (its simulator keeps per-node state)
+MAX_CLUSTER_GPUS = 100_000_000
+
+
+def _pos_int(v, where: str, *, allow_zero: bool = False, hi: int = MAX_INT) -> int:
     if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v or v < 0
             or (v == 0 and not allow_zero)):
         raise ConfigError(f"{where} must be a {'non-negative' if allow_zero else 'positive'} integer, got {v!r}")
+    if v > hi:
+        raise ConfigError(f"{where} must be at most {hi:,}, got {v:,.0f}")
     return int(v)
 
 
@@ -274,7 +283,7 @@ class ClusterConfig:
         if "gpus" not in c:
             raise ConfigError("cluster.gpus is required")
         gpn = _pos_int(c.get("gpus_per_node", 8), "cluster.gpus_per_node")
-        gpus = _pos_int(c["gpus"], "cluster.gpus")
+        gpus = _pos_int(c["gpus"], "cluster.gpus", hi=MAX_CLUSTER_GPUS)
         if gpus % gpn:
             raise ConfigError(f"cluster.gpus must be a multiple of cluster.gpus_per_node={gpn}, got {gpus}")
         parts_in = c.get("partitions") or {}
@@ -359,8 +368,8 @@ class ClusterConfig:
                                                        allow_zero=True))
 
         runs_in = top.get("runs")
-        if not isinstance(runs_in, list) or not runs_in:
-            raise ConfigError("runs must be a non-empty list of pretraining runs")
+        if not isinstance(runs_in, list):
+            raise ConfigError("runs must be a list of pretraining runs ([] for a quota-only plan)")
         runs, names = [], set()
         for i, r in enumerate(runs_in):
             where = f"runs[{i}]"
