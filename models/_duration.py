@@ -452,8 +452,10 @@ class DurationModel(BaseModel):
         return f
 
     # --------------------------------------------------------------- fitting
-    def fit(self, trace_or_jobs) -> "DurationModel":
-        """Fit every cell (see the class docstring). Accepts a Trace or a jobs DataFrame."""
+    def fit(self, trace_or_jobs, *, timezones=None) -> "DurationModel":
+        """Fit every cell (see the class docstring). Accepts a Trace or a jobs DataFrame. Returns self.
+        ``timezones`` (cluster → UTC offset) is accepted so that every model has the one signature
+        ``fit(trace_or_jobs, *, timezones=None)``; this model has no calendar covariate and does not use it."""
         self._validate_params()
         jobs = self._jobs_of(trace_or_jobs)
         self._check_columns(jobs)

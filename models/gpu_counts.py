@@ -99,9 +99,11 @@ class GpuCountModel(BaseModel):
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
-    def fit(self, trace_or_jobs) -> "GpuCountModel":
+    def fit(self, trace_or_jobs, *, timezones=None) -> "GpuCountModel":
         """Fit from a :class:`~acmemodel.trace.Trace` or a jobs DataFrame
-        (columns ``cluster``, ``type``, ``gpu_num``)."""
+        (columns ``cluster``, ``type``, ``gpu_num``). Returns self.
+        ``timezones`` (cluster → UTC offset) is accepted so that every model has the one signature
+        ``fit(trace_or_jobs, *, timezones=None)``; this model has no calendar covariate and does not use it."""
         self._validate()
         jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
         for col in ("cluster", "type", "gpu_num"):

@@ -349,13 +349,13 @@ class RestartModel(BaseModel):
         return X.to_numpy(float)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, jobs, *, timezones: dict | None = None) -> "RestartModel":
+    def fit(self, trace_or_jobs, *, timezones: dict | None = None) -> "RestartModel":
         """Fit on a jobs table with chain columns (or a Trace). Falls back to the prior when there are
         fewer than ``min_chains`` restart chains."""
         from acmemodel.models.blas import single_thread_blas
 
         with single_thread_blas():
-            return self._fit(jobs, timezones)
+            return self._fit(trace_or_jobs, timezones)
 
     def _fit(self, jobs, timezones) -> "RestartModel":
         self._validate()

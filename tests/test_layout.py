@@ -113,3 +113,60 @@ def test_import_contract_names_every_top_level_module():
     tops |= {"features", "models", "evaluation"}
     missing = sorted(t for t in tops if f"acmemodel.{t}" not in listed)
     assert not missing, f"modules outside the import contract: {missing}"
+
+
+# ---------------------------------------------------------------------------------------- consistency
+def test_one_fit_signature():
+    """Every model: fit(trace_or_jobs, *, timezones=None), returning self."""
+    import inspect
+
+    import acmemodel.models as models
+
+    for name, cls in models.MODELS.items():
+        sig = inspect.signature(cls.fit)
+        ps = [p for p in sig.parameters.values() if p.kind is not p.VAR_POSITIONAL]
+        assert ps[1].name == "trace_or_jobs", name
+        tz = sig.parameters.get("timezones")
+        assert tz is not None and tz.kind is tz.KEYWORD_ONLY and tz.default is None, name
+
+
+def test_atom_and_backend_names_are_one_each():
+    from acmemodel.models.queue import QueueModel
+    from acmemodel.planner.cluster_sim import simulate_cluster
+
+    assert "atom_s" in QueueModel().get_params() and RuntimeModel_atom() == 2.0
+    jobs = {"submit_s": np.array([0.0, 1.0]), "run_s": np.array([10.0, 5.0]), "gpu_num": np.array([8, 8]),
+            "type": np.array(["Eval", "Eval"], dtype=object)}
+    a = simulate_cluster(jobs, total_gpus=8, backend="numpy")
+    with pytest.warns(DeprecationWarning, match="engine=.*backend="):
+        b = simulate_cluster(jobs, total_gpus=8, engine="numpy")
+    assert a.backend == b.backend == b.engine == "numpy"
+    assert a.jobs["start_s"].tolist() == b.jobs["start_s"].tolist()
+
+
+def RuntimeModel_atom() -> float:
+    from acmemodel.models.runtime import RuntimeModel
+
+    with pytest.warns(DeprecationWarning, match="zero_s"):
+        m = RuntimeModel(zero_s=2.0)
+    return m.atom_s
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_checkpoint_kernels_explain_bad_values(backend):
+    """_core checks every value like _cluster does: a ValueError naming argument, row and rule (not status -1);
+    its NumPy twin says the same."""
+    from acmemodel._solver import _core
+    from acmemodel.planner import reference
+
+    k = _core if backend == "c" else reference
+    one = lambda v: np.array([v], dtype=float)  # noqa: E731
+    rn, rw = np.array([[0.0]]), np.array([[1.0]])
+    with pytest.raises(ValueError, match=r"work\[0\] must be > 0"):
+        k.ckpt_expected_time(one(10.0), one(-5.0), one(1.0), 0, np.array([[100.0]]), rn, rw)
+    with pytest.raises(ValueError, match=r"params\[0\]: Weibull failures need shape k > 0"):
+        k.ckpt_optimize(one(100.0), one(1.0), 1, np.array([[0.0, 5.0]]), rn, rw)
+    with pytest.raises(ValueError, match=r"r_weights\[0\] must have a positive sum"):
+        k.ckpt_optimize(one(100.0), one(1.0), 0, np.array([[50.0]]), rn, np.array([[0.0]]))
+    with pytest.raises(ValueError, match=r"last hazard of a piecewise hazard must be > 0"):
+        k.ckpt_optimize(one(100.0), one(1.0), 2, np.array([[0.0, 10.0, 0.01, 0.0]]), rn, rw)
