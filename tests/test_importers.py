@@ -380,3 +380,26 @@ def test_verdict_says_when_a_baseline_wins():
     v = predictor_verdict(r)
     assert not v["beats"] and v["best_baseline"] == "user_median"
     assert "does NOT beat" in v["text"] and "1.467 vs 1.425" in v["text"]
+
+
+def test_explicit_restart_links_become_chains():
+    from acmemodel.features import build_features
+
+    t = load(D / "cluster_job_log", format="philly", timezone="-07:00")
+    f = build_features(t).set_index("job_id")
+    ids = ["application_1_0002@1", "application_1_0002@2", "application_1_0002@3"]
+    assert list(f.loc[ids, "attempt"]) == [1, 2, 3]
+    assert f.loc[ids, "chain_id"].nunique() == 1
+    assert f.loc[ids[1], "restart_gap_s"] == 0  # resubmitted when attempt 1 ended
+    s = build_features(load(D / "sample.swf", format="swf")).set_index("job_id")
+    assert s.loc["3", "attempt"] == 2 and s.loc["2", "chain_id"] == s.loc["3", "chain_id"]
+
+
+def test_pending_jobs_are_censored_waits_of_the_queue_model(slurm):
+    from acmemodel.models.queue import QueueModel
+
+    obs = QueueModel()._observations(slurm.jobs)
+    pend = slurm.jobs.index[slurm.jobs.state == "PENDING"]
+    assert len(pend) == 4 and set(pend) <= set(obs.index)
+    assert obs.loc[pend, "censored"].all()
+    assert not obs.drop(index=pend).loc[lambda f: f.index.isin(slurm.jobs.index[slurm.jobs.started]), "censored"].any()
