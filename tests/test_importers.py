@@ -366,7 +366,7 @@ def test_predictor_beats_the_best_baseline_when_names_carry_signal():
                            predictor_params={"n_estimators": 80, "learning_rate": 0.1})
     v = res.info["predictor_vs_best_baseline"]
     assert {"name_token", "name_prior_median_run_s"} <= set(res.info["predictor_features"])
-    assert v["beats"] and v["text"].startswith("predictor beats")
+    assert v["beats"] and v["significant"] and v["text"].startswith("predictor beats")
     # by a margin well beyond noise: test jobs ~ n/6, per-job |error| sd ≤ ~1.5 log-s
     n_test = res.info["n_test"]
     assert v["baseline_value"] - v["predictor"] > 5 * 1.5 / math.sqrt(n_test)

@@ -44,8 +44,11 @@ def fit_cmd(
     check_bundle_out(out)
     trace = load_traces(paths, cluster)
     log = None if json_out else (lambda m: err_console.print(m))
-    bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=trace_provenance(trace),
-                        name=out.stem, log=log)
+    from acmemodel.features.names import jobs_with_extras
+
+    # (an imported trace's job names, partitions and restart links go to the models that use them)
+    bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
+                        provenance=trace_provenance(trace), name=out.stem, log=log)
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
     if json_out:
