@@ -90,19 +90,23 @@ GROUPS = (
 
 #: column headers of the rendered tables (JSON keeps the full metric names)
 SHORT = {"pinball_p10": "pin10", "pinball_p50": "pin50", "pinball_p90": "pin90", "coverage": "cover",
-         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err"}
+         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err", "mae_log": "mae",
+         "crps_log": "crps"}
 
 
 def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = None):
     """Render the scores of ``cell`` as rich tables (a ``rich.console.Group``): one per metric group
     (distribution, quantiles, queueing), models as rows, the best value per metric in bold."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
 
     r = results[results.cell == cell]
     head = f"cell {cell}"
     if info:
-        head += f" (train {info.get('n_train', '?')} / test {info.get('n_test', '?')} GPU jobs)"
+        n_tr, n_te = info.get("n_train", "?"), info.get("n_test", "?")
+        head += (f" (train {n_tr:,} / test {n_te:,} GPU jobs)" if isinstance(n_tr, (int, np.integer))
+                 and isinstance(n_te, (int, np.integer)) else f" (train {n_tr} / test {n_te} GPU jobs)")
     tables = []
     for title, metrics in GROUPS:
         queue = title.startswith("queue")
@@ -110,12 +114,14 @@ def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = N
         if sub.empty:
             continue
         mets = [m for m in metrics if m in set(sub.metric)]
-        t = Table(title=f"{title}: {head}", title_justify="left")
-        t.add_column("model", no_wrap=True)
+        # a light box and collapsed padding: eight columns fit an 80-column terminal
+        t = Table(title=f"{title}: {head}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, pad_edge=False)
+        t.add_column("model", overflow="fold")
         for m in mets:
-            arrow = "↑" if m in HIGHER_IS_BETTER else ("≈0.8" if m == "coverage" else
+            arrow = "↑" if m in HIGHER_IS_BETTER else ("" if m == "coverage" else
                                                        ("" if m in ("width_log", "fallback_share") else "↓"))
-            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right")
+            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right", overflow="fold")
         best = {}
         for m in mets:
             v = sub[sub.metric == m].set_index("model").value

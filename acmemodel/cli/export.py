@@ -43,7 +43,8 @@ def parse_pairs(items: Optional[List[str]], name: str, *, as_int: bool = False) 
 def export_cmd(
     paths: Optional[List[Path]] = typer.Argument(None, help="Trace files (AcmeTrace CSV/parquet); none = the "
                                                  "shipped sample (airesim: the default bundle, no trace)"),
-    fmt: Fmt = typer.Option(..., "--format", "-f", help="Output format."),
+    fmt: Fmt = typer.Option(..., "--format", "-f", metavar="FORMAT", show_choices=False,
+                            help="Output format: acmetrace, swf, helios, philly, batsim or airesim."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (created)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for the files and the only "
                                           "cluster exported (default: all, names from the files)."),

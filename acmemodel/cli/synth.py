@@ -40,8 +40,8 @@ def parse_mix(text: str | None) -> dict[str, float] | None:
 def synth_cmd(
     out: Path = typer.Option(..., "-o", "--output", help="acmetrace: the CSV file to write (.csv or .csv.gz); "
                              "other formats: the output directory (created)."),
-    fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f",
-                                    help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
+    fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f", metavar="FORMAT",
+                                    show_choices=False, help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
                                          "simulator inputs as written by `acmemodel export` (restart chains "
                                          "encoded)."),
     bundle: Optional[Path] = typer.Option(
