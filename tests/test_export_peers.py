@@ -92,3 +92,114 @@ def test_cli_airesim_defaults_to_the_default_bundle_and_a_real_job(tmp_path, pla
     usage = "python -m airesim.run --params config.yaml --adaptive"
     assert usage in (out / "config.yaml").read_text() and usage in (out / "README.md").read_text()
     assert usage in r.output
+
+
+# ============================================================================ Helios / Lucid
+from tests.test_export import make_jobs  # noqa: E402  (synthetic contract-shaped jobs)
+
+HELIOS_START = "2020-04-01 00:00:00"
+SEPT = ("2020-09-01 00:00:00", "2020-09-26 23:59:00")
+
+
+def helios_trace_process(d, date_range, *, sort_first: bool):
+    """The job selection of Helios QSSF ``utils.trace_process`` (``sort_first=False``: it keeps the
+    file order) and Lucid ``utils.trace_process`` (``sort_first=True``): GPU jobs of the VCs in the VC
+    table, submitted at or after 2020-04-01, submit times measured from the first kept row, then the
+    window ``[date_range[0] − 2020-04-01, date_range[1] − 2020-04-01]`` in seconds."""
+    import pandas as pd
+
+    df = pd.read_csv(d / "cluster_log.csv", parse_dates=["submit_time"],
+                     usecols=["job_id", "user", "vc", "jobname", "gpu_num", "cpu_num", "state", "submit_time",
+                              "duration"])
+    df = df[df["gpu_num"] > 0]
+    vcs = pd.read_csv(d / "vc_config.csv", index_col=0).index.to_list()  # Lucid; Helios' pickle = same dict
+    df = df[df["vc"].isin(vcs)]
+    if sort_first:
+        df = df.sort_values(by="submit_time")
+    df = df[df["submit_time"] >= pd.Timestamp(HELIOS_START)].copy()
+    df["submit_time"] = df["submit_time"].apply(lambda x: int(pd.Timestamp(x).timestamp()))
+    df["submit_time"] = df["submit_time"] - df.iloc[0]["submit_time"]
+    begin = (pd.Timestamp(date_range[0]) - pd.Timestamp(HELIOS_START)).total_seconds()
+    end = (pd.Timestamp(date_range[1]) - pd.Timestamp(HELIOS_START)).total_seconds()
+    return df[(df["submit_time"] >= begin) & (df["submit_time"] <= end)]
+
+
+@pytest.fixture(scope="module")
+def month():
+    """30 days of contract-shaped jobs, some of them of 0 s."""
+    j = make_jobs(600, seed=4, days=30.0)
+    zero = j.index[j["started"]][:25]
+    j.loc[zero, "end_s"] = j.loc[zero, "start_s"]
+    return j
+
+
+def test_helios_rebase_to_window_selects_the_trace(tmp_path, month):
+    import pandas as pd
+
+    gpu = int((month["gpu_num"] > 0).sum())
+    write(month, "helios", tmp_path / "plain", rebase=True)
+    for sort_first in (False, True):  # the issue: a 30-day trace never reaches the Sept window
+        assert len(helios_trace_process(tmp_path / "plain" / "Seren", SEPT, sort_first=sort_first)) == 0
+    res = write(month, "helios", tmp_path / "w", rebase_to="Sept")
+    d = tmp_path / "w" / "Seren"
+    log = pd.read_csv(d / "cluster_log.csv", parse_dates=["submit_time"])
+    assert log.iloc[0]["user"] == "acmemodel-anchor" and str(log.iloc[0]["submit_time"]) == HELIOS_START
+    real = log.iloc[1:]
+    first = real["submit_time"].min()
+    assert pd.Timestamp(SEPT[0]) <= first < pd.Timestamp(SEPT[0]) + pd.Timedelta(days=7)
+    j0 = month["submit_time"].min().tz_convert("Asia/Shanghai")
+    assert (first.hour, first.minute, first.weekday()) == (j0.hour, j0.minute, j0.weekday())
+    in_window = real[(real["gpu_num"] > 0) & (real["submit_time"] <= pd.Timestamp(SEPT[1]))]
+    for sort_first in (False, True):
+        sel = helios_trace_process(d, SEPT, sort_first=sort_first)
+        assert len(sel) == len(in_window) > 0.8 * gpu  # the anchor is not selected
+        assert "acmemodel-anchor" not in set(sel["user"]) and (sel["duration"] >= 1).all()
+    assert res["window"] == "Sept"
+    readme = (tmp_path / "w" / "README.md").read_text()
+    for needed in ("vc_dict_homo.pkl", "_lgb.csv", "cluster_full_log.csv", "gmem_util", "_ebm_weekly_updated.csv"):
+        assert needed in readme
+    with pytest.raises(ValueError, match="Sept"):
+        write(month, "helios", tmp_path / "x", rebase_to="November")
+
+
+def test_helios_no_zero_second_jobs(tmp_path, month):
+    import pandas as pd
+
+    write(month, "helios", tmp_path)
+    log = pd.read_csv(tmp_path / "Seren" / "cluster_log.csv")
+    assert (log["duration"] >= 1).all()
+    assert "durations raised to 1 s" in (tmp_path / "README.md").read_text()
+
+
+def test_helios_every_vc_holds_its_largest_job_and_large_jobs_leave_shared(tmp_path, month):
+    import pandas as pd
+
+    j = month.copy()
+    dbg = j.index[(j["type"] == "Debug") & (j["gpu_num"] > 0)][:3]
+    j.loc[dbg, "gpu_num"] = 1024
+    j.loc[dbg, "node_num"] = 128
+    write(j, "helios", tmp_path)
+    log = pd.read_csv(tmp_path / "Seren" / "cluster_log.csv")
+    nodes = pd.read_csv(tmp_path / "Seren" / "vc_config.csv", index_col=0)["num"]
+    peak = log.groupby("vc")["node_num"].max()
+    assert all(nodes[v] >= peak[v] for v in peak.index)
+    assert log.loc[log["job_id"].astype(str).isin(j.loc[dbg, "job_id"]), "vc"].eq("pretrain").all()
+    assert log.loc[log["vc"] == "shared", "gpu_num"].max() < 256
+    write(j, "helios", tmp_path / "bytype", large_gpus=0)  # the old split: a 1,024-GPU job in shared
+    old = pd.read_csv(tmp_path / "bytype" / "Seren" / "cluster_log.csv")
+    assert old.loc[old["vc"] == "shared", "gpu_num"].max() == 1024
+
+
+def test_cli_helios_rebase_to_and_bad_window(tmp_path, month, capsys):
+    from acmemodel.cli import main
+
+    src = tmp_path / "trace_seren.csv"
+    write(month, "acmetrace", tmp_path)
+    r = CliRunner().invoke(app, ["export", str(src), "--format", "helios", "-o", str(tmp_path / "h"),
+                                 "--rebase-to", "Venus_Sept"])
+    assert r.exit_code == 0, r.output
+    for bad in (["--rebase-to", "Nov"], ["--rebase-to", "Sept", "--rebase"]):
+        with pytest.raises(SystemExit) as e:
+            main(["export", str(src), "--format", "helios", "-o", str(tmp_path / "h2"), *bad])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
