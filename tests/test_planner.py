@@ -155,7 +155,7 @@ _DEL = object()
     ("runs.0.work", _DEL, "runs[0].work"),
     ("runs.1.name", "a", "runs[1].name"),
     ("runs.0.extra", 1, "runs[0]"),
-    ("runs", [], "runs"),
+    ("runs", {"name": "x"}, "runs"),  # runs: [] is a quota-only plan (issue 18); a mapping is not a list
     ("simulation.seed", -1, "simulation.seed"),
     ("cluster.gpus", float("inf"), "cluster.gpus"),  # YAML .inf: was an OverflowError
     ("simulation.replicas", float("nan"), "simulation.replicas"),

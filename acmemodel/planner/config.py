@@ -5,7 +5,8 @@ Every invalid value raises :class:`~acmemodel.errors.ConfigError` naming the fie
 seconds (numbers) or strings with a unit suffix ``s``, ``m``, ``h``, ``d``, ``w`` (``"90s"``, ``"20m"``,
 ``"1.5h"``, ``"30d"``, ``"2w"``).
 
-Schema (all sections optional except ``cluster.gpus`` and ``runs``)::
+Schema (all sections optional except ``cluster.gpus`` and ``runs``; ``runs: []`` asks only the
+quota question)::
 
     name: seren-like-4k
     cluster:
@@ -359,8 +360,8 @@ class ClusterConfig:
                                                        allow_zero=True))
 
         runs_in = top.get("runs")
-        if not isinstance(runs_in, list) or not runs_in:
-            raise ConfigError("runs must be a non-empty list of pretraining runs")
+        if not isinstance(runs_in, list):
+            raise ConfigError("runs must be a list of pretraining runs ([] for a quota-only plan)")
         runs, names = [], set()
         for i, r in enumerate(runs_in):
             where = f"runs[{i}]"

@@ -33,6 +33,7 @@ from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
 from acmemodel.planner.config import ClusterConfig
 from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
+from acmemodel.planner.quota import QuotaFitError
 from acmemodel.planner.processes import (
     ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
 )
@@ -358,7 +359,8 @@ class Planner:
                          "jobs_per_replica": int(np.mean([len(r) for r in reps])),
                          **({} if workload is not None else {"cluster": wl.cluster, "days": wl.days,
                                                              "scale": wl.scale}),
-                         "planned_runs_included": [r.name for r in _planned_runs(config)]},
+                         "planned_runs_included": [r.name for r in _planned_runs(config)],
+                         "planned_runs_excluded": excluded_runs(config)},
             "unschedulable_jobs": int(sum(len(r.unschedulable) for r in results)),
         }
 
@@ -392,9 +394,15 @@ class Planner:
                     raise
                 cl = {"available": False, "reason": f"no workload model: {str(e).splitlines()[0]}",
                       "queue_s": {}, "quotas": _configured_quotas(config)}
-            except ValueError as e:  # e.g. no candidate quota fits the cluster
+            except QuotaFitError as e:  # the partitions leave no room: what does not fit and what would
+                cl = {"available": False, "reason": f"does not fit: {str(e).splitlines()[0]}",
+                      "queue_s": {}, "quotas": _configured_quotas(config)}
+            except ValueError as e:
                 cl = {"available": False, "reason": f"cluster simulation failed: {str(e).splitlines()[0]}",
                       "queue_s": {}, "quotas": _configured_quotas(config)}
+            cl.setdefault("planned_runs_excluded", excluded_runs(config))
+        if not cluster:
+            cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
             from acmemodel.planner.evaluation import feedback_from_plan
@@ -419,11 +427,27 @@ class Planner:
 # ------------------------------------------------------------------------------------------ helpers
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
+    return [r for r in config.runs if _run_exclusion(config, r) is None]
+
+
+def _run_exclusion(config: ClusterConfig, run) -> str | None:
+    """Why ``run`` is left out of the cluster simulation (None when it is simulated)."""
     cl = config.cluster
-    if not cl.include_runs or "pretrain" not in cl.partitions:
-        return []
+    if not cl.include_runs:
+        return "cluster.include_runs is false"
+    if "pretrain" not in cl.partitions:
+        return "no 'pretrain' partition reserves GPUs for it"
     cap = cl.partitions["pretrain"]
-    return [r for r in config.runs if cap == "auto" or r.gpus <= cap]
+    if cap != "auto" and run.gpus > cap:
+        return f"needs {run.gpus:,} GPUs, more than the {cap:,}-GPU 'pretrain' partition"
+    return None
+
+
+def excluded_runs(config: ClusterConfig) -> list[dict]:
+    """``[{"name", "gpus", "reason"}]`` of the runs the cluster simulation leaves out (a run without a
+    reservation is planned on its own, but occupies no GPUs in the simulated cluster)."""
+    return [{"name": r.name, "gpus": r.gpus, "reason": why} for r in config.runs
+            if (why := _run_exclusion(config, r)) is not None]
 
 
 def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
