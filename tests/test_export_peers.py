@@ -286,3 +286,15 @@ def test_swf_parses_with_the_batsim_tools_regex_and_has_queue_lines(tmp_path, mo
     share = gpu_time[rows[:, 10] == 5].sum() / gpu_time.sum()
     assert f"status 5 (cancelled) jobs hold {share:.1%} of the GPU time" in "\n".join(text)
     assert "Cancelled jobs (status 5) hold" in (tmp_path / "README.md").read_text()
+
+
+def test_airesim_default_job_is_the_traces_typical_pretraining_run(tmp_path, month):
+    """Without ``gpus`` the job is the Pretrain GPU count holding the most GPU time, not the 8-GPU
+    bucket that small jobs of every type fill (the issue's ``job_size = 1``)."""
+    g = month[month["gpu_num"] > 0]
+    gt = g["gpu_num"] * (g["end_s"] - g["start_s"]).fillna(0)
+    pre = g["type"] == "Pretrain"
+    want = int(gt[pre].groupby(g.loc[pre, "gpu_num"]).sum().idxmax())
+    res = write(month, "airesim", tmp_path, mttf_s=36_000.0, weibull_shape=0.8, recovery_s=600.0)
+    assert res["params"]["job_size"] == -(-want // 8)
+    assert "Pretrain jobs" in res["provenance"]["gpus_source"]

@@ -58,7 +58,7 @@ def export_cmd(
                                           "(and 'restart') models; default: fit them on the trace files "
                                           "given, else the default bundle (as plan/checkpoint)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job (default: "
-                                       "the trace's GPU count with most GPU time, else the model's largest job)."),
+                                       "the GPU count with most GPU time among the trace's Pretrain jobs, else the model's largest job)."),
     recovery: Optional[str] = typer.Option(None, "--recovery", help="airesim: recovery time after a failure "
                                            "(e.g. 20m) instead of the restart model's mean."),
     vc: Optional[List[str]] = typer.Option(None, "--vc", help="helios/philly: TYPE=PARTITION (repeatable); "
