@@ -90,19 +90,23 @@ GROUPS = (
 
 #: column headers of the rendered tables (JSON keeps the full metric names)
 SHORT = {"pinball_p10": "pin10", "pinball_p50": "pin50", "pinball_p90": "pin90", "coverage": "cover",
-         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err"}
+         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err", "mae_log": "mae",
+         "crps_log": "crps"}
 
 
 def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = None):
     """Render the scores of ``cell`` as rich tables (a ``rich.console.Group``): one per metric group
     (distribution, quantiles, queueing), models as rows, the best value per metric in bold."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
 
     r = results[results.cell == cell]
     head = f"cell {cell}"
     if info:
-        head += f" (train {info.get('n_train', '?')} / test {info.get('n_test', '?')} GPU jobs)"
+        n_tr, n_te = info.get("n_train", "?"), info.get("n_test", "?")
+        head += (f" (train {n_tr:,} / test {n_te:,} GPU jobs)" if isinstance(n_tr, (int, np.integer))
+                 and isinstance(n_te, (int, np.integer)) else f" (train {n_tr} / test {n_te} GPU jobs)")
     tables = []
     for title, metrics in GROUPS:
         queue = title.startswith("queue")
@@ -110,12 +114,14 @@ def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = N
         if sub.empty:
             continue
         mets = [m for m in metrics if m in set(sub.metric)]
-        t = Table(title=f"{title}: {head}", title_justify="left")
-        t.add_column("model", no_wrap=True)
+        # a light box and collapsed padding: eight columns fit an 80-column terminal
+        t = Table(title=f"{title}: {head}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, pad_edge=False)
+        t.add_column("model", overflow="fold")
         for m in mets:
-            arrow = "↑" if m in HIGHER_IS_BETTER else ("≈0.8" if m == "coverage" else
+            arrow = "↑" if m in HIGHER_IS_BETTER else ("" if m == "coverage" else
                                                        ("" if m in ("width_log", "fallback_share") else "↓"))
-            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right")
+            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right", overflow="fold")
         best = {}
         for m in mets:
             v = sub[sub.metric == m].set_index("model").value
@@ -215,7 +221,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     if int(min_cell_jobs) != min_cell_jobs or min_cell_jobs < 1:
         raise ValueError(f"min_cell_jobs must be a positive integer, got {min_cell_jobs!r}")
     if hasattr(trace_or_jobs, "jobs") and hasattr(trace_or_jobs, "timezones"):
-        jobs = trace_or_jobs.jobs
+        from acmemodel.features.names import jobs_with_extras
+
+        jobs = jobs_with_extras(trace_or_jobs)  # (job names, partitions... of imported traces)
         timezones = {**trace_or_jobs.timezones, **(timezones or {})}
     elif isinstance(trace_or_jobs, pd.DataFrame):
         jobs = trace_or_jobs
@@ -231,6 +239,8 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
+    if "run_censored" in test.columns:  # still running: no run time to score against
+        gpu_run &= ~test["run_censored"].fillna(False).astype(bool)
     t = test.loc[gpu_run]
     if len(t) == 0:
         raise ValueError("runtime_backtest: no started GPU jobs in the test period")
@@ -279,7 +289,11 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     info = {"cutoff_utc": pd.Timestamp(float(test["submit_s"].min()), unit="s", tz="UTC").isoformat(),
             "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
-            "runtime_cells_fitted": int(len(rm.cells_.entries_))}
+            "runtime_cells_fitted": int(len(rm.cells_.entries_)),
+            "predictor_features": list(pred.features_)}
+    if "run_censored" in test.columns:
+        info["n_test_running_excluded"] = int((test["run_censored"].fillna(False).astype(bool)
+                                               & (test["gpu_num"] > 0)).sum())
 
     # ---------------------------------------------------------------- queueing
     if include_queue:
@@ -303,7 +317,34 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
             info["n_test_queue"] = int(keep.sum())
 
     res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
+    info["predictor_vs_best_baseline"] = predictor_verdict(res)
     return BacktestResult(res, info)
+
+
+#: the point-prediction baselines the predictor must beat (pooled MAE of log run time)
+BASELINES = {"user_median": "user running median", "runtime_model_nostate": "per-cell median",
+             "global": "global median"}
+
+
+def predictor_verdict(results: pd.DataFrame, metric: str = "mae_log") -> dict[str, Any]:
+    """Does the predictor beat the best baseline on the pooled ``metric`` (MAE of log run time)?
+
+    Returns ``{metric, predictor, best_baseline, baseline_value, beats, text}``; ``text`` is the
+    summary line ``evaluate runtime`` prints."""
+    r = results[(results.cell == "all") & (results.metric == metric)].set_index("model")["value"]
+    if "predictor" not in r.index:
+        return {"metric": metric, "beats": None, "text": "predictor not scored"}
+    base = r.reindex(list(BASELINES)).dropna()
+    if base.empty:
+        return {"metric": metric, "beats": None, "text": "no baseline scored"}
+    best = str(base.idxmin())
+    pv, bv = float(r["predictor"]), float(base[best])
+    beats = bool(pv < bv)
+    verb = "beats" if beats else "does NOT beat"
+    text = (f"predictor {verb} the best baseline ({BASELINES[best]}): MAE of log run time "
+            f"{pv:.3f} vs {bv:.3f}" + ("" if beats else " — use the baseline"))
+    return {"metric": metric, "predictor": pv, "best_baseline": best, "baseline_value": bv, "beats": beats,
+            "text": text}
 
 
 def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:

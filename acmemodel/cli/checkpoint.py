@@ -8,12 +8,15 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console
+from acmemodel.cli._fmt import num
 
 
 @app.command("checkpoint")
 def checkpoint_cmd(
     gpus: int = typer.Option(..., "--gpus", help="GPUs of the run."),
-    ckpt_cost: str = typer.Option(..., "--ckpt-cost", help="Blocking checkpoint cost, e.g. 60s."),
+    ckpt_cost: Optional[str] = typer.Option(
+        None, "--ckpt-cost", help="Blocking checkpoint cost, e.g. 60s (required unless --reliability publishes "
+                                  "one)."),
     restart: Optional[str] = typer.Option(
         None, "--restart", help="Restart time after a failure, e.g. 20m (default with --bundle: the bundle's "
                                 "restart model)."),
@@ -24,6 +27,9 @@ def checkpoint_cmd(
         None, "--bundle", help="Fitted bundle: MTTF at --gpus and Weibull shape from its failure model "
                                "(default without --mttf: the embedded default bundle)."),
     work: str = typer.Option("30d", "--work", help="Failure-free compute of the run, e.g. 30d."),
+    reliability: Optional[str] = typer.Option(
+        None, "--reliability", help="Published failure rate: acme-2023, meta-rsc1, meta-rsc2 or llama3-405b "
+                                    "(sets MTTF at --gpus and, where published, restart and checkpoint cost)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Recommended checkpoint interval, expected overhead, ETTR and GPU-hours lost per day.
@@ -36,8 +42,19 @@ def checkpoint_cmd(
     from acmemodel.planner.planner import Planner
     from acmemodel.planner.processes import RestartTime, make_failure_process
 
+    from acmemodel.planner.energy import PowerModel
+    from acmemodel.planner.reliability import get_preset
+
     if gpus < 1:
         raise ValueError(f"--gpus must be a positive integer, got {gpus}")
+    preset = None if reliability is None else get_preset(reliability, "--reliability")
+    if preset is not None and (mttf is not None or weibull_shape is not None):
+        raise ValueError("--reliability sets the failure rate: do not combine it with --mttf/--weibull-shape")
+    if ckpt_cost is None:
+        if preset is None or preset.ckpt_cost_s is None:
+            raise ValueError("--ckpt-cost is required (e.g. --ckpt-cost 60s)"
+                             + ("" if preset is None else f"; preset {preset.name} publishes none"))
+        ckpt_cost = preset.ckpt_cost_s
     C = parse_duration(ckpt_cost, "--ckpt-cost")
     W = parse_duration(work, "--work")
     R = None if restart is None else parse_duration(restart, "--restart", allow_zero=True)
@@ -57,9 +74,15 @@ def checkpoint_cmd(
         restart_desc = RestartTime.fixed(R).describe()
     else:
         planner = Planner(bundle, restart=None if R is None else RestartTime.fixed(R))
+        if preset is not None:
+            planner = planner.with_preset(preset)
+            if R is not None:
+                planner.restart = RestartTime.fixed(R)
         fail = planner.failure_process(gpus)
         res = planner.checkpoint(gpus, ckpt_cost=C, work=W)
         source = f"bundle {bundle}" if bundle is not None else "default bundle"
+        if preset is not None:
+            source = f"reliability preset {preset.name} ({preset.source})"
         restart_desc = planner.failure_mix(gpus).restart_distribution().describe() if R is None \
             else RestartTime.fixed(R).describe()
         restart_desc = {"mean_s": restart_desc.get("mean_s"), "kind": restart_desc.get("kind")}
@@ -67,6 +90,10 @@ def checkpoint_cmd(
     doc["failure_process"] = fail.describe()
     doc["restart"] = restart_desc
     doc["source"] = source
+    power = PowerModel()
+    if doc.get("gpu_hours_lost_per_day") is not None:
+        doc["energy_lost_per_day"] = power.price(doc["gpu_hours_lost_per_day"])
+    doc["power_model"] = power.to_dict()
     if json_out:
         print_json(doc)
         return
@@ -74,24 +101,39 @@ def checkpoint_cmd(
 
 
 def _print_human(d: dict) -> None:
-    h = 3600.0
-    console.print(f"[bold]Checkpoint plan[/bold] for {d['gpus']} GPUs, {d['work_s'] / 86400:.3g} days of work "
-                  f"({d['source']})")
-    console.print(f"  job MTTF {d['mttf_s'] / h:.3g} h ({d['failure_process']['family']}), checkpoint cost "
-                  f"{d['ckpt_cost_s']:g} s, mean restart {d['restart_mean_s'] / 60:.3g} min")
+    from acmemodel.cli._fmt import dur, num, table
+
+    console.print(f"[bold]Checkpoint plan[/bold] for {num(d['gpus'])} GPUs, {dur(d['work_s'], 3)} of work "
+                  f"({d['source']})", highlight=False)
+    console.print(f"job MTTF {dur(d['mttf_s'], 3)} ({d['failure_process']['family']}), checkpoint cost "
+                  f"{dur(d['ckpt_cost_s'])}, mean restart {dur(d['restart_mean_s'])}", highlight=False)
     if not d["finishes"]:
         console.print(f"[red]Does not finish:[/red] {d['reason']}")
         return
-    console.print(f"  recommended interval   {d['interval_s'] / 60:.4g} min of work between checkpoints")
-    console.print(f"  expected wall time     {d['expected_wall_time_s'] / 86400:.4g} days "
-                  f"(overhead {100 * d['overhead_fraction']:.2f} % of the work)")
-    console.print(f"  ETTR                   {d['ettr']:.4f}")
-    console.print(f"  GPU-hours lost per day {d['gpu_hours_lost_per_day']:.4g}")
-    rows = [("optimal", d["interval_s"], d["expected_wall_time_s"]),
-            ("Young √(2CM)", d["young_interval_s"], d["young_expected_wall_time_s"]),
-            ("Daly higher-order", d["daly_interval_s"], d["daly_expected_wall_time_s"])]
-    console.print("  interval comparison (expected wall time at each):")
-    for name, tau, et in rows:
-        extra = "" if et is None else (f"{et / 86400:.5g} days (+{(et / d['expected_wall_time_s'] - 1) * 100:.3f} %)"
-                                       if name != "optimal" else f"{et / 86400:.5g} days")
-        console.print(f"    {name:<18} {tau / 60:9.4g} min   {extra}")
+    run = d["gpu_hours_lost_run"]
+    t = table(None, ["", "value"], right=set())
+    t.show_header = False
+    t.add_row("recommended interval", f"{dur(d['interval_s'], 3)} of work between checkpoints")
+    t.add_row("expected wall time", f"{dur(d['expected_wall_time_s'], 4)} (overhead "
+                                    f"{100 * d['overhead_fraction']:.2f} % of the work)")
+    t.add_row("ETTR", f"{d['ettr']:.4f}")
+    t.add_row("GPU-h lost per day", f"{num(d['gpu_hours_lost_per_day'])} = failures "
+                                    f"{num(d['gpu_hours_lost_per_day_failures'])} + checkpoints "
+                                    f"{num(d['gpu_hours_lost_per_day_checkpoint'])}")
+    t.add_row("GPU-h lost, whole run", f"{num(run['total'])} = failures {num(run['failures'])} + "
+                                       f"checkpoints {num(run['checkpoint'])}")
+    e = d.get("energy_lost_per_day") or {}
+    if e.get("kwh") is not None:
+        t.add_row("energy lost per day", f"{num(e['kwh'])} kWh, {num(e['tco2e'])} tCO₂e "
+                                         f"({d['power_model']['kwh_per_gpu_hour']:.3f} kWh per busy GPU-h, "
+                                         f"PUE {d['power_model']['pue']:g})")
+    console.print(t)
+    c = table("Interval comparison", ["rule", "interval", "expected wall time", "vs optimal"])
+    for name, tau, et in (("optimal", d["interval_s"], d["expected_wall_time_s"]),
+                          ("Young √(2CM)", d["young_interval_s"], d["young_expected_wall_time_s"]),
+                          ("Daly higher-order", d["daly_interval_s"], d["daly_expected_wall_time_s"])):
+        rel = "" if et is None or name == "optimal" else f"+{(et / d['expected_wall_time_s'] - 1) * 100:.3f} %"
+        c.add_row(name, dur(tau, 4), "–" if et is None else dur(et, 5), rel)
+    console.print(c)
+    console.print("failures = work re-done after failures + restart time; checkpoints = the blocking cost of "
+                  "the W/τ checkpoints", highlight=False)

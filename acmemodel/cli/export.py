@@ -43,7 +43,8 @@ def parse_pairs(items: Optional[List[str]], name: str, *, as_int: bool = False) 
 def export_cmd(
     paths: Optional[List[Path]] = typer.Argument(None, help="Trace files (AcmeTrace CSV/parquet); none = the "
                                                  "shipped sample (airesim: the default bundle, no trace)"),
-    fmt: Fmt = typer.Option(..., "--format", "-f", help="Output format."),
+    fmt: Fmt = typer.Option(..., "--format", "-f", metavar="FORMAT", show_choices=False,
+                            help="Output format: acmetrace, swf, helios, philly, batsim or airesim."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (created)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for the files and the only "
                                           "cluster exported (default: all, names from the files)."),
@@ -72,6 +73,8 @@ def export_cmd(
                                                "(default: kept for acmetrace/helios, omitted for swf/philly)."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written (files, jobs, attempts, "
                                   "time span) as JSON."),
+    yes: bool = typer.Option(False, "--yes", help="Write even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """Export a trace as AcmeTrace CSV, SWF v2.2, Helios/Lucid, Philly, Batsim or an AIReSim config."""
     from acmemodel.export import write
@@ -118,6 +121,8 @@ def export_cmd(
         opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster, recovery_s=recovery_s)
     else:
         jobs = _load(paths, cluster)
+        if name == "philly":
+            _check_philly_size(jobs, yes)
         if name == "batsim":
             opts["profile_type"] = batsim_profile
         if name == "helios":
@@ -150,6 +155,22 @@ def export_cmd(
         console.print(f"  {f}")
     for n in res["notes"]:
         console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def _check_philly_size(trace, yes: bool) -> None:
+    """Philly's ``detail`` lists every GPU of every node of every attempt: refuse, before writing, a
+    trace whose GPU counts would expand beyond memory (``gpu_num = 1e9`` is 125 M node entries)."""
+    import numpy as np
+
+    from acmemodel.limits import BYTES_PER_NODE_ENTRY, check_memory
+
+    g = np.nan_to_num(trace.jobs["gpu_num"].to_numpy(dtype=float))
+    g = g[g > 0]
+    nodes = np.maximum(1.0, np.ceil(g / 8.0))
+    need = float(g.sum()) * 70.0 + float(nodes.sum()) * BYTES_PER_NODE_ENTRY  # ~70 bytes per GPU name
+    check_memory("export --format philly", need,
+                 detail=f"{g.sum():,.3g} GPU entries on {nodes.sum():,.3g} node entries; largest job "
+                        f"{g.max() if len(g) else 0:,.0f} GPUs", yes=yes)
 
 
 def _load(paths: Optional[List[Path]], cluster: Optional[str]):

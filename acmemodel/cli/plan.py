@@ -8,6 +8,7 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console
+from acmemodel.cli._fmt import dur, num, table
 
 
 @app.command("plan")
@@ -20,7 +21,12 @@ def plan_cmd(
     report: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report with plots here."),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="Override simulation.replicas."),
     no_cluster: bool = typer.Option(False, "--no-cluster", help="Skip the cluster simulation and quota search."),
+    reliability: Optional[str] = typer.Option(
+        None, "--reliability", help="Published failure rate for every run: acme-2023, meta-rsc1, meta-rsc2 or "
+                                    "llama3-405b (overrides failures.reliability/mttf of the config)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """For each pretraining run: checkpoint interval, completion time (mean, p50, p90), expected failures,
     ETTR and GPU-time loss by cause and failure type; for the cluster: queue delays per job type and the
@@ -32,12 +38,14 @@ def plan_cmd(
         from importlib import resources
 
         config = Path(str(resources.files("acmemodel.planner").joinpath("examples", "example.yaml")))
-    cfg = ClusterConfig.load(config)
+    cfg = ClusterConfig.load(config, reliability=reliability)
     if replicas is not None:
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")
         cfg.simulation.replicas = int(replicas)
-    result = Planner(bundle).plan(cfg, cluster=not no_cluster)
+    planner = Planner(bundle)
+    _check_size(planner, cfg, cluster=not no_cluster, yes=yes)
+    result = planner.plan(cfg, cluster=not no_cluster)
     if report is not None:
         result.report(report)
     doc = result.to_dict()
@@ -49,11 +57,32 @@ def plan_cmd(
     _print_human(doc)
 
 
+def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
+    """Refuse, before any work, a plan whose Monte Carlo replicas or workload replicas would not fit in
+    memory (:mod:`acmemodel.limits`; ``--yes`` insists)."""
+    from acmemodel.limits import BYTES_PER_JOB, BYTES_PER_REPLICA, check_memory, expected_jobs
+
+    n = cfg.simulation.replicas
+    if cfg.runs:
+        check_memory(f"simulation.replicas = {n:,}", n * BYTES_PER_REPLICA,
+                     detail=f"{BYTES_PER_REPLICA} bytes per simulated run", insist="--yes (or --replicas N)",
+                     yes=yes)
+    if not cluster:
+        return
+    wl = cfg.workload
+    try:
+        arrival = planner.bundle["arrival"]
+        jobs = expected_jobs(arrival, wl.cluster, wl.days, wl.scale) if wl.cluster in arrival.clusters_ else 0.0
+    except Exception:  # no arrival model / no bundle: the planner reports it
+        return
+    check_memory(f"workload (scale {wl.scale:,.6g}, {wl.days:,.6g} days, {wl.replicas:,} replica(s))",
+                 jobs * wl.replicas * 2 * BYTES_PER_JOB,
+                 detail=f"about {jobs:,.3g} jobs per replica, held twice while simulated", yes=yes)
+
+
 def _print_human(d: dict) -> None:
     """The plan as rich tables that fit 80 columns: runs, their GPU-time loss, the queues per job type
     against the target, the partitions; then notes (runs left out of the cluster simulation, ...)."""
-    from acmemodel.cli._fmt import dur, num, table
-
     cl = d["cluster"]
     console.print(f"[bold]Plan {d['name']}[/bold]")
     excluded = {r["name"]: r["reason"] for r in cl.get("planned_runs_excluded") or []}
@@ -90,6 +119,10 @@ def _print_human(d: dict) -> None:
                 t.add_row(r["name"], num(loss["total"]), num(loss["lost_work"]), num(loss["restart"]),
                           num(loss["checkpoint"]), ", ".join(f"{k} {num(v)}" for k, v in top))
             console.print(t)
+            for r in fin:
+                _print_energy(r)
+            for r in fin:
+                _print_band(r)
     for name, why in excluded.items():
         notes.append(f"* {name} is not in the cluster simulation: {why}; the queues below do not include it")
     if not cl.get("available", True):
@@ -147,3 +180,38 @@ def _wait(s) -> str:
     from acmemodel.cli._fmt import dur
 
     return "inf" if s is None else dur(s)
+
+
+def _print_energy(r: dict) -> None:
+    """One line per run: kWh and tCO2e of its GPU-time loss (:mod:`acmemodel.planner.energy`)."""
+    e = r.get("energy") or {}
+    tot = e.get("total") or {}
+    if tot.get("kwh") is None:
+        return
+    console.print(f"energy of {r['name']}'s loss: {num(tot['kwh'] / 1000)} MWh, {num(tot['tco2e'])} tCO₂e "
+                  f"(lost work {num(e['lost_work']['kwh'] / 1000)} + restart {num(e['restart']['kwh'] / 1000)} + "
+                  f"checkpoint {num(e['checkpoint']['kwh'] / 1000)} MWh)", highlight=False)
+
+
+def _print_band(r: dict) -> None:
+    """The sensitivity band of one run (:mod:`acmemodel.planner.sensitivity`) as a table."""
+    band = r.get("sensitivity")
+    if not band:
+        return
+    t = table(f"Sensitivity of {r['name']} to the failure rate", ["scenario", "T p50", "T p90", "Δ p90", "fails",
+                                                                 "GPU-h lost", "ckpt"])
+
+    def row(name, s, change):
+        fin = s["finishes"] and s["completion_p90_s"] is not None
+        t.add_row(name, dur(s["completion_p50_s"], 3) if fin else "never",
+                  dur(s["completion_p90_s"], 3) if fin else "never",
+                  "" if change is None else ("inf" if change == float("inf") else f"{100 * change:+.0f}%"),
+                  num(s["expected_failures"], 2), num(s["gpu_hours_lost"]), dur(s["optimal_interval_s"]))
+
+    row(f"{band['chosen']} (chosen)", band["main"], None)
+    for s in band["scenarios"]:
+        row(s["scenario"], s, s["completion_p90_change"])
+    console.print(t)
+    if band.get("most_sensitive"):
+        console.print(f"moves the answer most: {band['most_sensitive']} ({num(band['replicas'])} replicas per "
+                      "scenario; ckpt = optimal interval)", highlight=False)

@@ -58,6 +58,10 @@ class RunPlan:
     simulation: RunSimulation | None
     curve: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list = field(default_factory=list)
+    #: kWh / tCO2e of the GPU-time loss by cause (:meth:`acmemodel.planner.energy.PowerModel.price_loss`)
+    energy: dict | None = None
+    #: the sensitivity band (:func:`acmemodel.planner.sensitivity.sensitivity_band`)
+    sensitivity: dict | None = None
 
     @property
     def finishes(self) -> bool:
@@ -85,6 +89,8 @@ class RunPlan:
             "analytic": {"expected_wall_time_s": ck.get("expected_wall_time_s"),
                          "overhead_fraction": ck.get("overhead_fraction"), "ettr": ck.get("ettr")},
             "n_replicas": sim.get("n_replicas"), "notes": list(self.notes),
+            **({"energy": self.energy} if self.energy is not None else {}),
+            **({"sensitivity": self.sensitivity} if self.sensitivity is not None else {}),
         }
 
 
@@ -376,12 +382,21 @@ class Planner:
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
         fs, rs, sim = config.failures, config.restart, config.simulation
+        from acmemodel.planner.sensitivity import sensitivity_band
+
         runs = []
         for r in config.runs:
-            runs.append(planner.completion(
-                r.gpus, work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
-                n_replicas=sim.replicas, seed=sim.seed, threads=sim.threads,
-                rate_multipliers=fs.rate_multipliers, restart_factors=rs.automation, name=r.name))
+            kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
+                      n_replicas=sim.replicas, seed=sim.seed, threads=sim.threads,
+                      rate_multipliers=fs.rate_multipliers, restart_factors=rs.automation)
+            run = planner.completion(r.gpus, name=r.name, **kw)
+            run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
+            if config.sensitivity and run.finishes:
+                kw_band = {k: v for k, v in kw.items() if k != "interval"}
+                run.sensitivity = sensitivity_band(
+                    planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
+                    make_planner=lambda preset: self.with_preset(preset, config))
+            runs.append(run)
         assumptions = _assumptions(planner, config)
         if not cluster:
             cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
@@ -412,6 +427,10 @@ class Planner:
 
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":
         fs = config.failures
+        if fs.reliability is not None and fs.reliability != "acme-2023":
+            from acmemodel.planner.reliability import get_preset
+
+            return self.with_preset(get_preset(fs.reliability), config)
         if fs.mttf_s is None and self.restart_source == "auto" and config.restart.source == "auto" \
                 and fs.model == self.failure_model and fs.job_type == self.job_type:
             return self
@@ -422,6 +441,35 @@ class Planner:
                     failure_model=fs.model, job_type=fs.job_type)
         p._bundle = self._bundle
         return p
+
+    def with_preset(self, preset, config: ClusterConfig | None = None) -> "Planner":
+        """This planner with the failure rate of a reliability preset (:mod:`.reliability`): the preset's
+        exponential failures (hazard ∝ GPUs) and, where published, its restart time; ``acme-2023`` = the
+        bundle's fitted failure model. The failure-type mix and, when the preset publishes no restart
+        time, the restart distributions still come from the bundle."""
+        fs = config.failures if config is not None else None
+        source = config.restart.source if config is not None else self.restart_source
+        kw = preset.planner_kwargs()
+        if kw and source == "auto":
+            source = "bundle" if self._has_bundle() else "table"
+        # acme-2023 is the *default* bundle's failure model, whichever bundle this planner has
+        bundle_arg = None if preset.uses_bundle else self._bundle_arg
+        p = Planner(bundle_arg, mix=self.mix, restart_source=source,
+                    failure_model=fs.model if fs is not None else self.failure_model,
+                    job_type=fs.job_type if fs is not None else self.job_type, **kw)
+        if bundle_arg is self._bundle_arg:
+            p._bundle = self._bundle
+        return p
+
+    def _chosen_reliability(self, config: ClusterConfig) -> str:
+        """Name of the failure-rate assumption of the main answer: a preset, ``"bundle"`` (a given bundle's
+        failure model), ``"mttf"`` (explicit MTTF) or ``"acme-2023"`` (the default bundle's)."""
+        fs = config.failures
+        if fs.reliability is not None:
+            return fs.reliability
+        if fs.mttf_s is not None or self.mttf is not None:
+            return "mttf"
+        return "bundle" if self._bundle_arg is not None else "acme-2023"
 
 
 # ------------------------------------------------------------------------------------------ helpers
