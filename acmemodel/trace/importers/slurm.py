@@ -146,8 +146,17 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         offs = bad_lines - 2 - np.arange(len(bad_lines))
         lines = lines + np.searchsorted(offs, np.arange(n_read), side="right")
 
+    picked: dict[str, object] = {}  # columns of the job rows, taken when first used
+
     def column(k):
-        return table.column(read_names[col[k]]) if k in col else None
+        if k not in col:
+            return None
+        if k not in picked:
+            c = table.column(read_names[col[k]])
+            picked[k] = c if job_rows is None else c.take(job_rows)
+        return picked[k]
+
+    job_rows = None
 
     jid = pc.utf8_trim_whitespace(column("jobid"))
     # blank lines (read as one empty field): skipped, not records
@@ -163,6 +172,7 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         q.add(lines[idx], "missing_job_id", "JobID is empty", _raw(table, read_names, wanted, idx))
         keep = ~empty
         table, lines, jid = table.filter(pa.array(keep)), lines[keep], jid.filter(pa.array(keep))
+        picked.clear()
     else:
         n_blank = 0
     records_in = table.num_rows + len(bad) + int(empty.sum()) - n_blank
@@ -195,25 +205,30 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         oom = np.asarray(pc.starts_with(st_steps, "OUT_OF_MEMORY").to_numpy(zero_copy_only=False), dtype=bool)
         if oom.any():
             oom_jobs = set(step_base.filter(pa.array(oom)).to_pylist())
-        keep = pa.array(~is_step)
-        table, lines, jid = table.filter(keep), lines[~is_step], jid.filter(keep)
+        job_rows = pa.array(np.flatnonzero(~is_step))
+        picked.clear()
+        lines, jid = lines[~is_step], jid.take(job_rows)
         n_orphans = int(orphan.sum())
-    state_raw = pc.utf8_upper(pc.utf8_trim_whitespace(column("state")))
-    state_word = pc.list_element(pc.split_pattern(state_raw, " ", max_splits=1), 0)  # "CANCELLED by 1"
-    n = table.num_rows
+    n = len(jid)
 
-    # ---- states (mapped on the few distinct values)
-    st_dict = pc.dictionary_encode(state_word).combine_chunks()
-    cats = np.array(st_dict.dictionary.to_pylist(), dtype=object)
+    # ---- states, normalised and mapped on their few distinct values ("CANCELLED by 1234" → CANCELLED)
+    st_dict = pc.dictionary_encode(column("state"))
+    if isinstance(st_dict, pa.ChunkedArray):
+        st_dict = st_dict.combine_chunks()
+    raw_cats = st_dict.dictionary.to_pylist()
+    words = [(c or "").strip().upper().split(" ")[0] for c in raw_cats]
+    uniq = sorted(set(words))
+    pos = {w: i for i, w in enumerate(uniq)}
+    cats = np.array(uniq, dtype=object)
+    idx = pa.array(np.array([pos[w] for w in words], dtype=np.int32)).take(st_dict.indices)
     mapped = pa.array([STATE_ALIASES.get(c, c) for c in cats], type=pa.string())
-    idx = st_dict.indices
     state = pc.take(mapped, idx)
     if oom_jobs:
         fo = pc.and_(pc.equal(state, "FAILED"), pc.is_in(jid, value_set=pa.array(sorted(oom_jobs))))
         state = pc.if_else(fo, "OUT_OF_MEMORY", state)
     raw_counts = np.bincount(np.asarray(idx.to_numpy(zero_copy_only=False)), minlength=len(cats))
     state_counts = {str(c): {"state": STATE_ALIASES.get(c, c), "rows": int(k)} for c, k in zip(cats, raw_counts)}
-    if any("CANCELLED BY" in x for x in _few(state_raw)):
+    if any(str(c or "").strip().upper().startswith("CANCELLED BY") for c in raw_cats):
         state_counts.setdefault("CANCELLED", {})["note"] = "'CANCELLED by <uid>' read as CANCELLED"
 
     # ---- times
@@ -281,7 +296,7 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     # ---- special ids (few rows, in pandas): array ranges 123_[5-9], het components 123+k, requeues
     ids = cols["job_id"]
     special = np.asarray(pc.match_substring_regex(ids, r"[\[+]").to_numpy(zero_copy_only=False), dtype=bool)
-    n_unique = len(pc.unique(ids))
+    n_unique = _n_distinct(ids, column("jobidraw") if "jobid" in col and "jobidraw" in col else None)
     n_expanded = n_het = n_attempts = 0
     extra_cols = {"array_job_id": None, "restart_of": None}
     if special.any() or n_unique < len(ids):
@@ -356,6 +371,24 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     return C.Imported(format="slurm", path=str(path), table=out, lines=np.asarray(lines, np.int64),
                       rejected=rejected, cluster=C.cluster_from_path(path), timezone=tz, report=report,
                       warnings=warnings)
+
+
+def _n_distinct(ids, raw) -> int:
+    """Distinct job ids; when every JobIDRaw is an integer and they are all distinct (the usual
+    case: one raw id per job and array task), ``len(ids)`` without hashing the strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if raw is not None:
+        try:
+            r = np.asarray(pc.cast(raw, pa.int64()).to_numpy(zero_copy_only=False))
+            if len(r) < 2 or bool((np.diff(r) > 0).all()) or len(np.unique(r)) == len(r):
+                # distinct raw ids: two records of one JobID would share their raw id, except a
+                # pending array range (its raw id is the array's); those rows are special anyway
+                return len(ids)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return len(pc.unique(ids))
 
 
 def _np(v) -> np.ndarray:
