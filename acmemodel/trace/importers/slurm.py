@@ -109,6 +109,16 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     read_names = [f"c{i}" for i in range(len(names) + (1 if trailing else 0))]
     wanted = sorted(set(col.values()))
 
+    # times and counts are converted by the (multithreaded) CSV reader; a column with a value it cannot
+    # convert is re-read as text and parsed value by value (only the offending rows are quarantined)
+    types = {n: pa.string() for n in read_names}
+    for k in ("submit", "start", "end"):
+        if k in col:
+            types[read_names[col[k]]] = pa.timestamp("s")
+    for k in ("nnodes", "alloccpus", "reqcpus"):
+        if k in col:
+            types[read_names[col[k]]] = pa.float64()
+
     def do_read(threads: bool):
         bad: list[tuple] = []
 
@@ -122,13 +132,21 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
             parse_options=pcsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=handler,
                                             ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
-                column_types={n: pa.string() for n in read_names},
-                include_columns=[read_names[i] for i in wanted], strings_can_be_null=False),
+                column_types=types, include_columns=[read_names[i] for i in wanted], strings_can_be_null=False,
+                null_values=list(_MISSING_TIME), timestamp_parsers=[pcsv.ISO8601]),
         )
         return t, bad
 
     try:
-        table, bad = do_read(True)
+        for _ in range(8):
+            try:
+                table, bad = do_read(True)
+                break
+            except pa.ArrowInvalid as e:
+                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                if not m or int(m.group(1)) >= len(read_names) or types[read_names[int(m.group(1))]] == pa.string():
+                    raise
+                types[read_names[int(m.group(1))]] = pa.string()
         if bad and any(b[0] is None for b in bad):
             table, bad = do_read(False)
     except (OSError, EOFError) as e:
@@ -165,8 +183,9 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         others = [column(k) for k in ("state", "submit") if k in col]
         all_empty = empty.copy()
         for o in others:
-            all_empty &= np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(o)), 0)
-                                    .to_numpy(zero_copy_only=False), dtype=bool)
+            e = (o.is_null() if not pa.types.is_string(o.type)
+                 else pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(o)), 0))
+            all_empty &= np.asarray(e.to_numpy(zero_copy_only=False), dtype=bool)
         n_blank = int(all_empty.sum())
         idx = np.flatnonzero(empty & ~all_empty)
         q.add(lines[idx], "missing_job_id", "JobID is empty", _raw(table, read_names, wanted, idx))
@@ -438,6 +457,10 @@ def _times(c, tz: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_timestamp(c.type):  # converted by the CSV reader: naive local seconds, null = unknown
+        null = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        sec = np.asarray(pc.fill_null(c.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), dtype=float)
+        return np.where(null, np.nan, sec - C.utc_offset_seconds(tz)), np.zeros(len(sec), dtype=bool)
     c = pc.utf8_trim_whitespace(c)
     missing = np.asarray(pc.is_in(c, value_set=pa.array(list(_MISSING_TIME))).to_numpy(zero_copy_only=False),
                          dtype=bool)
@@ -461,6 +484,8 @@ def _num(c, n: int) -> np.ndarray:
 
     if c is None:
         return np.full(n, np.nan)
+    if pa.types.is_floating(c.type) or pa.types.is_integer(c.type):
+        return np.asarray(c.to_numpy(zero_copy_only=False), dtype=float)
     t = pc.utf8_trim_whitespace(c)
     try:  # (the usual case: every value a number or empty)
         v = pc.cast(pc.if_else(pc.equal(t, ""), pa.scalar(None, pa.string()), t), pa.float64())
