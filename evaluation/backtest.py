@@ -236,7 +236,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     rp = dict(runtime_params or {})
     rm = RuntimeModel(**rp).fit(train)
     rg = RuntimeModel(**{**rp, "keys": ()}).fit(train)
-    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones)
+    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
     if "run_censored" in test.columns:  # still running: no run time to score against
