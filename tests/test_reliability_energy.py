@@ -198,11 +198,13 @@ def test_html_report_draws_the_band(tmp_path):
 
 def test_sweep_over_presets_carries_energy(tmp_path):
     from acmemodel.planner.sweep import sweep
+    from acmemodel.synth import sample_workload
 
     cfg = {"name": "tiny", "cluster": {"gpus": 512, "partitions": {"pretrain": 256, "eval": 64}},
            "workload": {"cluster": "Seren", "scale": 0.05, "days": 0.25, "replicas": 1},
            "runs": [{"name": "big", "gpus": 256, "work": "5d"}], "simulation": {"replicas": 200, "seed": 1}}
-    df = sweep(cfg, {"axes": {"failures.reliability": {"values": ["meta-rsc1", "meta-rsc2"]}}})
+    df = sweep(cfg, {"axes": {"failures.reliability": {"values": ["meta-rsc1", "meta-rsc2"]}}},
+               sampler=sample_workload)
     assert list(df["status"]) == ["ok", "ok"] and list(df["failures.reliability"]) == ["meta-rsc1", "meta-rsc2"]
     m = PowerModel()
     kwh = ((df["big.gpu_h_lost_work"] + df["big.gpu_h_lost_checkpoint"]) * m.kwh_per_gpu_hour
@@ -211,7 +213,8 @@ def test_sweep_over_presets_carries_energy(tmp_path):
     np.testing.assert_allclose(df["tco2e_lost"], df["kwh_lost"] / 1000 * m.carbon_t_per_mwh, rtol=1e-9)
     assert df["big.expected_failures"][0] > df["big.expected_failures"][1]     # RSC-1 fails more often
     # --reliability on the base config (API): every point takes the preset's rate
-    one = sweep(cfg, {"axes": {"runs.*.work": {"values": ["5d"]}}}, reliability="llama3-405b")
+    one = sweep(cfg, {"axes": {"runs.*.work": {"values": ["5d"]}}}, reliability="llama3-405b",
+                sampler=sample_workload)
     assert one["big.expected_failures"][0] == pytest.approx(5 * 86400 / PRESETS["llama3-405b"].mttf_s(256), rel=0.35)
 
 
