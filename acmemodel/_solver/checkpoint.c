@@ -66,6 +66,7 @@
 #define ACME_NCAP 10000000L /* safety cap on direct terms */
 #define ACME_PRUNE 1e-18    /* skip a restart node whose bound is below this fraction of E[N] */
 #define ACME_NEWTON_DONE 1e-9
+#define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
 #define EM_P 10
 #define NTAY (2 * EM_P + 2)
 #define ROOT2 1.4142135623730951
@@ -215,6 +216,13 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
         double t1 = lam * pow(ACME_EM_EPS * lam / (k * x), 1.0 / (k - 1.0));
         double n1 = floor((t1 - r) / x);
         if (n1 > 1e15) n1 = 1e15;
+        if (n1 > (double)i + 1.0 &&
+            pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
+            /* S(t1) < 1e-20 S(a): what lies beyond t1 is negligible, the range is [i, infinity) */
+            em_end(R, r, x, (double)i, want, J0, H0, K0);
+            for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
+            return;
+        }
         if (n1 > (double)i + 1.0) {
             em_end(R, r, x, (double)i, want, J0, H0, K0);
             em_end(R, r, x, n1, want, J1, H1, K1);

@@ -21,7 +21,8 @@ order the axes are written, the last axis varying fastest.
 (an invalid combination — an eval lane bigger than the cluster — is that point's error, the others run).
 A point's plan has two parts that :class:`~acmemodel.planner.planner.Planner` computes independently:
 the *runs* (checkpoint optimum and Monte Carlo completion: ``Planner.plan(cfg, cluster=False)``) and
-the *cluster* (workload simulation and quota search: ``Planner.quota(cfg)``). Each part is a pure
+the *cluster* (workload simulation and quota search: ``Planner.quota(cfg)``); the plan's reliability
+sensitivity band and the evaluation-batch section are not computed per point. Each part is a pure
 function of the configuration sections it reads, so points that share them share one evaluation
 (a grid over checkpoint cost × eval lane simulates the cluster once per lane). **Seeds**: each part
 runs with its own seed, a hash of the sweep seed and that part's inputs — derived from the point, not
@@ -373,8 +374,10 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
 
     try:
         raw = copy.deepcopy(raw)
+        raw.pop("evaluation", None)  # the evaluation batch (evalplan) is not a sweep column
         raw.setdefault("simulation", {})["seed"] = int(seed)
-        raw["sensitivity"] = False  # the per-run band of `plan`: a sweep's grid is its own sensitivity study
+        if kind == "runs":
+            raw["sensitivity"] = False  # the plan's reliability band is not a sweep column (6 more plans)
         cfg = ClusterConfig.from_dict(raw, base_dir=Path(base_dir) if base_dir else None)
         planner = Planner(_bundle(bundle_ref), sampler=sampler)
         with warnings.catch_warnings():
@@ -603,6 +606,7 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
             needs.append(None)
             continue
         raw = copy.deepcopy(plan["raw"])
+        raw.pop("evaluation", None)  # validated once with the base config; not evaluated per point
         for a in axes:
             _apply(raw, a, values[a.name])
         try:
@@ -618,7 +622,8 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
         for kind, key in (("runs", rk), ("cluster", ck)):
             if kind == "runs" and not raw.get("runs"):
                 continue
-            tk = (kind, _hash(kind, key)[:20])
+            # task key: the part's inputs, seed and bundle (unique on a scheduler shared by several sweeps)
+            tk = (kind, _hash(kind, key, plan["seed"], bundle_ref)[:24])
             if tk not in tasks:
                 tasks[tk] = (raw, derive_seed(plan["seed"], kind, key))
             keys.append(tk)
