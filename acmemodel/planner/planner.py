@@ -439,7 +439,7 @@ class Planner:
         bundle_arg = None if preset.uses_bundle else self._bundle_arg
         p = Planner(bundle_arg, mix=self.mix, restart_source=source,
                     failure_model=fs.model if fs is not None else self.failure_model,
-                    job_type=fs.job_type if fs is not None else self.job_type, **kw)
+                    job_type=fs.job_type if fs is not None else self.job_type, sampler=self.sampler, **kw)
         if bundle_arg is self._bundle_arg:
             p._bundle = self._bundle
         return p
