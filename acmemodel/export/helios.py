@@ -97,6 +97,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     include_cpu : keep CPU-only jobs (Helios logs have them; the simulators skip them).
     """
     _, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    dirs = C.safe_names([g for g, _ in groups], lower=False)
     epoch = rebase_to or HELIOS_EPOCH
     rebase = bool(rebase or rebase_to)
     files, desc, notes, frames = [], [], [], []
@@ -120,16 +121,16 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
                 C.format_times(s + shift, offset_s=off), C.format_times(st + shift, st_miss, offset_s=off),
                 C.format_times(en + shift, offset_s=off), C.int_strings(run),
                 C.int_strings(np.where(started, st - s, en - s))]
-        d = out / name
+        d = C.out_path(out, dirs[name])
         d.mkdir(parents=True, exist_ok=True)
-        log, vcp = d / "cluster_log.csv", d / "vc_config.csv"
+        log, vcp = C.out_path(d, "cluster_log.csv"), C.out_path(d, "vc_config.csv")
         C.write_csv(log, HELIOS_COLUMNS, cols)
         C.write_csv(vcp, ["", "num"], [np.array(cfg.index, dtype=object), C.int_strings(cfg.to_numpy())])
         files += [log, vcp]
         frames.append(sub)
-        lines = [f"- `{name}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
+        lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
                  f" (largest rounding {rounding:.3f} s).",
-                 f"- `{name}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
+                 f"- `{dirs[name]}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
                  f"jobs assigned {vc_desc}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()) + "."]
         if rebase:
             lines.append(_rebase_text(name, shift, off, epoch))

@@ -82,6 +82,82 @@ def parse_duration(value, field_name: str = "duration", *, allow_zero: bool = Fa
     return sec
 
 
+# ------------------------------------------------------------------------------------------ limits
+#: largest config file read (bytes)
+MAX_CONFIG_BYTES = 1 << 20
+#: most YAML aliases (``*name``) a config may use; anchors/aliases beyond that are refused
+MAX_ALIASES = 100
+#: most values (mapping entries, list items, scalars) a parsed config may hold, counting every
+#: use of an aliased value again (so a "billion laughs" document is refused, not expanded)
+MAX_NODES = 100_000
+#: longest string value or key in a config (characters)
+MAX_STRING = 1_000
+
+
+def _yaml_loader():
+    """A ``yaml.SafeLoader`` subclass that refuses duplicate mapping keys and more than
+    :data:`MAX_ALIASES` aliases (the safe loader itself constructs only plain data)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        _aliases = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                self._aliases += 1
+                if self._aliases > MAX_ALIASES:
+                    mark = self.peek_event().start_mark
+                    raise ConfigError(f"more than {MAX_ALIASES} YAML aliases (line {mark.line + 1}); "
+                                      "write the values out")
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise ConfigError(f"line {key_node.start_mark.line + 1}: a mapping key must be a "
+                                      "plain value") from None
+                if key in seen:
+                    raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1}; first "
+                                      f"on line {seen[key] + 1})")
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
+
+    return _Loader
+
+
+def _check_size(data: Any) -> None:
+    """Refuse a parsed config with more than :data:`MAX_NODES` values (shared values counted at
+    every use) or a string longer than :data:`MAX_STRING`; iterative, stops at the limit."""
+    stack, n = [("config", data)], 0
+    while stack:
+        where, v = stack.pop()
+        n += 1
+        if n > MAX_NODES:
+            raise ConfigError(f"config holds more than {MAX_NODES:,} values (YAML aliases expand to "
+                              "copies); refusing to expand it")
+        if isinstance(v, str):
+            if len(v) > MAX_STRING:
+                raise ConfigError(f"{where}: string of {len(v):,} characters (at most {MAX_STRING:,})")
+        elif isinstance(v, Mapping):
+            for k, x in v.items():
+                if isinstance(k, str) and len(k) > MAX_STRING:
+                    raise ConfigError(f"{where}: key of {len(k):,} characters (at most {MAX_STRING:,})")
+                stack.append((f"{where}.{k}" if where != "config" else str(k), x))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+
+
+def _str(v, where: str) -> str:
+    """A plain string field (job type, cluster, name): not a list/mapping, not empty."""
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)) or not str(v).strip():
+        raise ConfigError(f"{where} must be a non-empty string, got {v!r}")
+    return str(v)
+
+
 # ------------------------------------------------------------------------------------------ helpers
 def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
     if d is None:
@@ -230,21 +306,26 @@ class ClusterConfig:
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"config file not found: {p}")
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {p.name} is {size:,} bytes; at most {MAX_CONFIG_BYTES:,}")
         text = p.read_text()
         suffix = p.suffix.lower()
         try:
             if suffix in (".yaml", ".yml"):
                 import yaml
 
-                data = yaml.safe_load(text)
+                data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
             elif suffix == ".toml":
                 import tomllib
 
                 data = tomllib.loads(text)
             else:
                 raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
-        except ConfigError:
-            raise
+        except ConfigError as e:
+            raise ConfigError(f"{p.name}: {e}") from None
+        except RecursionError:
+            raise ConfigError(f"cannot parse {p.name}: nested too deeply") from None
         except Exception as e:  # parser errors
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise ConfigError(f"cannot parse {p.name}: {first}") from None
@@ -255,11 +336,12 @@ class ClusterConfig:
     @classmethod
     def from_dict(cls, data: Mapping) -> "ClusterConfig":
         """Validate a plain dict (as parsed from YAML/TOML)."""
+        _check_size(data)
         top = _check_keys(data, {"name", "cluster", "checkpoint", "restart", "failures", "workload",
                                  "queue_target", "runs", "simulation"}, "config")
         if "cluster" not in top:
             raise ConfigError("config.cluster is required (at least cluster.gpus)")
-        name = str(top.get("name", "cluster"))
+        name = _str(top.get("name", "cluster"), "name")
 
         c = _check_keys(top["cluster"], {"gpus", "gpus_per_node", "partitions", "routing",
                                          "best_effort_on_reserved", "backfill", "include_runs"}, "cluster")
@@ -297,6 +379,10 @@ class ClusterConfig:
             raise ConfigError("cluster.routing must be a mapping of job type to partition")
         known = set(parts) | {"shared"}
         for t, p in routing.items():
+            _str(t, "cluster.routing key (a job type)")
+            if not isinstance(p, str):
+                raise ConfigError(f"cluster.routing.{t} must be one partition name ({sorted(known)}), "
+                                  f"got {p!r}")
             if p not in known:
                 raise ConfigError(f"cluster.routing.{t} = {p!r} is not a partition ({sorted(known)})")
         flags = {}
@@ -330,7 +416,7 @@ class ClusterConfig:
                                                                                   "failures.reference_gpus"),
             shape=None if fs.get("shape") is None else _num(fs["shape"], "failures.shape", lo=0.1, hi=50.0),
             model=_choice(fs.get("model", "weibull"), "failures.model", ("weibull", "piecewise")),
-            job_type=str(fs.get("job_type", "Pretrain")))
+            job_type=_str(fs.get("job_type", "Pretrain"), "failures.job_type"))
         if failures.mttf_s is None and (failures.reference_gpus is not None or failures.shape is not None):
             raise ConfigError("failures.reference_gpus and failures.shape need failures.mttf")
 
@@ -338,7 +424,7 @@ class ClusterConfig:
         days = ws.get("days", 7.0)  # a number of days or a duration string
         days = (_num(days, "workload.days", lo=0.0, lo_open=True) if isinstance(days, (int, float))
                 and not isinstance(days, bool) else parse_duration(days, "workload.days") / 86400.0)
-        workload = WorkloadSpec(cluster=str(ws.get("cluster", "Seren")),
+        workload = WorkloadSpec(cluster=_str(ws.get("cluster", "Seren"), "workload.cluster"),
                                 scale=_num(ws.get("scale", 1.0), "workload.scale", lo=0.0, lo_open=True),
                                 days=days, replicas=_pos_int(ws.get("replicas", 1), "workload.replicas"))
 
@@ -346,7 +432,7 @@ class ClusterConfig:
         q = _num(qt.get("quantile", 0.9), "queue_target.quantile", lo=0.0, lo_open=True, hi=1.0)
         if q >= 1.0:
             raise ConfigError(f"queue_target.quantile must be < 1, got {q!r}")
-        target = QueueTarget(type=str(qt.get("type", "Eval")), quantile=q,
+        target = QueueTarget(type=_str(qt.get("type", "Eval"), "queue_target.type"), quantile=q,
                              max_wait_s=parse_duration(qt.get("max_wait", 600.0), "queue_target.max_wait",
                                                        allow_zero=True))
 
@@ -360,13 +446,18 @@ class ClusterConfig:
             for req in ("gpus", "work"):
                 if req not in r:
                     raise ConfigError(f"{where}.{req} is required")
-            nm = str(r.get("name", f"run{i + 1}"))
+            nm = _str(r.get("name", f"run{i + 1}"), f"{where}.name")
             if nm in names:
                 raise ConfigError(f"{where}.name {nm!r} is used twice")
             names.add(nm)
             g = _pos_int(r["gpus"], f"{where}.gpus")
             if g > gpus:
                 raise ConfigError(f"{where}.gpus = {g} exceeds cluster.gpus = {gpus}")
+            cap = parts.get("pretrain")
+            if cluster.include_runs and isinstance(cap, int) and g > cap:
+                raise ConfigError(f"{where}.gpus = {g} exceeds cluster.partitions.pretrain = {cap}: the run "
+                                  "cannot be placed in the reservation in the cluster simulation (enlarge "
+                                  "the reservation, make it 'auto', or set cluster.include_runs: false)")
             iv = r.get("checkpoint_interval")
             runs.append(RunSpec(
                 name=nm, gpus=g, work_s=parse_duration(r["work"], f"{where}.work"),

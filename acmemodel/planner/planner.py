@@ -313,6 +313,10 @@ class Planner:
         else:
             reps = [jobs]
         reps = [_prepare_workload(r, config) for r in reps]
+        seen = set().union(*(set(r["type"].astype(str).unique()) for r in reps)) if reps else set()
+        if workload is not None and qt.type not in seen:  # the bundle's types are checked by plan()
+            raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type of the workload "
+                              f"(it has: {', '.join(sorted(seen - {PLANNED_TYPE})) or 'no jobs'})")
         sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
         if cl.routing:
             sim_kw["routing"] = dict(cl.routing)
@@ -367,6 +371,7 @@ class Planner:
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
+        _check_config_against_bundle(planner, config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
         runs = []
         for r in config.runs:
@@ -381,6 +386,8 @@ class Planner:
         else:
             try:
                 cl = {"available": True, **planner.quota(config, workload=workload)}
+            except ConfigError:
+                raise
             except AcmeModelError as e:
                 if workload is not None:
                     raise
@@ -406,6 +413,33 @@ class Planner:
 
 
 # ------------------------------------------------------------------------------------------ helpers
+def _check_config_against_bundle(planner: "Planner", config: ClusterConfig, *, cluster: bool) -> None:
+    """Refuse config values the bundle does not know instead of silently falling back:
+    ``failures.job_type`` (a type of the bundle's failure model, when that model is used) and, when the
+    cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
+    and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
+    fs, wl, qt = config.failures, config.workload, config.queue_target
+    if fs.mttf_s is None and planner.mttf is None and planner._has_bundle():
+        design = getattr(planner.bundle.get("failure"), "design_", None)
+        known = sorted(getattr(design, "type_map", None) or [])
+        if known and fs.job_type not in known:
+            raise ConfigError(f"failures.job_type = {fs.job_type!r} is not a job type of the bundle's failure "
+                              f"model (known: {', '.join(known)})")
+    if not cluster or not planner._has_bundle():
+        return
+    arrival = planner.bundle.get("arrival")
+    if arrival is None:
+        return
+    clusters = list(arrival.clusters_)
+    if wl.cluster not in clusters:
+        raise ConfigError(f"workload.cluster = {wl.cluster!r} is not a cluster of the bundle's arrival model "
+                          f"(known: {', '.join(clusters)})")
+    types = list(arrival.types(wl.cluster))
+    if qt.type not in types:
+        raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
+                          f"{wl.cluster} (known: {', '.join(types)})")
+
+
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
     cl = config.cluster
