@@ -93,12 +93,14 @@ done:
     return res;
 }
 
-static PyObject *py_ckpt_optimize(PyObject *self, PyObject *args) {
+typedef void (*ckpt_opt_fn)(int, const double *, const double *, int, const double *, int, const double *,
+                            const double *, int, double *, double *, int *);
+
+static PyObject *ckpt_optimize_with(ckpt_opt_fn fn, PyObject *args) {
     PyObject *work, *ckpt, *params, *rn, *rw, *res = NULL;
     PyArrayObject *tau = NULL, *et = NULL, *st = NULL;
     int family;
     ckpt_args a;
-    (void)self;
     if (!PyArg_ParseTuple(args, "OOiOOO", &work, &ckpt, &family, &params, &rn, &rw)) return NULL;
     if (check_family(family)) return NULL;
     if (ckpt_args_load(&a, NULL, work, ckpt, params, rn, rw)) goto done;
@@ -107,9 +109,9 @@ static PyObject *py_ckpt_optimize(PyObject *self, PyObject *args) {
     st = (PyArrayObject *)PyArray_SimpleNew(1, &a.n, NPY_INT32);
     if (!tau || !et || !st) goto done;
     Py_BEGIN_ALLOW_THREADS
-    acme_ckpt_optimize((int)a.n, D(a.work), D(a.ckpt), family, D(a.params), a.P, D(a.rn), D(a.rw),
-                       a.Q, (double *)PyArray_DATA(tau), (double *)PyArray_DATA(et),
-                       (int *)PyArray_DATA(st));
+    fn((int)a.n, D(a.work), D(a.ckpt), family, D(a.params), a.P, D(a.rn), D(a.rw),
+       a.Q, (double *)PyArray_DATA(tau), (double *)PyArray_DATA(et),
+       (int *)PyArray_DATA(st));
     Py_END_ALLOW_THREADS
     res = Py_BuildValue("(OOO)", tau, et, st);
 done:
@@ -118,8 +120,18 @@ done:
     return res;
 }
 
+static PyObject *py_ckpt_optimize(PyObject *self, PyObject *args) {
+    (void)self;
+    return ckpt_optimize_with(acme_ckpt_optimize, args);
+}
+
+static PyObject *py_ckpt_optimize_grid(PyObject *self, PyObject *args) {
+    (void)self;
+    return ckpt_optimize_with(acme_ckpt_grid_optimize, args);
+}
+
 static PyObject *py_ckpt_terms(PyObject *self, PyObject *args) {
-    double tau, ckpt, out[3];
+    double tau, ckpt, out[4];
     int family;
     PyObject *params, *rn, *rw;
     PyArrayObject *p = NULL, *n = NULL, *w = NULL;
@@ -136,7 +148,7 @@ static PyObject *py_ckpt_terms(PyObject *self, PyObject *args) {
     }
     acme_ckpt_terms(tau, ckpt, family, D(p), (int)PyArray_DIM(p, 0), D(n), D(w),
                     (int)PyArray_DIM(n, 0), out);
-    res = Py_BuildValue("(ddd)", out[0], out[1], out[2]);
+    res = Py_BuildValue("(dddd)", out[0], out[1], out[2], out[3]);
 done:
     Py_XDECREF(p); Py_XDECREF(n); Py_XDECREF(w);
     return res;
@@ -247,8 +259,11 @@ static PyMethodDef core_methods[] = {
      "ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights) -> (E[T], status)"},
     {"ckpt_optimize", py_ckpt_optimize, METH_VARARGS,
      "ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status)"},
+    {"ckpt_optimize_grid", py_ckpt_optimize_grid, METH_VARARGS,
+     "ckpt_optimize_grid(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status): "
+     "the baseline optimiser (checkpoint_grid.c), kept for benchmarks/bench_solver.py"},
     {"ckpt_terms", py_ckpt_terms, METH_VARARGS,
-     "ckpt_terms(tau, ckpt, family, params, r_nodes, r_weights) -> (E[F], E[N], dE[N]/dtau)"},
+     "ckpt_terms(tau, ckpt, family, params, r_nodes, r_weights) -> (E[F], E[N], dE[N]/dtau, d2E[N]/dtau2)"},
     {"mc_run", (PyCFunction)(void (*)(void))py_mc_run, METH_VARARGS | METH_KEYWORDS,
      "mc_run(n_rep, seed, work, tau, ckpt, max_wall, family, params, type_prob, restart_kind, "
      "restart_a, restart_b, n_threads=1) -> dict of per-replica arrays"},

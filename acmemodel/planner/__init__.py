@@ -10,6 +10,7 @@ Main entry points (imported lazily)::
 * :mod:`.processes` — ``ExponentialFailures``, ``WeibullFailures``, ``PiecewiseHazard``, ``RestartTime``;
 * :mod:`.config` — ``ClusterConfig``, ``parse_duration``; :mod:`.planner` — ``Planner``;
 * :mod:`.cluster_sim`, :mod:`.quota` — ``simulate_cluster``, ``find_quota``;
+* :mod:`.sweep` — ``sweep(config, grid, client=None)``: a configuration over a grid of axes, on Dask;
 * :mod:`.reference` — the NumPy twins of the C kernels.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ _EXPORTS = {
     "ExponentialFailures": "processes", "WeibullFailures": "processes", "PiecewiseHazard": "processes",
     "RestartTime": "processes",
     "simulate_cluster": "cluster_sim", "find_quota": "quota",
+    "sweep": "sweep", "read_sweep": "sweep",
 }
 
 __all__ = sorted(_EXPORTS)
