@@ -79,14 +79,6 @@ def test_routing_to_a_list_is_a_config_error(tmp_path):
     assert "cluster.routing.Eval must be one partition name" in msg
 
 
-def test_run_larger_than_reservation_refused(tmp_path):
-    msg = _err(tmp_path, EXAMPLE.replace("gpus: 2048", "gpus: 4096"))
-    assert "runs[0].gpus = 4096 exceeds cluster.partitions.pretrain = 3072" in msg
-    # not simulated with the cluster: allowed
-    ok = EXAMPLE.replace("gpus: 2048", "gpus: 4096").replace("include_runs: true", "include_runs: false")
-    assert ClusterConfig.load(_write(tmp_path, ok)).runs[0].gpus == 4096
-
-
 def test_toml_duplicates_still_refused(tmp_path):
     text = '[cluster]\ngpus = 64\n[cluster]\ngpus = 64\n[[runs]]\ngpus = 8\nwork = "1d"\n'
     assert "cannot parse" in _err(tmp_path, text, "c.toml")

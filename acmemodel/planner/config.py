@@ -517,11 +517,6 @@ class ClusterConfig:
             g = _pos_int(r["gpus"], f"{where}.gpus")
             if g > gpus:
                 raise ConfigError(f"{where}.gpus = {g} exceeds cluster.gpus = {gpus}")
-            cap = parts.get("pretrain")
-            if cluster.include_runs and isinstance(cap, int) and g > cap:
-                raise ConfigError(f"{where}.gpus = {g} exceeds cluster.partitions.pretrain = {cap}: the run "
-                                  "cannot be placed in the reservation in the cluster simulation (enlarge "
-                                  "the reservation, make it 'auto', or set cluster.include_runs: false)")
             iv = r.get("checkpoint_interval")
             runs.append(RunSpec(
                 name=nm, gpus=g, work_s=parse_duration(r["work"], f"{where}.work"),
