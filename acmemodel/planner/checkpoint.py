@@ -235,7 +235,23 @@ class CheckpointResult:
         if gpus is not None:
             d["gpus"] = int(gpus)
             d["gpu_hours_lost_per_day"] = v(self.gpu_hours_lost_per_day(gpus))
+            if fin:
+                d.update(self._loss_split(int(gpus), v))
         return d
+
+    def _loss_split(self, g: int, v) -> dict:
+        """The GPU time not spent on work, split into checkpoint overhead and failures, per wall-clock
+        day and over the whole run: of ``T − W`` (expected wall time minus work), the checkpoints of
+        the ``W/τ`` completed segments cost ``(W/τ)·C``; the rest, ``T − W − (W/τ)·C``, is lost to
+        failures (re-done work, restarts, checkpoints cut short)."""
+        W, C, tau, T = v(self.work_s), v(self.ckpt_cost_s), v(self.interval_s), v(self.expected_time_s)
+        ck = W / tau * C if tau > 0 else 0.0
+        fail = max(T - W - ck, 0.0)
+        per_day = g * 24.0 / T if T > 0 else float("nan")
+        return {"gpu_hours_lost_per_day_failures": fail * per_day,
+                "gpu_hours_lost_per_day_checkpoint": ck * per_day,
+                "gpu_hours_lost_run": {"total": g * (T - W) / 3600.0, "failures": g * fail / 3600.0,
+                                       "checkpoint": g * ck / 3600.0}}
 
 
 def _finite_or_none(x: float):
