@@ -108,9 +108,9 @@ def validate_document(doc: Any, source: str = "<memory>") -> None:
         raise BundleError(f"{where}: bundle.json lacks schema_version/models")
     if not _depth_ok(doc):
         raise BundleError(f"{where}: bundle.json is nested deeper than {MAX_JSON_DEPTH} levels")
-    if not isinstance(doc["schema_version"], str):
+    if isinstance(doc["schema_version"], bool) or not isinstance(doc["schema_version"], (str, int, float)):
         raise BundleError(f"{where}: schema_version must be a string like {SCHEMA_VERSION!r}")
-    major = doc["schema_version"].split(".")[0]
+    major = str(doc["schema_version"]).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
         raise BundleError(
             f"{where}: schema version {doc['schema_version']} is incompatible with this "

@@ -117,7 +117,7 @@ def test_random_byte_damage_never_escapes(data):
     (lambda d: d["models"]["predictor"].update({"class": "QueueModel"}), "must be a RuntimePredictor"),
     (lambda d: d["models"]["predictor"].update(artifacts="p10"), "artifacts must be a list"),
     (lambda d: d["models"]["predictor"].update(fitted={"boosters": 5}), "models.predictor is malformed"),
-    (lambda d: d.update(schema_version=1), "schema_version must be a string"),
+    (lambda d: d.update(schema_version=[1]), "schema_version must be a string"),
 ])
 def test_wrong_shapes_are_field_named(copy, edit, field):
     doc = _doc(copy)

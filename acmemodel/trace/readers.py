@@ -278,6 +278,12 @@ def _read_table(path: Path, notes: list[str] | None = None):
             table = pq.read_table(path)
         except (pa.ArrowException, OSError) as e:
             raise TraceFormatError(f"{path}: not a readable parquet file ({e})") from None
+        for name, typ in zip(table.column_names, table.schema.types):
+            if pa.types.is_nested(typ) or pa.types.is_dictionary(typ) and pa.types.is_nested(typ.value_type):
+                raise TraceFormatError(f"{path}: column {name!r} has the nested type {typ}; a trace column "
+                                       "holds strings, numbers or timestamps")
+            if pa.types.is_dictionary(typ):
+                table = table.set_column(table.column_names.index(name), name, table.column(name).cast(typ.value_type))
         return table.rename_columns(_canonical_names(table.column_names)), [], True
 
     with open(path, "rb") as f:
@@ -307,11 +313,13 @@ def _read_table(path: Path, notes: list[str] | None = None):
     block_size = 1 << 20  # (pyarrow's default; raised when a row is longer than a block)
     repaired = None  # the file's bytes with invalid UTF-8 replaced or unterminated quotes masked (rare)
     unbalanced: dict[int, str] = {}  # line number -> text of the lines with an unterminated quote
-    if _has_quote(path, compression):  # (one scan; most files have no quote at all)
-        data = _file_bytes(path, compression)
-        masked, unbalanced = _mask_unbalanced_quotes(data)
-        if unbalanced:
-            repaired = masked
+    try:
+        if _has_quote(path, compression):  # (one scan; most files have no quote at all)
+            masked, unbalanced = _mask_unbalanced_quotes(_file_bytes(path, compression))
+            if unbalanced:
+                repaired = masked
+    except (OSError, EOFError) as e:
+        raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
 
     def read(types, threads=True):
         bad: list[tuple] = []
