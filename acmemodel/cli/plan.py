@@ -75,6 +75,10 @@ def _print_human(d: dict) -> None:
             p90 = "inf" if q["p90"] is None else f"{q['p90'] / 60:.3g} min"
             console.print(f"  queue {t:<20} p50 {p50:>10}  p90 {p90:>10}  ({q['count']} jobs)")
         qs = cl.get("quota_search")
+        if qs is not None and qs.get("evaluations"):
+            from acmemodel.cli.tradeoff import quota_tradeoff_table
+
+            console.print(quota_tradeoff_table(qs, cl.get("target")))
         if qs is not None and not qs["feasible"]:
             console.print(f"  [red]quota target not met[/red]: {qs['reason']}")
     console.print("  quotas: " + ", ".join(f"{k}={'auto' if v is None else v}" for k, v in cl["quotas"].items()))
