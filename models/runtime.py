@@ -53,8 +53,17 @@ class RuntimeModel(DurationModel):
         thinning in time order; default 20 000).
     zero_s : runs of at most this many seconds form the atom (default 0: exactly-zero runs).
 
+    size_law : run time grows with GPU count inside a cell (default True). Per cluster × type a
+        log-log slope ``β`` is fitted by least squares, ``log2(run + 1) = α + β log2(g) + ε``, shrunk
+        towards 0 by ``n / (n + 200)`` and clipped to [−1, 1.5] (0 with fewer than 30 jobs or one GPU
+        count); a cell's law is its fitted distribution at the cell's mean ``log2 g`` (``lg_ref``), and a
+        query with ``gpus=g`` scales it: ``run(g) = run_cell · 2^(β (log2 g − lg_ref))`` (so within a
+        GPU bucket, and in a cell that backed off from its bucket, a 512-GPU job runs longer than a
+        64-GPU job when ``β > 0``). Queries without ``gpus`` get the cell's law unscaled.
+
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
     :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
+    ``size_slope_`` ({"cluster/type": β}), ``lg_ref_`` (CellTable of each cell's mean log2 GPUs),
     ``n_fit_`` (jobs used).
 
     Example::
@@ -72,7 +81,7 @@ class RuntimeModel(DurationModel):
                  backoff: Sequence[str] = DEFAULT_BACKOFF,
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
-                 max_fit_jobs: int = 20000, zero_s: float = 0.0):
+                 max_fit_jobs: int = 20000, zero_s: float = 0.0, size_law: bool = True):
         self.keys = keys
         self.min_jobs = min_jobs
         self.min_jobs_coarsest = min_jobs_coarsest
@@ -83,9 +92,12 @@ class RuntimeModel(DurationModel):
         self.gpu_edges = gpu_edges
         self.max_fit_jobs = max_fit_jobs
         self.zero_s = zero_s
+        self.size_law = size_law
 
     def _validate_params(self) -> None:
         super()._validate_params()
+        if not isinstance(self.size_law, bool):
+            raise ValueError(f"size_law must be True or False, got {self.size_law!r}")
         if not (isinstance(self.zero_s, (int, float)) and 0 <= self.zero_s < np.inf):
             raise ValueError(f"zero_s must be a finite number >= 0, got {self.zero_s!r}")
 
@@ -100,6 +112,9 @@ class RuntimeModel(DurationModel):
         f = self._frame(sub, x, np.zeros(len(sub), bool))
         if "state" not in f.columns:
             f["state"] = sub["analysis_state"].astype(str).reindex(f.index)
+        f["_lg"] = np.log2(np.maximum(sub["gpu_num"].to_numpy(dtype=float), 1.0))[sub.index.get_indexer(f.index)]
+        f["_cl"] = sub["cluster"].astype(str).reindex(f.index).to_numpy()
+        f["_ty"] = sub["type"].astype(str).reindex(f.index).to_numpy()
         return f
 
     def _fit_extra(self, frame: pd.DataFrame) -> None:
@@ -111,6 +126,56 @@ class RuntimeModel(DurationModel):
         self.states_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, count)
+        # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell
+        self.size_slope_ = {}
+        if self.size_law:
+            for (cl, ty), sub in frame.groupby(["_cl", "_ty"], sort=True):
+                lg = sub["_lg"].to_numpy(float)
+                y = np.log2(sub["x"].to_numpy(float) + 1.0)
+                n = len(lg)
+                if n < 30 or np.ptp(lg) == 0:
+                    continue
+                b = float(np.cov(lg, y, bias=True)[0, 1] / np.var(lg))
+                self.size_slope_[f"{cl}/{ty}"] = float(np.clip(b * n / (n + 200.0), -1.0, 1.5))
+        self.lg_ref_ = CellTable(tuple(self.keys), order=tuple(self.backoff), min_jobs=int(self.min_jobs),
+                                 min_jobs_coarsest=self.min_jobs_coarsest,
+                                 gpu_edges=tuple(self.gpu_edges)).fit(frame, lambda sub, c, p: float(sub["_lg"].mean()))
+
+    # ------------------------------------------------------------------ size law
+    def size_factor(self, **key) -> float:
+        """``2^(β (log2 g − lg_ref))`` for a query with ``gpus=g`` (1.0 without ``gpus``, or without a
+        slope for its cluster × type); class docstring."""
+        self._check_fitted()
+        g = key.get("gpus")
+        slopes = getattr(self, "size_slope_", None) or {}
+        if g is None or not slopes or key.get("cluster") is None or key.get("type") is None:
+            return 1.0
+        b = slopes.get(f"{key['cluster']}/{key['type']}", 0.0)
+        if b == 0.0:
+            return 1.0
+        ref = self.lg_ref_.resolve(**key).value
+        return float(2.0 ** (b * (np.log2(max(float(g), 1.0)) - ref)))
+
+    def size_factors(self, gpus, **key) -> np.ndarray:
+        """:meth:`size_factor` for each GPU count of ``gpus`` (same cell ``key`` otherwise)."""
+        g = np.asarray(gpus, dtype=float)
+        out = np.ones(len(g))
+        for v in np.unique(g):
+            out[g == v] = self.size_factor(**{**key, "gpus": int(v)})
+        return out
+
+    def sample(self, n: int, rng: np.random.Generator, **key) -> np.ndarray:
+        """``n`` run times (s) of cell ``key``, scaled by the size law when ``gpus`` is given."""
+        return super().sample(n, rng, **key) * self.size_factor(**key)
+
+    def quantile(self, q, **key) -> np.ndarray:
+        return super().quantile(q, **key) * self.size_factor(**key)
+
+    def cdf(self, x, **key) -> np.ndarray:
+        return super().cdf(np.asarray(x, dtype=float) / self.size_factor(**key), **key)
+
+    def median(self, **key) -> float:
+        return float(super().median(**key) * self.size_factor(**key))
 
     # ------------------------------------------------------------------ states
     def state_probabilities(self, **key) -> dict[str, float]:
@@ -146,8 +211,15 @@ class RuntimeModel(DurationModel):
     def _fitted_to_dict(self) -> dict[str, Any]:
         d = super()._fitted_to_dict()
         d["states"] = self.states_.to_dict(lambda v: v)
+        d["size_slope"] = dict(getattr(self, "size_slope_", {}) or {})
+        lg = getattr(self, "lg_ref_", None)
+        d["lg_ref"] = None if lg is None else lg.to_dict(lambda v: v)
         return d
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
         super()._fitted_from_dict(d, artifacts)
         self.states_ = CellTable.from_dict(d["states"], lambda v: {k: int(c) for k, c in v.items()})
+        self.size_slope_ = {str(k): float(v) for k, v in (d.get("size_slope") or {}).items()}
+        self.lg_ref_ = None if d.get("lg_ref") is None else CellTable.from_dict(d["lg_ref"], float)
+        if self.lg_ref_ is None:
+            self.size_slope_ = {}

@@ -118,3 +118,30 @@ def test_reproduce_queue_by_type_rows_and_checks():
     one = size["GPU time of 1-GPU jobs (%)"]
     g = jobs["gpu_num"].to_numpy()
     assert one["reproduced"] == pytest.approx(100 * (g == 1).sum() / g.sum())
+
+
+def test_runtime_size_law_grows_with_gpus():
+    from acmemodel.models.runtime import RuntimeModel
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    g = rng.choice([1, 4, 16, 64, 256], n)
+    run = 100.0 * g ** 0.5 * np.exp(0.5 * rng.standard_normal(n))
+    jobs = pd.DataFrame({"cluster": "Seren", "type": "Pretrain", "analysis_state": "COMPLETED", "gpu_num": g,
+                         "is_gpu": True, "started": True, "run_s": run, "submit_s": np.arange(n, dtype=float)})
+    m = RuntimeModel(keys=("cluster", "type"), families=("lognormal",)).fit(jobs)
+    b = m.size_slope_["Seren/Pretrain"]
+    # OLS slope of log(run+1) on log2 g is ~0.5 * ln 2 per doubling in log2 units -> 0.5 in exponent of g;
+    # shrunk by n / (n + 200); its standard error at n=5000 is ~0.5 / (sqrt(n) * sd(log2 g)) < 0.003
+    assert b == pytest.approx(0.5 * n / (n + 200), abs=0.02)
+    r = m.median(cluster="Seren", type="Pretrain", gpus=256) / m.median(cluster="Seren", type="Pretrain", gpus=4)
+    assert r == pytest.approx(64 ** b, rel=1e-9)
+    assert m.median(cluster="Seren", type="Pretrain") == pytest.approx(
+        m.median(cluster="Seren", type="Pretrain", gpus=2 ** m.lg_ref_.resolve(cluster="Seren", type="Pretrain").value))
+    x = m.sample(4000, np.random.default_rng(0), cluster="Seren", type="Pretrain", gpus=64)
+    assert np.median(x) == pytest.approx(100 * 8 * (64 ** b / 64 ** 0.5), rel=0.1)
+    m2 = RuntimeModel.from_dict(m.to_dict())
+    assert m2.size_factor(cluster="Seren", type="Pretrain", gpus=64) == pytest.approx(
+        m.size_factor(cluster="Seren", type="Pretrain", gpus=64))
+    off = RuntimeModel(keys=("cluster", "type"), families=("lognormal",), size_law=False).fit(jobs)
+    assert off.size_factor(cluster="Seren", type="Pretrain", gpus=256) == 1.0
