@@ -54,9 +54,10 @@ class RuntimeModel(DurationModel):
     zero_s : runs of at most this many seconds form the atom (default 0: exactly-zero runs).
 
     size_law : run time grows with GPU count inside a cell (default True). Per cluster × type a
-        log-log slope ``β`` is fitted by least squares, ``log2(run + 1) = α + β log2(g) + ε``, shrunk
-        towards 0 by ``n / (n + 200)`` and clipped to [−1, 1.5] (0 with fewer than 30 jobs or one GPU
-        count); a cell's law is its fitted distribution at the cell's mean ``log2 g`` (``lg_ref``), and a
+        log-log slope ``β`` is fitted by least squares *within cells*, ``log2(run + 1) = α_cell + β
+        log2(g) + ε`` (the buckets already carry the between-bucket differences), shrunk towards 0 by
+        ``n / (n + 200)`` and clipped to [−1, 1.5] (0 with fewer than 30 jobs or no size variation inside
+        cells); a cell's law is its fitted distribution at the cell's mean ``log2 g`` (``lg_ref``), and a
         query with ``gpus=g`` scales it: ``run(g) = run_cell · 2^(β (log2 g − lg_ref))`` (so within a
         GPU bucket, and in a cell that backed off from its bucket, a 512-GPU job runs longer than a
         64-GPU job when ``β > 0``). Queries without ``gpus`` get the cell's law unscaled.
@@ -126,16 +127,23 @@ class RuntimeModel(DurationModel):
         self.states_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, count)
-        # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell
+        # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell. The slope is
+        # the within-cell one (fixed effects: log2 run and log2 GPUs centred in each finest cell), so it does not
+        # count again the size differences the GPU buckets already carry
         self.size_slope_ = {}
         if self.size_law:
-            for (cl, ty), sub in frame.groupby(["_cl", "_ty"], sort=True):
-                lg = sub["_lg"].to_numpy(float)
-                y = np.log2(sub["x"].to_numpy(float) + 1.0)
-                n = len(lg)
-                if n < 30 or np.ptp(lg) == 0:
+            fine = [k for k in self.keys if k in frame.columns]
+            y_all = np.log2(frame["x"].to_numpy(float) + 1.0)
+            lg_all = frame["_lg"].to_numpy(float)
+            grp = frame.groupby(fine, sort=False).ngroup().to_numpy() if fine else np.zeros(len(frame), int)
+            yc = y_all - pd.Series(y_all).groupby(grp).transform("mean").to_numpy()
+            lc = lg_all - pd.Series(lg_all).groupby(grp).transform("mean").to_numpy()
+            for (cl, ty), idx in frame.groupby(["_cl", "_ty"], sort=True).indices.items():
+                n = len(idx)
+                v = float(np.mean(lc[idx] ** 2))
+                if n < 30 or v < 1e-9:
                     continue
-                b = float(np.cov(lg, y, bias=True)[0, 1] / np.var(lg))
+                b = float(np.mean(lc[idx] * yc[idx]) / v)
                 self.size_slope_[f"{cl}/{ty}"] = float(np.clip(b * n / (n + 200.0), -1.0, 1.5))
         self.lg_ref_ = CellTable(tuple(self.keys), order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
