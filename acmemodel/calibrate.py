@@ -362,7 +362,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         if includes_queue:  # the published total is what the simulated wait is taken from
             g2 = g2.assign(run_s=g2["queue_s"] + g2["run_s"])
         g2 = simulate_pseudo_waits(g2, cluster, queue_calibration["policy"], queue_calibration["latency"],
-                                   seed=seed, includes_queue=includes_queue)
+                                   seed=seed, includes_queue=includes_queue, rho=a.queue_total_rho)
         gpu = gpu.reset_index(drop=True)
         gpu["queue_s"] = g2["queue_s"].to_numpy(float)
         gpu["run_s"] = g2["run_s"].to_numpy(float)

@@ -252,9 +252,10 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
 
 
 def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency: dict, *, seed: int,
-                          includes_queue: bool) -> pd.DataFrame:
+                          includes_queue: bool, rho: float = 0.8) -> pd.DataFrame:
     """Waits of the pseudo-trace's GPU jobs (``type, gpu_num, submit_s, run_s``; Kalos: ``run_s`` is the
-    published total) from the simulator on ``policy`` with latency draws: returns ``gpu`` with
+    published total) from the simulator on ``policy`` with latency draws (where the total includes the wait,
+    rank-coupled to the totals with correlation ``rho``): returns ``gpu`` with
     ``queue_s`` (latency + contention) and, where the published duration includes the queue, ``run_s``
     = total − wait (at least 1 s; the simulation holds GPUs for total − latency)."""
     from acmemodel.clusters import cluster_gpus
@@ -269,6 +270,16 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
         lat[m] = latency_sample(len(m), rng, **p)
     total = d["run_s"].to_numpy(float)
     if includes_queue:
+        # the published total includes the wait, so a long wait needs a long total: within each type the
+        # latencies are paired with the totals by a Gaussian-copula rank coupling (rho), which keeps the latency
+        # law; the few that still exceed their total are cut to total - 1 s
+        for t in np.unique(ty):
+            m = np.flatnonzero(ty == t)
+            if len(m) < 2:
+                continue
+            zt = special.ndtri((np.argsort(np.argsort(total[m], kind="stable"), kind="stable") + 0.5) / len(m))
+            z = rho * zt + math.sqrt(max(1 - rho * rho, 0.0)) * rng.standard_normal(len(m))
+            lat[m] = np.sort(lat[m])[np.argsort(np.argsort(z, kind="stable"), kind="stable")]
         lat = np.minimum(lat, np.maximum(total - 1.0, 0.0))
         d["run_s"] = np.maximum(total - lat, 0.0)
     d["latency_s"] = lat

@@ -56,15 +56,16 @@ class RuntimeModel(DurationModel):
     size_law : run time grows with GPU count inside a cell (default True). Per cluster × type a
         log-log slope ``β`` is fitted by least squares *within cells*, ``log2(run + 1) = α_cell + β
         log2(g) + ε`` (the buckets already carry the between-bucket differences), shrunk towards 0 by
-        ``n / (n + 200)`` and clipped to [−1, 1.5] (0 with fewer than 30 jobs or no size variation inside
-        cells); a cell's law is its fitted distribution at the cell's mean ``log2 g`` (``lg_ref``), and a
-        query with ``gpus=g`` scales it: ``run(g) = run_cell · 2^(β (log2 g − lg_ref))`` (so within a
+        ``n / (n + 200)`` and clipped to [0, 1] (run time grows or stays; 0 with fewer than 30 jobs or no
+        size variation inside cells); a cell's law is its fitted distribution at the cell's mean ``log2
+        g`` (``lg_ref``), and a query with ``gpus=g`` scales it: ``run(g) = run_cell · 2^(β (log2 g' −
+        lg_ref))`` with ``log2 g'`` clipped to the range of the cell's own jobs (no extrapolation) (so within a
         GPU bucket, and in a cell that backed off from its bucket, a 512-GPU job runs longer than a
         64-GPU job when ``β > 0``). Queries without ``gpus`` get the cell's law unscaled.
 
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
     :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
-    ``size_slope_`` ({"cluster/type": β}), ``lg_ref_`` (CellTable of each cell's mean log2 GPUs),
+    ``size_slope_`` ({"cluster/type": β}), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
     ``n_fit_`` (jobs used).
 
     Example::
@@ -144,10 +145,11 @@ class RuntimeModel(DurationModel):
                 if n < 30 or v < 1e-9:
                     continue
                 b = float(np.mean(lc[idx] * yc[idx]) / v)
-                self.size_slope_[f"{cl}/{ty}"] = float(np.clip(b * n / (n + 200.0), -1.0, 1.5))
+                self.size_slope_[f"{cl}/{ty}"] = float(np.clip(b * n / (n + 200.0), 0.0, 1.0))
         self.lg_ref_ = CellTable(tuple(self.keys), order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
-                                 gpu_edges=tuple(self.gpu_edges)).fit(frame, lambda sub, c, p: float(sub["_lg"].mean()))
+                                 gpu_edges=tuple(self.gpu_edges)).fit(
+            frame, lambda sub, c, p: [float(sub["_lg"].mean()), float(sub["_lg"].min()), float(sub["_lg"].max())])
 
     # ------------------------------------------------------------------ size law
     def size_factor(self, **key) -> float:
@@ -161,8 +163,8 @@ class RuntimeModel(DurationModel):
         b = slopes.get(f"{key['cluster']}/{key['type']}", 0.0)
         if b == 0.0:
             return 1.0
-        ref = self.lg_ref_.resolve(**key).value
-        return float(2.0 ** (b * (np.log2(max(float(g), 1.0)) - ref)))
+        ref, lo, hi = self.lg_ref_.resolve(**key).value
+        return float(2.0 ** (b * (np.clip(np.log2(max(float(g), 1.0)), lo, hi) - ref)))
 
     def size_factors(self, gpus, **key) -> np.ndarray:
         """:meth:`size_factor` for each GPU count of ``gpus`` (same cell ``key`` otherwise)."""
@@ -228,6 +230,7 @@ class RuntimeModel(DurationModel):
         super()._fitted_from_dict(d, artifacts)
         self.states_ = CellTable.from_dict(d["states"], lambda v: {k: int(c) for k, c in v.items()})
         self.size_slope_ = {str(k): float(v) for k, v in (d.get("size_slope") or {}).items()}
-        self.lg_ref_ = None if d.get("lg_ref") is None else CellTable.from_dict(d["lg_ref"], float)
+        self.lg_ref_ = None if d.get("lg_ref") is None else CellTable.from_dict(
+            d["lg_ref"], lambda v: [float(x) for x in v])
         if self.lg_ref_ is None:
             self.size_slope_ = {}

@@ -137,7 +137,7 @@ def test_runtime_size_law_grows_with_gpus():
     r = m.median(cluster="Seren", type="Pretrain", gpus=256) / m.median(cluster="Seren", type="Pretrain", gpus=4)
     assert r == pytest.approx(64 ** b, rel=1e-9)
     assert m.median(cluster="Seren", type="Pretrain") == pytest.approx(
-        m.median(cluster="Seren", type="Pretrain", gpus=2 ** m.lg_ref_.resolve(cluster="Seren", type="Pretrain").value))
+        m.median(cluster="Seren", type="Pretrain", gpus=2 ** m.lg_ref_.resolve(cluster="Seren", type="Pretrain").value[0]))
     x = m.sample(4000, np.random.default_rng(0), cluster="Seren", type="Pretrain", gpus=64)
     assert np.median(x) == pytest.approx(100 * 8 * (64 ** b / 64 ** 0.5), rel=0.1)
     m2 = RuntimeModel.from_dict(m.to_dict())
