@@ -5,7 +5,9 @@ Restart chains
 A FAILED job *f* (analysis state, so TIMEOUT and NODE_FAIL too) of user *u*, type *y* and *g* GPUs on
 cluster *c* is followed by its *next attempt* *n*: the first job of the same (c, u, y, g) submitted at
 or after f's end, provided ``submit_n − end_f ≤ window_s`` (default 24 h). Each job is the next attempt
-of at most one failure (the latest-ending candidate wins). Linked jobs form a chain:
+of at most one failure (the latest-ending candidate wins). A ``restart_of`` column (the job id of the
+previous attempt, from imported traces: SWF preceding-job links, Philly attempts, Slurm requeues)
+gives explicit links, which replace the rule's for the jobs it names. Linked jobs form a chain:
 
 * ``chain_id`` — id of the logical job (every job has one; a job with no links is a chain of one);
 * ``attempt`` — 1 for the first attempt, k for the k-th;
@@ -63,6 +65,18 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S) -> pd
         first = np.ones(len(c_ok), dtype=bool)
         first[1:] = c_ok[1:] != c_ok[:-1]
         nxt[f_ok[first]] = c_ok[first]
+    if n and "restart_of" in jobs.columns:  # explicit links of imported traces replace the rule
+        ro = jobs["restart_of"].astype(object)
+        has = (ro.notna() & (ro.astype(str).str.len() > 0)).to_numpy(dtype=bool)
+        if has.any():
+            cl = jobs["cluster"].astype(str).to_numpy(object)
+            key = pd.Index(cl + "\x1f" + jobs["job_id"].astype(str).to_numpy(object))
+            rows = np.flatnonzero(has)
+            tgt = key.get_indexer(pd.Index(cl[rows] + "\x1f" + ro.to_numpy(object)[rows].astype(str)))
+            ok = (tgt >= 0) & (tgt != rows)
+            src, dst = tgt[ok], rows[ok]
+            nxt[np.isin(nxt, dst)] = -1
+            nxt[src] = dst
     prev = np.full(n, -1, dtype=np.int64)
     has_next = nxt >= 0
     prev[nxt[has_next]] = np.flatnonzero(has_next)

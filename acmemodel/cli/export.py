@@ -67,6 +67,8 @@ def export_cmd(
                                                "(default: kept for acmetrace/helios, omitted for swf/philly)."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written (files, jobs, attempts, "
                                   "time span) as JSON."),
+    yes: bool = typer.Option(False, "--yes", help="Write even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """Export a trace as AcmeTrace CSV, SWF v2.2, Helios/Lucid, Philly, Batsim or an AIReSim config."""
     from acmemodel.export import write
@@ -109,6 +111,8 @@ def export_cmd(
         opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster, recovery_s=recovery_s)
     else:
         jobs = _load(paths, cluster)
+        if name == "philly":
+            _check_philly_size(jobs, yes)
         if name == "batsim":
             opts["profile_type"] = batsim_profile
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
@@ -139,6 +143,22 @@ def export_cmd(
         console.print(f"  {f}")
     for n in res["notes"]:
         console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def _check_philly_size(trace, yes: bool) -> None:
+    """Philly's ``detail`` lists every GPU of every node of every attempt: refuse, before writing, a
+    trace whose GPU counts would expand beyond memory (``gpu_num = 1e9`` is 125 M node entries)."""
+    import numpy as np
+
+    from acmemodel.limits import BYTES_PER_NODE_ENTRY, check_memory
+
+    g = np.nan_to_num(trace.jobs["gpu_num"].to_numpy(dtype=float))
+    g = g[g > 0]
+    nodes = np.maximum(1.0, np.ceil(g / 8.0))
+    need = float(g.sum()) * 70.0 + float(nodes.sum()) * BYTES_PER_NODE_ENTRY  # ~70 bytes per GPU name
+    check_memory("export --format philly", need,
+                 detail=f"{g.sum():,.3g} GPU entries on {nodes.sum():,.3g} node entries; largest job "
+                        f"{g.max() if len(g) else 0:,.0f} GPUs", yes=yes)
 
 
 def _load(paths: Optional[List[Path]], cluster: Optional[str]):
