@@ -48,13 +48,14 @@ TYPES_PRIORITY = {"Pretrain": 2, "SFT": 1, "MLLM": 1, "Debug": 1, "Other": 1, "E
 
 
 def policy_candidates(cluster: str, total_gpus: int, types) -> list[dict]:
-    """The policies searched: reservation of 2/3, 3/4, 5/6 and ~9/10 of the cluster (whole nodes) x
-    evaluation best-effort or not; Pretrain first, evaluation last (:data:`TYPES_PRIORITY`)."""
+    """The policies searched: reservation of 2/3, 3/4, 5/6 and ~9/10 of the cluster (multiples of 64
+    GPUs) x evaluation best-effort or not, and no reservation at all (one pool: priorities only);
+    Pretrain first, evaluation last (:data:`TYPES_PRIORITY`)."""
     others = [t for t in types if t != "Pretrain"]
     out = []
-    for frac in (2 / 3, 3 / 4, 5 / 6, 0.9):
-        r = int(round(total_gpus * frac / 64.0)) * 64
-        for eval_be in (True, False):
+    for frac in (2 / 3, 3 / 4, 5 / 6, 0.9, 1.0):
+        r = int(round(total_gpus * frac / 64.0)) * 64 if frac < 1 else int(total_gpus)
+        for eval_be in ((True, False) if frac < 1 else (True,)):
             out.append({"reservation_gpus": r, "priorities": {t: TYPES_PRIORITY.get(t, 1) for t in types},
                         "best_effort": True,
                         "best_effort_types": [t for t in others if eval_be or t != "Eval"]})

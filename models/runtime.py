@@ -69,7 +69,8 @@ class RuntimeModel(DurationModel):
 
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
     :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
-    ``size_slope_`` ({"cluster/type": β}), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
+    ``size_slope_`` ({"cluster/type": β}), ``max_run_`` ({cluster: longest fitted run, s}; samples are
+    capped there), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
     ``n_fit_`` (jobs used).
 
     Example::
@@ -142,6 +143,9 @@ class RuntimeModel(DurationModel):
         self.states_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, count)
+        # the longest run seen per cluster: samples never exceed it (a cluster's time limit; heavy-tailed families
+        # such as the log-logistic otherwise draw centuries now and then)
+        self.max_run_ = {str(c): float(v) for c, v in frame.groupby("_cl")["x"].max().items()}
         # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell. The slope is
         # the within-cell one (fixed effects: log2 run and log2 GPUs centred in each finest cell), so it does not
         # count again the size differences the GPU buckets already carry
@@ -189,8 +193,11 @@ class RuntimeModel(DurationModel):
         return out
 
     def sample(self, n: int, rng: np.random.Generator, **key) -> np.ndarray:
-        """``n`` run times (s) of cell ``key``, scaled by the size law when ``gpus`` is given."""
-        return super().sample(n, rng, **key) * self.size_factor(**key)
+        """``n`` run times (s) of cell ``key``, scaled by the size law when ``gpus`` is given, at most the
+        longest run the model was fitted on in the cluster (``max_run_``)."""
+        x = super().sample(n, rng, **key) * self.size_factor(**key)
+        cap = (getattr(self, "max_run_", None) or {}).get(str(key.get("cluster")))
+        return np.minimum(x, cap) if cap is not None else x
 
     def quantile(self, q, **key) -> np.ndarray:
         return super().quantile(q, **key) * self.size_factor(**key)
@@ -236,6 +243,7 @@ class RuntimeModel(DurationModel):
         d = super()._fitted_to_dict()
         d["states"] = self.states_.to_dict(lambda v: v)
         d["size_slope"] = dict(getattr(self, "size_slope_", {}) or {})
+        d["max_run"] = dict(getattr(self, "max_run_", {}) or {})
         lg = getattr(self, "lg_ref_", None)
         d["lg_ref"] = None if lg is None else lg.to_dict(lambda v: v)
         return d
@@ -244,6 +252,7 @@ class RuntimeModel(DurationModel):
         super()._fitted_from_dict(d, artifacts)
         self.states_ = CellTable.from_dict(d["states"], lambda v: {k: int(c) for k, c in v.items()})
         self.size_slope_ = {str(k): float(v) for k, v in (d.get("size_slope") or {}).items()}
+        self.max_run_ = {str(k): float(v) for k, v in (d.get("max_run") or {}).items()}
         self.lg_ref_ = None if d.get("lg_ref") is None else CellTable.from_dict(
             d["lg_ref"], lambda v: [float(x) for x in v])
         if self.lg_ref_ is None:
