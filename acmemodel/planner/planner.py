@@ -33,10 +33,11 @@ import pandas as pd
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
 from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
+from acmemodel.planner.inputs import RunInputs, _check_gpus, failure_mix, failure_process
+from acmemodel.planner.montecarlo import FailureMix, RunSimulation, simulate_run
 from acmemodel.planner.quota import QuotaFitError
 from acmemodel.planner.processes import (
-    ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
+    ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
 
 DAY = 86400.0
@@ -200,59 +201,30 @@ class Planner:
             return False
 
     def failure_process(self, gpus: int) -> FailureProcess:
-        """The job's failure process at ``gpus`` GPUs (before config multipliers)."""
-        gpus = _check_gpus(gpus)
-        if self.mttf is not None:
-            base = ExponentialFailures(self.mttf) if self.shape is None else WeibullFailures(self.shape, self.mttf)
-            return base if self.reference_gpus is None else base.scaled(gpus / self.reference_gpus)
-        model = self.bundle["failure"]
-        key = _model_key(lambda **k: model.mttf(gpus, **k), self.job_type)
-        if self.failure_model == "piecewise":
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                tab = model.hazard_table(gpus, **key)
-            rates = tab["hazard_per_s"].to_numpy(float)
-            rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
-            if rates[-1] <= 0:
-                raise AcmeModelError(f"the bundle's hazard table for {gpus} GPUs ends with a zero hazard")
-            return PiecewiseHazard(tab["start_s"].to_numpy(float), rates)
-        mttf = float(model.mttf(gpus, **key))
-        return WeibullFailures(float(model.shape_), mttf)
+        """The job's failure process at ``gpus`` GPUs (before config multipliers;
+        :func:`acmemodel.planner.inputs.failure_process`)."""
+        return failure_process(gpus, bundle=lambda: self.bundle, mttf=self.mttf, shape=self.shape,
+                               reference_gpus=self.reference_gpus, failure_model=self.failure_model,
+                               job_type=self.job_type)
 
     def failure_mix(self, gpus: int) -> FailureMix:
-        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments)."""
-        gpus = _check_gpus(gpus)
-        if self.mix is not None:
-            return self.mix
-        table = FailureMix.from_failure_table(gpus)
-        if self.restart is not None:
-            return _with_restart(table, self.restart)
+        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments;
+        :func:`acmemodel.planner.inputs.failure_mix`)."""
         source = self.restart_source
-        if source == "auto":
+        if source == "auto" and self.mix is None and self.restart is None:
             source = "bundle" if self._has_bundle() else "table"
-        if source == "table":
-            return table
-        model = self.bundle["restart"]
-        if getattr(model, "fallback_", False):
-            return table  # the model is the published prior per reason: the table itself
-        dist = None
-        for kw in ({"type": self.job_type}, {}):
-            try:
-                dist = model.restart_distribution(gpus=gpus, **kw)
-                break
-            except (ValueError, KeyError):
-                continue
-        if dist is None:  # pragma: no cover - the model refuses every key
-            return table
-        return _with_restart(table, RestartTime.from_mean_median(float(dist.mean()), float(dist.median())))
+        return failure_mix(gpus, bundle=lambda: self.bundle, source=source, mix=self.mix, restart=self.restart,
+                           job_type=self.job_type)
+
+    def run_inputs(self, gpus: int, rate_multipliers=None, restart_factors=None) -> RunInputs:
+        """The run's :class:`~acmemodel.planner.inputs.RunInputs`: failure process, failure-type mix and
+        restart distribution, assembled once with the adjustments applied."""
+        return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
+                                  rate_multipliers=rate_multipliers, restart_factors=restart_factors)
 
     def _inputs(self, gpus, rate_multipliers=None, restart_factors=None):
-        fail = self.failure_process(gpus)
-        mix, total = self.failure_mix(gpus).adjusted(rate_multipliers=rate_multipliers,
-                                                    restart_factors=restart_factors)
-        if total != 1.0:
-            fail = fail.scaled(total)
-        return fail, mix
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        return inp.failure, inp.mix
 
     # ------------------------------------------------------------------ single-run questions
     def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
@@ -263,8 +235,8 @@ class Planner:
         is the mix's (probability-weighted) restart distribution. ``result.to_dict(gpus)`` adds GPU-hours
         lost per day.
         """
-        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
-        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=mix.restart_distribution())
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=inp.failure, restart=inp.restart)
 
     def completion(self, gpus: int, *, work: float, ckpt_cost: float, interval="auto", n_replicas: int = 10_000,
                    seed: int = 0, threads: int = 1, rate_multipliers=None, restart_factors=None,
@@ -276,8 +248,8 @@ class Planner:
         ``.checkpoint`` the renewal-model optimum, ``.curve`` E[T](τ) around it).
         """
         gpus = _check_gpus(gpus)
-        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
-        R = mix.restart_distribution()
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        fail, mix, R = inp.failure, inp.mix, inp.restart
         ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
         notes = []
         if interval == "auto":
@@ -483,7 +455,7 @@ class Planner:
         bundle_arg = None if preset.uses_bundle else self._bundle_arg
         p = Planner(bundle_arg, mix=self.mix, restart_source=source,
                     failure_model=fs.model if fs is not None else self.failure_model,
-                    job_type=fs.job_type if fs is not None else self.job_type, **kw)
+                    job_type=fs.job_type if fs is not None else self.job_type, sampler=self.sampler, **kw)
         if bundle_arg is self._bundle_arg:
             p._bundle = self._bundle
         return p
@@ -549,28 +521,6 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
             extra["latency_s"] = 0.0
         df = pd.concat([extra, df], ignore_index=True)
     return df.reset_index(drop=True)
-
-
-def _check_gpus(gpus) -> int:
-    if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer, float)) or int(gpus) != gpus or gpus < 1:
-        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
-    return int(gpus)
-
-
-def _model_key(call, job_type: str) -> dict:
-    """``{"type": job_type}`` if the model accepts it, else ``{}`` (averaged over the training mix)."""
-    try:
-        call(type=job_type)
-        return {"type": job_type}
-    except (ValueError, KeyError):
-        return {}
-
-
-def _with_restart(mix: FailureMix, restart: RestartTime) -> FailureMix:
-    if restart.kind == "mixture":
-        raise ValueError("restart must be a single distribution (fixed, lognormal, exponential) to apply to "
-                         "every failure type")
-    return FailureMix([FailureType(t.name, t.probability, restart, t.category) for t in mix.types])
 
 
 def _curve(ck: CheckpointResult, work, C, fail, R, tau_used) -> pd.DataFrame:
