@@ -124,16 +124,22 @@ def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.r
 
 def _sample_runtime(runtime, cluster: str, types: np.ndarray, gpus: np.ndarray,
                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(state, run_s) per job, one ``sample_jobs`` call per type × GPU bucket."""
+    """(state, run_s) per job, one ``sample_jobs`` call per type × GPU bucket; run times rescaled to
+    each job's own GPU count by the runtime model's size law (``size_factors``) when it has one."""
     from acmemodel.features.keys import type_bucket_groups
 
     n = len(types)
     state = np.empty(n, dtype=object)
     run = np.empty(n, dtype=float)
+    factors = getattr(runtime, "size_factors", None)
     for ty, _b, idx in type_bucket_groups(types, gpus):
-        out = runtime.sample_jobs(len(idx), rng, cluster=cluster, type=ty, gpus=int(gpus[idx[0]]))
+        g0 = int(gpus[idx[0]])
+        out = runtime.sample_jobs(len(idx), rng, cluster=cluster, type=ty, gpus=g0)
         state[idx] = out["state"].to_numpy(dtype=object)
         run[idx] = out["run_s"].to_numpy(dtype=float)
+        if factors is not None:
+            f = factors(gpus[idx], cluster=cluster, type=ty)
+            run[idx] *= f / f[0] if f[0] > 0 else 1.0
     return state, run
 
 

@@ -17,6 +17,9 @@ quota question)::
         eval: auto
       routing: {Debug: shared}    # job type -> partition (default: Pretrain->pretrain, Eval->eval, else shared)
       best_effort_on_reserved: false   # other jobs may run preemptibly on idle pretrain GPUs
+      best_effort_types: [SFT, Debug]  # which types may (default: every type not routed to pretrain)
+      priorities: {Pretrain: 2, Eval: 0}   # per type, higher first; FIFO within a priority (default 0)
+      latency: true               # add the bundle's start-up latency (queue model) to every job's wait
       backfill: true
       include_runs: true          # the runs below occupy the pretrain partition in the cluster simulation
     checkpoint:
@@ -274,6 +277,9 @@ class ClusterSpec:
     best_effort_on_reserved: bool = False
     backfill: bool = True
     include_runs: bool = True
+    priorities: dict = field(default_factory=dict)
+    best_effort_types: list | None = None
+    latency: bool = False
 
     @property
     def auto_partition(self) -> str | None:
@@ -401,7 +407,8 @@ class ClusterConfig:
         name = _str(top.get("name", "cluster"), "name")
 
         c = _check_keys(top["cluster"], {"gpus", "gpus_per_node", "partitions", "routing",
-                                         "best_effort_on_reserved", "backfill", "include_runs"}, "cluster")
+                                         "best_effort_on_reserved", "backfill", "include_runs", "priorities",
+                                         "best_effort_types", "latency"}, "cluster")
         if "gpus" not in c:
             raise ConfigError("cluster.gpus is required")
         gpn = _pos_int(c.get("gpus_per_node", 8), "cluster.gpus_per_node")
@@ -443,13 +450,32 @@ class ClusterConfig:
             if p not in known:
                 raise ConfigError(f"cluster.routing.{t} = {p!r} is not a partition ({sorted(known)})")
         flags = {}
-        for k, d in (("best_effort_on_reserved", False), ("backfill", True), ("include_runs", True)):
+        for k, d in (("best_effort_on_reserved", False), ("backfill", True), ("include_runs", True),
+                     ("latency", False)):
             v = c.get(k, d)
             if not isinstance(v, bool):
                 raise ConfigError(f"cluster.{k} must be true or false, got {v!r}")
             flags[k] = v
+        prios = c.get("priorities") or {}
+        if not isinstance(prios, Mapping):
+            raise ConfigError("cluster.priorities must be a mapping of job type to an integer priority")
+        priorities = {}
+        for t, v in prios.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v \
+                    or abs(v) > 1e6:
+                raise ConfigError(f"cluster.priorities.{t} must be an integer (higher runs first), got {v!r}")
+            priorities[str(t)] = int(v)
+        bet = c.get("best_effort_types")
+        if bet is not None:
+            if not isinstance(bet, list) or not all(isinstance(t, str) for t in bet):
+                raise ConfigError(f"cluster.best_effort_types must be a list of job types, got {bet!r}")
+            if not flags["best_effort_on_reserved"]:
+                raise ConfigError("cluster.best_effort_types needs cluster.best_effort_on_reserved: true")
+        if flags["best_effort_on_reserved"] and "pretrain" not in parts:
+            raise ConfigError("cluster.best_effort_on_reserved needs a cluster.partitions.pretrain reservation")
         cluster = ClusterSpec(gpus=gpus, gpus_per_node=gpn, partitions=parts,
-                              routing={str(k): str(v) for k, v in routing.items()}, **flags)
+                              routing={str(k): str(v) for k, v in routing.items()}, priorities=priorities,
+                              best_effort_types=None if bet is None else [str(t) for t in bet], **flags)
 
         ck = _check_keys(top.get("checkpoint"), {"mode", "sync_cost", "async_cost", "interval"}, "checkpoint")
         interval = ck.get("interval", "auto")

@@ -282,16 +282,26 @@ class Planner:
         bundle = self.bundle
         sampler = self.sampler
 
+        qm = bundle.get("queue") if config.cluster.latency and hasattr(bundle, "get") else None
+
         def sample(rng: np.random.Generator) -> pd.DataFrame:
             df = sampler(bundle, wl, rng)
-            return df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+            df = df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+            if qm is not None:  # start-up latency per job (cluster x type law of the queue model)
+                ty = df["type"].astype(str).to_numpy()
+                lat = np.zeros(len(df))
+                for t in np.unique(ty):
+                    m = ty == t
+                    lat[m] = qm.sample_latency(int(m.sum()), rng, cluster=wl.cluster, type=str(t))
+                df["latency_s"] = np.round(lat)
+            return df
 
         return sample
 
     def quota(self, config: ClusterConfig, *, workload=None) -> dict:
         """Cluster part of the plan: quota search for an ``auto`` partition, then queue delays.
 
-        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition]``), a list of
+        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition, latency_s]``), a list of
         them (replicas) or a callable ``rng -> job list``; default :meth:`workload_sampler`. Returns
         ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
         "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
@@ -314,6 +324,12 @@ class Planner:
             raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type of the workload "
                               f"(it has: {', '.join(sorted(seen - {PLANNED_TYPE})) or 'no jobs'})")
         sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
+        if cl.priorities:
+            sim_kw["priorities"] = dict(cl.priorities)
+            if "Pretrain" in cl.priorities:  # the planned runs are pretraining
+                sim_kw["priorities"].setdefault(PLANNED_TYPE, cl.priorities["Pretrain"])
+        if cl.best_effort_types is not None:
+            sim_kw["best_effort_types"] = list(cl.best_effort_types)
         if cl.routing:
             sim_kw["routing"] = dict(cl.routing)
         if cl.best_effort_on_reserved and "pretrain" not in cl.partitions:
@@ -522,7 +538,7 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
     from acmemodel.planner.cluster_sim import default_routing, prepare_jobs
 
     df, _ = prepare_jobs(jobs)
-    df = df[["submit_s", "run_s", "gpu_num", "type"] + (["partition"] if "partition" in df.columns else [])]
+    df = df[["submit_s", "run_s", "gpu_num", "type"] + [c for c in ("partition", "latency_s") if c in df.columns]]
     cl = config.cluster
     names = set(cl.partitions) | {"shared"}
     if "partition" not in df.columns:
@@ -535,6 +551,8 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
         span = float(df["submit_s"].max() - t0) if len(df) else DAY
         extra = pd.DataFrame({"submit_s": t0, "run_s": 2 * max(span, DAY), "gpu_num": [r.gpus for r in planned],
                               "type": PLANNED_TYPE, "partition": "pretrain"})
+        if "latency_s" in df.columns:
+            extra["latency_s"] = 0.0
         df = pd.concat([extra, df], ignore_index=True)
     return df.reset_index(drop=True)
 
