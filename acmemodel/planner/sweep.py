@@ -9,8 +9,8 @@ A **grid** (YAML/TOML file or mapping) crosses named axes of the planner configu
       failures.rate_multipliers.Infrastructure: {range: {start: 0.5, stop: 2, num: 4, scale: log}}
       runs.llm-123b.gpus: {range: {start: 1024, stop: 2048, step: 512}}  # arange, stop included
 
-An axis is a dotted path into the configuration (:data:`AXES` lists the accepted ones: cluster GPUs and
-partitions, checkpoint mode/costs/interval, restart automation and failure-rate multipliers per failure
+An axis is a dotted path into the configuration (:data:`AXES` lists the accepted ones: cluster GPUs,
+partitions, scheduling priorities per job type and start-up latency, checkpoint mode/costs/interval, restart automation and failure-rate multipliers per failure
 category or type, the explicit failure law or a published reliability preset, workload scale/days/replicas, the queue target, run sizes and
 work — ``runs.NAME.FIELD`` or ``runs.*.FIELD`` for every run). ``values:`` is a list (numbers, durations
 like ``"30s"``, or words like ``auto``); ``range:`` is numeric (``start``, ``stop`` and ``num`` or

@@ -26,7 +26,8 @@ from acmemodel.errors import ConfigError
 class AxisSpec:
     """An accepted grid axis: a dotted ``pattern`` into the configuration (``*`` = a key of a mapping:
     failure category/type, partition or run name), the plan ``part`` it changes (``"runs"``,
-    ``"cluster"`` or ``"both"``) and what ``*`` may be (``"failure_key"``, ``"partition"``, ``"run"``)."""
+    ``"cluster"`` or ``"both"``) and what ``*`` may be (``"failure_key"``, ``"partition"``, ``"run"``,
+    ``"job_type"``: any job type)."""
 
     pattern: str
     part: str
@@ -39,6 +40,8 @@ AXES: list[AxisSpec] = [
     AxisSpec("cluster.gpus", "cluster", doc="total GPUs"),
     AxisSpec("cluster.partitions.*", "cluster", "partition", "GPUs of a partition (pretrain reservation, "
                                                              "eval lane) or auto"),
+    AxisSpec("cluster.priorities.*", "cluster", "job_type", "scheduling priority of a job type (higher first)"),
+    AxisSpec("cluster.latency", "cluster", doc="add the bundle's start-up latency to simulated waits: true | false"),
     AxisSpec("checkpoint.mode", "runs", doc="sync | async"),
     AxisSpec("checkpoint.sync_cost", "runs", doc="blocking cost of a synchronous checkpoint"),
     AxisSpec("checkpoint.async_cost", "runs", doc="blocking part of an asynchronous checkpoint"),
@@ -144,8 +147,8 @@ def _axis_values(name: str, spec) -> tuple:
         if not isinstance(vals, (list, tuple)) or not vals:
             raise ConfigError(f"{where}: values must be a non-empty list")
         for v in vals:
-            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-                raise ConfigError(f"{where}: values must be numbers or words, got {v!r}")
+            if not isinstance(v, (bool, int, float, str)):
+                raise ConfigError(f"{where}: values must be numbers, words or true/false, got {v!r}")
         if len(set(map(repr, vals))) != len(vals):
             raise ConfigError(f"{where}: values repeat")
         return tuple(vals)
