@@ -341,7 +341,7 @@ class ClusterConfig:
             raise ConfigError("cluster.routing must be a mapping of job type to partition")
         known = set(parts) | {"shared"}
         for t, p in routing.items():
-            if p not in known:
+            if not isinstance(p, str) or p not in known:
                 raise ConfigError(f"cluster.routing.{t} = {p!r} is not a partition ({sorted(known)})")
         flags = {}
         for k, d in (("best_effort_on_reserved", False), ("backfill", True), ("include_runs", True)):
