@@ -68,8 +68,10 @@ def sweep_cmd(
     client, cluster = _client(workers, scheduler)
     t0 = time.perf_counter()
     try:
+        from acmemodel.synth import sample_workload
+
         df = sweep(config, grid, client=client, bundle=bundle, seed=seed, out=out, resume=resume,
-                   progress=not json_out, allow_large=yes)
+                   progress=not json_out, allow_large=yes, sampler=sample_workload)
     except KeyboardInterrupt:
         sys.stderr.write(f"interrupted: finished points are in {out.name}.partial/; rerun with --resume\n")
         raise typer.Exit(130)

@@ -16,7 +16,8 @@ The planner never fits. Its inputs are
 :meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.checkpoint`),
 :meth:`Planner.completion` simulates the run (:mod:`.montecarlo`), :meth:`Planner.quota` simulates the
 cluster and searches the quota (:mod:`.cluster_sim`, :mod:`.quota`) on a workload sampled from the
-bundle's arrival and runtime models (:func:`acmemodel.synth.simulate_jobs`) or a given job list, and
+bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
+:func:`acmemodel.synth.sample_workload`) or a given job list, and
 :meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig`.
 """
 from __future__ import annotations
@@ -139,11 +140,16 @@ class Planner:
         table), ``"bundle"`` or ``"table"``.
     failure_model : ``"weibull"`` or ``"piecewise"`` (use of the bundle's failure model).
     job_type : failure/restart-model covariate of the runs (default ``"Pretrain"``).
+    sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
+        the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
+        run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload`. The planner does not
+        import the synthesiser: without a sampler the cluster part needs an explicit ``workload=``.
     """
 
     def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
                  shape: float | None = None, restart=None, mix: FailureMix | None = None,
-                 restart_source: str = "auto", failure_model: str = "weibull", job_type: str = "Pretrain"):
+                 restart_source: str = "auto", failure_model: str = "weibull", job_type: str = "Pretrain",
+                 sampler: Callable | None = None):
         if restart_source not in ("auto", "bundle", "table"):
             raise ValueError(f"restart_source must be 'auto', 'bundle' or 'table', got {restart_source!r}")
         if failure_model not in ("weibull", "piecewise"):
@@ -168,13 +174,16 @@ class Planner:
         self.restart_source = restart_source
         self.failure_model = failure_model
         self.job_type = job_type
+        if sampler is not None and not callable(sampler):
+            raise ValueError(f"sampler must be a callable (bundle, workload, rng) -> jobs, got {sampler!r}")
+        self.sampler = sampler
 
     # ------------------------------------------------------------------ inputs
     @property
     def bundle(self):
         """The bundle (loaded on first use; :func:`acmemodel.load_default` when none was given)."""
         if self._bundle is None:
-            from acmemodel.synth import resolve_bundle
+            from acmemodel.models.bundle import resolve_bundle
 
             self._bundle = resolve_bundle(self._bundle_arg)
         return self._bundle
@@ -292,15 +301,17 @@ class Planner:
 
     # ------------------------------------------------------------------ cluster
     def workload_sampler(self, config: ClusterConfig) -> Callable:
-        """``rng -> job list`` sampled from the bundle's arrival and runtime models for ``config.workload``
-        (:func:`acmemodel.synth.simulate_jobs`; GPU jobs that started: ``submit_s, run_s, gpu_num, type``)."""
-        from acmemodel.synth import simulate_jobs
-
+        """``rng -> job list`` for ``config.workload`` from the planner's ``sampler`` and bundle (GPU jobs
+        that started: ``submit_s, run_s, gpu_num, type``). ConfigError without a sampler."""
+        if self.sampler is None:
+            raise ConfigError("no workload sampler: pass Planner(..., sampler=acmemodel.synth.sample_workload) "
+                              "or an explicit workload=")
         wl = config.workload
         bundle = self.bundle
+        sampler = self.sampler
 
         def sample(rng: np.random.Generator) -> pd.DataFrame:
-            df = simulate_jobs(bundle, days=wl.days, cluster=wl.cluster, rng=rng, scale=wl.scale)
+            df = sampler(bundle, wl, rng)
             return df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
 
         return sample
@@ -438,7 +449,7 @@ class Planner:
                     reference_gpus=fs.reference_gpus if fs.mttf_s is not None else self.reference_gpus,
                     shape=fs.shape if fs.mttf_s is not None else self.shape, restart=self.restart, mix=self.mix,
                     restart_source=config.restart.source if config.restart.source != "auto" else self.restart_source,
-                    failure_model=fs.model, job_type=fs.job_type)
+                    failure_model=fs.model, job_type=fs.job_type, sampler=self.sampler)
         p._bundle = self._bundle
         return p
 

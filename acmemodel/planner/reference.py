@@ -373,10 +373,50 @@ def _expected_time_one(d: _Dist, tau, W, C, rn, rw) -> tuple[float, int]:
     return et, OK
 
 
+def check_ckpt_values(tau, work, ckpt, family, params, r_nodes, r_weights) -> None:
+    """The value checks of ``_core`` (module.c ``check_ckpt_values``): ValueError naming the argument,
+    the row and the rule, for the first invalid value."""
+    P = params.shape[1]
+    for i in range(work.size):
+        if tau is not None and tau[i] < 0:
+            raise ValueError(f"tau[{i}] must be a checkpoint interval >= 0 s")
+        if not (work[i] > 0 and math.isfinite(work[i])):
+            raise ValueError(f"work[{i}] must be > 0 s (finite)")
+        if not (ckpt[i] >= 0 and math.isfinite(ckpt[i])):
+            raise ValueError(f"ckpt[{i}] must be a checkpoint cost >= 0 s (finite)")
+        p = params[i]
+        if family == EXPONENTIAL:
+            if not (p[0] > 0 and math.isfinite(p[0])):
+                raise ValueError(f"params[{i}]: exponential failures need a mean time to failure M > 0 (finite)")
+        elif family == WEIBULL:
+            if P < 2 or not (p[0] > 0 and p[1] > 0 and math.isfinite(p[0]) and math.isfinite(p[1])):
+                raise ValueError(f"params[{i}]: Weibull failures need shape k > 0 and scale lambda > 0 (finite)")
+        else:
+            m = P // 2
+            if m < 1 or 2 * m != P:
+                raise ValueError(f"params: a piecewise hazard needs 2m columns (m breakpoints, m hazards), got {P}")
+            if p[0] != 0.0:
+                raise ValueError(f"params[{i}]: the first breakpoint of a piecewise hazard must be 0")
+            for j in range(m):
+                if not (p[m + j] >= 0 and math.isfinite(p[m + j])) or (j > 0 and not p[j] >= p[j - 1]):
+                    raise ValueError(f"params[{i}]: piecewise hazard piece {j}: breakpoints must not decrease "
+                                     "and hazards must be finite and >= 0")
+            if not p[2 * m - 1] > 0:
+                raise ValueError(f"params[{i}]: the last hazard of a piecewise hazard must be > 0 (else a run "
+                                 "may never fail and E[T] has no finite bound)")
+        rn, rw = r_nodes[i], r_weights[i]
+        if not (np.all(rn >= 0) and np.all(np.isfinite(rn)) and np.all(rw >= 0) and np.all(np.isfinite(rw))):
+            q = int(np.flatnonzero(~((rn >= 0) & np.isfinite(rn) & (rw >= 0) & np.isfinite(rw)))[0])
+            raise ValueError(f"r_nodes/r_weights[{i}, {q}]: restart times must be >= 0 s and weights >= 0 (finite)")
+        if not rw.sum() > 0:
+            raise ValueError(f"r_weights[{i}] must have a positive sum")
+
+
 def ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights):
     """Twin of ``_core.ckpt_expected_time``: ``(E[T] per scenario, status per scenario)``."""
     tau, work, ckpt = (np.asarray(a, dtype=float) for a in (tau, work, ckpt))
     params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(tau, work, ckpt, family, params, r_nodes, r_weights)
     n = work.size
     if family == EXPONENTIAL:  # vectorised closed form
         M = params[:, 0]
@@ -504,6 +544,7 @@ def ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights):
     """Twin of ``_core.ckpt_optimize``: ``(tau*, E[T](tau*), status)`` per scenario."""
     work, ckpt = (np.asarray(a, dtype=float) for a in (work, ckpt))
     params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(None, work, ckpt, family, params, r_nodes, r_weights)
     n = work.size
     tau = np.full(n, np.nan)
     et = np.full(n, np.inf)

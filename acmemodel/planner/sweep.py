@@ -344,7 +344,7 @@ def _bundle(ref):
     """The bundle of a reference (path string or None = the default), loaded once per process."""
     key = str(ref) if ref is not None else None
     if key not in _BUNDLES:
-        from acmemodel.synth import resolve_bundle
+        from acmemodel.models.bundle import resolve_bundle
 
         _BUNDLES[key] = resolve_bundle(ref)
     return _BUNDLES[key]
@@ -354,11 +354,13 @@ def _num(v) -> float:
     return float("nan") if v is None else float(v)
 
 
-def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: int) -> dict:
+def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: int, sampler=None) -> dict:
     """Evaluate one plan part of a point (a task: pure function of its arguments).
 
     ``kind``: ``"runs"`` (``Planner.plan(cfg, cluster=False)``) or ``"cluster"`` (``Planner.quota``);
     ``raw``: the point's configuration mapping; ``seed``: the part's seed (``simulation.seed``).
+    ``sampler``: the workload sampler of the cluster part (:class:`~acmemodel.planner.planner.Planner`'s
+    ``sampler``, e.g. :func:`acmemodel.synth.sample_workload`; the planner does not import the synthesiser).
     Returns the part's columns, or ``{"error": message}`` when it fails.
     """
     import warnings
@@ -371,7 +373,7 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
         raw = copy.deepcopy(raw)
         raw.setdefault("simulation", {})["seed"] = int(seed)
         cfg = ClusterConfig.from_dict(raw, base_dir=Path(base_dir) if base_dir else None)
-        planner = Planner(_bundle(bundle_ref))
+        planner = Planner(_bundle(bundle_ref), sampler=sampler)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if kind == "runs":
@@ -549,7 +551,7 @@ class _Progress:
 
 def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, out=None, resume: bool = False,
           progress: bool = False, allow_large: bool = False, flush_every: int = 50,
-          _on_point: Callable | None = None) -> pd.DataFrame:
+          sampler: Callable | None = None, _on_point: Callable | None = None) -> pd.DataFrame:
     """Evaluate the planner configuration ``config`` (path or mapping) over ``grid`` (path or mapping, see
     the module docstring); one row per point, in grid order.
 
@@ -557,7 +559,9 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
     the default bundle; workers load it themselves); ``seed``: sweep seed (default: the grid's, else the
     config's ``simulation.seed``); ``out``: Parquet path written at the end (rows checkpointed to
     ``OUT.partial/`` every ``flush_every`` points); ``resume``: reuse the successful rows already in
-    ``out``; ``progress``: a progress bar on stderr; ``allow_large``: run grids over :data:`MAX_POINTS`.
+    ``out``; ``progress``: a progress bar on stderr; ``allow_large``: run grids over :data:`MAX_POINTS`;
+    ``sampler``: the workload sampler of the cluster parts (``acmemodel sweep`` passes
+    :func:`acmemodel.synth.sample_workload`; without one the cluster columns report the error).
     """
     plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large)
     bundle_ref = None if bundle is None else str(bundle)
@@ -660,7 +664,7 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
                 if not waiting[i]:
                     finish_point(i)
 
-        args = lambda tk: (tk[0], tasks[tk][0], plan["base_dir"], bundle_ref, tasks[tk][1])  # noqa: E731
+        args = lambda tk: (tk[0], tasks[tk][0], plan["base_dir"], bundle_ref, tasks[tk][1], sampler)  # noqa: E731
         order = []  # tasks in the order points need them (points complete in grid order in-process)
         seen = set()
         for i in pending:
