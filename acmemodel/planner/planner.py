@@ -33,10 +33,11 @@ import pandas as pd
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
 from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
+from acmemodel.planner.inputs import RunInputs, _check_gpus, failure_mix, failure_process
+from acmemodel.planner.montecarlo import FailureMix, RunSimulation, simulate_run
 from acmemodel.planner.quota import QuotaFitError
 from acmemodel.planner.processes import (
-    ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
+    ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
 
 DAY = 86400.0
@@ -200,59 +201,30 @@ class Planner:
             return False
 
     def failure_process(self, gpus: int) -> FailureProcess:
-        """The job's failure process at ``gpus`` GPUs (before config multipliers)."""
-        gpus = _check_gpus(gpus)
-        if self.mttf is not None:
-            base = ExponentialFailures(self.mttf) if self.shape is None else WeibullFailures(self.shape, self.mttf)
-            return base if self.reference_gpus is None else base.scaled(gpus / self.reference_gpus)
-        model = self.bundle["failure"]
-        key = _model_key(lambda **k: model.mttf(gpus, **k), self.job_type)
-        if self.failure_model == "piecewise":
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                tab = model.hazard_table(gpus, **key)
-            rates = tab["hazard_per_s"].to_numpy(float)
-            rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
-            if rates[-1] <= 0:
-                raise AcmeModelError(f"the bundle's hazard table for {gpus} GPUs ends with a zero hazard")
-            return PiecewiseHazard(tab["start_s"].to_numpy(float), rates)
-        mttf = float(model.mttf(gpus, **key))
-        return WeibullFailures(float(model.shape_), mttf)
+        """The job's failure process at ``gpus`` GPUs (before config multipliers;
+        :func:`acmemodel.planner.inputs.failure_process`)."""
+        return failure_process(gpus, bundle=lambda: self.bundle, mttf=self.mttf, shape=self.shape,
+                               reference_gpus=self.reference_gpus, failure_model=self.failure_model,
+                               job_type=self.job_type)
 
     def failure_mix(self, gpus: int) -> FailureMix:
-        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments)."""
-        gpus = _check_gpus(gpus)
-        if self.mix is not None:
-            return self.mix
-        table = FailureMix.from_failure_table(gpus)
-        if self.restart is not None:
-            return _with_restart(table, self.restart)
+        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments;
+        :func:`acmemodel.planner.inputs.failure_mix`)."""
         source = self.restart_source
-        if source == "auto":
+        if source == "auto" and self.mix is None and self.restart is None:
             source = "bundle" if self._has_bundle() else "table"
-        if source == "table":
-            return table
-        model = self.bundle["restart"]
-        if getattr(model, "fallback_", False):
-            return table  # the model is the published prior per reason: the table itself
-        dist = None
-        for kw in ({"type": self.job_type}, {}):
-            try:
-                dist = model.restart_distribution(gpus=gpus, **kw)
-                break
-            except (ValueError, KeyError):
-                continue
-        if dist is None:  # pragma: no cover - the model refuses every key
-            return table
-        return _with_restart(table, RestartTime.from_mean_median(float(dist.mean()), float(dist.median())))
+        return failure_mix(gpus, bundle=lambda: self.bundle, source=source, mix=self.mix, restart=self.restart,
+                           job_type=self.job_type)
+
+    def run_inputs(self, gpus: int, rate_multipliers=None, restart_factors=None) -> RunInputs:
+        """The run's :class:`~acmemodel.planner.inputs.RunInputs`: failure process, failure-type mix and
+        restart distribution, assembled once with the adjustments applied."""
+        return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
+                                  rate_multipliers=rate_multipliers, restart_factors=restart_factors)
 
     def _inputs(self, gpus, rate_multipliers=None, restart_factors=None):
-        fail = self.failure_process(gpus)
-        mix, total = self.failure_mix(gpus).adjusted(rate_multipliers=rate_multipliers,
-                                                    restart_factors=restart_factors)
-        if total != 1.0:
-            fail = fail.scaled(total)
-        return fail, mix
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        return inp.failure, inp.mix
 
     # ------------------------------------------------------------------ single-run questions
     def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
@@ -263,8 +235,8 @@ class Planner:
         is the mix's (probability-weighted) restart distribution. ``result.to_dict(gpus)`` adds GPU-hours
         lost per day.
         """
-        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
-        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=mix.restart_distribution())
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=inp.failure, restart=inp.restart)
 
     def completion(self, gpus: int, *, work: float, ckpt_cost: float, interval="auto", n_replicas: int = 10_000,
                    seed: int = 0, threads: int = 1, rate_multipliers=None, restart_factors=None,
@@ -276,8 +248,8 @@ class Planner:
         ``.checkpoint`` the renewal-model optimum, ``.curve`` E[T](τ) around it).
         """
         gpus = _check_gpus(gpus)
-        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
-        R = mix.restart_distribution()
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        fail, mix, R = inp.failure, inp.mix, inp.restart
         ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
         notes = []
         if interval == "auto":
@@ -310,16 +282,26 @@ class Planner:
         bundle = self.bundle
         sampler = self.sampler
 
+        qm = bundle.get("queue") if config.cluster.latency and hasattr(bundle, "get") else None
+
         def sample(rng: np.random.Generator) -> pd.DataFrame:
             df = sampler(bundle, wl, rng)
-            return df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+            df = df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+            if qm is not None:  # start-up latency per job (cluster x type law of the queue model)
+                ty = df["type"].astype(str).to_numpy()
+                lat = np.zeros(len(df))
+                for t in np.unique(ty):
+                    m = ty == t
+                    lat[m] = qm.sample_latency(int(m.sum()), rng, cluster=wl.cluster, type=str(t))
+                df["latency_s"] = np.round(lat)
+            return df
 
         return sample
 
     def quota(self, config: ClusterConfig, *, workload=None) -> dict:
         """Cluster part of the plan: quota search for an ``auto`` partition, then queue delays.
 
-        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition]``), a list of
+        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition, latency_s]``), a list of
         them (replicas) or a callable ``rng -> job list``; default :meth:`workload_sampler`. Returns
         ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
         "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
@@ -337,7 +319,17 @@ class Planner:
         else:
             reps = [jobs]
         reps = [_prepare_workload(r, config) for r in reps]
+        seen = set().union(*(set(r["type"].astype(str).unique()) for r in reps)) if reps else set()
+        if workload is not None and qt.type not in seen:  # the bundle's types are checked by plan()
+            raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type of the workload "
+                              f"(it has: {', '.join(sorted(seen - {PLANNED_TYPE})) or 'no jobs'})")
         sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
+        if cl.priorities:
+            sim_kw["priorities"] = dict(cl.priorities)
+            if "Pretrain" in cl.priorities:  # the planned runs are pretraining
+                sim_kw["priorities"].setdefault(PLANNED_TYPE, cl.priorities["Pretrain"])
+        if cl.best_effort_types is not None:
+            sim_kw["best_effort_types"] = list(cl.best_effort_types)
         if cl.routing:
             sim_kw["routing"] = dict(cl.routing)
         if cl.best_effort_on_reserved and "pretrain" not in cl.partitions:
@@ -392,6 +384,7 @@ class Planner:
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
+        _check_config_against_bundle(planner, config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
         from acmemodel.planner.sensitivity import sensitivity_band
 
@@ -415,6 +408,8 @@ class Planner:
         else:
             try:
                 cl = {"available": True, **planner.quota(config, workload=workload)}
+            except ConfigError:
+                raise
             except AcmeModelError as e:
                 if workload is not None:
                     raise
@@ -467,7 +462,7 @@ class Planner:
         bundle_arg = None if preset.uses_bundle else self._bundle_arg
         p = Planner(bundle_arg, mix=self.mix, restart_source=source,
                     failure_model=fs.model if fs is not None else self.failure_model,
-                    job_type=fs.job_type if fs is not None else self.job_type, **kw)
+                    job_type=fs.job_type if fs is not None else self.job_type, sampler=self.sampler, **kw)
         if bundle_arg is self._bundle_arg:
             p._bundle = self._bundle
         return p
@@ -484,6 +479,33 @@ class Planner:
 
 
 # ------------------------------------------------------------------------------------------ helpers
+def _check_config_against_bundle(planner: "Planner", config: ClusterConfig, *, cluster: bool) -> None:
+    """Refuse config values the bundle does not know instead of silently falling back:
+    ``failures.job_type`` (a type of the bundle's failure model, when that model is used) and, when the
+    cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
+    and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
+    fs, wl, qt = config.failures, config.workload, config.queue_target
+    if fs.mttf_s is None and planner.mttf is None and planner._has_bundle():
+        design = getattr(planner.bundle.get("failure"), "design_", None)
+        known = sorted(getattr(design, "type_map", None) or [])
+        if known and fs.job_type not in known:
+            raise ConfigError(f"failures.job_type = {fs.job_type!r} is not a job type of the bundle's failure "
+                              f"model (known: {', '.join(known)})")
+    if not cluster or not planner._has_bundle():
+        return
+    arrival = planner.bundle.get("arrival")
+    if arrival is None:
+        return
+    clusters = list(arrival.clusters_)
+    if wl.cluster not in clusters:
+        raise ConfigError(f"workload.cluster = {wl.cluster!r} is not a cluster of the bundle's arrival model "
+                          f"(known: {', '.join(clusters)})")
+    types = list(arrival.types(wl.cluster))
+    if qt.type not in types:
+        raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
+                          f"{wl.cluster} (known: {', '.join(types)})")
+
+
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
     return [r for r in config.runs if _run_exclusion(config, r) is None]
@@ -516,7 +538,7 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
     from acmemodel.planner.cluster_sim import default_routing, prepare_jobs
 
     df, _ = prepare_jobs(jobs)
-    df = df[["submit_s", "run_s", "gpu_num", "type"] + (["partition"] if "partition" in df.columns else [])]
+    df = df[["submit_s", "run_s", "gpu_num", "type"] + [c for c in ("partition", "latency_s") if c in df.columns]]
     cl = config.cluster
     names = set(cl.partitions) | {"shared"}
     if "partition" not in df.columns:
@@ -529,30 +551,10 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
         span = float(df["submit_s"].max() - t0) if len(df) else DAY
         extra = pd.DataFrame({"submit_s": t0, "run_s": 2 * max(span, DAY), "gpu_num": [r.gpus for r in planned],
                               "type": PLANNED_TYPE, "partition": "pretrain"})
+        if "latency_s" in df.columns:
+            extra["latency_s"] = 0.0
         df = pd.concat([extra, df], ignore_index=True)
     return df.reset_index(drop=True)
-
-
-def _check_gpus(gpus) -> int:
-    if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer, float)) or int(gpus) != gpus or gpus < 1:
-        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
-    return int(gpus)
-
-
-def _model_key(call, job_type: str) -> dict:
-    """``{"type": job_type}`` if the model accepts it, else ``{}`` (averaged over the training mix)."""
-    try:
-        call(type=job_type)
-        return {"type": job_type}
-    except (ValueError, KeyError):
-        return {}
-
-
-def _with_restart(mix: FailureMix, restart: RestartTime) -> FailureMix:
-    if restart.kind == "mixture":
-        raise ValueError("restart must be a single distribution (fixed, lognormal, exponential) to apply to "
-                         "every failure type")
-    return FailureMix([FailureType(t.name, t.probability, restart, t.category) for t in mix.types])
 
 
 def _curve(ck: CheckpointResult, work, C, fail, R, tau_used) -> pd.DataFrame:

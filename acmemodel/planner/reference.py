@@ -127,6 +127,7 @@ EM_P = len(BERNOULLI)
 NTAY = 2 * EM_P + 2   # Taylor coefficients c_0..c_{2P+1} of S at the Euler-Maclaurin start
 PRUNE = 1e-18         # a restart node is skipped when w I(r)/x (a bound on its sum) is below this x E[N]
 ROOT2 = math.sqrt(2.0)
+TAIL_NEGLIGIBLE = 46.0  # k > 1: z(t1) − z(a) beyond this (S ratio < 1e-20): no upper Euler-Maclaurin end
 NEWTON_DONE = 1e-9    # a Newton step below this relative size is the last one (quadratic convergence)
 
 
@@ -211,6 +212,9 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
         return acc + J + H - K
     t1 = d.lam * (EM_EPS * d.lam / (k * x)) ** (1.0 / (k - 1.0))
     n1 = min(math.floor((t1 - r) / x), 1e15)
+    if n1 > i + 1.0 and ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
+        J, H, K = _em_end(d, r, x, float(i))  # S(t1) < 1e-20 S(a): the range is [i, infinity)
+        return acc + J + H - K
     if n1 > i + 1.0:
         J0, H0, K0 = _em_end(d, r, x, float(i))
         J1, H1, K1 = _em_end(d, r, x, float(n1))
@@ -226,12 +230,13 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
     return acc
 
 
-def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]:
-    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``; ``c`` None = infinity.
-    Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
-    if c is None:
+def _geometric_sums(delta: float, c: float | None, omq: float | None = None) -> tuple[float, float, float]:
+    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``, ``omq = 1 − q`` (computed if not given);
+    ``c`` None = infinity. Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
+    if omq is None:
         omq = -math.expm1(-delta)
-        q = math.exp(-delta)
+    q = 1.0 - omq
+    if c is None:
         return 1.0 / omq, q / omq ** 2, q * (1.0 + q) / omq ** 3
     if delta == 0.0:
         return c, 0.5 * c * (c - 1.0), (c - 1.0) * c * (2.0 * c - 1.0) / 6.0
@@ -239,9 +244,9 @@ def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]
         m = np.arange(int(c), dtype=float)
         qm = np.exp(-delta) ** m
         return float(qm.sum()), float((m * qm).sum()), float((m * m * qm).sum())
-    omq = -math.expm1(-delta)
-    qc = math.exp(-c * delta)
-    A = -math.expm1(-c * delta) / omq
+    em = math.expm1(-c * delta)
+    qc = 1.0 + em
+    A = -em / omq
     B = (A - 1.0 - (c - 1.0) * qc) / omq
     D = (2.0 * B - A + 1.0 - (c - 1.0) ** 2 * qc) / omq
     return A, B, D
