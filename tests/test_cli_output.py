@@ -233,3 +233,9 @@ def test_duration_axes_in_human_units():
     assert {"1 min", "1 h", "1 d"} <= labels <= {name for _, name in DURATION_TICKS}  # no 2^21 or 10^5
     assert ax.get_xlabel() == "duration (run)"
     plt.close(fig)
+
+
+def test_fit_json_runs_without_a_progress_bar(tmp_path):
+    r = runner.invoke(app, ["fit", "-o", str(tmp_path / "b"), "--model", "gpu_counts", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["models"] == ["gpu_counts"]
