@@ -14,33 +14,10 @@ from acmemodel.models.bundle import Bundle
 
 
 def _builders() -> dict[str, Callable[[], object]]:
-    """name → constructor of each model a bundle holds (imported lazily)."""
-    from acmemodel.models.arrival import ArrivalModel
-    from acmemodel.models.failure import FailureModel
-    from acmemodel.models.gpu_counts import GpuCountModel
-    from acmemodel.models.queue import QueueModel
-    from acmemodel.models.runtime import RuntimeModel
+    """name → constructor of each model a fitted bundle holds (:data:`acmemodel.models.DEFAULT_MODELS`)."""
+    from acmemodel.models import DEFAULT_MODELS, MODELS
 
-    out: dict[str, Callable[[], object]] = {
-        "runtime": RuntimeModel,
-        "queue": QueueModel,
-        "failure": FailureModel,
-        "arrival": ArrivalModel,
-        "gpu_counts": GpuCountModel,
-    }
-    try:
-        from acmemodel.models.restart import RestartModel
-
-        out["restart"] = RestartModel
-    except ImportError:  # pragma: no cover - during development only
-        pass
-    try:
-        from acmemodel.models.predictor import RuntimePredictor
-
-        out["predictor"] = RuntimePredictor
-    except ImportError:  # pragma: no cover
-        pass
-    return out
+    return {m: MODELS[m] for m in DEFAULT_MODELS}
 
 
 def model_names() -> list[str]:

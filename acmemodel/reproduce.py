@@ -122,7 +122,7 @@ def ks_at_points(sample, x, cdf) -> tuple[float, float]:
 
 def curve_points() -> list[dict]:
     """Every published CDF of the two clusters: ``name, kind, cluster, type, x, cdf`` (fractions)."""
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.reference import load_reference
 
     out = []
     dur = load_reference("duration_cdf_by_type")

@@ -44,6 +44,7 @@ def main(argv=None) -> dict:
     from dask.distributed import Client, LocalCluster
 
     from acmemodel.planner.sweep import sweep
+    from acmemodel.synth import sample_workload
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=300)
@@ -52,7 +53,7 @@ def main(argv=None) -> dict:
     n = 2 * 10 * 10 * 5
     print(f"# example configuration, simulation.replicas={args.replicas}, workload.days=2, grid {n} points")
     t0 = time.perf_counter()
-    df1 = sweep(raw, GRID)
+    df1 = sweep(raw, GRID, sampler=sample_workload)
     t1 = time.perf_counter() - t0
     print(f"sweep_inprocess points={len(df1)} s={t1:.2f} points_per_s={len(df1) / t1:.1f} "
           f"ok={(df1['status'] == 'ok').sum()}")
@@ -60,7 +61,7 @@ def main(argv=None) -> dict:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
             Client(cl) as client:
         t_start = time.perf_counter() - t0
-        df2 = sweep(raw, GRID, client=client)
+        df2 = sweep(raw, GRID, client=client, sampler=sample_workload)
     t2 = time.perf_counter() - t0
     same = True
     try:

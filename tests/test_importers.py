@@ -366,7 +366,7 @@ def test_predictor_beats_the_best_baseline_when_names_carry_signal():
                            predictor_params={"n_estimators": 80, "learning_rate": 0.1})
     v = res.info["predictor_vs_best_baseline"]
     assert {"name_token", "name_prior_median_run_s"} <= set(res.info["predictor_features"])
-    assert v["beats"] and v["text"].startswith("predictor beats")
+    assert v["beats"] and v["significant"] and v["text"].startswith("predictor beats")
     # by a margin well beyond noise: test jobs ~ n/6, per-job |error| sd ≤ ~1.5 log-s
     n_test = res.info["n_test"]
     assert v["baseline_value"] - v["predictor"] > 5 * 1.5 / math.sqrt(n_test)
@@ -403,3 +403,19 @@ def test_pending_jobs_are_censored_waits_of_the_queue_model(slurm):
     assert len(pend) == 4 and set(pend) <= set(obs.index)
     assert obs.loc[pend, "censored"].all()
     assert not obs.drop(index=pend).loc[lambda f: f.index.isin(slurm.jobs.index[slurm.jobs.started]), "censored"].any()
+
+
+def test_slurm_parsable_trailing_pipe_and_jobidraw_only(tmp_path):
+    f = tmp_path / "p.txt"
+    f.write_text("JobIDRaw|User|State|Submit|Start|End|ReqTRES|\n"
+                 "11|u|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:05|2024-01-01T00:10:05|cpu=4,gres/gpu:h100=2,gres/gpu:a100=1|\n"
+                 "11.batch||COMPLETED|2024-01-01T00:00:05|2024-01-01T00:00:05|2024-01-01T00:10:05||\n"
+                 "\n"
+                 "12|u|CANCELLED by 0|2024-01-01 01:00:00|None|2024-01-01 01:05:00||\n")
+    t = load(f, format="slurm", timezone="UTC")
+    j = by_id(t)
+    assert list(j.index) == ["11", "12"] and len(t.rejected) == 0
+    assert j.loc["11", "gpu_num"] == 3 and j.loc["11", "cpu_num"] == 4  # typed GPUs summed; TRES cpu
+    assert j.loc["12", "state"] == "CANCELLED" and not j.loc["12", "started"]  # space-separated times
+    assert j.loc["12", "queue_s"] == 300 and j.loc["12", "queue_censored"]
+    assert j.loc["11", "type"] == "Other"  # no partition/QOS: Other

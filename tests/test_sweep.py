@@ -14,6 +14,7 @@ from acmemodel.cli import main
 from acmemodel.errors import ConfigError
 from acmemodel.planner import sweep as sweep_mod
 from acmemodel.planner.sweep import load_grid, plan_sweep, plot_sweep, read_sweep, sweep
+from acmemodel.synth import sample_workload  # (the planner takes its workload sampler as an argument)
 
 CONFIG = {
     "name": "tiny",
@@ -37,7 +38,7 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def inprocess(files):
-    return sweep(files / "cfg.yaml", files / "grid.yaml", out=files / "ref.parquet")
+    return sweep(files / "cfg.yaml", files / "grid.yaml", sampler=sample_workload, out=files / "ref.parquet")
 
 
 def test_grid_ranges_and_axes():
@@ -83,7 +84,7 @@ def test_two_worker_local_cluster_gives_identical_rows(inprocess, files):
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        df = sweep(files / "cfg.yaml", files / "grid.yaml", client=client)
+        df = sweep(files / "cfg.yaml", files / "grid.yaml", sampler=sample_workload, client=client)
     pd.testing.assert_frame_equal(df, inprocess)
 
 
@@ -97,10 +98,10 @@ def test_resume_after_interruption_gives_the_same_table(inprocess, files):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        sweep(files / "cfg.yaml", files / "grid.yaml", out=out, flush_every=1, _on_point=stop_after_two)
+        sweep(files / "cfg.yaml", files / "grid.yaml", sampler=sample_workload, out=out, flush_every=1, _on_point=stop_after_two)
     assert not out.exists() and len(list((files / "resumed.parquet.partial").glob("part-*.parquet"))) == 2
     seen = []
-    df = sweep(files / "cfg.yaml", files / "grid.yaml", out=out, resume=True, _on_point=lambda i, r: seen.append(i))
+    df = sweep(files / "cfg.yaml", files / "grid.yaml", sampler=sample_workload, out=out, resume=True, _on_point=lambda i, r: seen.append(i))
     assert seen == [2, 3]                      # only the missing points ran
     pd.testing.assert_frame_equal(df, inprocess)
     pd.testing.assert_frame_equal(read_sweep(out)[0], inprocess)
@@ -109,7 +110,7 @@ def test_resume_after_interruption_gives_the_same_table(inprocess, files):
 
 def test_a_failing_point_is_reported_while_the_others_complete(files):
     grid = {"axes": {"cluster.partitions.eval": {"values": [64, 1024]}}}  # 1024 > cluster.gpus
-    df = sweep(files / "cfg.yaml", grid)
+    df = sweep(files / "cfg.yaml", grid, sampler=sample_workload)
     assert list(df["status"]) == ["ok", "error"]
     assert "cluster.partitions" in df["error"][1] and np.isfinite(df["big.completion_mean_s"][0])
 

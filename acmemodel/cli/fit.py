@@ -46,11 +46,14 @@ def fit_cmd(
     import warnings
 
     from acmemodel.cli._fmt import dur, progress, table
+    from acmemodel.features.names import jobs_with_extras
 
+    # (an imported trace's job names, partitions and restart links go to the models that use them)
     with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
         warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
-        bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=trace_provenance(trace),
-                            name=out.stem, progress=lambda i, n, d: upd(i, n, d))
+        bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
+                            provenance=trace_provenance(trace), name=out.stem,
+                            progress=lambda i, n, d: upd(i, n, d))
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
     if json_out:

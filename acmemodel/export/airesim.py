@@ -306,7 +306,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
     """
     import yaml
 
-    from acmemodel import __version__
+    from acmemodel._version import __version__
 
     frame = None
     if jobs is not None:

@@ -134,7 +134,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from acmemodel import __version__
+    from acmemodel._version import __version__
 
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, desc, written, n_jobs, frames = [], [], 0, 0, []

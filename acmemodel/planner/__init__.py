@@ -3,7 +3,8 @@
 Main entry points (imported lazily)::
 
     from acmemodel.planner import Planner, ClusterConfig
-    plan = Planner(bundle).plan(ClusterConfig.load("cluster.yaml"))
+    from acmemodel.synth import sample_workload
+    plan = Planner(bundle, sampler=sample_workload).plan(ClusterConfig.load("cluster.yaml"))
 
 * :mod:`.checkpoint` — ``optimal_interval``, ``expected_time``, ``young_interval``, ``daly_interval``;
 * :mod:`.montecarlo` — ``simulate_run``, ``FailureMix``, ``FailureType``;

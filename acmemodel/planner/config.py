@@ -158,6 +158,22 @@ def read_config_file(path: str | Path) -> Any:
     raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
 
 
+def with_reliability(data: Any, preset: str, *, where: str = "config") -> dict:
+    """A copy of a raw configuration whose failure rate is the reliability preset ``preset`` (the
+    ``--reliability`` option): ``failures.reliability`` set, ``failures.mttf/reference_gpus/shape``
+    dropped. The preset name is validated when the result is."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: the configuration must be a mapping")
+    data = dict(data)
+    fs = data.get("failures") or {}
+    if not isinstance(fs, Mapping):
+        raise ConfigError("failures must be a mapping")
+    fs = {k: v for k, v in fs.items() if k not in ("mttf", "reference_gpus", "shape")}
+    fs["reliability"] = preset
+    data["failures"] = fs
+    return data
+
+
 # ------------------------------------------------------------------------------------------ sections
 @dataclass
 class ClusterSpec:
@@ -279,17 +295,7 @@ class ClusterConfig:
         p = Path(path)
         data = read_config_file(p)
         if reliability is not None:
-            if not isinstance(data, Mapping):
-                raise ConfigError(f"{p.name}: the configuration must be a mapping")
-            data = dict(data)
-            fs = data.get("failures") or {}
-            if not isinstance(fs, Mapping):
-                raise ConfigError("failures must be a mapping")
-            fs = dict(fs)
-            for k in ("mttf", "reference_gpus", "shape"):
-                fs.pop(k, None)
-            fs["reliability"] = reliability
-            data["failures"] = fs
+            data = with_reliability(data, reliability, where=p.name)
         cfg = cls.from_dict(data, base_dir=p.parent)
         cfg.source = str(p)
         return cfg

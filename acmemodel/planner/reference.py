@@ -127,6 +127,7 @@ EM_P = len(BERNOULLI)
 NTAY = 2 * EM_P + 2   # Taylor coefficients c_0..c_{2P+1} of S at the Euler-Maclaurin start
 PRUNE = 1e-18         # a restart node is skipped when w I(r)/x (a bound on its sum) is below this x E[N]
 ROOT2 = math.sqrt(2.0)
+TAIL_NEGLIGIBLE = 46.0  # k > 1: z(t1) − z(a) beyond this (S ratio < 1e-20): no upper Euler-Maclaurin end
 NEWTON_DONE = 1e-9    # a Newton step below this relative size is the last one (quadratic convergence)
 
 
@@ -211,6 +212,9 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
         return acc + J + H - K
     t1 = d.lam * (EM_EPS * d.lam / (k * x)) ** (1.0 / (k - 1.0))
     n1 = min(math.floor((t1 - r) / x), 1e15)
+    if n1 > i + 1.0 and ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
+        J, H, K = _em_end(d, r, x, float(i))  # S(t1) < 1e-20 S(a): the range is [i, infinity)
+        return acc + J + H - K
     if n1 > i + 1.0:
         J0, H0, K0 = _em_end(d, r, x, float(i))
         J1, H1, K1 = _em_end(d, r, x, float(n1))
@@ -226,12 +230,13 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
     return acc
 
 
-def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]:
-    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``; ``c`` None = infinity.
-    Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
-    if c is None:
+def _geometric_sums(delta: float, c: float | None, omq: float | None = None) -> tuple[float, float, float]:
+    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``, ``omq = 1 − q`` (computed if not given);
+    ``c`` None = infinity. Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
+    if omq is None:
         omq = -math.expm1(-delta)
-        q = math.exp(-delta)
+    q = 1.0 - omq
+    if c is None:
         return 1.0 / omq, q / omq ** 2, q * (1.0 + q) / omq ** 3
     if delta == 0.0:
         return c, 0.5 * c * (c - 1.0), (c - 1.0) * c * (2.0 * c - 1.0) / 6.0
@@ -239,9 +244,9 @@ def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]
         m = np.arange(int(c), dtype=float)
         qm = np.exp(-delta) ** m
         return float(qm.sum()), float((m * qm).sum()), float((m * m * qm).sum())
-    omq = -math.expm1(-delta)
-    qc = math.exp(-c * delta)
-    A = -math.expm1(-c * delta) / omq
+    em = math.expm1(-c * delta)
+    qc = 1.0 + em
+    A = -em / omq
     B = (A - 1.0 - (c - 1.0) * qc) / omq
     D = (2.0 * B - A + 1.0 - (c - 1.0) ** 2 * qc) / omq
     return A, B, D
@@ -373,10 +378,50 @@ def _expected_time_one(d: _Dist, tau, W, C, rn, rw) -> tuple[float, int]:
     return et, OK
 
 
+def check_ckpt_values(tau, work, ckpt, family, params, r_nodes, r_weights) -> None:
+    """The value checks of ``_core`` (module.c ``check_ckpt_values``): ValueError naming the argument,
+    the row and the rule, for the first invalid value."""
+    P = params.shape[1]
+    for i in range(work.size):
+        if tau is not None and tau[i] < 0:
+            raise ValueError(f"tau[{i}] must be a checkpoint interval >= 0 s")
+        if not (work[i] > 0 and math.isfinite(work[i])):
+            raise ValueError(f"work[{i}] must be > 0 s (finite)")
+        if not (ckpt[i] >= 0 and math.isfinite(ckpt[i])):
+            raise ValueError(f"ckpt[{i}] must be a checkpoint cost >= 0 s (finite)")
+        p = params[i]
+        if family == EXPONENTIAL:
+            if not (p[0] > 0 and math.isfinite(p[0])):
+                raise ValueError(f"params[{i}]: exponential failures need a mean time to failure M > 0 (finite)")
+        elif family == WEIBULL:
+            if P < 2 or not (p[0] > 0 and p[1] > 0 and math.isfinite(p[0]) and math.isfinite(p[1])):
+                raise ValueError(f"params[{i}]: Weibull failures need shape k > 0 and scale lambda > 0 (finite)")
+        else:
+            m = P // 2
+            if m < 1 or 2 * m != P:
+                raise ValueError(f"params: a piecewise hazard needs 2m columns (m breakpoints, m hazards), got {P}")
+            if p[0] != 0.0:
+                raise ValueError(f"params[{i}]: the first breakpoint of a piecewise hazard must be 0")
+            for j in range(m):
+                if not (p[m + j] >= 0 and math.isfinite(p[m + j])) or (j > 0 and not p[j] >= p[j - 1]):
+                    raise ValueError(f"params[{i}]: piecewise hazard piece {j}: breakpoints must not decrease "
+                                     "and hazards must be finite and >= 0")
+            if not p[2 * m - 1] > 0:
+                raise ValueError(f"params[{i}]: the last hazard of a piecewise hazard must be > 0 (else a run "
+                                 "may never fail and E[T] has no finite bound)")
+        rn, rw = r_nodes[i], r_weights[i]
+        if not (np.all(rn >= 0) and np.all(np.isfinite(rn)) and np.all(rw >= 0) and np.all(np.isfinite(rw))):
+            q = int(np.flatnonzero(~((rn >= 0) & np.isfinite(rn) & (rw >= 0) & np.isfinite(rw)))[0])
+            raise ValueError(f"r_nodes/r_weights[{i}, {q}]: restart times must be >= 0 s and weights >= 0 (finite)")
+        if not rw.sum() > 0:
+            raise ValueError(f"r_weights[{i}] must have a positive sum")
+
+
 def ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights):
     """Twin of ``_core.ckpt_expected_time``: ``(E[T] per scenario, status per scenario)``."""
     tau, work, ckpt = (np.asarray(a, dtype=float) for a in (tau, work, ckpt))
     params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(tau, work, ckpt, family, params, r_nodes, r_weights)
     n = work.size
     if family == EXPONENTIAL:  # vectorised closed form
         M = params[:, 0]
@@ -504,6 +549,7 @@ def ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights):
     """Twin of ``_core.ckpt_optimize``: ``(tau*, E[T](tau*), status)`` per scenario."""
     work, ckpt = (np.asarray(a, dtype=float) for a in (work, ckpt))
     params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(None, work, ckpt, family, params, r_nodes, r_weights)
     n = work.size
     tau = np.full(n, np.nan)
     et = np.full(n, np.inf)

@@ -21,7 +21,8 @@ order the axes are written, the last axis varying fastest.
 (an invalid combination — an eval lane bigger than the cluster — is that point's error, the others run).
 A point's plan has two parts that :class:`~acmemodel.planner.planner.Planner` computes independently:
 the *runs* (checkpoint optimum and Monte Carlo completion: ``Planner.plan(cfg, cluster=False)``) and
-the *cluster* (workload simulation and quota search: ``Planner.quota(cfg)``). Each part is a pure
+the *cluster* (workload simulation and quota search: ``Planner.quota(cfg)``); the plan's reliability
+sensitivity band and the evaluation-batch section are not computed per point. Each part is a pure
 function of the configuration sections it reads, so points that share them share one evaluation
 (a grid over checkpoint cost × eval lane simulates the cluster once per lane). **Seeds**: each part
 runs with its own seed, a hash of the sweep seed and that part's inputs — derived from the point, not
@@ -33,7 +34,9 @@ same simulated workload (common random numbers).
 (``ok``/``error``), ``error``; per run ``RUN.completion_mean_s`` / ``_p50_s`` / ``_p90_s``,
 ``RUN.expected_failures``, ``RUN.ettr``, ``RUN.gpu_h_lost`` (GPU-hours) split into ``_work``,
 ``_restart``, ``_checkpoint`` and by failure category (``RUN.gpu_h_lost.Infrastructure`` ...),
-``RUN.interval_s`` (used), ``RUN.optimal_interval_s``; totals over runs ``gpu_h_lost*``; the cluster's
+``RUN.interval_s`` (used), ``RUN.optimal_interval_s``, ``RUN.kwh_lost`` / ``RUN.tco2e_lost`` (energy and
+carbon of the loss, :mod:`acmemodel.planner.energy`); totals over runs ``gpu_h_lost*``, ``kwh_lost``,
+``tco2e_lost``; the cluster's
 ``eval_wait_p50_s`` / ``eval_wait_p90_s`` (``inf`` when some Eval jobs never run), ``quota.PARTITION``
 GPUs, ``quota_feasible``. The Parquet file's metadata (key ``acmemodel.sweep``) holds the grid, the base
 configuration, the seed, the bundle's name and provenance and the package version.
@@ -344,7 +347,7 @@ def _bundle(ref):
     """The bundle of a reference (path string or None = the default), loaded once per process."""
     key = str(ref) if ref is not None else None
     if key not in _BUNDLES:
-        from acmemodel.synth import resolve_bundle
+        from acmemodel.models.bundle import resolve_bundle
 
         _BUNDLES[key] = resolve_bundle(ref)
     return _BUNDLES[key]
@@ -354,11 +357,13 @@ def _num(v) -> float:
     return float("nan") if v is None else float(v)
 
 
-def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: int) -> dict:
+def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: int, sampler=None) -> dict:
     """Evaluate one plan part of a point (a task: pure function of its arguments).
 
     ``kind``: ``"runs"`` (``Planner.plan(cfg, cluster=False)``) or ``"cluster"`` (``Planner.quota``);
     ``raw``: the point's configuration mapping; ``seed``: the part's seed (``simulation.seed``).
+    ``sampler``: the workload sampler of the cluster part (:class:`~acmemodel.planner.planner.Planner`'s
+    ``sampler``, e.g. :func:`acmemodel.synth.sample_workload`; the planner does not import the synthesiser).
     Returns the part's columns, or ``{"error": message}`` when it fails.
     """
     import warnings
@@ -369,9 +374,12 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
 
     try:
         raw = copy.deepcopy(raw)
+        raw.pop("evaluation", None)  # the evaluation batch (evalplan) is not a sweep column
         raw.setdefault("simulation", {})["seed"] = int(seed)
+        if kind == "runs":
+            raw["sensitivity"] = False  # the plan's reliability band is not a sweep column (6 more plans)
         cfg = ClusterConfig.from_dict(raw, base_dir=Path(base_dir) if base_dir else None)
-        planner = Planner(_bundle(bundle_ref))
+        planner = Planner(_bundle(bundle_ref), sampler=sampler)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if kind == "runs":
@@ -392,6 +400,8 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
                         "gpu_h_lost_checkpoint": _num(loss["checkpoint"]),
                         "interval_s": _num(r["checkpoint_interval_s"]),
                         "optimal_interval_s": _num(r["optimal_interval_s"]),
+                        "kwh_lost": _num(((r.get("energy") or {}).get("total") or {}).get("kwh")),
+                        "tco2e_lost": _num(((r.get("energy") or {}).get("total") or {}).get("tco2e")),
                     }
                     bycat: dict = {}
                     for t, v in (loss.get("by_failure_type") or {}).items():
@@ -401,7 +411,7 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
                         cols[f"gpu_h_lost.{c}"] = bycat.get(c, 0.0 if r["finishes"] else float("nan"))
                     for k, v in cols.items():
                         out[f"{n}.{k}"] = v
-                        if k.startswith("gpu_h_lost"):
+                        if k.startswith("gpu_h_lost") or k in ("kwh_lost", "tco2e_lost"):
                             tot[k] = tot.get(k, 0.0) + v
                 out.update(tot)
                 return out
@@ -420,9 +430,10 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
 
 
 # ------------------------------------------------------------------------------------------ sweep
-def _raw_config(config) -> tuple[dict, str | None, str | None]:
-    """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig."""
-    from acmemodel.planner.config import ClusterConfig
+def _raw_config(config, reliability: str | None = None) -> tuple[dict, str | None, str | None]:
+    """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig; ``reliability``:
+    a preset that replaces the config's failure rate (:func:`~acmemodel.planner.config.with_reliability`)."""
+    from acmemodel.planner.config import ClusterConfig, with_reliability
 
     if isinstance(config, ClusterConfig):
         if not config.source:
@@ -431,18 +442,24 @@ def _raw_config(config) -> tuple[dict, str | None, str | None]:
         config = config.source
     if isinstance(config, Mapping):
         raw = copy.deepcopy(dict(config))
+        if reliability is not None:
+            raw = with_reliability(raw, reliability)
         ClusterConfig.from_dict(raw)  # the base must be valid
         return raw, None, None
     p = Path(config)
     raw = _read_mapping(p, "config")
+    if reliability is not None:
+        raw = with_reliability(raw, reliability, where=p.name)
     ClusterConfig.from_dict(raw, base_dir=p.parent)
     return raw, str(p.parent), str(p)
 
 
-def plan_sweep(config, grid, *, seed: int | None = None, allow_large: bool = False) -> dict:
+def plan_sweep(config, grid, *, seed: int | None = None, allow_large: bool = False,
+               reliability: str | None = None) -> dict:
     """Check a sweep before any work: the base config, the grid, the point count (> :data:`MAX_POINTS`
-    needs ``allow_large``). Returns the sweep description used by :func:`sweep`."""
-    raw, base_dir, source = _raw_config(config)
+    needs ``allow_large``). ``reliability``: a preset for the base config's failure rate. Returns the
+    sweep description used by :func:`sweep`."""
+    raw, base_dir, source = _raw_config(config, reliability)
     g = load_grid(grid)
     _check_axes_against_config(g["axes"], raw)
     n = int(np.prod([len(a.values) for a in g["axes"]]))
@@ -549,6 +566,7 @@ class _Progress:
 
 def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, out=None, resume: bool = False,
           progress: bool = False, allow_large: bool = False, flush_every: int = 50,
+          sampler: Callable | None = None, reliability: str | None = None,
           _on_point: Callable | None = None) -> pd.DataFrame:
     """Evaluate the planner configuration ``config`` (path or mapping) over ``grid`` (path or mapping, see
     the module docstring); one row per point, in grid order.
@@ -557,9 +575,13 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
     the default bundle; workers load it themselves); ``seed``: sweep seed (default: the grid's, else the
     config's ``simulation.seed``); ``out``: Parquet path written at the end (rows checkpointed to
     ``OUT.partial/`` every ``flush_every`` points); ``resume``: reuse the successful rows already in
-    ``out``; ``progress``: a progress bar on stderr; ``allow_large``: run grids over :data:`MAX_POINTS`.
+    ``out``; ``progress``: a progress bar on stderr; ``allow_large``: run grids over :data:`MAX_POINTS`;
+    ``sampler``: the workload sampler of the cluster parts (``acmemodel sweep`` passes
+    :func:`acmemodel.synth.sample_workload`; without one the cluster columns report the error);
+    ``reliability``: a reliability preset for the base config's failure rate (a grid axis
+    ``failures.reliability`` varies it per point).
     """
-    plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large)
+    plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large, reliability=reliability)
     bundle_ref = None if bundle is None else str(bundle)
     meta = _metadata(plan, bundle_ref)
     meta["fingerprint"] = _fingerprint(meta)
@@ -584,6 +606,7 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
             needs.append(None)
             continue
         raw = copy.deepcopy(plan["raw"])
+        raw.pop("evaluation", None)  # validated once with the base config; not evaluated per point
         for a in axes:
             _apply(raw, a, values[a.name])
         try:
@@ -599,7 +622,8 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
         for kind, key in (("runs", rk), ("cluster", ck)):
             if kind == "runs" and not raw.get("runs"):
                 continue
-            tk = (kind, _hash(kind, key)[:20])
+            # task key: the part's inputs, seed and bundle (unique on a scheduler shared by several sweeps)
+            tk = (kind, _hash(kind, key, plan["seed"], bundle_ref)[:24])
             if tk not in tasks:
                 tasks[tk] = (raw, derive_seed(plan["seed"], kind, key))
             keys.append(tk)
@@ -660,7 +684,7 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
                 if not waiting[i]:
                     finish_point(i)
 
-        args = lambda tk: (tk[0], tasks[tk][0], plan["base_dir"], bundle_ref, tasks[tk][1])  # noqa: E731
+        args = lambda tk: (tk[0], tasks[tk][0], plan["base_dir"], bundle_ref, tasks[tk][1], sampler)  # noqa: E731
         order = []  # tasks in the order points need them (points complete in grid order in-process)
         seen = set()
         for i in pending:
