@@ -448,8 +448,6 @@ class RestartModel(BaseModel):
                 "population": None if self.population_ is None else self.population_.to_dict(orient="list")}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
-        import lightgbm as lgb
-
         self.n_chains_ = int(d["n_chains"])
         self.fallback_ = bool(d["fallback"])
         self.fallback_reason_ = d["fallback_reason"]
@@ -458,6 +456,8 @@ class RestartModel(BaseModel):
         self.lgbm_sigma_ = {c: float(v) for c, v in d["lgbm_sigma"].items()}
         self.levels_ = {k: list(v) for k, v in d["levels"].items()}
         self.population_ = None if d["population"] is None else pd.DataFrame(d["population"])
-        self._boosters = {name[len("lgbm_"):]: lgb.Booster(model_str=text)
+        from acmemodel.models.lgbm_text import booster_from_text
+
+        self._boosters = {name[len("lgbm_"):]: booster_from_text(text, f"booster {name!r}")
                           for name, text in artifacts.items() if name.startswith("lgbm_")}
         self.n_fit_ = self.n_chains_
