@@ -179,3 +179,52 @@ def test_config_seed_range(tmp_path):
     p.write_text(text.replace("seed: 0", f"seed: {10**30}"))
     with pytest.raises(ConfigError, match="simulation.seed must be at most"):
         ClusterConfig.load(p)
+
+
+# ------------------------------------------------------------------------------------------ optional values
+def test_unusable_optional_values_are_counted_per_column(tmp_path, seren_lines, capsys):
+    import json
+
+    from acmemodel.cli import main
+
+    lines = list(seren_lines[:21])
+    h = lines[0].split(",")
+
+    def put(i, col, value):
+        f = lines[i].split(",")
+        f[h.index(col)] = value
+        lines[i] = ",".join(f)
+
+    put(1, "cpu_num", "abc")
+    put(2, "cpu_num", "-4")
+    put(3, "cpu_num", "inf")
+    put(4, "duration", "x1")
+    put(5, "queue", "zz")
+    put(6, "gpu_time", "?")
+    t = _load(tmp_path, lines)
+    assert t.files[0].accepted == 20  # the timestamps are sound: nothing quarantined
+    assert t.value_problems == {"cpu_num": {"not a number": 1, "negative or infinite": 2},
+                                "duration": {"not a number": 1}, "queue": {"not a number": 1},
+                                "gpu_time": {"not a number": 1}}
+    assert t.jobs["cpu_num"].isna().sum() == 3
+    assert any("cpu_num: 1 not a number, 2 negative or infinite" in w for w in t.warnings)
+    with pytest.raises(SystemExit):
+        main(["describe", "--json", str(tmp_path / "t.csv"), "--cluster", "Seren"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["value_problems"]["cpu_num"] == {"not a number": 1, "negative or infinite": 2}
+
+
+def test_kalos_fail_time_before_start(tmp_path):
+    from tests.conftest import readme_example
+
+    text = readme_example("kalos").splitlines()
+    h = text[0].split(",")
+    rows = [r.split(",") for r in text[1:]]
+    i = next(k for k, r in enumerate(rows) if r[h.index("start_time")])
+    rows[i][h.index("fail_time")] = "2000-01-01 00:00:00+00:00"
+    p = tmp_path / "trace_kalos.csv"
+    p.write_text("\n".join([text[0]] + [",".join(r) for r in rows]) + "\n")
+    t = load_trace(p)
+    assert t.value_problems.get("fail_time") == {"before start_time": 1}
+    assert len(t.jobs) == len(rows) - len(t.rejected)
+    assert not (t.jobs["fail_time_s"] < 0).any()
