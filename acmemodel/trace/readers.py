@@ -399,9 +399,15 @@ _CLOSED_LINE = re.compile(_FIELD + rb"(?:," + _FIELD + rb")*")
 
 
 def _has_quote(path: Path, compression: str | None) -> bool:
-    """Whether the file holds a ``"`` anywhere (streamed in 16 MiB chunks; stops at the first)."""
+    """Whether the file holds a ``"`` anywhere (a memory map of a plain file; a compressed one is
+    streamed in 16 MiB chunks; stops at the first)."""
+    import mmap
+
     import pyarrow as pa
 
+    if compression is None:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m.find(b'"') >= 0
     with pa.input_stream(str(path), compression=compression) as f:
         while True:
             chunk = f.read(1 << 24)
