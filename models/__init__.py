@@ -32,6 +32,8 @@ MODELS: dict[str, type] = {
 #: demand by ``acmemodel forecast``
 DEFAULT_MODELS: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts", "predictor")
 
-__all__ = ["BaseModel", "Bundle", "MODELS", "DEFAULT_MODELS", "MODEL_REGISTRY", "register",
-           "StartupLatencyModel",  # the start-up latency part of QueueModel (stored inside it)
-           *(c.__name__ for c in MODELS.values())]
+#: model classes that live inside another model (QueueModel's start-up latency part), not in a bundle slot
+SUBMODELS: tuple[type, ...] = (StartupLatencyModel,)
+
+__all__ = ["BaseModel", "Bundle", "MODELS", "DEFAULT_MODELS", "SUBMODELS", "MODEL_REGISTRY", "register", *(
+    c.__name__ for c in (*MODELS.values(), *SUBMODELS))]
