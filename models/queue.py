@@ -178,9 +178,10 @@ class QueueModel(DurationModel):
                 or self.free_margin_gpus < 0:
             raise ValueError(f"free_margin_gpus must be a non-negative integer, got {self.free_margin_gpus!r}")
 
-    def fit(self, trace_or_jobs) -> "QueueModel":
-        """Fit the wait cells, then (``latency=True``) the start-up latency part (class docstring)."""
-        super().fit(trace_or_jobs)
+    def fit(self, trace_or_jobs, *, timezones=None) -> "QueueModel":
+        """Fit the wait cells, then (``latency=True``) the start-up latency part (class docstring).
+        Returns self; ``timezones`` as in every model's ``fit`` (no calendar covariate: unused)."""
+        super().fit(trace_or_jobs, timezones=timezones)
         self.latency_ = None
         self.parts_ = pd.DataFrame()
         jobs = self._jobs_of(trace_or_jobs)

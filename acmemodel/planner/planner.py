@@ -144,7 +144,9 @@ class Planner:
     sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
         the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
         run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload`. The planner does not
-        import the synthesiser: without a sampler the cluster part needs an explicit ``workload=``.
+        import the synthesiser: ``None`` takes the sampler the installed package registers
+        (:func:`registered_sampler`, the synthesiser's); without one the cluster part needs an explicit
+        ``workload=``.
     """
 
     def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
@@ -275,12 +277,12 @@ class Planner:
     def workload_sampler(self, config: ClusterConfig) -> Callable:
         """``rng -> job list`` for ``config.workload`` from the planner's ``sampler`` and bundle (GPU jobs
         that started: ``submit_s, run_s, gpu_num, type``). ConfigError without a sampler."""
-        if self.sampler is None:
+        sampler = self.sampler if self.sampler is not None else registered_sampler()
+        if sampler is None:
             raise ConfigError("no workload sampler: pass Planner(..., sampler=acmemodel.synth.sample_workload) "
                               "or an explicit workload=")
         wl = config.workload
         bundle = self.bundle
-        sampler = self.sampler
 
         qm = bundle.get("queue") if config.cluster.latency and hasattr(bundle, "get") else None
 
@@ -504,6 +506,23 @@ def _check_config_against_bundle(planner: "Planner", config: ClusterConfig, *, c
     if qt.type not in types:
         raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
                           f"{wl.cluster} (known: {', '.join(types)})")
+
+
+#: entry-point group of workload samplers (``pyproject.toml`` registers ``default`` =
+#: :func:`acmemodel.synth.sample_workload`): the planner finds its default sampler through the package's
+#: metadata, so it never imports the synthesiser that sits above it
+SAMPLER_ENTRY_POINTS = "acmemodel.workload_samplers"
+
+
+def registered_sampler(name: str = "default") -> Callable | None:
+    """The workload sampler registered under ``name`` in the :data:`SAMPLER_ENTRY_POINTS` group, or
+    ``None`` (e.g. when running from a source tree that was never installed)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=SAMPLER_ENTRY_POINTS):
+        if ep.name == name:
+            return ep.load()
+    return None
 
 
 def _planned_runs(config: ClusterConfig) -> list:

@@ -135,8 +135,14 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         rejected = _original_text(rejected, infos)
     for w in warn:
         warnings.warn(w, DataWarning, stacklevel=2)
+    problems: dict[str, dict[str, int]] = {}
+    for info in infos:
+        for c, d in info.value_problems.items():
+            for k, v in d.items():
+                problems.setdefault(c, {})[k] = problems.get(c, {}).get(k, 0) + v
     return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
-                 timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports)
+                 timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports,
+                 value_problems=problems)
 
 
 def _extraction_seconds(value) -> float:
@@ -393,9 +399,15 @@ _CLOSED_LINE = re.compile(_FIELD + rb"(?:," + _FIELD + rb")*")
 
 
 def _has_quote(path: Path, compression: str | None) -> bool:
-    """Whether the file holds a ``"`` anywhere (streamed in 16 MiB chunks; stops at the first)."""
+    """Whether the file holds a ``"`` anywhere (a memory map of a plain file; a compressed one is
+    streamed in 16 MiB chunks; stops at the first)."""
+    import mmap
+
     import pyarrow as pa
 
+    if compression is None:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m.find(b'"') >= 0
     with pa.input_stream(str(path), compression=compression) as f:
         while True:
             chunk = f.read(1 << 24)
@@ -566,6 +578,11 @@ def _read_one(path: Path, cluster: str | None, imported=None):
     p["job_id_int"] = int_ids
     jobs, rej_mask, reasons, details, inc, type_counts, int_ids = _build_jobs(
         p, factors, cluster, str(path), lines, table)
+    problems = _value_problems(p, rej_mask, jobs)
+    if problems:
+        warn.append(f"{path}: optional values not usable (kept as missing, the rows are accepted): "
+                    + "; ".join(f"{c}: " + ", ".join(f"{v} {k}" for k, v in d.items())
+                                for c, d in problems.items()))
 
     # bad rows: wrong field count, or (5-tuples with a reason) a line with an unterminated quote
     rej = [_rejected_frame(np.full(len(bad), str(path), dtype=object),
@@ -592,6 +609,7 @@ def _read_one(path: Path, cluster: str | None, imported=None):
         extra = pd.DataFrame(index=jobs.index)
     del table
     info.rows = n + len(bad)
+    info.value_problems = problems
     info.accepted = len(jobs)
     info.rejected = len(rejected)
     if info.accepted == 0:
@@ -606,6 +624,42 @@ def _read_one(path: Path, cluster: str | None, imported=None):
     if isinstance(int_ids, _Background):
         int_ids = int_ids.result()
     return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
+
+
+#: optional numeric columns whose unparsable values are counted (the row is kept, the value missing)
+_OPTIONAL_NUMERIC = ("cpu_num", "duration", "queue", "gpu_time", "mem_per_pod_GB", "shared_mem_per_pod")
+
+
+def _value_problems(p: dict, rej_mask: np.ndarray, jobs: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per optional column, the accepted rows whose value is unusable: ``not a number`` (present but
+    unparsable), for ``cpu_num``/``mem_per_pod_GB``/``shared_mem_per_pod`` ``negative or infinite``
+    (set to NaN in ``jobs``), for ``fail_time`` ``before start_time`` or ``not a timestamp`` (set to NaN).
+    Timestamps are sound, so the rows stay accepted."""
+    out: dict[str, dict[str, int]] = {}
+    keep = ~rej_mask
+    for c in _OPTIONAL_NUMERIC:
+        if c in p and p[c][1] is not None:
+            n = int(np.count_nonzero(p[c][1] & keep))
+            if n:
+                out.setdefault(c, {})["not a number"] = n
+    for c in ("cpu_num", "mem_per_pod_GB", "shared_mem_per_pod"):
+        if c in jobs.columns:
+            v = jobs[c].to_numpy(dtype=float)
+            bad = (v < 0) | np.isinf(v)
+            if bad.any():
+                out.setdefault(c, {})["negative or infinite"] = int(bad.sum())
+                jobs[c] = np.where(bad, np.nan, v)
+    if "fail_time" in p:
+        f = p["fail_time"].fail
+        if f is not None and (f & keep).any():  # (the row is quarantined only for the required times)
+            out.setdefault("fail_time", {})["not a timestamp"] = int(np.count_nonzero(f & keep))
+        if "fail_time_s" in jobs.columns:
+            v = jobs["fail_time_s"].to_numpy(dtype=float)
+            bad = v < 0
+            if bad.any():
+                out.setdefault("fail_time", {})["before start_time"] = int(bad.sum())
+                jobs["fail_time_s"] = np.where(bad, np.nan, v)
+    return out
 
 
 def _original_text(rejected: pd.DataFrame, infos: Sequence[FileInfo]) -> pd.DataFrame:
