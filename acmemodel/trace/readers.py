@@ -319,13 +319,6 @@ def _read_table(path: Path, notes: list[str] | None = None):
     block_size = 1 << 20  # (pyarrow's default; raised when a row is longer than a block)
     repaired = None  # the file's bytes with invalid UTF-8 replaced or unterminated quotes masked (rare)
     unbalanced: dict[int, str] = {}  # line number -> text of the lines with an unterminated quote
-    try:
-        if _has_quote(path, compression):  # (one scan; most files have no quote at all)
-            masked, unbalanced = _mask_unbalanced_quotes(_file_bytes(path, compression))
-            if unbalanced:
-                repaired = masked
-    except (OSError, EOFError) as e:
-        raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
 
     def read(types, threads=True):
         bad: list[tuple] = []
@@ -352,32 +345,43 @@ def _read_table(path: Path, notes: list[str] | None = None):
 
     fast = True
     try:
-        # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
-        # later), one column at a time: the other columns keep their typed fast path
-        for _ in range(len(header) + 8):
-            try:
-                table, bad = read(col_types)
+        for attempt in range(2):
+            # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
+            # later), one column at a time: the other columns keep their typed fast path
+            for _ in range(len(header) + 8):
+                try:
+                    table, bad = read(col_types)
+                    break
+                except pa.ArrowInvalid as e:
+                    if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
+                        block_size *= 8
+                        continue
+                    if "invalid UTF8" in str(e) and (repaired is None or unbalanced):
+                        repaired, n_bad = _utf8_repaired(path, compression)
+                        if unbalanced:
+                            repaired, unbalanced = _mask_unbalanced_quotes(repaired)
+                        if notes is not None:
+                            notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
+                                         "replaced by U+FFFD")
+                        continue
+                    m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                    if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
+                        raise
+                    fast = False
+                    col_types[header[int(m.group(1))]] = pa.string()
+            if bad and any(b[0] is None for b in bad):
+                # line numbers are only known when reading single-threaded: re-read (rare path)
+                table, bad = read(col_types, threads=False)
+            # records swallowed by a quote that does not close on its line (the reader counted fewer
+            # records than the file has lines): mask those lines and read once more (rare path)
+            if (attempt or unbalanced or not _has_quote(path, compression)
+                    or _physical_lines(path, compression, repaired) == 1 + table.num_rows + len(bad)):
                 break
-            except pa.ArrowInvalid as e:
-                if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
-                    block_size *= 8
-                    continue
-                if "invalid UTF8" in str(e) and (repaired is None or unbalanced):
-                    repaired, n_bad = _utf8_repaired(path, compression)
-                    if unbalanced:
-                        repaired, unbalanced = _mask_unbalanced_quotes(repaired)
-                    if notes is not None:
-                        notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
-                                     "replaced by U+FFFD")
-                    continue
-                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
-                if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
-                    raise
-                fast = False
-                col_types[header[int(m.group(1))]] = pa.string()
-        if bad and any(b[0] is None for b in bad):
-            # line numbers are only known when reading single-threaded: re-read (rare path)
-            table, bad = read(col_types, threads=False)
+            masked, unbalanced = _mask_unbalanced_quotes(
+                repaired if repaired is not None else _file_bytes(path, compression))
+            if not unbalanced:
+                break
+            repaired = masked
     except (OSError, EOFError) as e:
         raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
     except pa.ArrowInvalid as e:
@@ -415,6 +419,23 @@ def _has_quote(path: Path, compression: str | None) -> bool:
                 return False
             if b'"' in chunk:
                 return True
+
+
+def _physical_lines(path: Path, compression: str | None, data: bytes | None = None) -> int:
+    """Lines of the file (or of ``data``): newlines, plus one for a last line without one."""
+    import pyarrow as pa
+
+    if data is not None:
+        return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    n, last = 0, b""
+    with pa.input_stream(str(path), compression=compression) as f:
+        while True:
+            chunk = f.read(1 << 24)
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (0 if last == b"\n" else 1)
 
 
 def _file_bytes(path: Path, compression: str | None) -> bytes:
