@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from acmemodel.cli import app
+from acmemodel.cli import app, main
 
 runner = CliRunner()
 
@@ -65,7 +65,7 @@ def test_plan_that_does_not_fit_says_what_would(tmp_path):
     assert r2.exit_code == 0 and json.loads(r2.stdout)["cluster"]["available"] is True
 
 
-def test_quota_only_plan_and_run_without_reservation(tmp_path):
+def test_quota_only_plan_and_run_without_reservation(tmp_path, capsys):
     p = _cfg(tmp_path, "quota", runs=[])
     r = runner.invoke(app, ["plan", p])
     assert r.exit_code == 0, r.output
@@ -81,10 +81,13 @@ def test_quota_only_plan_and_run_without_reservation(tmp_path):
     ex = doc["cluster"]["planned_runs_excluded"]
     assert [e["name"] for e in ex] == ["big"] and "pretrain" in ex[0]["reason"]
     assert doc["cluster"]["workload"]["planned_runs_included"] == []
-    # too big for its reservation
+    # too big for its reservation: a config error naming the field (issue 19), not a silent exclusion
     p = _cfg(tmp_path, "toobig", runs=[{"name": "huge", "gpus": 2048, "work": "5d"}])
-    doc = json.loads(runner.invoke(app, ["plan", p, "--json", "--no-cluster"]).stdout)
-    assert "more than the 1,024-GPU 'pretrain' partition" in doc["cluster"]["planned_runs_excluded"][0]["reason"]
+    with pytest.raises(SystemExit) as e:
+        main(["plan", str(p), "--json", "--no-cluster"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1
+    assert "runs[0].gpus = 2,048 exceeds cluster.partitions.pretrain = 1,024" in err[0]
     bad = _cfg(tmp_path, "bad", runs={"name": "x"})
     r = runner.invoke(app, ["plan", bad])
     assert r.exit_code != 0

@@ -561,6 +561,11 @@ class ClusterConfig:
             g = _pos_int(r["gpus"], f"{where}.gpus")
             if g > gpus:
                 raise ConfigError(f"{where}.gpus = {g} exceeds cluster.gpus = {gpus}")
+            cap = cluster.partitions.get("pretrain")
+            if cluster.include_runs and isinstance(cap, int) and g > cap:
+                raise ConfigError(f"{where}.gpus = {g:,} exceeds cluster.partitions.pretrain = {cap:,}, the "
+                                  "reservation the runs occupy in the cluster simulation: enlarge it (or 'auto'), "
+                                  "or set cluster.include_runs: false")
             iv = r.get("checkpoint_interval")
             runs.append(RunSpec(
                 name=nm, gpus=g, work_s=parse_duration(r["work"], f"{where}.work"),
