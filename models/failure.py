@@ -530,7 +530,9 @@ class FailureModel(BaseModel):
     ``early_share_`` (training-average p), ``early_median_s_``, ``params_`` / ``cov_``,
     ``comparison_`` (DataFrame), ``selected_``, ``aft_alpha_`` / ``aft_alpha_ci_`` / ``aft_shape_``
     (Weibull AFT cross-check), ``km_`` / ``cif_`` (curves on :data:`CURVE_GRID_S`), ``n_fit_`` (jobs),
-    ``n_events_``, ``n_excluded_``, ``max_gpus_`` (largest job of the trace).
+    ``n_events_``, ``n_excluded_``, ``max_gpus_`` / ``min_gpus_`` (largest / smallest job fitted on:
+    the synthetic generator of :mod:`acmemodel.joblife` uses this model for jobs of at least
+    ``min_gpus_`` GPUs).
     """
 
     def __init__(self, *, regimes: int = 2, g_ref: float = 8.0, t_ref: float = 3600.0,
@@ -613,6 +615,7 @@ class FailureModel(BaseModel):
         self.n_excluded_ = int(len(jobs) - len(frame))
         self.n_events_ = n_ev
         self.max_gpus_ = float(frame["gpus"].max())
+        self.min_gpus_ = float(frame["gpus"].min())
         self.design_ = _Design.build(frame, self.min_level_jobs)
         combo = frame.assign(type=[self.design_.type_map[t] for t in frame["type"]])
         w = combo.groupby(["cluster", "type"]).size()
@@ -1323,7 +1326,7 @@ class FailureModel(BaseModel):
         return {
             "n_fit": self.n_fit_, "n_events": self.n_events_, "n_excluded": self.n_excluded_,
             "n_mixture_rows": self.n_mixture_rows_, "max_gpus": self.max_gpus_, "loglik": self.loglik_,
-            "design": self.design_.to_dict(), "combos": [list(c) for c in self.combos_],
+            "min_gpus": self.min_gpus_, "design": self.design_.to_dict(), "combos": [list(c) for c in self.combos_],
             "mix": {"regimes": self._mix.regimes, "nz": self._mix.nz, "nx": self._mix.nx},
             "params": self.params_, "cov": self.cov_, "at_bound": self.at_bound_,
             "km": self.km_, "cif": self.cif_, "grid": CURVE_GRID_S,
@@ -1337,6 +1340,7 @@ class FailureModel(BaseModel):
         self.n_events_, self.n_excluded_ = int(d["n_events"]), int(d["n_excluded"])
         self.n_mixture_rows_ = int(d["n_mixture_rows"])
         self.max_gpus_, self.loglik_ = unjson_float(d["max_gpus"]), unjson_float(d["loglik"])
+        self.min_gpus_ = unjson_float(d.get("min_gpus", 1.0))
         self.design_ = _Design.from_dict(d["design"])
         self.combos_ = [(str(c), str(t), float(w)) for c, t, w in d["combos"]]
         m = d["mix"]
