@@ -56,10 +56,10 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, utc_offset_seconds
+from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.datasets import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
-from acmemodel.trace import JOB_COLUMNS
+from acmemodel.trace import jobs_from_times
 
 START = "2023-03-01"
 
@@ -525,7 +525,6 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
 
 def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
     """Whole-second timestamps and every column of the trace contract."""
-    from acmemodel.trace import STATE_MAP
 
     df = df.sort_values("submit_s", kind="stable").reset_index(drop=True)
     n = len(df)
@@ -533,33 +532,15 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
     start = sub + np.round(df["queue_s"].to_numpy(float))
     end = start + np.round(df["run_s"].to_numpy(float))
     gpu = df["gpu_num"].to_numpy(np.int64)
-    out = pd.DataFrame({
-        "cluster": cluster,
-        "job_id": [f"{cluster[0].lower()}{i:07d}" for i in range(n)],
-        "user": df["user"].to_numpy(object),
-        "type": df["type"].to_numpy(object),
-        "state": df["state"].to_numpy(object),
-        "analysis_state": df["state"].map(STATE_MAP).to_numpy(object),
-        "gpu_num": gpu,
-        "node_num": np.maximum(1, -(-gpu // GPUS_PER_NODE)),
-        "cpu_num": np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
-        "is_gpu": gpu > 0,
-        "submit_time": pd.to_datetime(sub, unit="s", utc=True),
-        "start_time": pd.to_datetime(start, unit="s", utc=True),
-        "end_time": pd.to_datetime(end, unit="s", utc=True),
-        "submit_s": sub, "start_s": start, "end_s": end,
-        "started": np.ones(n, bool),
-        "run_s": end - start,
-        "queue_s": start - sub,
-        "queue_censored": np.zeros(n, bool),
-        "gpu_time_s": gpu * (end - start),
-        "fail_time_s": np.where(df["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]) & (cluster == "Kalos"),
-                                end - start, np.nan),
-        "mem_per_pod_GB": np.nan, "shared_mem_per_pod": np.nan,
-        "source_file": f"<calibration:{cluster}>",
-        "source_line": np.arange(n, dtype=np.int64) + 2,
-    })
-    return out[list(JOB_COLUMNS)]
+    failed = df["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()
+    return jobs_from_times(
+        cluster=cluster, job_id=[f"{cluster[0].lower()}{i:07d}" for i in range(n)],
+        user=df["user"].to_numpy(object), type=df["type"].to_numpy(object), state=df["state"].to_numpy(object),
+        gpu_num=gpu, submit_s=sub, start_s=start, end_s=end,
+        # (assumed: 16 CPUs per GPU, 8 for a CPU job; Kalos files give fail_time for failed jobs)
+        cpu_num=np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
+        fail_time_s=np.where(failed & (cluster == "Kalos"), end - start, np.nan),
+        source_file=f"<calibration:{cluster}>")
 
 
 # ------------------------------------------------------------------------------ the bundle

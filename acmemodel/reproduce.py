@@ -65,7 +65,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus
+from acmemodel.clusters import CLUSTER_TZ, cluster_gpus
 
 __all__ = ["reproduce", "synthesize_cluster", "to_trace", "ks_at_points", "curve_points",
            "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS"]
@@ -263,45 +263,20 @@ def to_trace(jobs: pd.DataFrame, timezones: Mapping[str, str] | None = None):
     """:func:`simulate_jobs` output (one or more clusters) as a :class:`~acmemodel.trace.Trace` in the
     package's trace contract (run and queue from the timestamps; a job that never started has
     ``run_s`` NaN and a censored wait ``end − submit``)."""
-    from acmemodel.trace import JOB_COLUMNS, STATE_MAP, Trace
+    from acmemodel.trace import Trace, jobs_from_times
 
     n = len(jobs)
-    sub = jobs["submit_s"].to_numpy(float)
-    start = jobs["start_s"].to_numpy(float)
-    end = jobs["end_s"].to_numpy(float)
-    started = np.isfinite(start)
-    gpu = jobs["gpu_num"].to_numpy(np.int64)
-    run = np.where(started, end - start, np.nan)
-    state = jobs["state"].astype(str)
     cluster = jobs["cluster"].astype(str).to_numpy(object)
-    out = pd.DataFrame({
-        "cluster": cluster,
-        "job_id": np.char.add(np.char.add(cluster.astype(str), "-"), np.arange(n).astype(str)).astype(object),
-        "user": jobs["user"].astype(str).to_numpy(object),
-        "type": jobs["type"].astype(str).to_numpy(object),
-        "state": state.to_numpy(object),
-        "analysis_state": state.map(STATE_MAP).fillna("FAILED").to_numpy(object),
-        "gpu_num": gpu,
-        "node_num": (jobs["node_num"].to_numpy(np.int64) if "node_num" in jobs
-                     else np.maximum(1, -(-gpu // GPUS_PER_NODE))),
-        "cpu_num": np.full(n, np.nan),
-        "is_gpu": gpu > 0,
-        "submit_time": pd.to_datetime(sub, unit="s", utc=True),
-        "start_time": pd.to_datetime(start, unit="s", utc=True),
-        "end_time": pd.to_datetime(end, unit="s", utc=True),
-        "submit_s": sub, "start_s": start, "end_s": end,
-        "started": started,
-        "run_s": run,
-        "queue_s": np.where(started, start - sub, end - sub),
-        "queue_censored": ~started,
-        "gpu_time_s": np.where(started, gpu * np.nan_to_num(run), 0.0),
-        "fail_time_s": np.full(n, np.nan),
-        "mem_per_pod_GB": np.full(n, np.nan), "shared_mem_per_pod": np.full(n, np.nan),
-        "source_file": "<acmemodel reproduce>",
-        "source_line": np.arange(n, dtype=np.int64) + 2,
-    })
+    out = jobs_from_times(
+        cluster=cluster,
+        job_id=np.char.add(np.char.add(cluster.astype(str), "-"), np.arange(n).astype(str)).astype(object),
+        user=jobs["user"].astype(str).to_numpy(object), type=jobs["type"].astype(str).to_numpy(object),
+        state=jobs["state"].astype(str).to_numpy(object), gpu_num=jobs["gpu_num"].to_numpy(np.int64),
+        node_num=jobs["node_num"].to_numpy(np.int64) if "node_num" in jobs else None,
+        submit_s=jobs["submit_s"].to_numpy(float), start_s=jobs["start_s"].to_numpy(float),
+        end_s=jobs["end_s"].to_numpy(float), source_file="<acmemodel reproduce>")
     tz = dict(timezones or {c: CLUSTER_TZ.get(c, "+00:00") for c in pd.unique(cluster)})
-    return Trace(jobs=out[list(JOB_COLUMNS)], rejected=pd.DataFrame(columns=["reason"]), timezones=tz)
+    return Trace(jobs=out, rejected=pd.DataFrame(columns=["reason"]), timezones=tz)
 
 
 def _published_semantics(trace, cluster: str = "Kalos"):

@@ -70,7 +70,7 @@ def _hourly_counts(t: np.ndarray, t0: float, t1: float) -> np.ndarray:
 
 def _profile(t: np.ndarray, weights: np.ndarray | None, off: int, t0: float, t1: float):
     """Mean jobs per local hour-of-day (24) and per weekday (7) over the hour bins of [t0, t1)."""
-    from acmemodel.models.arrival import _hour_bins, _how_of_local_hour
+    from acmemodel.models.arrival_glm import how_of_local_hour as _how_of_local_hour, hour_bins as _hour_bins
 
     h, lo, hi, _ = _hour_bins(t0, t1, off)
     how = _how_of_local_hour(h)
@@ -202,13 +202,13 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
 
 
 def _profile_bins(t0, t1, off):
-    from acmemodel.models.arrival import _hour_bins
+    from acmemodel.models.arrival_glm import hour_bins as _hour_bins
 
     return _hour_bins(t0, t1, off)[0]
 
 
 def _bin_fraction(t0, t1, off):
-    from acmemodel.models.arrival import _hour_bins
+    from acmemodel.models.arrival_glm import hour_bins as _hour_bins
 
     _, lo, hi, _ = _hour_bins(t0, t1, off)
     return (hi - lo) / 3600.0

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.clusters import GPUS_PER_NODE
+from acmemodel.trace.jobs import jobs_from_times
 
 __all__ = ["synthetic_jobs", "SYNTH_TYPES"]
 
@@ -79,18 +80,10 @@ def synthetic_jobs(n: int = 10000, seed: int = 0, *, days: float = 180.0, n_user
     qs = np.where(qcancel, np.floor(wait * rng.random(n)), wait)
     start = np.where(started, submit + wait, np.nan)
     end = np.where(started, start + run, submit + qs)
-    run_s = np.where(started, run, np.nan)
     node = np.maximum(1, np.ceil(gpus / GPUS_PER_NODE)).astype(np.int64)
-    ts = lambda s: pd.to_datetime(s, unit="s", utc=True)  # noqa: E731
-    df = pd.DataFrame({
-        "cluster": cluster.astype(str), "job_id": [f"j{i}" for i in range(n)],
-        "user": np.char.add("u", user_id.astype(str)), "type": typ.astype(str),
-        "state": orig.astype(str), "analysis_state": state.astype(str),
-        "gpu_num": gpus, "node_num": node, "cpu_num": (node * 16).astype(float), "is_gpu": gpus > 0,
-        "submit_time": ts(submit), "start_time": ts(start), "end_time": ts(end),
-        "submit_s": submit, "start_s": start, "end_s": end, "started": started,
-        "run_s": run_s, "queue_s": qs, "queue_censored": qcancel,
-        "gpu_time_s": np.where(started, gpus * np.nan_to_num(run_s), 0.0),
-        "fail_time_s": np.nan, "source_file": "synthetic", "source_line": np.arange(n) + 2,
-    })
-    return df
+    return jobs_from_times(
+        cluster=cluster.astype(str).astype(object), job_id=[f"j{i}" for i in range(n)],
+        user=np.char.add("u", user_id.astype(str)).astype(object), type=typ.astype(str).astype(object),
+        state=orig.astype(str).astype(object), analysis_state=state.astype(str).astype(object),
+        gpu_num=gpus, node_num=node, cpu_num=(node * 16).astype(float),
+        submit_s=submit, start_s=start, end_s=end, source_file="synthetic")

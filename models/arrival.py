@@ -1,4 +1,8 @@
-"""Job arrivals: a compound non-homogeneous Poisson process per cluster × type.
+"""Job arrivals: a compound non-homogeneous Poisson process per cluster × type (:class:`ArrivalModel`).
+
+Modules: this one (the class: fit, queries, sampling, reports, serialisation), :mod:`.arrival_glm`
+(time helpers, the per-cell GLM and over-dispersion test, zero-truncated NB batch sizes) and
+:mod:`.arrival_rates` (``from_rates`` and ``merge``: models from known parameters).
 
 Math
 ----
@@ -51,135 +55,32 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from acmemodel.clusters import cluster_timezones, utc_offset_seconds
-from acmemodel.errors import ConvergenceWarning, DataWarning
+from acmemodel.errors import DataWarning
 from acmemodel.models.base import BaseModel, register, unjson_float
 from acmemodel.models.gpu_counts import GpuCountModel
 
 __all__ = ["ArrivalModel", "to_unix_seconds", "hour_of_week"]
 
-HOURS_PER_WEEK = 168
-_N_GAP_Q = 101
 _MAX_USER_RANKS = 200
 _MIN_EVENTS_TREND = 50
 _MIN_DAYS_TREND = 14.0
+from acmemodel.models.arrival_glm import (  # noqa: E402,F401  (re-exported)
+    _N_GAP_Q, HOURS_PER_WEEK, ArrivalFitMixin, _how_of_local_hour, _hour_bins, _ztnb_logpmf, _ztnb_table, fit_ztnb,
+    hour_bins, hour_of_week, how_of_local_hour, to_unix_seconds,
+)
+from acmemodel.models.arrival_rates import ArrivalRatesMixin  # noqa: E402
+from acmemodel.models.blas import single_thread_blas as _single_thread_blas  # noqa: E402,F401
 
 
-# ---------------------------------------------------------------------- time helpers
-def to_unix_seconds(t) -> np.ndarray | float:
-    """Unix seconds (UTC, float) of numbers, strings, datetimes, Timestamps or array-likes of them
-    (Series, DatetimeIndex, lists, numpy arrays); naive times are taken as UTC."""
-    import datetime as _dt
-
-    if isinstance(t, (int, float, np.integer, np.floating)):
-        return float(t)
-    if isinstance(t, (str, pd.Timestamp, _dt.datetime, _dt.date, np.datetime64)):
-        ts = pd.Timestamp(t)
-        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-        return ts.value / 1e9
-    if isinstance(t, (pd.Series, pd.Index)):
-        if t.dtype.kind in "iuf":
-            return t.to_numpy(dtype=float)
-        idx = pd.DatetimeIndex(pd.to_datetime(t))
-        shape = (len(idx),)
-    else:
-        arr = np.asarray(t)
-        if arr.dtype.kind in "iuf":
-            return arr.astype(float)
-        shape = arr.shape
-        idx = pd.DatetimeIndex(pd.to_datetime(arr.ravel()))
-    idx = idx.tz_localize("UTC") if idx.tz is None else idx.tz_convert("UTC")
-    return (idx.asi8 / 1e9).reshape(shape)
-
-
-def hour_of_week(t_s, offset_s: int) -> np.ndarray:
-    """Local hour of week ``24 · dow + hour`` (Monday 00h = 0) of Unix seconds ``t_s``."""
-    h = np.floor((np.asarray(t_s, dtype=float) + offset_s) / 3600.0).astype(np.int64)
-    return _how_of_local_hour(h)
-
-
-def _how_of_local_hour(h: np.ndarray) -> np.ndarray:
-    # 1970-01-01 (local day 0) was a Thursday: dow = (day + 3) mod 7 with Monday = 0
-    return ((h // 24 + 3) % 7) * 24 + h % 24
-
-
-def _hour_bins(start: float, end: float, off: int):
-    """Local hour bins overlapping ``[start, end)``: (local hour index, lo, hi, midpoint) in UTC s."""
-    h0 = math.floor((start + off) / 3600.0)
-    h1 = math.ceil((end + off) / 3600.0)
-    h = np.arange(h0, max(h1, h0 + 1), dtype=np.int64)
-    b0 = h * 3600.0 - off
-    lo = np.maximum(b0, start)
-    hi = np.minimum(b0 + 3600.0, end)
-    keep = hi > lo
-    return h[keep], lo[keep], hi[keep], b0[keep] + 1800.0
-
-
-# ---------------------------------------------------------------------- batch sizes
-def _ztnb_logpmf(y: np.ndarray, mean: float, size: float) -> np.ndarray:
-    p = size / (size + mean)
-    return stats.nbinom.logpmf(y, size, p) - np.log1p(-stats.nbinom.pmf(0, size, p))
-
-
-def fit_ztnb(values: np.ndarray, counts: np.ndarray) -> dict:
-    """MLE of a zero-truncated negative binomial from value counts (``values >= 1``).
-
-    Parametrised by the untruncated NB ``mean`` μ and ``size`` r (scipy ``nbinom(r, r/(r+μ))``);
-    returns ``{"mean", "size", "mean_se", "size_se", "loglik", "converged"}`` (standard errors of the
-    log parameters' delta method, from the numerical observed information).
-    """
-    from scipy.optimize import minimize
-    from statsmodels.tools.numdiff import approx_hess
-
-    v = np.asarray(values, dtype=float)
-    w = np.asarray(counts, dtype=float)
-    if np.any(v < 1):
-        raise ValueError("zero-truncated NB needs sizes >= 1")
-    m = np.average(v, weights=w)
-    var = np.average((v - m) ** 2, weights=w)
-
-    def nll(theta):
-        mu, r = np.exp(theta)
-        return -np.dot(w, _ztnb_logpmf(v, mu, r))
-
-    r0 = m * m / max(var - m, 1e-3 * m)
-    x0 = np.log([max(m - 0.5, 1e-3), np.clip(r0, 1e-3, 1e4)])
-    best = None
-    for start in (x0, np.log([m, 1.0]), np.log([m, 50.0])):
-        res = minimize(nll, start, method="Nelder-Mead",
-                       options={"xatol": 1e-8, "fatol": 1e-10, "maxiter": 4000})
-        if best is None or res.fun < best.fun:
-            best = res
-    res = minimize(nll, best.x, method="BFGS")
-    if not res.success or res.fun > best.fun:
-        res = best
-    mu, r = np.exp(res.x)
-    try:
-        cov = np.linalg.inv(approx_hess(res.x, nll))
-        se_log = np.sqrt(np.clip(np.diag(cov), 0, None))
-    except np.linalg.LinAlgError:
-        se_log = np.array([np.nan, np.nan])
-    return {"mean": float(mu), "size": float(r), "mean_se": float(mu * se_log[0]),
-            "size_se": float(r * se_log[1]), "loglik": float(-res.fun), "converged": bool(res.success)}
-
-
-def _ztnb_table(mean: float, size: float, tail: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    p = size / (size + mean)
-    hi = int(max(stats.nbinom.ppf(1 - tail, size, p), 1))
-    y = np.arange(1, hi + 1)
-    pm = np.exp(_ztnb_logpmf(y, mean, size))
-    return y, pm / pm.sum()
-
-
-# ---------------------------------------------------------------------- the model
 @register
-class ArrivalModel(BaseModel):
+class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
     """Compound NHPP of job submissions per cluster × type (math in the module docstring).
 
     Parameters
@@ -371,204 +272,6 @@ class ArrivalModel(BaseModel):
         cell["user_shares"] = shares[:_MAX_USER_RANKS]
         cell["user_tail_n"] = int(max(len(shares) - _MAX_USER_RANKS, 0))
         return cell
-
-    def _fit_glm(self, y: np.ndarray, how: np.ndarray, days: np.ndarray) -> dict:
-        import statsmodels.api as sm
-        from statsmodels.tools.sm_exceptions import ConvergenceWarning as SMConvergenceWarning
-        from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
-
-        n_ev = float(y.sum())
-        k = float(self.min_events_per_level)
-        prof = str(self.profile).replace("x", "×")
-        if prof == "auto":
-            prof = "hour×dow" if n_ev >= k * HOURS_PER_WEEK else ("hour+dow" if n_ev >= k * 31 else "const")
-        use_trend = (self.trend == "linear" and n_ev >= _MIN_EVENTS_TREND
-                     and (days[-1] - days[0]) >= _MIN_DAYS_TREND)
-        levels = np.arange(HOURS_PER_WEEK)
-        X_lvl = _profile_design(levels, prof)  # 168 × p
-        X = X_lvl[how]
-        mean_rate = max(n_ev, 0.5) / len(y)
-        pc = float(self.prior_count)
-        if pc > 0:
-            Xa = np.vstack([X, X_lvl])
-            ya = np.r_[y, np.full(HOURS_PER_WEEK, pc)]
-            expo = np.r_[np.ones(len(y)), np.full(HOURS_PER_WEEK, pc / mean_rate)]
-            da = np.r_[days, np.zeros(HOURS_PER_WEEK)]
-        else:
-            Xa, ya, expo, da = X, y, np.ones(len(y)), days
-        if use_trend:
-            Xa = np.column_stack([Xa, da])
-        n_real = len(y)
-
-        def glm_fit(family):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                res = sm.GLM(ya, Xa, family=family, exposure=expo).fit(maxiter=100, wls_method="qr")
-            bad = [w for w in caught if issubclass(w.category, (SMConvergenceWarning, RuntimeWarning))]
-            # "perfect prediction" on a tiny cell is harmless when the estimates are finite
-            sep = any(issubclass(w.category, PerfectSeparationWarning) for w in caught)
-            if bad or not res.converged or not np.all(np.isfinite(res.params)) or (
-                    sep and np.max(np.abs(res.params)) > 30):
-                warnings.warn(f"ArrivalModel GLM ({self.profile}, {len(y)} hours) did not converge cleanly "
-                              f"({bad[0].message if bad else 'non-finite or separated estimates'})",
-                              ConvergenceWarning, stacklevel=4)
-            return res
-
-        res = glm_fit(sm.families.Poisson())
-        alpha, stat, pval, alpha_se = _ct_dispersion(y, res.mu[:n_real], _hat_diag(res, n_real))
-        family = "poisson"
-        if self.family == "negbin" or (self.family == "auto" and pval < float(self.dispersion_level) and alpha > 0):
-            family = "negbin"
-            a = max(alpha, 1e-8)
-            for _ in range(2):
-                res = glm_fit(sm.families.NegativeBinomial(alpha=a))
-                a, _, _, alpha_se = _ct_dispersion(y, res.mu[:n_real], _hat_diag(res, n_real))
-                a = max(a, 1e-8)
-            alpha = a
-        beta = np.asarray(res.params)
-        cov = np.asarray(res.cov_params())
-        p = X_lvl.shape[1]
-        log_rate = X_lvl @ beta[:p]
-        se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", X_lvl, cov[:p, :p], X_lvl), 0, None))
-        return {"profile": prof, "family": family, "alpha": float(alpha) if family == "negbin" else 0.0,
-                "dispersion_alpha_hat": float(alpha), "dispersion_stat": float(stat),
-                "dispersion_alpha_se": float(alpha_se),
-                "dispersion_p": float(pval), "log_rate": log_rate, "log_rate_se": se,
-                "trend_per_day": float(beta[p]) if use_trend else 0.0,
-                "trend_se": float(np.sqrt(cov[p, p])) if use_trend else 0.0,
-                "hourly_dispersion_index": float(np.var(y) / np.mean(y)) if n_ev > 0 else float("nan")}
-
-    def _fit_batch_sizes(self, sizes: np.ndarray) -> dict:
-        v, c = np.unique(sizes, return_counts=True)
-        out = {"bs_values": v.astype(np.int64), "bs_counts": c.astype(np.int64),
-               "mean_batch_size": float(np.average(v, weights=c)), "bursty": bool(v.max() > 1)}
-        if v.max() == 1:
-            out.update(bs_kind="one", bs_table=(np.array([1]), np.array([1.0])))
-            return out
-        if self.batch_size == "ztnb":
-            z = fit_ztnb(v, c)
-            out.update(bs_kind="ztnb", bs_ztnb=z, bs_table=_ztnb_table(z["mean"], z["size"]))
-            y, pm = out["bs_table"]
-            out["mean_batch_size"] = float(np.dot(y, pm))
-        else:
-            out.update(bs_kind="empirical", bs_table=(v.astype(np.int64), c / c.sum()))
-        return out
-
-    # ------------------------------------------------------------------ construction from rates
-    @classmethod
-    def from_rates(cls, *, cluster: str, timezone: str, jobs_per_day: Mapping[str, float],
-                   hour_weights: Iterable[float] | Mapping[str, Iterable[float]] | None = None,
-                   dow_weights: Iterable[float] | Mapping[str, Iterable[float]] | None = None,
-                   batch_size_pmf: Mapping[str, Mapping[int, float]] | None = None,
-                   intra_batch_gap_s: float = 1.0, family: str = "poisson", alpha: float = 0.0,
-                   trend_per_day: float = 0.0, reference_time=None,
-                   gpu_counts: GpuCountModel | None = None, users: int | Iterable[float] = 20,
-                   restart_prob: Mapping[str, float] | None = None, **params) -> "ArrivalModel":
-        """Build a model from known parameters (calibration to published statistics; tests).
-
-        ``jobs_per_day[type]`` is the mean job rate over a week; the intensity at hour-of-week
-        ``(dow, hour)`` is proportional to ``hour_weights[hour] · dow_weights[dow]`` (per type when a
-        mapping is given), normalised so the weekly mean is ``jobs_per_day / 24`` jobs per hour.
-        ``batch_size_pmf[type]`` (default: all batches of size 1); within-batch gaps uniform on
-        ``[0, 2 · intra_batch_gap_s]``; ``family="negbin"`` with ``alpha`` adds NB2 hourly noise;
-        ``trend_per_day`` is the log-rate slope around ``reference_time`` (default 2023-03-01 local),
-        never clipped. ``gpu_counts`` defaults to single-GPU jobs. ``users``: number of equally
-        active users, or their batch shares (by rank). ``restart_prob[type]``: probability that a
-        failed job of the type is resubmitted (used by :mod:`acmemodel.synth`; default unknown).
-        """
-        obj = cls(**params)
-        obj._validate()
-        if family not in ("poisson", "negbin"):
-            raise ValueError(f"family must be 'poisson' or 'negbin', got {family!r}")
-        if family == "negbin" and not alpha > 0:
-            raise ValueError(f"alpha must be > 0 for family='negbin', got {alpha!r}")
-        off = utc_offset_seconds(timezone)
-        ref = (to_unix_seconds(reference_time) if reference_time is not None
-               else pd.Timestamp("2023-03-01").value / 1e9 - off)
-        obj.timezones_ = {cluster: timezone}
-        obj.cells_ = {}
-        if isinstance(users, (int, np.integer)):
-            if users < 1:
-                raise ValueError(f"users must be >= 1, got {users!r}")
-            ushares = np.full(int(users), 1.0 / int(users))
-        else:
-            ushares = np.sort(np.asarray(list(users), dtype=float))[::-1]
-            if len(ushares) == 0 or np.any(ushares < 0) or ushares.sum() <= 0:
-                raise ValueError("users must be a positive count or non-negative shares with a positive sum")
-            ushares = ushares / ushares.sum()
-
-        def pick(w, ty, n, name):
-            if w is None:
-                return np.ones(n)
-            if isinstance(w, Mapping):
-                w = w.get(ty)
-                if w is None:
-                    return np.ones(n)
-            arr = np.asarray(list(w), dtype=float)
-            if arr.shape != (n,) or np.any(arr < 0) or arr.sum() <= 0:
-                raise ValueError(f"{name} must be {n} non-negative weights with a positive sum")
-            return arr
-
-        for ty, rate in jobs_per_day.items():
-            if not (float(rate) > 0):
-                raise ValueError(f"jobs_per_day[{ty!r}] must be > 0, got {rate!r}")
-            hw = pick(hour_weights, ty, 24, "hour_weights")
-            dw = pick(dow_weights, ty, 7, "dow_weights")
-            w = np.outer(dw, hw).ravel()
-            w = w / w.mean()
-            pmf = (batch_size_pmf or {}).get(ty) or {1: 1.0}
-            bv = np.array(sorted(int(k) for k in pmf), dtype=np.int64)
-            bp = np.array([float(pmf[k]) for k in sorted(pmf, key=int)])
-            if np.any(bv < 1) or np.any(bp < 0) or bp.sum() <= 0:
-                raise ValueError(f"batch_size_pmf[{ty!r}] must map sizes >= 1 to non-negative weights")
-            bp = bp / bp.sum()
-            mbs = float(np.dot(bv, bp))
-            with np.errstate(divide="ignore"):
-                lr = np.log(float(rate) / 24.0 / mbs * w)
-            cell = {"cluster": cluster, "type": ty, "n_jobs": 0, "n_batches": 0, "n_hours": 0,
-                    "t_ref": float(ref), "d_lo": -np.inf, "d_hi": np.inf, "profile": "given",
-                    "family": family, "alpha": float(alpha) if family == "negbin" else 0.0,
-                    "dispersion_alpha_hat": float("nan"), "dispersion_stat": float("nan"),
-                    "dispersion_alpha_se": float("nan"),
-                    "dispersion_p": float("nan"), "log_rate": lr, "log_rate_se": np.zeros(HOURS_PER_WEEK),
-                    "trend_per_day": float(trend_per_day), "trend_se": 0.0,
-                    "hourly_dispersion_index": float("nan"),
-                    "emp_jobs_per_how": np.full(HOURS_PER_WEEK, np.nan),
-                    "emp_hours_per_how": np.zeros(HOURS_PER_WEEK, dtype=np.int64),
-                    "bs_values": bv, "bs_counts": np.zeros(len(bv), dtype=np.int64),
-                    "mean_batch_size": mbs, "bursty": bool(bv.max() > 1),
-                    "bs_kind": "one" if bv.max() == 1 else "empirical", "bs_table": (bv, bp),
-                    "gap_q": np.linspace(0, 2 * float(intra_batch_gap_s), _N_GAP_Q) if bv.max() > 1 else None,
-                    "user_shares": ushares.copy(), "user_tail_n": 0,
-                    "restart_prob": float(restart_prob.get(ty, np.nan)) if restart_prob else float("nan"),
-                    "n_failed": 0}
-            obj.cells_[(cluster, ty)] = cell
-        obj.gpu_counts_ = gpu_counts if gpu_counts is not None else GpuCountModel.from_pmfs(
-            {(cluster, ty): {1: 1.0} for ty in jobs_per_day})
-        obj.n_fit_ = 0
-        return obj
-
-    @classmethod
-    def merge(cls, *models: "ArrivalModel") -> "ArrivalModel":
-        """One model holding the cells of several fitted models (e.g. one per cluster)."""
-        if not models:
-            raise ValueError("merge needs at least one model")
-        out = cls(**models[0].get_params())
-        out.timezones_, out.cells_ = {}, {}
-        counts: dict = {}
-        for m in models:
-            m._check_fitted()
-            out.timezones_.update(m.timezones_)
-            out.cells_.update(m.cells_)
-            for cl, bt in m.gpu_counts_.counts_.items():
-                counts.setdefault(cl, {}).update(bt)
-        g = GpuCountModel(**models[0].gpu_counts_.get_params())
-        g.counts_ = counts
-        g._build()
-        g.n_fit_ = sum(m.gpu_counts_.n_fit_ for m in models)
-        out.gpu_counts_ = g
-        out.n_fit_ = sum(m.n_fit_ for m in models)
-        return out
 
     # ------------------------------------------------------------------ queries
     @property
@@ -857,66 +560,3 @@ class ArrivalModel(BaseModel):
         self.gpu_counts_ = GpuCountModel.from_dict(d["gpu_counts"])
         self.n_fit_ = int(d["n_fit"])
         self.n_restarts_excluded_ = int(d.get("n_restarts_excluded", 0))
-
-
-def _single_thread_blas():
-    """Context limiting BLAS to one thread: the GLM matrices are small (≈ 4,400 × 170), where
-    multi-threaded BLAS only adds contention (measured 7x slower on a busy 2-core machine)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def _profile_design(levels: np.ndarray, prof: str) -> np.ndarray:
-    """Design rows of hour-of-week ``levels`` for a profile parametrisation (no trend column)."""
-    levels = np.asarray(levels)
-    if prof == "hour×dow":
-        return np.eye(HOURS_PER_WEEK)[levels]
-    if prof == "hour+dow":
-        hour, dow = levels % 24, levels // 24
-        X = np.zeros((len(levels), 1 + 23 + 6))
-        X[:, 0] = 1.0
-        hi = hour > 0
-        X[np.flatnonzero(hi), hour[hi]] = 1.0
-        di = dow > 0
-        X[np.flatnonzero(di), 23 + dow[di]] = 1.0
-        return X
-    return np.ones((len(levels), 1))
-
-
-def _hat_diag(res, n: int) -> np.ndarray:
-    """GLM leverages ``h_i = w_i x_iᵀ (XᵀWX)⁻¹ x_i`` of the first ``n`` observations, with the
-    IRLS weights ``w = 1 / (V(μ) g'(μ)²)`` at the fitted means."""
-    X = np.asarray(res.model.exog)[:n]
-    mu = np.asarray(res.mu)[:n]
-    fam = res.model.family
-    w = 1.0 / (fam.variance(mu) * fam.link.deriv(mu) ** 2)
-    cov = np.asarray(res.normalized_cov_params)
-    return w * np.einsum("ij,jk,ik->i", X, cov, X)
-
-
-def _ct_dispersion(y: np.ndarray, mu: np.ndarray, h: np.ndarray | None = None
-                   ) -> tuple[float, float, float, float]:
-    """Cameron–Trivedi NB2 over-dispersion test: OLS of ``((y − μ)²/(1 − h) − y)/μ`` on ``μ`` (no
-    intercept), ``h`` the GLM leverages (so the residuals of a many-parameter fit are not biased
-    towards under-dispersion).
-
-    Returns ``(α̂, z, one-sided p-value, robust SE of α̂)``; ``H0: α = 0`` (Poisson); ``z`` uses the
-    OLS standard error, the returned SE is the heteroscedasticity-robust (HC0) one."""
-    mu = np.maximum(np.asarray(mu, dtype=float), 1e-12)
-    h = np.zeros(len(mu)) if h is None else np.clip(np.asarray(h, dtype=float), 0, 0.99)
-    z = ((y - mu) ** 2 / (1 - h) - y) / mu
-    sxx = float(np.dot(mu, mu))
-    if sxx <= 0 or len(y) < 3:
-        return 0.0, 0.0, 1.0, float("nan")
-    a = float(np.dot(mu, z) / sxx)
-    resid = z - a * mu
-    s2 = float(np.dot(resid, resid) / (len(y) - 1))
-    se = math.sqrt(s2 / sxx) if s2 > 0 else float("inf")
-    se_rob = math.sqrt(float(np.dot(mu * mu, resid * resid))) / sxx
-    stat = a / se if se > 0 else 0.0
-    return a, float(stat), float(stats.norm.sf(stat)), float(se_rob)

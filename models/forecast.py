@@ -150,7 +150,7 @@ def forecast_series(y, h: int, *, method: str = "ets", level: float = 0.9, log: 
     if used == "seasonal_naive":
         f, lo, hi = _snaive(z, h, level)
     else:
-        from acmemodel.models.arrival import _single_thread_blas
+        from acmemodel.models.blas import single_thread_blas as _single_thread_blas
 
         zs = pd.Series(z)
         with warnings.catch_warnings(record=True) as caught, _single_thread_blas():

@@ -382,7 +382,7 @@ class RestartModel(BaseModel):
     def fit(self, jobs, *, timezones: dict | None = None) -> "RestartModel":
         """Fit on a jobs table with chain columns (or a Trace). Falls back to the prior when there are
         fewer than ``min_chains`` restart chains."""
-        from acmemodel.models.failure import single_thread_blas
+        from acmemodel.models.blas import single_thread_blas
 
         with single_thread_blas():
             return self._fit(jobs, timezones)

@@ -46,6 +46,8 @@ def workloads(draw):
     kw = dict(reserved=draw(st.integers(-1, P - 1)), backfill=draw(st.booleans()),
               best_effort=draw(st.booleans()), backfill_depth=draw(st.sampled_from([-1, 0, 1, 2, 1000])),
               w0=float(draw(st.integers(0, 10))), w1=float(draw(st.integers(10, 40))))
+    if draw(st.booleans()):
+        kw["prio"] = np.array(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.int64)
     args = (np.array(submit, float), np.array(run, float), np.array(gpus, np.int64), np.array(part, np.int64),
             np.array(be, np.uint8), np.array(pn, np.int64), G)
     return args, kw
@@ -67,7 +69,8 @@ def test_c_matches_twin_with_long_queues_and_preemption(seed):
     gpus = np.where(rng.random(n) < 0.8, rng.integers(1, G + 1, n), rng.integers(9, 4 * G, n))
     part = rng.integers(0, 3, n)
     args = (submit, run, gpus, part, rng.random(n) < 0.7, np.array([4, 2, 3]), G)
-    kw = dict(reserved=0, backfill=True, best_effort=True, backfill_depth=-1, w0=0.0, w1=300.0)
+    kw = dict(reserved=0, backfill=True, best_effort=True, backfill_depth=-1, w0=0.0, w1=300.0,
+              prio=rng.integers(0, 3, n) if seed % 2 else None)
     c = _cluster.simulate(*args, **kw)
     same(c, simulate_reference(*args, **kw))
     assert c["preempt"].sum() > 0 and (c["ran_in"][part != 0] == 0).any()  # the case exercises best effort
@@ -194,6 +197,97 @@ def test_best_effort_respects_the_reserved_queue_head(engine):
     assert j["start_s"].tolist() == [0, 0, 10, 15, 3]
     assert j["ran_in"].tolist() == ["shared", "pretrain", "pretrain", "pretrain", "pretrain"]
     assert j["preemptions"].sum() == 0
+
+
+# ---- Acme's policy: priorities by type, the pretraining reservation, preemption, start-up latency -----------------
+@pytest.mark.parametrize("engine", ENGINES)
+def test_priority_order_within_a_partition(engine):
+    # one 8-GPU node busy until 10; Eval (submitted first) and SFT queue behind it. FIFO: Eval first; with Eval below
+    # SFT the later SFT job goes first, Eval after it.
+    df = jobs_df([(0, 8, 10, "Other"), (1, 8, 5, "Eval"), (2, 8, 5, "SFT")])
+    fifo = simulate_cluster(df, total_gpus=8, engine=engine)
+    assert fifo.jobs["start_s"].tolist() == [0, 10, 15]
+    pr = simulate_cluster(df, total_gpus=8, priorities={"Eval": 0, "SFT": 1, "Other": 1}, engine=engine)
+    assert pr.jobs["start_s"].tolist() == [0, 15, 10]
+    assert pr.jobs["priority"].tolist() == [1, 0, 1]
+    # FIFO within a priority: two SFT jobs keep their submission order
+    df2 = jobs_df([(0, 8, 10, "Other"), (1, 8, 5, "SFT"), (2, 8, 5, "Eval"), (3, 8, 5, "SFT")])
+    r = simulate_cluster(df2, total_gpus=8, priorities={"Eval": -1}, engine=engine)
+    assert r.jobs["start_s"].tolist() == [0, 10, 20, 15]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_priority_order_among_best_effort_candidates(engine):
+    # shared node busy; the idle reserved node takes best-effort work: with Eval below SFT the SFT job gets it
+    df = jobs_df([(0, 8, 100, "Other"), (1, 8, 5, "Eval"), (1, 8, 5, "SFT")])
+    kw = dict(total_gpus=16, partitions={"pretrain": 8}, best_effort_on_reserved=True, engine=engine)
+    fifo = simulate_cluster(df, **kw)
+    assert fifo.jobs["start_s"].tolist() == [0, 1, 6]
+    pr = simulate_cluster(df, priorities={"Eval": 0, "SFT": 1, "Other": 1}, **kw)
+    assert pr.jobs["start_s"].tolist() == [0, 6, 1]
+    assert (pr.jobs["ran_in"].iloc[1:] == "pretrain").all()
+
+
+def _policy_workload(seed, n=300):
+    rng = np.random.default_rng(seed)
+    types = rng.choice(["Pretrain", "Eval", "SFT", "Debug"], n, p=[0.15, 0.55, 0.2, 0.1])
+    gpus = np.where(types == "Pretrain", rng.choice([8, 16, 32], n), rng.choice([1, 2, 4, 8], n))
+    return pd.DataFrame({"submit_s": np.sort(rng.integers(0, 400, n)).astype(float),
+                         "run_s": rng.integers(1, 80, n).astype(float), "gpu_num": gpus, "type": types,
+                         "latency_s": rng.integers(0, 5, n).astype(float)})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_policy_reservation_and_preemption_semantics(seed):
+    df = _policy_workload(seed)
+    kw = dict(total_gpus=48, partitions={"pretrain": 32}, priorities={"Eval": 0, "Pretrain": 1, "SFT": 1, "Debug": 1},
+              window=(0.0, 400.0))
+    rc = simulate_cluster(df, best_effort_on_reserved=True, engine="c", **kw)
+    rn = simulate_cluster(df, best_effort_on_reserved=True, engine="numpy", **kw)
+    pd.testing.assert_frame_equal(rc.jobs, rn.jobs)
+    j = rc.jobs
+    # the reservation: only Pretrain jobs are at home there; others run there only as best effort
+    assert (j.loc[j["type"] == "Pretrain", "partition"] == "pretrain").all()
+    assert (j.loc[j["type"] != "Pretrain", "partition"] == "shared").all()
+    assert (j.loc[j["type"] == "Pretrain", "ran_in"] == "pretrain").all()
+    # preemption hits best-effort jobs only, and counts lost work
+    pre = j[j["preemptions"] > 0]
+    assert len(pre) > 0 and (pre["type"] != "Pretrain").all()
+    assert (pre["lost_s"] > 0).all() and (j.loc[j["preemptions"] == 0, "lost_s"] == 0).all()
+    # latency added once: wait = contention + latency, run starts latency after dispatch
+    np.testing.assert_allclose(j["wait_s"], j["contention_s"] + j["latency_s"])
+    assert (j["contention_s"] >= 0).all()
+    np.testing.assert_allclose(j["end_s"] - j["start_s"], j["run_s"])
+    # without best effort nobody leaves home and nothing is preempted
+    r0 = simulate_cluster(df, best_effort_on_reserved=False, engine="c", **kw)
+    assert (r0.jobs["ran_in"] == r0.jobs["partition"]).all() and r0.jobs["preemptions"].sum() == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_latency_is_added_once(engine):
+    # idle cluster: the wait is the latency
+    one = simulate_cluster(jobs_df([(5, 4, 10)]).assign(latency_s=[7.0]), total_gpus=8, engine=engine).jobs
+    assert one[["start_s", "end_s", "wait_s", "contention_s"]].iloc[0].tolist() == [12, 22, 7, 0]
+    # the preemption scenario with a latency of 2 s: GPUs are held for latency + run from each dispatch; the evicted
+    # S2 (dispatched at 1, evicted at 10 when P1 is dispatched) is re-dispatched when P1 frees the node at 32, so
+    # its wait is 31 s of contention + one latency
+    df = jobs_df([(0, 8, 100, "SFT"), (1, 4, 50, "SFT"), (10, 8, 20, "Pretrain")]).assign(latency_s=2.0)
+    r = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, best_effort_on_reserved=True,
+                         window=(0.0, 200.0), engine=engine)
+    j = r.jobs
+    assert j["start_s"].tolist() == [2, 34, 12]
+    assert j["end_s"].tolist() == [102, 84, 32]
+    assert j["wait_s"].tolist() == [2, 33, 2]
+    assert j["contention_s"].tolist() == [0, 31, 0]
+    assert j["preemptions"].tolist() == [0, 1, 0] and j["lost_s"].tolist() == [0, 9, 0]
+
+
+def test_invalid_policy_inputs():
+    df = jobs_df([(0, 1, 1, "Eval")])
+    with pytest.raises(ValueError, match="latency_s"):
+        simulate_cluster(df.assign(latency_s=[-1.0]), total_gpus=8)
+    with pytest.raises(ValueError, match=r"priorities\['Eval'\]"):
+        simulate_cluster(df, total_gpus=8, priorities={"Eval": 0.5})
 
 
 @pytest.mark.parametrize("engine", ENGINES)

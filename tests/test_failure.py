@@ -337,7 +337,7 @@ def test_plots_draw_on_given_axis(compared):
 
 def test_random_state_none_with_warm_start_subsample(monkeypatch):
     """random_state=None (fresh entropy) works on the multi-start subsample path (was None + 1)."""
-    import acmemodel.models.failure as failure_mod
+    import acmemodel.models.failure_mle as failure_mod
 
     monkeypatch.setattr(failure_mod, "WARM_ROWS", 500)
     jobs = simulate(1500, seed=5)

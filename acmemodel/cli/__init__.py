@@ -10,7 +10,7 @@ from acmemodel.errors import AcmeModelError
 
 # Command modules register their commands on ``app`` / ``evaluate_app`` when imported.
 from acmemodel.cli import (  # noqa: F401,E402
-    calibrate, checkpoint, describe, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
+    calibrate, checkpoint, describe, evalplan, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
     forecast, plan, reproduce, synth,
 )
 

@@ -78,5 +78,11 @@ def _print_human(d: dict) -> None:
         if qs is not None and not qs["feasible"]:
             console.print(f"  [red]quota target not met[/red]: {qs['reason']}")
     console.print("  quotas: " + ", ".join(f"{k}={'auto' if v is None else v}" for k, v in cl["quotas"].items()))
+    for ev in d.get("evaluation") or []:
+        fb = ("" if ev["feedback_p50_s"] is None else
+              f"; feedback delay (Eval wait + batch) p50 {ev['feedback_p50_s'] / 60:,.1f} min, "
+              f"p90 {ev['feedback_p90_s'] / 60:,.1f} min")
+        console.print(f"  evaluation batch ({ev['policy']}, {ev['nodes']} node(s)): makespan "
+                      f"{ev['makespan_s'] / 60:,.1f} min{fb}")
     if d.get("report"):
         console.print(f"  report: {d['report']}")

@@ -11,14 +11,21 @@ kernel reproduces exactly):
 
 * gang scheduling of whole jobs; a job of ``g <= gpus_per_node`` GPUs is packed on one node (best fit), a larger job
   takes ``ceil(g / gpus_per_node)`` fully free nodes and holds all their GPUs;
-* FIFO by submit time inside each partition, with EASY backfill (run-time estimates = actual run times, so the head's
-  reservation is exact); at most ``backfill_depth`` queued jobs are examined per pass;
+* inside each partition by priority (``priorities``: type -> integer, higher first; Acme's policy puts evaluation
+  below the rest) and FIFO by submit time within a priority, with EASY backfill (run-time estimates = actual run
+  times, so the head's reservation is exact); at most ``backfill_depth`` queued jobs are examined per pass;
 * each job runs only in its partition (the evaluation lane is dedicated to evaluation jobs); with
   ``best_effort_on_reserved`` jobs of the other partitions may also run on idle GPUs of the reserved partition as
   **preemptible** best-effort jobs: they never delay the reserved queue's head, are evicted (killed and requeued at
   their FIFO position, progress lost) when a reserved-partition job needs their GPUs, and their wait is counted up to
   the start of the run that completes;
-* a job that can never fit its partition is reported in :attr:`ClusterSimResult.unschedulable` and not simulated.
+* a job that can never fit its partition is reported in :attr:`ClusterSimResult.unschedulable` and not simulated;
+* **start-up latency** (optional ``latency_s`` column, seconds >= 0): the wait a job has even on an idle cluster (pod
+  creation on Kubernetes, the scheduling cycle on Slurm). A job holds its GPUs from its dispatch by the scheduler for
+  ``latency_s + run_s``; its run starts ``latency_s`` after the dispatch of the run that completes. So
+  ``wait_s = contention_s + latency_s`` with ``contention_s`` = dispatch - submit (the simulator's queueing): the
+  latency is added exactly once to the contention wait, also for jobs that were evicted and re-dispatched (each
+  dispatch holds GPUs for the latency, but only the final one's latency is part of the wait).
 """
 from __future__ import annotations
 
@@ -58,7 +65,7 @@ def prepare_jobs(jobs) -> tuple[pd.DataFrame, int]:
     """Validate a job list and keep the simulable rows.
 
     ``jobs`` is a DataFrame (or a mapping of equal-length arrays, or a Trace: its ``jobs`` table) with ``submit_s``
-    (s), ``run_s`` (s), ``gpu_num`` and ``type`` (optionally ``partition``); one cluster only. Rows with ``gpu_num == 0`` (CPU jobs) or a missing ``run_s`` (trace jobs
+    (s), ``run_s`` (s), ``gpu_num`` and ``type`` (optionally ``partition`` and ``latency_s``); one cluster only. Rows with ``gpu_num == 0`` (CPU jobs) or a missing ``run_s`` (trace jobs
     that never started) are dropped. Returns the kept rows (original index preserved) and the number dropped.
     Raises ValueError on a missing column, non-finite submit times, negative run times or negative GPU counts.
     """
@@ -83,7 +90,12 @@ def prepare_jobs(jobs) -> tuple[pd.DataFrame, int]:
     if np.any(~np.isfinite(gpus)) or np.any(gpus < 0) or np.any(gpus != np.round(gpus)):
         raise ValueError("jobs.gpu_num must be non-negative integers")
     keep = (gpus > 0) & np.isfinite(run)
-    out = jobs.loc[keep, [c for c in (*_REQUIRED, "partition") if c in jobs.columns]].copy()
+    out = jobs.loc[keep, [c for c in (*_REQUIRED, "partition", "latency_s") if c in jobs.columns]].copy()
+    if "latency_s" in out.columns:
+        lat = pd.to_numeric(out["latency_s"], errors="coerce").to_numpy(np.float64)
+        if not np.all(np.isfinite(lat)) or np.any(lat < 0):
+            raise ValueError("jobs.latency_s must be finite and >= 0 for every GPU job with a run time")
+        out["latency_s"] = lat
     out["submit_s"] = submit[keep]
     out["run_s"] = run[keep]
     out["gpu_num"] = gpus[keep].astype(np.int64)
@@ -99,13 +111,16 @@ class ClusterSimResult:
     ----------
     jobs : DataFrame, one row per simulated job (index of the input): ``submit_s``, ``run_s``, ``gpu_num``, ``type``,
         ``partition`` (home), ``start_s`` / ``end_s`` (the completed run, s), ``wait_s = start_s - submit_s`` (s,
-        includes time lost to evictions), ``first_start_s``, ``ran_in`` (partition of the completed run -- differs
+        includes time lost to evictions and the start-up latency), ``latency_s`` (start-up latency, s; 0 without
+        the input column), ``contention_s = wait_s - latency_s`` (s, dispatch of the completed run - submit),
+        ``priority``, ``first_start_s`` (first dispatch + latency), ``ran_in`` (partition of the completed run -- differs
         from ``partition`` for best-effort runs), ``preemptions``, ``lost_s`` (run seconds thrown away),
         ``schedulable`` (False: never fits its partition; times NaN).
     queue_s : DataFrame indexed by type: ``count``, ``mean``, ``p50``, ``p90``, ``p99``, ``max`` of ``wait_s`` (s) over
         schedulable jobs submitted inside the window.
     utilization : DataFrame indexed by partition: ``gpus``, ``busy_gpu_s`` (allocated GPU-seconds by the partition's
-        own jobs in the window), ``best_effort_gpu_s`` (by best-effort jobs, evicted runs included),
+        own jobs in the window, start-up latency included: GPUs are held from dispatch), ``best_effort_gpu_s`` (by
+        best-effort jobs, evicted runs included),
         ``utilization = (busy + best_effort) / (gpus * window length)``.
     pretrain_throughput : float, GPU-seconds of pretraining work (requested GPUs x run seconds of completed runs of
         type ``pretrain_type``, clipped to the window) per second of window.
@@ -179,13 +194,15 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
                      routing: dict | None = None, backfill: bool = True, best_effort_on_reserved: bool = False,
                      reserved_partition: str | None = "pretrain", best_effort_types=None,
                      backfill_depth: int | None = 1000, window: tuple | None = None,
-                     pretrain_type: str = "Pretrain", engine: str = "c") -> ClusterSimResult:
+                     pretrain_type: str = "Pretrain", priorities: Mapping[str, int] | None = None,
+                     engine: str = "c") -> ClusterSimResult:
     """Simulate the cluster on a job list; see the module docstring for the rules.
 
     Parameters
     ----------
     jobs : DataFrame or mapping of arrays with ``submit_s`` (s), ``run_s`` (s), ``gpu_num``, ``type`` and optionally
-        ``partition`` (overrides ``routing``). CPU jobs and jobs without a run time are dropped (``n_dropped``).
+        ``partition`` (overrides ``routing``) and ``latency_s`` (start-up latency, s; module docstring). CPU jobs and
+        jobs without a run time are dropped (``n_dropped``).
     total_gpus, gpus_per_node : cluster size; ``total_gpus`` must be a multiple of ``gpus_per_node``.
     partitions : {name: GPUs}, each a multiple of ``gpus_per_node``; ``"shared"`` gets the remainder if omitted.
         Default ``{"shared": total_gpus}``.
@@ -195,6 +212,8 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     best_effort_types : types allowed to run best-effort (default: all types not routed to the reserved partition).
     backfill_depth : queued jobs examined per backfill pass (None = unlimited).
     window : (t0, t1) seconds for utilization, throughput and the wait statistics (default first..last submit).
+    priorities : {type: integer}; higher is served first in every queue (and among best-effort candidates), FIFO
+        within a priority; unlisted types get 0. Default None: all equal (plain FIFO).
     engine : ``"c"`` (the C kernel) or ``"numpy"`` (the pure-Python twin, for testing).
     """
     if engine not in ("c", "numpy"):
@@ -225,6 +244,15 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     else:
         be_ok = df["type"].isin(list(best_effort_types)).to_numpy() & (part != reserved)
 
+    prio = np.zeros(len(df), dtype=np.int64)
+    if priorities:
+        for t, v in priorities.items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"priorities[{t!r}] must be an integer, got {v!r}")
+        prio = df["type"].map({str(k): int(v) for k, v in priorities.items()}).fillna(0).to_numpy(np.int64)
+    lat = df["latency_s"].to_numpy(np.float64) if "latency_s" in df.columns else np.zeros(len(df))
+    hold = df["run_s"].to_numpy(np.float64) + lat
+
     order = np.argsort(df["submit_s"].to_numpy(), kind="stable")
     submit = df["submit_s"].to_numpy(np.float64)[order]
     if window is None:
@@ -232,11 +260,12 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     w0, w1 = float(window[0]), float(window[1])
     if not w0 <= w1:
         raise ValueError(f"window={window} must satisfy t0 <= t1")
-    args = (submit, df["run_s"].to_numpy(np.float64)[order], df["gpu_num"].to_numpy(np.int64)[order],
+    args = (submit, hold[order], df["gpu_num"].to_numpy(np.int64)[order],
             part[order], be_ok[order].astype(np.uint8),
             np.array([parts[p] // gpus_per_node for p in names], dtype=np.int64), int(gpus_per_node))
     kw = dict(reserved=int(reserved), backfill=bool(backfill), best_effort=bool(best_effort_on_reserved),
-              backfill_depth=-1 if backfill_depth is None else int(backfill_depth), w0=w0, w1=w1)
+              backfill_depth=-1 if backfill_depth is None else int(backfill_depth), w0=w0, w1=w1,
+              prio=prio[order] if priorities else None)
     if engine == "c":
         from .._solver import _cluster
         raw = _cluster.simulate(*args, **kw)
@@ -248,10 +277,13 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
 
     out = df[["submit_s", "run_s", "gpu_num", "type"]].copy()
     out["partition"] = home.to_numpy()
-    out["start_s"] = raw["start"][inv]
+    out["start_s"] = raw["start"][inv] + lat
     out["end_s"] = raw["end"][inv]
     out["wait_s"] = out["start_s"] - out["submit_s"]
-    out["first_start_s"] = raw["first_start"][inv]
+    out["latency_s"] = lat
+    out["contention_s"] = out["wait_s"] - lat
+    out["priority"] = prio
+    out["first_start_s"] = raw["first_start"][inv] + lat
     ran = raw["ran_in"][inv]
     out["ran_in"] = np.where(ran >= 0, np.array(names, dtype=object)[np.maximum(ran, 0)], None)
     out["preemptions"] = raw["preempt"][inv].astype(np.int64)
@@ -278,8 +310,10 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
 
     res = ClusterSimResult(jobs=out, queue_s=pd.DataFrame(), utilization=util, pretrain_throughput=throughput,
                            unschedulable=unsched, window=(w0, w1), partitions=parts, n_dropped=n_dropped,
-                           engine=engine, settings=dict(kw, gpus_per_node=int(gpus_per_node),
-                                                        reserved_partition=reserved_partition))
+                           engine=engine, settings=dict({k: v for k, v in kw.items() if k != "prio"},
+                                                        gpus_per_node=int(gpus_per_node),
+                                                        reserved_partition=reserved_partition,
+                                                        priorities=dict(priorities or {})))
     res.queue_s = _queue_table(out, w0, w1)
     return res
 

@@ -125,6 +125,30 @@ def _choice(v, where: str, options: tuple[str, ...]) -> str:
     return v
 
 
+def read_config_file(path: str | Path) -> Any:
+    """The parsed content of a ``.yaml``/``.yml`` or ``.toml`` configuration file (the one reader of the
+    planner's configuration files); :class:`ConfigError` naming the file for a parse error or another
+    suffix, ``FileNotFoundError`` for a missing file."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"config file not found: {p}")
+    text = p.read_text()
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".yaml", ".yml"):
+            import yaml
+
+            return yaml.safe_load(text)
+        if suffix == ".toml":
+            import tomllib
+
+            return tomllib.loads(text)
+    except Exception as e:  # parser errors
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ConfigError(f"cannot parse {p.name}: {first}") from None
+    raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
+
+
 # ------------------------------------------------------------------------------------------ sections
 @dataclass
 class ClusterSpec:
@@ -221,6 +245,9 @@ class ClusterConfig:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     queue_target: QueueTarget = field(default_factory=QueueTarget)
     simulation: SimulationSpec = field(default_factory=SimulationSpec)
+    #: optional evaluation batch of each checkpoint (:class:`~acmemodel.planner.evaluation.EvalPlanConfig`):
+    #: ``plan`` then reports the evaluation feedback delay (Eval queue wait + batch makespan)
+    evaluation: Any = None
     source: str | None = None
 
     # ---------------------------------------------------------------- loading
@@ -228,35 +255,16 @@ class ClusterConfig:
     def load(cls, path: str | Path) -> "ClusterConfig":
         """Read a ``.yaml``/``.yml`` or ``.toml`` file and validate it."""
         p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"config file not found: {p}")
-        text = p.read_text()
-        suffix = p.suffix.lower()
-        try:
-            if suffix in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text)
-            elif suffix == ".toml":
-                import tomllib
-
-                data = tomllib.loads(text)
-            else:
-                raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
-        except ConfigError:
-            raise
-        except Exception as e:  # parser errors
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise ConfigError(f"cannot parse {p.name}: {first}") from None
-        cfg = cls.from_dict(data)
+        cfg = cls.from_dict(read_config_file(p), base_dir=p.parent)
         cfg.source = str(p)
         return cfg
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "ClusterConfig":
-        """Validate a plain dict (as parsed from YAML/TOML)."""
+    def from_dict(cls, data: Mapping, *, base_dir: Path | None = None) -> "ClusterConfig":
+        """Validate a plain dict (as parsed from YAML/TOML); ``base_dir``: where relative paths (an
+        evaluation batch CSV) are resolved."""
         top = _check_keys(data, {"name", "cluster", "checkpoint", "restart", "failures", "workload",
-                                 "queue_target", "runs", "simulation"}, "config")
+                                 "queue_target", "runs", "simulation", "evaluation"}, "config")
         if "cluster" not in top:
             raise ConfigError("config.cluster is required (at least cluster.gpus)")
         name = str(top.get("name", "cluster"))
@@ -379,13 +387,33 @@ class ClusterConfig:
         sim = SimulationSpec(replicas=_pos_int(ss.get("replicas", 10_000), "simulation.replicas"),
                              seed=_pos_int(ss.get("seed", 0), "simulation.seed", allow_zero=True),
                              threads=_pos_int(ss.get("threads", 1), "simulation.threads"))
+        evaluation = None
+        if top.get("evaluation") is not None:
+            from acmemodel.planner.evaluation import EvalPlanConfig
+
+            ev = _check_keys(top["evaluation"], {"model_size_gb", "hardware", "datasets", "packing", "nodes",
+                                                 "policy"}, "evaluation")
+            ev.setdefault("nodes", [1])
+            ev.setdefault("policy", "decoupled")
+            try:
+                evaluation = EvalPlanConfig.from_dict(ev, base_dir=base_dir)
+            except ConfigError as e:
+                raise ConfigError(f"evaluation: {e}") from None
         return cls(cluster=cluster, runs=runs, name=name, checkpoint=checkpoint, restart=restart,
-                   failures=failures, workload=workload, queue_target=target, simulation=sim)
+                   failures=failures, workload=workload, queue_target=target, simulation=sim,
+                   evaluation=evaluation)
 
     def to_dict(self) -> dict:
         """Plain-dict view (seconds), e.g. for reports."""
-        d = asdict(self)
+        ev = self.evaluation
+        self.evaluation = None          # an EvalPlanConfig holds a batch object: summarised below
+        try:
+            d = asdict(self)
+        finally:
+            self.evaluation = ev
         d.pop("source", None)
+        d["evaluation"] = None if ev is None else {"datasets": len(ev.batch), "nodes": ev.nodes,
+                                                   "policy": ev.policy}
         return d
 
     # ---------------------------------------------------------------- helpers for the planner

@@ -96,11 +96,17 @@ class PlanResult:
     cluster: dict
     config: ClusterConfig | None = None
     assumptions: list = field(default_factory=list)
+    #: evaluation feedback delay per batch schedule (:func:`acmemodel.planner.evaluation.feedback_from_plan`)
+    evaluation: list | None = None
 
     def to_dict(self) -> dict:
-        """JSON-ready: ``{"name", "runs": [...], "cluster": {"queue_s", "quotas", ...}, "assumptions"}``."""
-        return {"name": self.name, "runs": [r.to_dict() for r in self.runs], "cluster": self.cluster,
-                "assumptions": list(self.assumptions)}
+        """JSON-ready: ``{"name", "runs": [...], "cluster": {"queue_s", "quotas", ...}, "assumptions"}``
+        (plus ``"evaluation"`` when the config has an evaluation batch)."""
+        d = {"name": self.name, "runs": [r.to_dict() for r in self.runs], "cluster": self.cluster,
+             "assumptions": list(self.assumptions)}
+        if self.evaluation is not None:
+            d["evaluation"] = self.evaluation
+        return d
 
     def report(self, path) -> str:
         """Write the HTML report (loss breakdown and E[T](τ) plots) to ``path``; returns the path."""
@@ -389,7 +395,12 @@ class Planner:
             except ValueError as e:  # e.g. no candidate quota fits the cluster
                 cl = {"available": False, "reason": f"cluster simulation failed: {str(e).splitlines()[0]}",
                       "queue_s": {}, "quotas": _configured_quotas(config)}
-        return PlanResult(config.name, runs, cl, config, assumptions)
+        evaluation = None
+        if config.evaluation is not None:
+            from acmemodel.planner.evaluation import feedback_from_plan
+
+            evaluation = feedback_from_plan(config.evaluation, cl)
+        return PlanResult(config.name, runs, cl, config, assumptions, evaluation)
 
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":
         fs = config.failures

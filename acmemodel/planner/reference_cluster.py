@@ -14,7 +14,8 @@ Model
   takes ``k = ceil(g / G)`` whole, fully free nodes and holds all ``k*G`` GPUs (its *allocation*).
 * A job whose home partition can never hold it (``k`` larger than the partition, or a partition of 0 nodes, or
   ``part < 0``) is *unschedulable*: status 1, never queued, never started.
-* Scheduling inside each partition is FIFO (by submit time, ties by input position) with EASY backfill: when the
+* Scheduling inside each partition is by priority (``prio``, higher first; None = all equal) and FIFO within a
+  priority (by submit time, ties by input position) -- the *queue order* -- with EASY backfill: when the
   queue head does not fit, it gets a reservation -- the earliest time ``T`` (the *shadow time*) at which it would fit
   given the end times of the running jobs (run-time estimates are the actual run times, so the reservation is
   exact), and the node set ``R`` it would use then (single-GPU-node heads: the best-fit node at ``T``; multi-node
@@ -27,14 +28,14 @@ Model
 * Best effort (``best_effort=True`` with a ``reserved`` partition): jobs of other partitions with ``be_ok`` may run
   on idle GPUs of the reserved partition. They are **preemptible**: they are started only in a way that respects the
   reserved queue head's reservation (as backfill), and when a reserved-partition job needs their GPUs it evicts them.
-  An evicted job loses its progress (``lost`` seconds of run), goes back into its home queue at its original FIFO
-  position and later reruns from scratch; its wait is measured to the start of the run that completes.
+  An evicted job loses its progress (``lost`` seconds of run), goes back into its home queue at its original
+  queue-order position and later reruns from scratch; its wait is measured to the start of the run that completes.
   Reserved-partition jobs see GPUs held by best-effort jobs as free. When they must evict: ``g <= G`` -- if no node
   fits without eviction, the eligible node with the most free GPUs (ties lowest number) is cleared of best-effort jobs,
   latest started first, until the job fits; ``g > G`` -- fully free nodes first, then nodes that are free apart from
   best-effort jobs in order (most free GPUs, lowest number), and all best-effort jobs on them are evicted.
-  Best-effort candidates are examined in global FIFO order over the other partitions' queues (at most
-  ``backfill_depth`` of them per pass), and use only GPUs that are really free.
+  Best-effort candidates are examined in global queue order (priority, then FIFO) over the other partitions'
+  queues (at most ``backfill_depth`` of them per pass), and use only GPUs that are really free.
   With ``backfill=False`` best-effort jobs start only while the reserved queue is empty.
 * Event processing: at each event time ``t`` first every run ending at ``t`` completes, then every job submitted at
   ``t`` arrives; then the reserved partition is scheduled (if something changed in it), then the other changed
@@ -58,7 +59,7 @@ _WAIT, _RUN, _RUN_BE, _DONE, _UNSCHED = 0, 1, 2, 3, 4
 
 
 def simulate_reference(submit, run, gpus, part, be_ok, part_nodes, gpus_per_node, reserved=-1, backfill=True,
-                       best_effort=False, backfill_depth=1000, w0=-np.inf, w1=np.inf):
+                       best_effort=False, backfill_depth=1000, w0=-np.inf, w1=np.inf, prio=None):
     """Run the simulation; arguments as :func:`acmemodel._solver._cluster.simulate` (jobs sorted by submit).
 
     Returns a dict of NumPy arrays ``start, first_start, end, ran_in, preempt, lost, status, busy``.
@@ -69,9 +70,10 @@ def simulate_reference(submit, run, gpus, part, be_ok, part_nodes, gpus_per_node
     part = np.asarray(part, dtype=np.int64)
     be_ok = np.asarray(be_ok, dtype=bool)
     part_nodes = np.asarray(part_nodes, dtype=np.int64)
+    prio = [0] * len(submit) if prio is None else np.asarray(prio, dtype=np.int64).tolist()
     sim = _Sim(submit.tolist(), run.tolist(), gpus.tolist(), part.tolist(), be_ok.tolist(), part_nodes.tolist(),
                int(gpus_per_node), int(reserved), bool(backfill), bool(best_effort), int(backfill_depth),
-               float(w0), float(w1))
+               float(w0), float(w1), prio)
     sim.run_all()
     n = len(submit)
     out = {
@@ -92,8 +94,9 @@ def simulate_reference(submit, run, gpus, part, be_ok, part_nodes, gpus_per_node
 
 class _Sim:
     def __init__(self, submit, run, gpus, part, be_ok, part_nodes, G, reserved, backfill, best_effort, depth,
-                 w0, w1):
+                 w0, w1, prio):
         self.submit, self.run, self.gpus, self.part, self.be_ok = submit, run, gpus, part, be_ok
+        self.prio = prio
         self.G, self.reserved, self.backfill = G, reserved, backfill
         self.best_effort = best_effort and reserved >= 0
         self.depth = depth if depth >= 0 else len(submit) + 1
@@ -119,7 +122,7 @@ class _Sim:
         self.epoch = [0] * n
         self.alloc = [None] * n  # list of (node, gpus) of the current run
         self.busy = [0.0] * (2 * self.P)
-        self.queue = [[] for _ in range(self.P)]  # waiting job ids in FIFO (= index) order
+        self.queue = [[] for _ in range(self.P)]  # waiting job ids in queue order (priority desc, then index)
         self.running = [set() for _ in range(self.P)]  # own (non best-effort) running jobs per partition
         self.be_running = set()
         self.heap = []  # (end, job, epoch)
@@ -157,9 +160,13 @@ class _Sim:
             self.resv[p] = None
         q.remove(j)
 
+    def _order(self, j):
+        """Queue-order key: higher priority first, then FIFO (input position)."""
+        return (-self.prio[j], j)
+
     def _q_insert(self, p, j):
         q = self.queue[p]
-        insort(q, j)
+        insort(q, j, key=self._order)
         if q[0] == j:
             self.resv[p] = None
 
@@ -317,7 +324,7 @@ class _Sim:
             has_r = True
         else:
             T, has_r = None, False
-        cands = sorted(j for p in range(self.P) if p != rp for j in self.queue[p] if self.be_ok[j])
+        cands = sorted((j for p in range(self.P) if p != rp for j in self.queue[p] if self.be_ok[j]), key=self._order)
         for j in cands[:self.depth]:
             if sum(self.free[n] for n in self.nodes[rp]) == 0:
                 break

@@ -167,3 +167,44 @@ def write_report(plan, path) -> str:
         raise FileNotFoundError(f"report directory does not exist: {p.parent}")
     p.write_text(render_html(plan), encoding="utf-8")
     return str(p)
+
+
+def render_eval_html(result) -> str:
+    """HTML report of an evaluation-batch plan (:class:`~acmemodel.planner.evaluation.EvalPlanResult`):
+    the summary table and a Gantt chart per GPU for every (policy, nodes) schedule."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = result.to_dict()
+    parts = [f"<h1>Evaluation batch: {d['datasets']} datasets ({html.escape(str(d['source']))})</h1>"]
+    rows = []
+    for s in d["schedules"]:
+        sp = d["speedup"].get(str(s["nodes"])) if s["policy"] == "decoupled" else None
+        rows.append([s["nodes"], s["policy"], _fmt(s["makespan_s"], MIN, 4, " min"),
+                     "—" if sp is None else f"{sp:.2f}×", _fmt(s["first_result_s"], MIN, 3, " min"),
+                     _fmt(s["gpu_hours_held"], 1, 4, " GPU-h"), _fmt(s["gpu_hours_used"], 1, 4, " GPU-h"),
+                     f"{100 * s['gpu_idle_share']:.1f} %", s["packing"] or "—"])
+    parts.append(_table(["nodes", "policy", "makespan", "speed-up", "first result", "GPU-h held", "GPU-h used",
+                         "GPU idle", "packing"], rows))
+    for (policy, n), sched in sorted(result.schedules.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        fig, ax = plt.subplots(figsize=(11, max(2.0, 0.16 * sched.gpus + 1.2)))
+        sched.plot(ax=ax)
+        parts.append(f"<h3>{html.escape(policy)}, {n} node(s)</h3>"
+                     f'<img alt="Gantt chart, {html.escape(policy)}, {n} nodes" src="data:image/png;base64,'
+                     f'{_png(fig)}">')
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:1em 0}"
+             " td,th{border:1px solid #ccc;padding:4px 8px;text-align:right} th{background:#f4f4f4}"
+             " img{max-width:100%}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>acmemodel evaluation batch</title>"
+            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def write_eval_report(result, path) -> str:
+    """Write :func:`render_eval_html` of ``result`` to ``path``; returns the path."""
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        raise FileNotFoundError(f"report directory does not exist: {p.parent}")
+    p.write_text(render_eval_html(result), encoding="utf-8")
+    return str(p)

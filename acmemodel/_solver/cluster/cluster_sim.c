@@ -92,13 +92,20 @@ static void q_remove(S *s, int64_t p, int64_t j) {
     s->qprev[j] = s->qnext[j] = -1;
 }
 
+/* queue order: higher priority first, then FIFO (index order) */
+static inline int q_before(const S *s, int64_t a, int64_t b) {
+    const int64_t *pr = s->in->prio;
+    if (pr && pr[a] != pr[b]) return pr[a] > pr[b];
+    return a < b;
+}
+
 static void q_insert(S *s, int64_t p, int64_t j) {
     int64_t c;
-    if (s->qtail[p] < 0 || s->qtail[p] < j) {
+    if (s->qtail[p] < 0 || q_before(s, s->qtail[p], j)) {
         c = -1;
     } else {
         c = s->qhead[p];
-        while (c >= 0 && c < j) c = s->qnext[c];
+        while (c >= 0 && q_before(s, c, j)) c = s->qnext[c];
     }
     /* insert before c (c == -1: at the tail) */
     int64_t a = c >= 0 ? s->qprev[c] : s->qtail[p];
@@ -354,7 +361,7 @@ static void be_pass(S *s, double t) {
     for (;;) {
         int64_t bp = -1;
         for (int64_t p = 0; p < P; p++)
-            if (s->cur[p] >= 0 && (bp < 0 || s->cur[p] < s->cur[bp])) bp = p;
+            if (s->cur[p] >= 0 && (bp < 0 || q_before(s, s->cur[p], s->cur[bp]))) bp = p;
         if (bp < 0) break;
         int64_t j = s->cur[bp];
         s->cur[bp] = s->qnext[j];

@@ -1,5 +1,5 @@
-/* Discrete-event cluster simulator: gang scheduling on nodes, FIFO + EASY backfill per partition, preemptible
- * best-effort jobs on the reserved partition. Semantics: acmemodel/planner/reference_cluster.py (the NumPy twin). */
+/* Discrete-event cluster simulator: gang scheduling on nodes, priority + FIFO + EASY backfill per partition,
+ * preemptible best-effort jobs on the reserved partition. Semantics: acmemodel/planner/reference_cluster.py (the NumPy twin). */
 #ifndef ACME_CLUSTER_SIM_H
 #define ACME_CLUSTER_SIM_H
 #include <stdint.h>
@@ -11,6 +11,7 @@ typedef struct {
     const int64_t *gpus;       /* GPUs requested (>= 1) */
     const int64_t *part;       /* home partition (-1: none -> unschedulable) */
     const uint8_t *be_ok;      /* may run best-effort on the reserved partition */
+    const int64_t *prio;       /* priority (higher first; FIFO within a priority); NULL: all equal */
     int64_t P;                 /* partitions */
     const int64_t *part_nodes; /* nodes per partition */
     int64_t G;                 /* GPUs per node */

@@ -21,23 +21,26 @@ static PyObject *new_out(npy_intp n, int type) { return PyArray_SimpleNew(1, &n,
 
 PyDoc_STRVAR(simulate_doc,
 "simulate(submit, run, gpus, part, be_ok, part_nodes, gpus_per_node, reserved=-1, backfill=True,\n"
-"         best_effort=False, backfill_depth=1000, w0=-inf, w1=inf) -> dict\n\n"
-"Discrete-event simulation of gang-scheduled jobs on partitions of whole nodes (FIFO + EASY backfill,\n"
+"         best_effort=False, backfill_depth=1000, w0=-inf, w1=inf, prio=None) -> dict\n\n"
+"Discrete-event simulation of gang-scheduled jobs on partitions of whole nodes (priority, then FIFO, + EASY\n"
+"backfill; prio: int64 per job, higher first, None = all equal;\n"
 "preemptible best-effort jobs on the reserved partition). Jobs must be sorted by submit time (s).\n"
 "Returns arrays start, first_start, end, lost (s), ran_in, preempt, status, and busy (P x 2 GPU-seconds).\n"
 "Rules: acmemodel.planner.reference_cluster.");
 
 static PyObject *py_simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"submit", "run", "gpus", "part", "be_ok", "part_nodes", "gpus_per_node", "reserved",
-                             "backfill", "best_effort", "backfill_depth", "w0", "w1", NULL};
-    PyObject *o_submit, *o_run, *o_gpus, *o_part, *o_be, *o_pn;
+                             "backfill", "best_effort", "backfill_depth", "w0", "w1", "prio", NULL};
+    PyObject *o_submit, *o_run, *o_gpus, *o_part, *o_be, *o_pn, *o_prio = Py_None;
     long long G, reserved = -1, depth = 1000;
     int backfill = 1, best_effort = 0;
     double w0 = -INFINITY, w1 = INFINITY;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOL|LppLdd", kwlist, &o_submit, &o_run, &o_gpus, &o_part,
-                                     &o_be, &o_pn, &G, &reserved, &backfill, &best_effort, &depth, &w0, &w1))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOL|LppLddO", kwlist, &o_submit, &o_run, &o_gpus, &o_part,
+                                     &o_be, &o_pn, &G, &reserved, &backfill, &best_effort, &depth, &w0, &w1,
+                                     &o_prio))
         return NULL;
-    PyArrayObject *a_submit = NULL, *a_run = NULL, *a_gpus = NULL, *a_part = NULL, *a_be = NULL, *a_pn = NULL;
+    PyArrayObject *a_submit = NULL, *a_run = NULL, *a_gpus = NULL, *a_part = NULL, *a_be = NULL, *a_pn = NULL,
+                  *a_prio = NULL;
     PyArrayObject *r_start = NULL, *r_first = NULL, *r_end = NULL, *r_lost = NULL, *r_ran = NULL, *r_pre = NULL,
                   *r_status = NULL, *r_busy = NULL;
     PyObject *result = NULL;
@@ -48,11 +51,12 @@ static PyObject *py_simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!(a_part = as_1d(o_part, NPY_INT64, "part"))) goto done;
     if (!(a_be = as_1d(o_be, NPY_UINT8, "be_ok"))) goto done;
     if (!(a_pn = as_1d(o_pn, NPY_INT64, "part_nodes"))) goto done;
+    if (o_prio != Py_None && !(a_prio = as_1d(o_prio, NPY_INT64, "prio"))) goto done;
 
     npy_intp n = PyArray_DIM(a_submit, 0), P = PyArray_DIM(a_pn, 0);
     if (PyArray_DIM(a_run, 0) != n || PyArray_DIM(a_gpus, 0) != n || PyArray_DIM(a_part, 0) != n ||
-        PyArray_DIM(a_be, 0) != n) {
-        PyErr_Format(PyExc_ValueError, "submit, run, gpus, part and be_ok must have the same length (submit has %zd)",
+        PyArray_DIM(a_be, 0) != n || (a_prio && PyArray_DIM(a_prio, 0) != n)) {
+        PyErr_Format(PyExc_ValueError, "submit, run, gpus, part, be_ok and prio must have the same length (submit has %zd)",
                      (Py_ssize_t)n);
         goto done;
     }
@@ -115,7 +119,8 @@ static PyObject *py_simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
     r_busy = (PyArrayObject *)PyArray_SimpleNew(2, bdims, NPY_FLOAT64);
     if (!r_start || !r_first || !r_end || !r_lost || !r_ran || !r_pre || !r_status || !r_busy) goto done;
 
-    cs_input in = {(int64_t)n, submit, run, gpus, part, (const uint8_t *)PyArray_DATA(a_be), (int64_t)P, pn,
+    cs_input in = {(int64_t)n, submit, run, gpus, part, (const uint8_t *)PyArray_DATA(a_be),
+                   a_prio ? (const int64_t *)PyArray_DATA(a_prio) : NULL, (int64_t)P, pn,
                    (int64_t)G, (int64_t)reserved, backfill, best_effort, (int64_t)depth, w0, w1};
     cs_output out = {(double *)PyArray_DATA(r_start), (double *)PyArray_DATA(r_first), (double *)PyArray_DATA(r_end),
                      (double *)PyArray_DATA(r_lost), (double *)PyArray_DATA(r_busy),
@@ -130,7 +135,7 @@ static PyObject *py_simulate(PyObject *self, PyObject *args, PyObject *kwargs) {
                            "lost", r_lost, "ran_in", r_ran, "preempt", r_pre, "status", r_status, "busy", r_busy);
 done:
     Py_XDECREF(a_submit); Py_XDECREF(a_run); Py_XDECREF(a_gpus); Py_XDECREF(a_part); Py_XDECREF(a_be);
-    Py_XDECREF(a_pn);
+    Py_XDECREF(a_pn); Py_XDECREF(a_prio);
     Py_XDECREF(r_start); Py_XDECREF(r_first); Py_XDECREF(r_end); Py_XDECREF(r_lost); Py_XDECREF(r_ran);
     Py_XDECREF(r_pre); Py_XDECREF(r_status); Py_XDECREF(r_busy);
     return result;

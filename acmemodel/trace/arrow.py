@@ -1,0 +1,299 @@
+"""Arrow → numpy/pandas conversion of a read table: typed time and number columns with masks of
+unparsable values, dictionary-encoded and normalised string columns (in a background thread), job-id
+normalisation, and the rows as read for the quarantine.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.clusters import utc_offset_seconds
+from acmemodel.trace.schema import NUMERIC_COLUMNS, TIME_COLUMNS
+
+
+def _raw_frame(table, idx: np.ndarray | None, decode: bool = True) -> pd.DataFrame:
+    """Rows ``idx`` (all if None) of the (normalised) Arrow table as pandas values.
+
+    The values as read, for the quarantine's ``raw``/``detail`` (dictionary columns decoded to
+    strings) and for the extras.
+    """
+    import pyarrow as pa
+
+    if idx is not None:
+        table = _normalise_strings(table.take(pa.array(idx, type=pa.int64())))
+    for i, f in enumerate(table.schema):
+        if decode and pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+    str_dtype = pd.StringDtype("pyarrow")
+    return table.to_pandas(split_blocks=True,
+                           types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
+
+
+def _norm_values(arr, upper: bool):
+    """Trimmed (and for ``state`` upper-cased) strings, in Arrow (vectorised C++, not Python)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
+        arr = pc.cast(arr, pa.string())
+    arr = pc.utf8_trim_whitespace(arr)
+    return pc.utf8_upper(arr) if upper else arr
+
+
+def _all_distinct(col) -> bool:
+    """True when no value of the column repeats (sorted in Arrow, neighbours compared; no Python
+    object per value). False when unsure (nulls, a column too large for one chunk)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count > 1:
+        return False
+    try:
+        c = col.combine_chunks()
+        if len(c) < 2:
+            return True
+        s = c.take(pc.sort_indices(c))
+        return not pc.any(pc.equal(s.slice(1), s.slice(0, len(s) - 1))).as_py()
+    except pa.ArrowException:  # (e.g. too large for one chunk): the caller checks otherwise
+        return False
+
+
+def _normalise_job_ids(table):
+    """The table with ``job_id`` trimmed, and the ids as int64 when all are integer literals (else None).
+
+    Ids that Arrow casts to integers hold no blank (the cast accepts digits and a sign only), so the
+    trim is skipped for them.
+    """
+    import pyarrow as pa
+
+    col = table.column("job_id")
+
+    def as_int(c):
+        if c.null_count:
+            return None
+        try:
+            return np.asarray(c.cast(pa.int64()).to_numpy())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        ints = as_int(col)
+        if ints is not None:
+            return table, ints
+    table = _normalise_strings(table, ("job_id",))
+    return table, as_int(table.column("job_id"))
+
+
+def _normalise_strings(table, names: Sequence[str] = ("job_id", "user", "type", "state")):
+    """Trim the key string columns and upper-case ``state``.
+
+    Dictionary-encoded columns are normalised on their (small) dictionaries only.
+    """
+    import pyarrow as pa
+
+    for name in names:
+        if name not in table.column_names:
+            continue
+        i = table.column_names.index(name)
+        col = table.column(i)
+        up = name == "state"
+        if pa.types.is_dictionary(col.type):
+            chunks = [pa.DictionaryArray.from_arrays(ch.indices, _norm_values(ch.dictionary, up))
+                      for ch in col.chunks]
+            col = pa.chunked_array(chunks, type=pa.dictionary(col.type.index_type, pa.string()))
+        else:
+            col = _norm_values(col, up)
+        table = table.set_column(i, name, col)
+    return table
+
+
+
+_NAT = np.iinfo(np.int64).min  # numpy/pandas NaT as int64
+
+
+@dataclass
+class _Time:
+    """A parsed time column: ``i8`` ns since the epoch UTC (``_NAT`` where missing), ``na`` mask or None
+    (no value missing), ``fail`` mask of present but unparsable values or None (cannot fail), ``ts`` the
+    pandas series when it was built on the way (else made from ``i8`` on demand)."""
+
+    i8: np.ndarray
+    na: np.ndarray | None
+    fail: np.ndarray | None
+    ts: pd.Series | None = None
+
+    def seconds(self) -> np.ndarray:
+        v = self.i8.astype(np.float64)
+        v /= 1e9
+        if self.na is not None:
+            v[self.na] = np.nan
+        return v
+
+    def series(self, keep: np.ndarray | None) -> pd.Series:
+        if self.ts is not None:
+            s = self.ts.reset_index(drop=True)
+            return s if keep is None else s[keep].reset_index(drop=True)
+        i8 = self.i8 if keep is None else self.i8[keep]
+        return pd.Series(_writable(i8), dtype="datetime64[ns, UTC]")
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """Arrays viewed zero-copy on Arrow buffers are read-only: copy those (small, single-chunk files)."""
+    return a if a.flags.writeable else a.copy()
+
+
+def _arrow_i8(col) -> tuple[np.ndarray, np.ndarray | None]:
+    """int64 values of an Arrow timestamp/number column with nulls as ``_NAT`` (+ null mask or None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v = col.cast(pa.int64())
+    if v.null_count:
+        na = np.asarray(v.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        v = pc.fill_null(v, _NAT)
+        return np.asarray(v.to_numpy()), na
+    return np.asarray(v.to_numpy()), None
+
+
+def _factorize(col, upper: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, codes)`` of a string column, normalised (trimmed; upper-cased if ``upper``): object
+    array of its distinct values (missing → ``""``, the last entry) and the int code of each row.
+
+    The column is dictionary-encoded (unless it already is) and normalised on its dictionary only.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.num_chunks == 0:
+        return np.array([""], dtype=object), np.zeros(0, dtype=np.intp)
+    def unified(c):  # the chunks re-coded on one common dictionary
+        return pa.table({"c": c}).unify_dictionaries().column(0).chunks
+
+    if pa.types.is_dictionary(col.type):
+        chunks = unified(col)
+    else:
+        try:  # one chunk: one dictionary, no unification
+            chunks = [pc.dictionary_encode(col.combine_chunks())]
+        except (pa.ArrowInvalid, pa.ArrowCapacityError):  # (too large for one chunk)
+            chunks = unified(pc.dictionary_encode(col))
+    dic = _norm_values(chunks[0].dictionary, upper)
+    idx = pa.chunked_array([ch.indices for ch in chunks], type=chunks[0].type.index_type)
+    if idx.null_count:
+        idx = pc.fill_null(idx, len(dic))
+    codes = np.asarray(idx.to_numpy()).astype(np.intp)  # (intp: fancy indexing without a conversion)
+    cats = np.empty(len(dic) + 1, dtype=object)
+    cats[:-1] = dic.to_numpy(zero_copy_only=False)
+    cats[-1] = ""
+    if dic.null_count:
+        cats[:-1][dic.is_null().to_numpy(zero_copy_only=False)] = ""
+    return cats, codes
+
+
+class _Background:
+    """Run ``fn(*args)`` in a thread; :meth:`result` joins it (and re-raises its exception)."""
+
+    def __init__(self, fn, *args):
+        import threading
+
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args):
+        try:
+            self._value = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread
+            self._error = e
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _factorize_columns(table) -> dict:
+    """:func:`_factorize` of the ``user``, ``type`` and ``state`` columns present in the table."""
+    return {c: _factorize(table.column(c), upper=c == "state")
+            for c in ("user", "type", "state") if c in table.column_names}
+
+
+def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
+    """Typed columns of the table, keyed by name, with masks of values present but unparsable.
+
+    time column → :class:`_Time`; numeric → ``(float64 values, fail mask or None)``; ``job_id`` → the
+    arrow column (``user``/``type``/``state``: see :func:`_factorize_columns`). Masks are None where
+    the check cannot fail (a column Arrow already typed).
+    """
+    import pyarrow as pa
+
+    out: dict = {}
+    str_dtype = pd.StringDtype("pyarrow")
+    for c in table.column_names:
+        col = table.column(c)
+        if c in TIME_COLUMNS:
+            t = col.type
+            if pa.types.is_timestamp(t) and t.unit == "ns" and t.tz in ("UTC", "+00:00"):
+                i8, na = _arrow_i8(col)  # fast path: already UTC ns
+                out[c] = _Time(i8, na, None)
+                continue
+            s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
+            fail = None
+            if isinstance(s.dtype, pd.DatetimeTZDtype):
+                ts = s.dt.tz_convert("UTC")
+            elif pd.api.types.is_datetime64_any_dtype(s):  # naive (parquet): local time of the cluster
+                ts = s.dt.tz_localize(_tzinfo(tz)).dt.tz_convert("UTC")
+                warn.append(f"{path}: column {c} has no time zone; read as local time {tz}")
+            else:
+                ts, fail = _parse_time_strings(s, tz, path, c, warn)
+            na = ts.isna().to_numpy()
+            i8 = ts.to_numpy(dtype="datetime64[ns]").view("int64")
+            out[c] = _Time(i8, na if na.any() else None, fail, ts)
+        elif c in NUMERIC_COLUMNS:
+            if pa.types.is_floating(col.type) or (pa.types.is_integer(col.type) and not col.null_count):
+                out[c] = (_writable(np.asarray(col.to_numpy(), dtype=float)), None)  # (nulls → NaN)
+            else:
+                s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
+                if pd.api.types.is_numeric_dtype(s):
+                    out[c] = (s.to_numpy(dtype=float), None)
+                else:
+                    txt = s.astype("string").str.strip()
+                    v = pd.to_numeric(txt, errors="coerce").to_numpy(dtype=float)
+                    present = txt.notna().to_numpy() & (txt != "").fillna(False).to_numpy()
+                    out[c] = (v, present & np.isnan(v))
+        elif c == "job_id":
+            out[c] = col
+    return out
+
+
+def _tzinfo(offset: str):
+    import datetime as dt
+
+    return dt.timezone(dt.timedelta(seconds=utc_offset_seconds(offset)))
+
+
+def _parse_time_strings(s: pd.Series, tz: str, path: Path, col: str, warn: list[str]):
+    """Parse ISO-8601 strings; strings without a zone offset are local time ``tz``."""
+    txt = s.astype("string").str.strip()
+    present = (txt.notna() & (txt != "")).to_numpy(dtype=bool)
+    result = pd.Series(pd.NaT, index=s.index, dtype="datetime64[ns, UTC]")
+    if present.any():
+        vals = txt[present]
+        has_off = vals.str.contains(r"(?:[+-]\d{2}:?\d{2}|Z)$", regex=True).fillna(False).to_numpy()
+        if has_off.any():
+            result.loc[vals.index[has_off]] = pd.to_datetime(
+                vals[has_off], utc=True, errors="coerce", format="ISO8601")
+        if (~has_off).any():
+            naive = pd.to_datetime(vals[~has_off], errors="coerce", format="ISO8601")
+            ok = naive.notna()
+            if ok.any():
+                warn.append(f"{path}: {int(ok.sum())} value(s) of {col} have no time zone; read as "
+                            f"local time {tz}")
+                result.loc[naive.index[ok]] = naive[ok].dt.tz_localize(_tzinfo(tz)).dt.tz_convert("UTC")
+    fail = present & result.isna().to_numpy()
+    return result, fail
+

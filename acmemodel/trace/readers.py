@@ -1,0 +1,502 @@
+"""Reading AcmeTrace files: file checks and sniffing (compression, format, header, zone offset),
+the Arrow CSV/parquet read with its fast and fallback paths, and :func:`load_trace`, which turns each
+file's rows into accepted jobs (:mod:`.validation`) and quarantined rows and merges the files.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.clusters import CLUSTER_TZ
+from acmemodel.errors import DataWarning, TraceFormatError
+from acmemodel.trace.arrow import _Background, _factorize_columns, _normalise_job_ids, _parse_columns, _raw_frame
+from acmemodel.trace.schema import (
+    KALOS_COLUMNS, KALOS_ONLY, KNOWN_TYPES, NUMERIC_COLUMNS, REQUIRED_COLUMNS, SEREN_COLUMNS, TIME_COLUMNS,
+    FileInfo, Reason, Trace,
+)
+from acmemodel.trace.validation import _RAW_JOB_COLUMNS, _build_jobs, _duplicated_ids, _raw_rows, _rejected_frame
+
+
+# ---------------------------------------------------------------------------------------------- api
+def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: str | Sequence[str] | None = None,
+               ) -> Trace:
+    """Read one or more AcmeTrace job files into a :class:`Trace`.
+
+    Parameters
+    ----------
+    paths : a path or a list of paths (``.csv``, ``.csv.gz``/``.gz``, ``.parquet``).
+    cluster : cluster name for every file, or one name per file. Default: from the file name
+        (``*seren*`` → Seren, ``*kalos*`` → Kalos), else from the schema (Kalos columns → Kalos,
+        otherwise Seren) with a warning.
+
+    Raises
+    ------
+    TraceFormatError
+        naming the file: missing, empty, header without rows, missing required column, unreadable
+        compression or format.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise TraceFormatError("load_trace: no trace files given")
+    if cluster is None or isinstance(cluster, str):
+        clusters = [cluster] * len(paths)
+    else:
+        clusters = list(cluster)
+        if len(clusters) != len(paths):
+            raise ValueError(f"cluster: {len(clusters)} names for {len(paths)} files")
+    clusters = [None if c is None else _cluster_name(c) for c in clusters]
+
+    frames, rejects, infos, extras, type_counts, int_ids = [], [], [], [], [], []
+    warn: list[str] = []
+    incons: dict[str, int] = {"duration": 0, "queue": 0, "gpu_time": 0, "duration_includes_queue": 0}
+    tzs: dict[str, str] = {}
+    for path, cl in zip(paths, clusters):
+        jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl)
+        frames.append(jobs)
+        type_counts.append(tc)
+        int_ids.append(ii)
+        rejects.append(rej)
+        infos.append(info)
+        extras.append(extra)
+        warn.extend(w)
+        for k, v in inc.items():
+            incons[k] = incons.get(k, 0) + v
+        tzs.setdefault(info.cluster, tz)
+    jobs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    extra_df = pd.concat(extras, ignore_index=True) if len(extras) > 1 else extras[0]
+    rejected = pd.concat(rejects, ignore_index=True) if len(rejects) > 1 else rejects[0]
+
+    # duplicate job ids across the whole input (first occurrence kept), per cluster
+    dup = _duplicated_ids(jobs, int_ids, len({i.cluster for i in infos}))
+    if dup.any():
+        first = jobs.loc[~dup].set_index(["cluster", "job_id"])[["source_file", "source_line"]]
+        d = jobs.loc[dup]
+        firsts = first.reindex(pd.MultiIndex.from_arrays([d["cluster"], d["job_id"]]))
+        where = [f"line {ln}" if ff == f else f"{ff} line {ln}"
+                 for ff, ln, f in zip(firsts["source_file"], firsts["source_line"], d["source_file"])]
+        dup_rej = _rejected_frame(d["source_file"].to_numpy(), d["source_line"].to_numpy(),
+                                  Reason.DUPLICATE_JOB_ID,
+                                  [f"job_id {j!r} already at {w}" for j, w in zip(d["job_id"], where)],
+                                  _raw_rows(d, _RAW_JOB_COLUMNS))
+        rejected = pd.concat([rejected, dup_rej], ignore_index=True)
+        order = {p: i for i, p in enumerate(str(p) for p in paths)}
+        rejected = (rejected.assign(_f=rejected["file"].map(order))
+                    .sort_values(["_f", "line"], kind="stable").drop(columns="_f").reset_index(drop=True))
+        for info in infos:
+            n = int((d["source_file"] == info.path).sum())
+            info.accepted -= n
+            info.rejected += n
+        jobs = jobs.loc[~dup].reset_index(drop=True)
+        extra_df = extra_df.loc[~dup].reset_index(drop=True)
+
+    if dup.any():
+        counts = jobs["type"].value_counts().to_dict()
+    else:  # per-file counts of the accepted rows (made from the few distinct values, not 1M strings)
+        counts = {}
+        for tc in type_counts:
+            for k, v in tc.items():
+                counts[k] = counts.get(k, 0) + v
+    unknown = sorted(set(counts) - set(KNOWN_TYPES))
+    if unknown:
+        warn.append("unrecognised job type value(s) kept as their own category: "
+                    + ", ".join(f"{t!r} ({counts[t]} rows)" for t in unknown))
+    if len(rejected):
+        rejected = _original_text(rejected, infos)
+    for w in warn:
+        warnings.warn(w, DataWarning, stacklevel=2)
+    jobs = _with_chain_columns(jobs, extra_df)
+    return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
+                 timezones=tzs, extras=extra_df)
+
+
+#: restart-chain columns a synthetic trace carries beyond the published schema (acmemodel.synth)
+CHAIN_FILE_COLUMNS: tuple[str, ...] = ("chain_id", "attempt", "prev_job_id", "restart_gap_s")
+
+
+def _with_chain_columns(jobs: pd.DataFrame, extras: pd.DataFrame) -> pd.DataFrame:
+    """``jobs`` plus the typed restart-chain columns when every file carried them (``attempt`` and
+    ``prev_job_id``; :func:`acmemodel.features.chains.restart_chains` then uses the links as
+    written instead of inferring them): ``chain_id`` (int, −1 if empty), ``attempt`` (int),
+    ``prev_job_id`` (str, ``""`` = first attempt), ``restart_gap_s`` (float, NaN if empty)."""
+    if extras is None or not {"attempt", "prev_job_id"} <= set(extras.columns) or len(extras) != len(jobs):
+        return jobs
+    ex = extras.reset_index(drop=True)
+    att = pd.to_numeric(ex["attempt"], errors="coerce")
+    if att.isna().any():  # a file without the columns (NaN after concat) or unparsable values
+        return jobs
+    jobs = jobs.copy(deep=False)
+    jobs["attempt"] = att.to_numpy(dtype=np.int64)
+    jobs["prev_job_id"] = ex["prev_job_id"].fillna("").astype(str).to_numpy(dtype=object)
+    if "chain_id" in ex.columns:
+        jobs["chain_id"] = pd.to_numeric(ex["chain_id"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    if "restart_gap_s" in ex.columns:
+        jobs["restart_gap_s"] = pd.to_numeric(ex["restart_gap_s"], errors="coerce").to_numpy(dtype=float)
+    return jobs
+
+
+# ------------------------------------------------------------------------------------------ reading
+def _cluster_name(name) -> str:
+    """A ``cluster=`` name, trimmed; a known cluster in its canonical spelling (``seren`` → Seren)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"cluster: expected a non-empty cluster name, got {name!r}")
+    name = name.strip()
+    for c in CLUSTER_TZ:
+        if c.lower() == name.lower():
+            return c
+    return name
+
+
+def _cluster_from_name(path: Path) -> str | None:
+    name = path.name.lower()
+    for c in CLUSTER_TZ:
+        if c.lower() in name:
+            return c
+    return None
+
+
+def _open_text_head(path: Path, nbytes: int = 65536) -> str:
+    """The first bytes of a (possibly gzipped) file as text, for header sniffing."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(2)
+        if magic == b"\x1f\x8b":
+            with gzip.open(path, "rb") as f:
+                raw = f.read(nbytes)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(nbytes)
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise TraceFormatError(f"{path}: unreadable compressed file ({e})") from None
+    return raw.decode("utf-8-sig", errors="replace")
+
+
+def _read_table(path: Path, notes: list[str] | None = None):
+    """Read a file into a pyarrow Table (typed if possible) + bad-field-count rows + fast flag.
+
+    ``notes`` receives warnings (bytes that are not UTF-8, replaced by U+FFFD)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    if not path.exists():
+        raise TraceFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise TraceFormatError(f"{path}: is a directory, not a trace file")
+    if path.stat().st_size == 0:
+        raise TraceFormatError(f"{path}: empty file")
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq  # (only here: its import alone costs tens of ms)
+
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as e:
+            raise TraceFormatError(f"{path}: not a readable parquet file ({e})") from None
+        return table.rename_columns(_canonical_names(table.column_names)), [], True
+
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    for sig, what in _OTHER_FORMATS:
+        if magic.startswith(sig):
+            raise TraceFormatError(f"{path}: {what}; give a .csv, .csv.gz or .parquet file")
+    head = _open_text_head(path)
+    if not head.strip():
+        raise TraceFormatError(f"{path}: empty file")
+    if "\x00" in head:
+        raise TraceFormatError(f"{path}: not a text (CSV) file: it holds NUL bytes")
+    # column names from our own read of the header line: surrounding blanks and quotes are dropped
+    header = _canonical_names([h.strip().strip('"').strip() for h in head.splitlines()[0].split(",")])
+    _check_columns(path, header)
+
+    col_types = {}
+    for c in header:
+        if c in TIME_COLUMNS:
+            col_types[c] = pa.timestamp("ns", tz="UTC")
+        elif c in NUMERIC_COLUMNS:
+            col_types[c] = pa.float64()
+        else:  # (user/type/state are dictionary-encoded after the read: cheaper than in the reader)
+            col_types[c] = pa.string()
+
+    compression = "gzip" if _is_gzip(path) else None
+    block_size = 1 << 20  # (pyarrow's default; raised when a row is longer than a block)
+    repaired = None  # the file's bytes with invalid UTF-8 replaced (rare path)
+
+    def read(types, threads=True):
+        bad: list[tuple] = []
+
+        def handler(row):
+            bad.append((row.number, row.text, row.actual_columns, row.expected_columns))
+            return "skip"
+
+        if repaired is not None:
+            src = pa.BufferReader(repaired)
+        else:
+            src = pa.input_stream(str(path), compression=compression)
+        table = pcsv.read_csv(
+            src,
+            read_options=pcsv.ReadOptions(use_threads=threads, column_names=header, skip_rows=1,
+                                          block_size=block_size),
+            # (blank lines are read as rows of empty fields, so that row k is line k + 2; they are
+            # dropped in _drop_blank_rows)
+            parse_options=pcsv.ParseOptions(invalid_row_handler=handler, ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                null_values=[""], quoted_strings_can_be_null=False),
+        )
+        return table, bad
+
+    fast = True
+    try:
+        # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
+        # later), one column at a time: the other columns keep their typed fast path
+        for _ in range(len(header) + 8):
+            try:
+                table, bad = read(col_types)
+                break
+            except pa.ArrowInvalid as e:
+                if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
+                    block_size *= 8
+                    continue
+                if "invalid UTF8" in str(e) and repaired is None:
+                    repaired, n_bad = _utf8_repaired(path, compression)
+                    if notes is not None:
+                        notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
+                                     "replaced by U+FFFD")
+                    continue
+                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
+                    raise
+                fast = False
+                col_types[header[int(m.group(1))]] = pa.string()
+        if bad and any(b[0] is None for b in bad):
+            # line numbers are only known when reading single-threaded: re-read (rare path)
+            table, bad = read(col_types, threads=False)
+    except (OSError, EOFError) as e:
+        raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
+    except pa.ArrowInvalid as e:
+        raise TraceFormatError(f"{path}: not a readable CSV file ({str(e).splitlines()[0]})") from None
+    return table, bad, fast
+
+
+#: leading bytes of formats that are not read (with what to tell the user)
+_OTHER_FORMATS = (
+    (b"PAR1", "a parquet file without the .parquet suffix (rename it)"),
+    (b"BZh", "bzip2-compressed, which is not supported"),
+    (b"\xfd7zXZ", "xz-compressed, which is not supported"),
+    (b"PK\x03\x04", "a zip archive, which is not supported (unzip it)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed, which is not supported"),
+)
+
+
+def _utf8_repaired(path: Path, compression: str | None):
+    """The file's bytes (decompressed) with invalid UTF-8 sequences replaced by U+FFFD, and how many
+    bytes were replaced."""
+    opener = gzip.open if compression == "gzip" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    text = raw.decode("utf-8", errors="replace")
+    fixed = text.encode("utf-8")
+    n_bad = text.count("\ufffd") - raw.count("\ufffd".encode("utf-8"))
+    return fixed, n_bad
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _canonical_names(header: Sequence[str]) -> list[str]:
+    """Header names; a known column in another case (``Job_ID``) under its schema name."""
+    known = {c.lower(): c for c in (*KALOS_COLUMNS, *SEREN_COLUMNS)}
+    return [known.get(h.lower(), h) if isinstance(h, str) else h for h in header]
+
+
+def _check_columns(path: Path, header: Sequence[str]) -> None:
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        hint = ""
+        if len(header) == 1 and any(d in str(header[0]) for d in "\t;|"):
+            hint = "; the file must be comma-separated"
+        found = ", ".join(str(h) for h in header[:20]).encode("unicode_escape").decode("ascii")
+        raise TraceFormatError(
+            f"{path}: missing required column(s) {', '.join(missing)} (found: {found[:500]}){hint}")
+    seen = set()
+    for c in header:
+        if c in seen:
+            raise TraceFormatError(f"{path}: column {c!r} appears twice in the header")
+        seen.add(c)
+
+
+def _read_one(path: Path, cluster: str | None):
+    warn: list[str] = []
+    table, bad, fast = _read_table(path, warn)
+    header = table.column_names
+    _check_columns(path, header)
+    schema = "kalos" if any(c in header for c in KALOS_ONLY) else "seren"
+    if cluster is None:
+        cluster = _cluster_from_name(path)
+        if cluster is None:
+            cluster = "Kalos" if schema == "kalos" else "Seren"
+            warn.append(f"{path}: cluster not given and not in the file name; assumed {cluster} "
+                        f"from the {schema} schema (pass cluster= to set it)")
+    known = set(KALOS_COLUMNS) | set(SEREN_COLUMNS)
+    extra_cols = [c for c in header if c not in known]
+    optional = [c for c in (KALOS_COLUMNS if schema == "kalos" else SEREN_COLUMNS)
+                if c not in header and c not in REQUIRED_COLUMNS]
+    if optional:
+        warn.append(f"{path}: optional column(s) {', '.join(optional)} absent"
+                    + ("; the cross-check of the file's own values is skipped for them"
+                       if {"duration", "queue", "gpu_time"} & set(optional) else ""))
+    info = FileInfo(path=str(path), cluster=cluster, schema=schema, extra_columns=extra_cols,
+                    missing_optional=optional, fast_path=fast)
+    n = table.num_rows
+    if path.suffix.lower() != ".parquet":
+        info._records = 1 + n + len(bad)
+    # line numbers of the rows: data row k is line k + 2, shifted past skipped bad rows
+    bad_lines = np.array(sorted(b[0] for b in bad), dtype=np.int64)
+    lines = np.arange(2, n + 2, dtype=np.int64)
+    if len(bad_lines):
+        # the k-th good row sits at the smallest line L with L - 2 - (#bad lines < L) == k
+        offs = bad_lines - 2 - np.arange(len(bad_lines))  # good rows before each bad line
+        lines = lines + np.searchsorted(offs, np.arange(n), side="right")
+    # blank (or blank-only) lines: skipped, not quarantined, after they served the line numbering
+    n_space = len(bad)
+    bad = [b for b in bad if b[1].strip()]
+    n_space -= len(bad)  # (lines of blanks only)
+    table, lines, n_blank = _drop_blank_rows(table, lines)
+    n_blank += n_space
+    n = table.num_rows
+    if n_blank:
+        warn.append(f"{path}: {n_blank} blank line(s) (or lines of empty fields) between the rows skipped")
+    if table.num_rows == 0 and not bad:
+        raise TraceFormatError(f"{path}: header has no data rows")
+    # user/type/state are dictionary-encoded (and normalised on their dictionaries) in a background
+    # thread: Arrow releases the GIL, so this runs beside the numeric work of the main thread.
+    factors = _Background(_factorize_columns, table)
+    table, int_ids = _normalise_job_ids(table)
+    tz = CLUSTER_TZ.get(cluster) or _sniff_offset(path) or "+00:00"
+
+    # The columns are taken from the Arrow table one by one (no whole-table pandas conversion); the
+    # table stays around so that the few quarantined rows can be shown as read (see _raw_frame).
+    p = _parse_columns(table, tz, path, warn)
+    p["job_id_int"] = int_ids
+    jobs, rej_mask, reasons, details, inc, type_counts, int_ids = _build_jobs(
+        p, factors, cluster, str(path), lines, table)
+
+    rej = [_rejected_frame(np.full(len(bad), str(path), dtype=object),
+                           np.array([b[0] for b in bad], dtype=np.int64), Reason.FIELD_COUNT,
+                           [f"{b[2]} fields, expected {b[3]}" for b in bad], [b[1] for b in bad])]
+    keep = ~rej_mask
+    if rej_mask.any():
+        idx = np.flatnonzero(rej_mask)
+        rej.append(pd.DataFrame({
+            "file": str(path), "line": lines[idx], "reason": reasons, "detail": details,
+            "raw": _raw_rows(_raw_frame(table, idx), header),
+        }))
+    rejected = pd.concat(rej, ignore_index=True).sort_values("line", kind="stable").reset_index(drop=True)
+    if extra_cols:
+        extra = _raw_frame(table.select(extra_cols), None, decode=False)
+        extra = (extra.loc[keep] if not keep.all() else extra).reset_index(drop=True)
+    else:
+        extra = pd.DataFrame(index=jobs.index)
+    del table
+    info.rows = n + len(bad)
+    info.accepted = len(jobs)
+    info.rejected = len(rejected)
+    if info.accepted == 0:
+        warn.append(f"{path}: no row was accepted ({info.rejected} rejected)")
+    never = ~jobs["started"].to_numpy()
+    if never.any():  # kept as never started (no run time, wait censored at the end), but unexpected
+        odd = jobs["state"].to_numpy()[never]
+        odd = odd[odd != "CANCELLED"]
+        if len(odd):
+            warn.append(f"{path}: {len(odd)} row(s) with state {', '.join(sorted(set(odd)))} but no start_time; "
+                        "kept as never started (no run time, wait censored at end_time)")
+    if isinstance(int_ids, _Background):
+        int_ids = int_ids.result()
+    return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
+
+
+def _original_text(rejected: pd.DataFrame, infos: Sequence[FileInfo]) -> pd.DataFrame:
+    """``raw`` of the quarantined CSV rows replaced by their lines as written in the file (one pass
+    over each file with such rows, only when there are some). Kept as parsed when the file's
+    physical lines are not its records (a quoted value holding a newline)."""
+    raw = rejected["raw"].to_numpy(dtype=object).copy()
+    changed = False
+    for info in infos:
+        if not info._records:
+            continue
+        rows = np.flatnonzero((rejected["file"] == info.path).to_numpy())
+        if not len(rows):
+            continue
+        want = {int(ln): [] for ln in rejected["line"].to_numpy()[rows]}
+        for i, ln in zip(rows, rejected["line"].to_numpy()[rows]):
+            want[int(ln)].append(i)
+        found: dict[int, str] = {}
+        path = Path(info.path)
+        try:
+            opener = gzip.open if _is_gzip(path) else open
+            n_lines = 0
+            with opener(path, "rb") as f:
+                for n_lines, line in enumerate(f, start=1):
+                    if n_lines in want:
+                        found[n_lines] = line.decode("utf-8", errors="replace").rstrip("\r\n").lstrip("\ufeff")
+        except (OSError, EOFError):
+            continue
+        if n_lines != info._records:  # records spanning lines: the numbers are not physical lines
+            continue
+        for ln, idx in want.items():
+            if ln in found:
+                raw[idx] = found[ln]
+                changed = True
+    return rejected.assign(raw=raw) if changed else rejected
+
+
+def _drop_blank_rows(table, lines: np.ndarray):
+    """The table and line numbers without the rows whose every field is empty (blank lines, read as
+    such rows), and how many of them were not trailing. Cheap when ``job_id`` is never empty (the usual case)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "job_id" not in table.column_names or table.num_rows == 0:
+        return table, lines, 0
+    jid = table.column("job_id")
+    if not (pa.types.is_string(jid.type) or pa.types.is_large_string(jid.type)):
+        return table, lines, 0  # (typed by a parquet writer: no blank lines)
+    if not jid.null_count and pc.min(pc.utf8_length(jid)).as_py() != 0:
+        return table, lines, 0
+    cand = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(jid, ""), True).to_numpy(zero_copy_only=False)))
+    rows = table.take(pa.array(cand, type=pa.int64()))
+    blank = np.ones(len(cand), dtype=bool)
+    for col in rows.columns:
+        empty = col.is_null()
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            empty = pc.or_(empty, pc.fill_null(pc.equal(pc.utf8_trim_whitespace(col), ""), True))
+        blank &= np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
+    if not blank.any():
+        return table, lines, 0
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[cand[blank]] = False
+    n_trailing = table.num_rows - (int(np.flatnonzero(keep)[-1]) + 1 if keep.any() else 0)
+    return table.filter(pa.array(keep)), lines[keep], int(blank.sum()) - n_trailing
+
+
+
+_OFFSET_RE = re.compile(r"\d{2}:\d{2}:\d{2}(?:\.\d+)?([+-]\d{2}:?\d{2}|Z)")
+
+
+def _sniff_offset(path: Path) -> str | None:
+    if path.suffix.lower() == ".parquet":
+        return None
+    m = _OFFSET_RE.search(_open_text_head(path, 8192))
+    if not m:
+        return None
+    off = m.group(1)
+    return "+00:00" if off == "Z" else (off if ":" in off else off[:3] + ":" + off[3:])
+

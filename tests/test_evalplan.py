@@ -1,0 +1,214 @@
+"""Evaluation-batch planner: closed forms, dominance of the decoupled policy, bad input, CLI."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acmemodel.errors import ConfigError
+from acmemodel.planner.evaluation import (
+    Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalPlanConfig, PackingRules, default_batch, pack_trials,
+    plan_batch, simulate_coupled, simulate_decoupled,
+)
+
+HW = EvalHardware(model_size_gb=10.0, gpus_per_node=8, storage_gbit_s=8.0, pcie_gbyte_s=10.0)  # M/B = 10 s
+NO_PACK = PackingRules(merge_below_s=0.0, split_above_s=1e12, long_metric_s=1e12)
+
+
+def _batch(n, pre=3.0, gen=50.0, met=7.0):
+    return EvalBatch([Dataset(f"d{i}", pre, gen, met) for i in range(n)])
+
+
+def test_one_trial_closed_forms():
+    b = _batch(1)
+    c = simulate_coupled(b, 1, HW)
+    assert c.makespan_s == pytest.approx(HW.load_alone_s + 3 + 50 + 7)
+    assert HW.load_alone_s == pytest.approx(10.0)
+    d = simulate_decoupled(b, 1, HW, NO_PACK)
+    # weights at max(preprocess + M/P, M/B), then generate, then the metric on the CPU pool
+    assert d.makespan_s == pytest.approx(max(3 + HW.pcie_s, HW.load_alone_s) + 50 + 7)
+    assert c.gpu_used_s == d.gpu_used_s == pytest.approx(50)
+    assert c.gpu_held_s == pytest.approx(c.makespan_s)          # coupled holds the GPU throughout
+    assert d.gpu_held_s == pytest.approx(HW.load_alone_s - 3 + 50)  # decoupled: from start to end of generation
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_identical_trials_share_the_storage_link(k):
+    """k trials on one node load concurrently: each at B/k, all done at k·M/B."""
+    c = simulate_coupled(_batch(k), 1, HW)
+    assert c.makespan_s == pytest.approx(k * HW.load_alone_s + 3 + 50 + 7)
+    # two nodes, 2k trials spread one wave per node: loads on different nodes do not interfere
+    c2 = simulate_coupled(_batch(2 * 8), 2, HW)
+    assert c2.makespan_s == pytest.approx(8 * HW.load_alone_s + 60)
+
+
+def test_two_waves_on_one_node():
+    c = simulate_coupled(_batch(16), 1, HW)
+    assert c.makespan_s == pytest.approx(2 * (8 * HW.load_alone_s + 60))
+
+
+def test_metrics_overlap_perfectly_with_the_next_generation():
+    """One GPU, k trials, metric m <= generate g: metrics hide behind the next generation, so
+    makespan = M/B + g + (k-1)(M/P + g) + m (no preprocessing)."""
+    hw = EvalHardware(model_size_gb=10.0, gpus_per_node=1, storage_gbit_s=8.0, pcie_gbyte_s=10.0,
+                      cpu_slots_per_node=1)
+    k, g, m = 5, 40.0, 30.0
+    d = simulate_decoupled(_batch(k, pre=0.0, gen=g, met=m), 1, hw, NO_PACK)
+    assert d.makespan_s == pytest.approx(hw.load_alone_s + g + (k - 1) * (hw.pcie_s + g) + m)
+    assert d.first_result_s == pytest.approx(hw.load_alone_s + g + m)
+
+
+def test_split_and_merge_rules():
+    b = EvalBatch([Dataset("big", 10, 1000, 100), Dataset("s1", 1, 10, 1), Dataset("s2", 1, 20, 1),
+                   Dataset("s3", 1, 40, 1), Dataset("mid", 5, 200, 5)])
+    trials = pack_trials(b, 4, PackingRules(merge_below_s=30.0, split_above_s=400.0, long_metric_s=1e9), HW)
+    names = [t.name for t in trials]
+    assert sum(n.startswith("big#") for n in names) == 3            # ceil(1000 / 400) shards
+    assert "s1+s2" in names and "s3" in names                        # 10 + 20 >= 30 merged; 40 alone
+    gens = [HW.pcie_s + t.generate_s for t in trials]
+    assert gens == sorted(gens, reverse=True)                        # longest expected GPU time first
+    total = sum(t.generate_s for t in trials)
+    assert total == pytest.approx(sum(d.generate_s for d in b.datasets))
+    # long metrics first
+    trials = pack_trials(b, 4, PackingRules(merge_below_s=0.0, split_above_s=1e9, long_metric_s=50.0), HW)
+    assert trials[0].name == "big"
+
+
+phase = st.floats(0.0, 600.0, allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(phase, st.floats(1.0, 3000.0), phase), min_size=1, max_size=40),
+       st.integers(1, 3), st.sampled_from([(25.0, 20.0), (10.0, 2.0), (100.0, 50.0)]))
+def test_decoupled_never_loses_to_coupled(rows, nodes, links):
+    b = EvalBatch([Dataset(f"d{i}", p, g, m) for i, (p, g, m) in enumerate(rows)])
+    hw = EvalHardware(storage_gbit_s=links[0], pcie_gbyte_s=links[1])
+    c = simulate_coupled(b, nodes, hw)
+    d = simulate_decoupled(b, nodes, hw)
+    assert d.makespan_s <= c.makespan_s * (1 + 1e-9)
+    assert set(d.results_s) == set(c.results_s) == {ds.name for ds in b.datasets}
+    assert d.gpu_used_s == pytest.approx(c.gpu_used_s)
+    assert 0.0 <= d.gpu_idle_share < 1.0
+
+
+def test_default_batch_and_speedups():
+    b = default_batch()
+    assert len(b) == 63
+    r = plan_batch(b, nodes=(1, 4))
+    for n in (1, 4):
+        assert r.speedup(n) > 1.0
+    s = r.summary()
+    assert set(s["policy"]) == {"coupled", "decoupled"} and len(s) == 4
+    c1 = r.schedules[("coupled", 1)]
+    assert 0.2 < c1.gpu_idle_share < 0.6            # the coupled GPU idles while loading and scoring
+    he = next(d for d in b.datasets if d.name == "humaneval")
+    assert he.metric_s == pytest.approx(42.0)       # the published HumanEval metric phase
+
+
+def test_priors_from_trials_and_trace():
+    trials = pd.DataFrame({"dataset": ["a", "a", "a", "b", "b"], "preprocess_s": [1, 2, 3, 5, 5],
+                           "generate_s": [10, 20, 30, 50, 70], "metric_s": [1, 1, 1, 2, -1]})
+    pr = DatasetPriors().fit(trials)
+    assert pr.n_rejected_ == 1
+    s = pr.summary().set_index("dataset")
+    assert s.loc["a", "generate_s"] == 20 and s.loc["a", "trials"] == 3 and s.loc["b", "trials"] == 1
+    assert len(pr.batch()) == 2
+    jobs = pd.DataFrame({"type": ["Eval"] * 3 + ["SFT"], "job_name": ["x", "x", "y", "x"],
+                         "run_s": [200.0, 220.0, 400.0, 9e9]})
+    pr = DatasetPriors().fit_trace(jobs)
+    s = pr.summary().set_index("dataset")
+    for ds, t in (("x", 210.0), ("y", 400.0)):
+        tot = s.loc[ds, ["preprocess_s", "generate_s", "metric_s"]].sum()
+        assert tot <= t + 1e-6 and s.loc[ds, "metric_s"] == pytest.approx(0.19 * t)
+    with pytest.raises(ConfigError, match="job_name"):
+        DatasetPriors().fit_trace(jobs.drop(columns="job_name"))
+
+
+@pytest.mark.parametrize("data, match", [
+    ({"datasets": [{"name": "a", "preprocess": -1, "generate": 10, "metric": 1}]}, "dataset 'a': preprocess"),
+    ({"datasets": [{"name": "a", "generate": 10, "metric": 1}]}, "dataset 'a': preprocess is missing"),
+    ({"datasets": []}, "no datasets"),
+    ({"model_size_gb": 200}, "does not fit in one GPU"),
+    ({"model_size_gb": 70, "hardware": {"node_memory_gb": 64}}, "does not fit in a node"),
+    ({"hardware": {"storage_gbit_s": 0}}, "storage_gbit_s"),
+    ({"hardware": {"pcie_gbyte_s": 0}}, "pcie_gbyte_s"),
+    ({"nodes": [0]}, "nodes"),
+    ({"policy": "fast"}, "policy"),
+    ({"packing": {"split_above": -3}}, "packing.split_above"),
+    ({"hardware": {"nic": 3}}, "unknown key"),
+])
+def test_bad_config(data, match):
+    with pytest.raises(ConfigError, match=match):
+        EvalPlanConfig.from_dict(data)
+
+
+def test_bad_priors_csv(tmp_path):
+    p = tmp_path / "p.csv"
+    p.write_text("dataset,preprocess_s,generate_s,metric_s\nok,1,2,3\nbad,1,x,3\n")
+    with pytest.raises(ConfigError, match="dataset 'bad': generate_s"):
+        EvalBatch.from_csv(p)
+    p.write_text("dataset,preprocess_s,generate_s,metric_s\nzero,1,0,3\n")
+    with pytest.raises(ConfigError, match="dataset 'zero': generate_s must be > 0"):
+        EvalBatch.from_csv(p)
+
+
+def test_cli_json_report_and_errors(tmp_path, capsys):
+    from acmemodel.cli import main
+
+    cfg = tmp_path / "ev.yaml"
+    cfg.write_text("model_size_gb: 14\nnodes: [1, 2]\ndatasets:\n"
+                   "  - {name: a, preprocess: 10s, generate: 5m, metric: 30s}\n"
+                   "  - {name: b, preprocess: 5s, generate: 2m, metric: 20m}\n")
+    rep = tmp_path / "r.html"
+    with pytest.raises(SystemExit) as e:
+        main(["evalplan", str(cfg), "--json", "--report", str(rep)])
+    assert e.value.code in (0, None)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["datasets"] == 2 and len(doc["schedules"]) == 4
+    assert all(math.isfinite(s["makespan_s"]) for s in doc["schedules"])
+    assert "data:image/png;base64," in rep.read_text()
+    cfg.write_text("datasets:\n  - {name: a, preprocess: -4, generate: 5m, metric: 30s}\n")
+    with pytest.raises(SystemExit) as e:
+        main(["evalplan", str(cfg)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "'a'" in err[0]
+
+
+def test_cli_default_fits_80_columns(capsys, monkeypatch):
+    from acmemodel.cli import main
+    from acmemodel.cli._common import console
+
+    monkeypatch.setattr(console, "width", 80)
+    with pytest.raises(SystemExit):
+        main(["evalplan", "--nodes", "1,4"])
+    out = capsys.readouterr().out
+    assert "decoupled" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_plan_reports_evaluation_feedback_delay():
+    from importlib import resources
+
+    import yaml
+
+    from acmemodel.planner.config import ClusterConfig
+    from acmemodel.planner.evaluation import feedback_from_plan
+
+    example = yaml.safe_load(resources.files("acmemodel.planner").joinpath("examples", "example.yaml").read_text())
+    cfg = ClusterConfig.from_dict(example)
+    assert cfg.evaluation is not None and cfg.evaluation.policy == "decoupled" and cfg.evaluation.nodes == [1]
+    makespan = simulate_decoupled(default_batch(), 1).makespan_s
+    rows = feedback_from_plan(cfg.evaluation, {"available": True, "queue_s": {"Eval": {"p50": 30.0, "p90": 600.0}}})
+    assert rows[0]["makespan_s"] == pytest.approx(makespan)
+    assert rows[0]["feedback_p50_s"] == pytest.approx(30.0 + makespan)
+    assert rows[0]["feedback_p90_s"] == pytest.approx(600.0 + makespan)
+    rows = feedback_from_plan(cfg.evaluation, {"available": False, "queue_s": {}})
+    assert rows[0]["feedback_p90_s"] is None and rows[0]["wait_source"] == "not simulated"
+    assert cfg.to_dict()["evaluation"] == {"datasets": 63, "nodes": [1], "policy": "decoupled"}
+    example["evaluation"] = {"datasets": [{"name": "x", "preprocess": 1, "generate": -5, "metric": 1}]}
+    with pytest.raises(ConfigError, match=r"^evaluation: dataset 'x': generate"):
+        ClusterConfig.from_dict(example)
