@@ -59,6 +59,7 @@ from scipy import optimize, special, stats
 from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.datasets import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
+from acmemodel.models.restart import RESUBMIT_PRIOR
 from acmemodel.trace import jobs_from_times
 
 START = "2023-03-01"
@@ -87,8 +88,11 @@ class Assumptions:
     #: Kalos (published duration includes the queue): rank correlation of queue and total duration
     queue_total_rho: float = 0.8
     #: probability that a failed Pretrain job (or SFT/MLLM job of >= 32 GPUs) is resubmitted by its
-    #: owner with the same GPUs, and the resubmission gap (lognormal: median s, sigma)
-    restart_prob: float = 0.7
+    #: owner with the same GPUs (default: the restart model's prior for Pretrain,
+    #: acmemodel.models.restart.RESUBMIT_PRIOR), and the resubmission gap (lognormal: median s, sigma).
+    #: The pseudo-trace carries its chains as columns; the bundle's RestartModel fits the
+    #: resubmission probability per cluster x type from them
+    restart_prob: float = RESUBMIT_PRIOR["Pretrain"]
     restart_gap_median_s: float = 600.0
     restart_gap_sigma: float = 1.5
     #: infrastructure failures of jobs of >= infra_min_gpus GPUs: Weibull with this shape and a mean time
@@ -469,7 +473,9 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     user[ev_sorted] = user[head]
 
     gpu = pd.DataFrame({"type": jobs["type"], "gpu_num": jobs["gpu_num"], "state": jobs["state"],
-                        "user": user, "submit_s": sub, "queue_s": queue, "run_s": run})
+                        "user": user, "submit_s": sub, "queue_s": queue, "run_s": run,
+                        "uid": np.arange(n, dtype=np.int64), "prev_uid": -1, "attempt": 1})
+    next_uid = n
     # --- restarts of failed training jobs (same user, type and GPUs), up to three attempts
     extra, cur = [], gpu[gpu["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"])
                         & ((gpu["type"] == "Pretrain")
@@ -479,6 +485,11 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         if cur.empty:
             break
         nxt = cur.copy()
+        # the chain is recorded (prev_uid, attempt) and written as the trace's chain columns
+        nxt["prev_uid"] = cur["uid"].to_numpy()
+        nxt["attempt"] = cur["attempt"].to_numpy() + 1
+        nxt["uid"] = next_uid + np.arange(len(nxt), dtype=np.int64)
+        next_uid += len(nxt)
         gap = np.exp(np.log(a.restart_gap_median_s) + a.restart_gap_sigma * rng.standard_normal(len(cur)))
         nxt["submit_s"] = (cur["submit_s"] + cur["queue_s"] + cur["run_s"] + gap).to_numpy()
         donors = gpu.loc[gpu["type"].isin(nxt["type"].unique())]
@@ -518,6 +529,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         "queue_s": np.where(rng.uniform(0, 1, n_cpu) < 0.6, 0.0,
                             np.exp(np.log(max(summ["med_que_time_cpu"], 1.0)) + 1.5 * rng.standard_normal(n_cpu))),
         "run_s": np.exp(mu_c + sg_c * rng.standard_normal(n_cpu)),
+        "uid": next_uid + np.arange(n_cpu, dtype=np.int64), "prev_uid": -1, "attempt": 1,
     })
     df = pd.concat([gpu, cpu], ignore_index=True)
     return _to_contract(df, cluster, rng), report
@@ -533,14 +545,27 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
     end = start + np.round(df["run_s"].to_numpy(float))
     gpu = df["gpu_num"].to_numpy(np.int64)
     failed = df["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()
-    return jobs_from_times(
-        cluster=cluster, job_id=[f"{cluster[0].lower()}{i:07d}" for i in range(n)],
+    job_id = np.array([f"{cluster[0].lower()}{i:07d}" for i in range(n)], dtype=object)
+    out = jobs_from_times(
+        cluster=cluster, job_id=job_id,
         user=df["user"].to_numpy(object), type=df["type"].to_numpy(object), state=df["state"].to_numpy(object),
         gpu_num=gpu, submit_s=sub, start_s=start, end_s=end,
         # (assumed: 16 CPUs per GPU, 8 for a CPU job; Kalos files give fail_time for failed jobs)
         cpu_num=np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
         fail_time_s=np.where(failed & (cluster == "Kalos"), end - start, np.nan),
         source_file=f"<calibration:{cluster}>")
+    if "uid" not in df.columns:
+        return out
+    # the restart chain as data (as synthetic traces carry it): attempt and the previous job's id
+    pos = pd.Index(df["uid"].to_numpy()).get_indexer(df["prev_uid"].to_numpy())
+    out["attempt"] = df["attempt"].to_numpy(np.int64)
+    out["prev_job_id"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
+    from acmemodel.features.chains import restart_chains
+
+    ch = restart_chains(out)
+    out["chain_id"] = ch["chain_id"].to_numpy()
+    out["restart_gap_s"] = ch["restart_gap_s"].to_numpy()
+    return out
 
 
 # ------------------------------------------------------------------------------ the bundle
@@ -599,7 +624,9 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     # duration curves, which are not conditioned on size. The restart model is the published
     # time-to-restart prior of the failure table (restart gaps were not published in trace form).
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
-    subsets = ({"failure": trace.jobs["gpu_num"] >= a.infra_min_gpus} if "failure" in models else {})
+    if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
+        params["failure"] = {"min_gpus": float(a.infra_min_gpus)}
+    subsets = {}
     provenance["model_notes"] = {
         "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
         "restart": "published prior (failure table, time to restart per reason)",

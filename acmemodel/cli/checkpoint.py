@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import console, identifiability_note, print_identifiability
 
 
 @app.command("checkpoint")
@@ -67,10 +67,14 @@ def checkpoint_cmd(
     doc["failure_process"] = fail.describe()
     doc["restart"] = restart_desc
     doc["source"] = source
+    note = None if mttf is not None else identifiability_note(planner.bundle)
+    if note:
+        doc["identifiability"] = note
     if json_out:
         print_json(doc)
         return
     _print_human(doc)
+    print_identifiability(note)
 
 
 def _print_human(d: dict) -> None:

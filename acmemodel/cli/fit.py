@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_bundle_out, console, err_console, load_traces
+from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, err_console, identifiability_note,
+                                   load_traces, print_identifiability)
 
 
 def trace_provenance(trace) -> dict:
@@ -48,7 +49,11 @@ def fit_cmd(
                         name=out.stem, log=log)
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
+    note = identifiability_note(bundle)
+    if note:
+        doc["identifiability"] = note
     if json_out:
         print_json(doc)
     else:
         console.print(f"wrote bundle [bold]{path}[/bold] with models: {', '.join(sorted(bundle.models))}")
+        print_identifiability(note)

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import console, identifiability_note, print_identifiability
 
 
 @app.command("plan")
@@ -43,10 +43,25 @@ def plan_cmd(
     doc = result.to_dict()
     if report is not None:
         doc["report"] = str(report)
+    note = _note(bundle)
+    if note:
+        doc["identifiability"] = note
     if json_out:
         print_json(doc)
         return
     _print_human(doc)
+    print_identifiability(note)
+
+
+def _note(bundle) -> str | None:
+    """The identifiability line of the bundle's failure model (the default bundle when none)."""
+    from acmemodel.errors import AcmeModelError
+    from acmemodel.synth import resolve_bundle
+
+    try:
+        return identifiability_note(resolve_bundle(bundle))
+    except (AcmeModelError, ValueError, OSError):  # the plan itself already used the bundle
+        return None
 
 
 def _print_human(d: dict) -> None:

@@ -195,7 +195,7 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     """
     no_fail_col = not _has_fail_times(jobs)
     with_chain = carries_chain(jobs)
-    df, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    df, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, notes, rows, desc, chains = [], [], 0, [], 0
     for name, sub in groups:
         sch = _schema_for(name, schema)
@@ -213,6 +213,9 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
                     f"{adj:.3f} s.")
     sections = [
         ("Files", "\n".join(desc)),
+        ("Restart chains", C.chain_note(chain_src, rows - chains) + (
+            " Written as the columns chain_id, attempt, prev_job_id, restart_gap_s after the schema's."
+            if with_chain else "")),
         ("Format", _FORMAT_NOTES),
     ]
     files.append(C.write_readme(out, "AcmeTrace CSV export", sections))

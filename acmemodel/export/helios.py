@@ -96,7 +96,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         ``2020-04-01 00:00:00``; giving ``rebase_to`` implies ``rebase``).
     include_cpu : keep CPU-only jobs (Helios logs have them; the simulators skip them).
     """
-    _, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     epoch = rebase_to or HELIOS_EPOCH
     rebase = bool(rebase or rebase_to)
     files, desc, notes, frames = [], [], [], []
@@ -140,12 +140,13 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         desc.append("\n".join(lines))
     if not frames:
         raise ValueError("no jobs to write")
-    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
+    allj = pd.concat(frames)
+    n_jobs = int(allj["chain_id"].nunique())
+    sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, len(allj) - n_jobs)),
+                ("Format", __doc__.split("\n", 2)[2])]
     if notes:
         sections.append(("Warnings", "\n".join(f"- {n}" for n in notes)))
     files.append(C.write_readme(out, "Helios / Lucid export", sections))
-    allj = pd.concat(frames)
-    n_jobs = int(allj["chain_id"].nunique())
     return C.result("helios", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
                     clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},
                     notes=notes, rebased=rebase)
