@@ -40,8 +40,11 @@ calibration has two steps, both deterministic given the seed:
 2. :func:`calibrate` fits every model family of the package on that pseudo-trace with its ordinary
    ``fit`` and returns the :class:`~acmemodel.models.bundle.Bundle`; MLE on stratified draws of a
    published curve is the minimum-distance fit of the family to the curve. Two exceptions: the
-   failure model is fitted on the jobs of ≥ 64 GPUs (only their failures carry size information in
-   the pseudo-trace), and the restart model is the failure table's published time-to-restart prior. ``acmemodel calibrate``
+   failure model is fitted on the jobs of ≥ 64 GPUs (its ``min_gpus`` parameter: only their
+   failures carry size information in the pseudo-trace; synth draws failures from it for those
+   jobs), and the restart model's gap is the failure table's published time-to-restart prior (its
+   resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
+   which the pseudo-trace carries as columns like a synthetic trace). ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:

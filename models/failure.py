@@ -458,9 +458,9 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         else:
             cause = f"only {self.n_events_:,} failures in all"
         span = "unbounded" if not math.isfinite(ratio) else f"{ratio:,.0f}x"
-        return (f"failure model poorly identified: MTTF at {g:,.0f} GPUs spans {span} "
-                f"(95% interval {_human_s(lo)} to {_human_s(hi)}), size exponent alpha "
-                f"{self.alpha_:.2f} [{self.alpha_ci_[0]:.2f}, {self.alpha_ci_[1]:.2f}]: {cause}")
+        return (f"failure model poorly identified: {cause}; MTTF at {g:,.0f} GPUs spans {span} "
+                f"(95% {_human_s(lo)} to {_human_s(hi)}), alpha {self.alpha_:.2f} "
+                f"[{self.alpha_ci_[0]:.2f}, {self.alpha_ci_[1]:.2f}]")
 
     def survival(self, t, gpus, *, component: str = "all", **key):
         """P(no failure by run time ``t`` s) for a job of ``gpus`` GPUs (t, gpus broadcast).

@@ -341,7 +341,8 @@ class RestartModel(BaseModel):
         if not {"next_restart_gap_s", "next_queue_s", "attempt"} <= set(jobs.columns):
             from acmemodel.features.chains import restart_chains
 
-            jobs = jobs.join(restart_chains(jobs)[["attempt", "next_restart_gap_s", "next_queue_s"]])
+            ch = restart_chains(jobs)[["attempt", "next_restart_gap_s", "next_queue_s"]]
+            jobs = jobs.drop(columns=[c for c in ch.columns if c in jobs.columns]).join(ch)
         rows = jobs[(jobs["analysis_state"] == "FAILED") & np.isfinite(jobs["next_restart_gap_s"])
                     & np.isfinite(jobs["next_queue_s"])]
         cal = calendar_features(rows, timezones, time_col="end_s")

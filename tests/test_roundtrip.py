@@ -171,7 +171,6 @@ def test_arrival_rates_round_trip(roundtrip):
 
 
 def test_restart_round_trip(roundtrip):
-    from acmemodel.features.chains import restart_chains
     from acmemodel.models.restart import RestartModel
 
     b, tr, _ = roundtrip
@@ -189,8 +188,7 @@ def test_restart_round_trip(roundtrip):
         assert abs(row["p"] - q0) <= 0.05, (row.to_dict(), q0)
     assert checked >= 1
     # median restart gap: the synthetic gaps vs the bundle's restart model on the same failures
-    j = tr.jobs.join(restart_chains(tr.jobs)[["next_restart_gap_s"]], rsuffix="_c")
-    rows = RestartModel.restart_frame(j, timezones=tr.timezones)
+    rows = RestartModel.restart_frame(tr.jobs, timezones=tr.timezones)
     assert len(rows) > 100
     comp = "total" if r0.fallback_ else "gap"
     m0 = r0.predict(rows, component=comp).mixture().median()
@@ -232,7 +230,7 @@ def test_inferred_chains_match_the_real_chain(roundtrip):
     assert precision >= 0.95 and recall >= 0.95, (precision, recall, int((r >= 0).sum()), int((i >= 0).sum()))
 
 
-@pytest.mark.parametrize("fmt", ["swf", "philly"])
+@pytest.mark.parametrize("fmt", ["swf"])
 def test_export_of_the_synth_file_counts_its_restarts(roundtrip, tmp_path, fmt):
     """`acmemodel export` of a synth output reports exactly the restart attempts synth wrote, with the
     chains taken from the file's columns (and its README says so)."""

@@ -90,4 +90,4 @@ def identifiability_note(bundle) -> str | None:
 def print_identifiability(note: str | None) -> None:
     """Print the identifiability note as one ``warning:`` line (nothing when None)."""
     if note:
-        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False, soft_wrap=True)

@@ -126,7 +126,7 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
 CHAIN_SOURCES = {
     "columns": "the trace's own chain columns (chain_id / attempt / prev_job_id or prev_index)",
     "inferred": "inference: acmemodel.features.chains.restart_chains, the conservative rule (same "
-                "cluster, user, type and GPU count; a per-type window whose estimated precision, "
+                "cluster, user, type and GPU count; a window per cluster x type x key activity whose estimated precision, "
                 "measured against COMPLETED jobs, is >= 0.95)",
     "none": "none (every job a single attempt)",
 }
