@@ -12,6 +12,11 @@ Per cluster, over GPU jobs (``gpu_num > 0``; CPU jobs are counted separately):
 
 ``by_state`` uses the original final state (TIMEOUT and NODE_FAIL separately);
 ``by_analysis_state`` merges them into FAILED as the paper's failure rates do.
+
+Jobs unfinished when the trace was extracted are counted in ``unfinished`` (``running``: RUNNING or
+SUSPENDED, run time censored; ``pending``: never started, wait censored; ``extracted_at_utc`` the
+censoring time). Their censored run times are left out of the run-time medians and quantiles (which
+are over finished jobs), their censored waits out of the queue statistics.
 """
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ def _group_stats(g: pd.DataFrame, by: str, n_total: int, gpu_total: float, full:
     out = {}
     for key, grp in g.groupby(by, sort=True, observed=True):
         started = grp[grp["started"]]
+        finished = started[~started["run_censored"]] if "run_censored" in started else started
         row = {
             "jobs": int(len(grp)),
             "job_share": _num(len(grp) / n_total) if n_total else None,
@@ -40,7 +46,7 @@ def _group_stats(g: pd.DataFrame, by: str, n_total: int, gpu_total: float, full:
         }
         if full:
             row.update({
-                "median_run_s": _num(started["run_s"].median()) if len(started) else None,
+                "median_run_s": _num(finished["run_s"].median()) if len(finished) else None,
                 "median_queue_s": _num(started["queue_s"].median()) if len(started) else None,
                 "mean_gpus": _num(grp["gpu_num"].mean()),
                 "gpu_time_s": _num(grp["gpu_time_s"].sum()),
@@ -63,6 +69,8 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
         "rejected": {"total": int(len(trace.rejected)), "by_reason": trace.rejected_by_reason()},
         "inconsistencies": {k: int(v) for k, v in trace.inconsistencies.items()},
         "warnings": list(trace.warnings),
+        "extracted_at_utc": (None if getattr(trace, "extracted_at_s", None) is None else
+                             pd.Timestamp(trace.extracted_at_s, unit="s", tz="UTC").isoformat()),
         "clusters": {},
     }
     jobs = trace.jobs
@@ -73,15 +81,18 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
         g["gpu_bucket"] = pd.Categorical(gpu_bucket(g["gpu_num"].to_numpy(), gpu_edges),
                                          categories=bucket_labels(gpu_edges))
         started = g[g["started"]]
+        rc = cj["run_censored"].to_numpy(dtype=bool) if "run_censored" in cj else np.zeros(len(cj), bool)
+        finished = started[~started["run_censored"]] if "run_censored" in started else started
         doc["clusters"][str(cluster)] = {
             "jobs": int(len(cj)),
             "gpu_jobs": int(n),
             "cpu_jobs": int(len(c)),
+            "unfinished": {"running": int(rc.sum()), "pending": int((cj["state"] == "PENDING").sum())},
             "gpu_time_s": _num(total),
-            "median_run_s": _num(started["run_s"].median()) if len(started) else None,
+            "median_run_s": _num(finished["run_s"].median()) if len(finished) else None,
             "median_queue_s": _num(started["queue_s"].median()) if len(started) else None,
             "mean_gpus": _num(g["gpu_num"].mean()) if n else None,
-            "run_s_quantiles": _quantiles(started["run_s"]),
+            "run_s_quantiles": _quantiles(finished["run_s"]),
             "queue_s_quantiles": _quantiles(started["queue_s"]),
             "by_type": _group_stats(g, "type", n, total, True),
             "by_state": _group_stats(g, "state", n, total, False),

@@ -516,6 +516,12 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
                                curves, total_gpus=infos[cl]["total_gpus"], days=days)
         res["simulation"] = infos[cl]
         out["clusters"][cl] = res
+    if "Seren" in clusters:
+        from acmemodel.planner.energy import seren_may_check
+
+        i = clusters.index("Seren")
+        out["energy"] = {"Seren May 2023": seren_may_check(frames[i], capacity_gpus=infos["Seren"]["total_gpus"],
+                                                           scale=scale)}
     if plots is not None:
         _write_plots(out["clusters"], Path(plots))
     for c in out["clusters"].values():

@@ -215,7 +215,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     if int(min_cell_jobs) != min_cell_jobs or min_cell_jobs < 1:
         raise ValueError(f"min_cell_jobs must be a positive integer, got {min_cell_jobs!r}")
     if hasattr(trace_or_jobs, "jobs") and hasattr(trace_or_jobs, "timezones"):
-        jobs = trace_or_jobs.jobs
+        from acmemodel.features.names import jobs_with_extras
+
+        jobs = jobs_with_extras(trace_or_jobs)  # (job names, partitions... of imported traces)
         timezones = {**trace_or_jobs.timezones, **(timezones or {})}
     elif isinstance(trace_or_jobs, pd.DataFrame):
         jobs = trace_or_jobs
@@ -231,6 +233,8 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
+    if "run_censored" in test.columns:  # still running: no run time to score against
+        gpu_run &= ~test["run_censored"].fillna(False).astype(bool)
     t = test.loc[gpu_run]
     if len(t) == 0:
         raise ValueError("runtime_backtest: no started GPU jobs in the test period")
@@ -279,7 +283,11 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     info = {"cutoff_utc": pd.Timestamp(float(test["submit_s"].min()), unit="s", tz="UTC").isoformat(),
             "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
-            "runtime_cells_fitted": int(len(rm.cells_.entries_))}
+            "runtime_cells_fitted": int(len(rm.cells_.entries_)),
+            "predictor_features": list(pred.features_)}
+    if "run_censored" in test.columns:
+        info["n_test_running_excluded"] = int((test["run_censored"].fillna(False).astype(bool)
+                                               & (test["gpu_num"] > 0)).sum())
 
     # ---------------------------------------------------------------- queueing
     if include_queue:
@@ -303,7 +311,34 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
             info["n_test_queue"] = int(keep.sum())
 
     res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
+    info["predictor_vs_best_baseline"] = predictor_verdict(res)
     return BacktestResult(res, info)
+
+
+#: the point-prediction baselines the predictor must beat (pooled MAE of log run time)
+BASELINES = {"user_median": "user running median", "runtime_model_nostate": "per-cell median",
+             "global": "global median"}
+
+
+def predictor_verdict(results: pd.DataFrame, metric: str = "mae_log") -> dict[str, Any]:
+    """Does the predictor beat the best baseline on the pooled ``metric`` (MAE of log run time)?
+
+    Returns ``{metric, predictor, best_baseline, baseline_value, beats, text}``; ``text`` is the
+    summary line ``evaluate runtime`` prints."""
+    r = results[(results.cell == "all") & (results.metric == metric)].set_index("model")["value"]
+    if "predictor" not in r.index:
+        return {"metric": metric, "beats": None, "text": "predictor not scored"}
+    base = r.reindex(list(BASELINES)).dropna()
+    if base.empty:
+        return {"metric": metric, "beats": None, "text": "no baseline scored"}
+    best = str(base.idxmin())
+    pv, bv = float(r["predictor"]), float(base[best])
+    beats = bool(pv < bv)
+    verb = "beats" if beats else "does NOT beat"
+    text = (f"predictor {verb} the best baseline ({BASELINES[best]}): MAE of log run time "
+            f"{pv:.3f} vs {bv:.3f}" + ("" if beats else " — use the baseline"))
+    return {"metric": metric, "predictor": pv, "best_baseline": best, "baseline_value": bv, "beats": beats,
+            "text": text}
 
 
 def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:

@@ -24,20 +24,30 @@ def _group_codes(jobs: pd.DataFrame, cols) -> np.ndarray:
 
 def user_history(jobs: pd.DataFrame) -> pd.DataFrame:
     """The three user-history covariates (see module docstring), aligned on ``jobs.index``."""
+    cnt, med, fail = prior_history(jobs, ["cluster", "user", "type"])
+    return pd.DataFrame({"user_prior_jobs": cnt, "user_prior_median_run_s": med,
+                         "user_prior_fail_frac": fail}, index=jobs.index)
+
+
+def prior_history(jobs: pd.DataFrame, group_cols) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each job, over the other jobs of its group (``group_cols``): earlier submissions, the
+    median run time of the started jobs that ended before its submission and their failed share
+    (the definitions of the module docstring with (cluster, user, type) replaced by the group)."""
     n = len(jobs)
     out_cnt = np.zeros(n, dtype=np.int64)
     out_med = np.full(n, np.nan)
     out_fail = np.full(n, np.nan)
     if n == 0:
-        return pd.DataFrame({"user_prior_jobs": out_cnt, "user_prior_median_run_s": out_med,
-                             "user_prior_fail_frac": out_fail}, index=jobs.index)
-    g = _group_codes(jobs, ["cluster", "user", "type"])
+        return out_cnt, out_med, out_fail
+    g = _group_codes(jobs, list(group_cols))
     sub = jobs["submit_s"].to_numpy(dtype=float)
     end = jobs["end_s"].to_numpy(dtype=float)
     # a job without an end time has not ended before any submission: place it after all of them (a NaN
     # inside the per-group sort keys would break the binary searches below)
     end = np.where(np.isnan(end), np.nanmax(np.r_[sub, end]) + 1.0, end)
     run = jobs["run_s"].to_numpy(dtype=float)
+    if "run_censored" in jobs.columns:  # (a censored run time is no observed run time)
+        run = np.where(jobs["run_censored"].fillna(False).to_numpy(dtype=bool), np.nan, run)
     failed = (jobs["analysis_state"] == "FAILED").to_numpy()
 
     # earlier submissions: rank within group by submit time, ties share the smaller count
@@ -91,5 +101,4 @@ def user_history(jobs: pd.DataFrame) -> pd.DataFrame:
     n_started = cum_started[pos] - cum_started[base]
     ok = has & (n_started > 0)
     out_med[ok] = prefix_med[pos[ok]]
-    return pd.DataFrame({"user_prior_jobs": out_cnt, "user_prior_median_run_s": out_med,
-                         "user_prior_fail_frac": out_fail}, index=jobs.index)
+    return out_cnt, out_med, out_fail

@@ -476,13 +476,17 @@ class DurationModel(BaseModel):
             self.cells_ = CellTable(tuple(self.keys), order=tuple(self.backoff),
                                     min_jobs=int(self.min_jobs),
                                     min_jobs_coarsest=self.min_jobs_coarsest,
-                                    gpu_edges=tuple(self.gpu_edges)).fit(frame, fit_fn)
+                                    gpu_edges=tuple(self.gpu_edges)).fit(frame, fit_fn, self._exclude_cells())
         self._fit_extra(frame)
         self.n_fit_ = len(frame)
         return self
 
     def _fit_extra(self, frame: pd.DataFrame) -> None:
         pass
+
+    def _exclude_cells(self) -> dict[str, tuple[str, ...]]:
+        """Key values whose cells are not fitted (see :meth:`CellTable.fit`)."""
+        return {}
 
     # --------------------------------------------------------------- queries
     def resolve(self, **key):

@@ -125,12 +125,16 @@ class CellTable:
 
     # ------------------------------------------------------------------ fitting
     def fit(self, frame: pd.DataFrame,
-            fit_fn: Callable[[pd.DataFrame, Cell, CellEntry | None], Any]) -> "CellTable":
+            fit_fn: Callable[[pd.DataFrame, Cell, CellEntry | None], Any],
+            exclude: dict[str, Sequence[str]] | None = None) -> "CellTable":
         """Fit ``fit_fn(sub_frame, cell, parent_entry)`` on every cell with ≥ ``min_jobs`` rows.
 
         ``parent_entry`` is the nearest fitted coarser :class:`CellEntry` (``None`` for the root).
-        Returns self.
+        ``exclude``: key → values whose cells are not fitted (their rows still count in the levels
+        without that key), e.g. ``{"state": ["RUNNING"]}``: jobs still running have no final state,
+        so they inform the state-free cells only. Returns self.
         """
+        exclude = {k: set(map(str, v)) for k, v in (exclude or {}).items()}
         missing = [k for k in self.keys if k not in frame.columns]
         if missing:
             raise ValueError(f"frame lacks key column(s) {missing}")
@@ -155,6 +159,8 @@ class CellTable:
                 cell = Cell(**dict(zip(lk, map(str, gkey))))
                 n = len(pos)
                 if lk and n < need:
+                    continue
+                if any(k in exclude and str(v) in exclude[k] for k, v in zip(lk, gkey)):
                     continue
                 parent = self._parent(cell)
                 value = fit_fn(frame.iloc[pos], cell, parent)

@@ -10,7 +10,8 @@ One row per *started GPU job* (``is_gpu`` and ``started``; CPU jobs and jobs tha
 out and counted in ``n_excluded_``). Time axis: run time ``run_s`` in seconds. Event: the job ended in
 failure (``analysis_state == "FAILED"``, i.e. FAILED, TIMEOUT, NODE_FAIL); for Kalos rows with a
 ``fail_time_s`` the event time is that instead. COMPLETED and CANCELLED jobs are **right-censored** at
-their ``run_s`` — kept, never events. Times are floored at ``t_floor_s`` (1 s) for the log scale.
+their ``run_s`` — kept, never events; so are jobs still running when the trace was extracted
+(``run_censored``, analysis state RUNNING: censored at the extraction time, cause ``censored``). Times are floored at ``t_floor_s`` (1 s) for the log scale.
 
 Two-regime model (the one behind :meth:`FailureModel.mttf`, ``hazard``, ``survival``)
 -----------------------------------------------------------------------------------

@@ -219,7 +219,8 @@ class FailureCurvesMixin:
             }
         self.km_ = km
         cif: dict[str, dict] = {}
-        code = frame["cause"].map({c: i + 1 for i, c in enumerate(CAUSES)}).to_numpy()
+        # (cause "censored": still running at extraction, code 0 = censored for Aalen–Johansen)
+        code = frame["cause"].map({c: i + 1 for i, c in enumerate(CAUSES)}).fillna(0).to_numpy(dtype=int)
         for keys, label, g in self._curve_cells(frame, [("cluster", "type"), ("type",), ()]):
             pos = frame.index.get_indexer(g.index) if keys else np.arange(len(frame))
             if len(pos) > self.aj_max_rows:

@@ -47,17 +47,20 @@ def survival_frame(jobs: pd.DataFrame, *, t_floor_s: float = 1.0,
         keep &= jobs["started"].to_numpy(dtype=bool)
     sub = jobs.loc[keep]
     state = sub["analysis_state"].astype(str).to_numpy()
-    bad = sorted(set(state) - {"FAILED", "CANCELLED", "COMPLETED"})
+    bad = sorted(set(state) - {"FAILED", "CANCELLED", "COMPLETED", "RUNNING"})
     if bad:
-        raise ValueError(f"analysis_state must be COMPLETED/CANCELLED/FAILED, found {bad}")
+        raise ValueError(f"analysis_state must be COMPLETED/CANCELLED/FAILED/RUNNING, found {bad}")
     E = state == "FAILED"
+    if "run_censored" in sub.columns:  # still running at extraction: censored, never an event
+        E &= ~sub["run_censored"].fillna(False).to_numpy(dtype=bool)
     T = sub["run_s"].to_numpy(dtype=float).copy()
     if "fail_time_s" in sub.columns:
         ft = sub["fail_time_s"].to_numpy(dtype=float)
         use = E & np.isfinite(ft) & (ft > 0)
         T[use] = ft[use]
     T = np.maximum(T, t_floor_s)
-    cause = np.where(E, "fail", np.where(state == "CANCELLED", "cancel", "complete"))
+    cause = np.where(E, "fail", np.where(state == "CANCELLED", "cancel",
+                                         np.where(state == "RUNNING", "censored", "complete")))
     g = sub["gpu_num"].to_numpy(dtype=float)
     out = pd.DataFrame({
         "cluster": sub["cluster"].astype(str).to_numpy(), "type": sub["type"].astype(str).to_numpy(),

@@ -13,7 +13,12 @@ Features — only what is known when the job is submitted:
   :func:`acmemodel.features.calendar.calendar_features`);
 * ``user_prior_jobs``, ``user_prior_median_run_s``, ``user_prior_fail_frac`` (the user's history of
   the same cluster and type, strictly from jobs that ended before this submission,
-  :func:`acmemodel.features.history.user_history`).
+  :func:`acmemodel.features.history.user_history`);
+* with ``features="auto"`` (default), what an imported trace carries (:data:`SOURCE_FEATURES`):
+  requested ``cpu_num`` and ``mem_per_pod_GB``, ``partition``/``qos``/``vc`` (categorical), the job
+  name's first token ``name_token`` and its name template's history ``name_prior_jobs``,
+  ``name_prior_median_run_s`` (:mod:`acmemodel.features.names`; same no-leakage rule).
+  Jobs still running at extraction (``run_censored``) are not training targets.
 
 Feature columns already present on the jobs frame are used as they are — so compute them on the
 *whole* trace (``acmemodel.features.build_features``) before splitting, otherwise a test job loses
@@ -47,11 +52,19 @@ from acmemodel.models.base import BaseModel, register
 
 __all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "submission_features"]
 
-CATEGORICAL = ("type", "cluster")
+CATEGORICAL = ("type", "cluster", "partition", "qos", "vc", "name_token")
 DEFAULT_FEATURES = ("type", "cluster", "gpu_num", "node_num", "hour", "dow", "weekend",
                     "user_prior_jobs", "user_prior_median_run_s", "user_prior_fail_frac")
+#: added by ``features="auto"`` when the trace carries them (imported traces): requested CPUs and
+#: memory, the scheduler's partition / QoS / virtual cluster, the job name's first token and the
+#: history of the job's name template (:mod:`acmemodel.features.names`)
+SOURCE_FEATURES = ("cpu_num", "mem_per_pod_GB", "partition", "qos", "vc", "name_token",
+                   "name_prior_jobs", "name_prior_median_run_s")
 _CALENDAR = ("hour", "dow", "weekend")
 _HISTORY = ("user_prior_jobs", "user_prior_median_run_s", "user_prior_fail_frac")
+_NAME = ("name_token", "name_prior_jobs", "name_prior_median_run_s")
+#: most frequent levels kept per categorical feature (the others read as missing)
+MAX_LEVELS = 64
 
 
 def _q_name(q: float) -> str:
@@ -59,13 +72,30 @@ def _q_name(q: float) -> str:
 
 
 def submission_features(jobs: pd.DataFrame, timezones: dict[str, str] | None = None,
-                        features: Sequence[str] = DEFAULT_FEATURES) -> pd.DataFrame:
-    """``jobs`` with the submission-time feature columns present (computed where missing)."""
+                        features: Sequence[str] | str = "auto") -> pd.DataFrame:
+    """``jobs`` with the submission-time feature columns present (computed where missing; a Trace's
+    ``job_name``/``partition``/``qos``/``vc`` extras joined). ``features="auto"``: the defaults plus
+    the job-name features when there is a ``job_name``."""
+    from acmemodel.features.names import jobs_with_extras
+
+    jobs = jobs_with_extras(jobs)
+    if isinstance(features, str):
+        features = DEFAULT_FEATURES + (_NAME if "job_name" in jobs.columns else ())
     need_cal = [c for c in _CALENDAR if c in features and c not in jobs.columns]
     need_hist = [c for c in _HISTORY if c in features and c not in jobs.columns]
-    if not need_cal and not need_hist:
+    need_name = [c for c in _NAME if c in features and c not in jobs.columns and "job_name" in jobs.columns]
+    if not need_cal and not need_hist and not need_name:
         return jobs
     out = jobs.copy()
+    if need_name:
+        from acmemodel.features.names import name_history, name_token
+
+        if "name_token" in need_name:
+            out["name_token"] = name_token(jobs["job_name"].to_numpy(object)).to_numpy(object)
+        nh = name_history(jobs)
+        for c in need_name:
+            if c in nh.columns:
+                out[c] = nh[c].to_numpy()
     if need_cal:
         from acmemodel.features.calendar import calendar_features
 
@@ -102,7 +132,10 @@ class RuntimePredictor(BaseModel):
     Parameters (keyword-only)
     ----------
     quantiles : quantile levels, default ``(0.1, 0.5, 0.9)``; each in (0, 1).
-    features : feature columns (default :data:`DEFAULT_FEATURES`).
+    features : feature columns, or ``"auto"`` (default): :data:`DEFAULT_FEATURES` plus those of
+        :data:`SOURCE_FEATURES` the training jobs carry (a column with some values, a categorical
+        with at least two levels) — what imported Slurm/Kubernetes traces hold. The columns used
+        are ``features_``.
     n_estimators, learning_rate, num_leaves, min_child_samples : LightGBM settings
         (defaults 200, 0.05, 31, 20).
     gpu_only : train on GPU jobs only (default True).
@@ -111,7 +144,7 @@ class RuntimePredictor(BaseModel):
     n_jobs : LightGBM threads (default 1: the machine is shared).
     random_state : seed.
 
-    Fitted attributes: ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
+    Fitted attributes: ``features_`` (columns used), ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
     {column: [levels]}, ``offset_`` (CQR offset, log-seconds), ``n_calibration_``, ``n_fit_``.
 
     Example::
@@ -121,7 +154,7 @@ class RuntimePredictor(BaseModel):
     """
 
     def __init__(self, *, quantiles: Sequence[float] = (0.1, 0.5, 0.9),
-                 features: Sequence[str] = DEFAULT_FEATURES, n_estimators: int = 200,
+                 features: Sequence[str] | str = "auto", n_estimators: int = 200,
                  learning_rate: float = 0.05, num_leaves: int = 31, min_child_samples: int = 20,
                  gpu_only: bool = True, conformal: float | None = 0.2, n_jobs: int = 1,
                  random_state: int = 0):
@@ -141,7 +174,10 @@ class RuntimePredictor(BaseModel):
         qs = tuple(self.quantiles)
         if not qs or any(not (0 < float(q) < 1) for q in qs) or len(set(qs)) != len(qs):
             raise ValueError(f"quantiles must be distinct levels in (0, 1), got {self.quantiles!r}")
-        if not tuple(self.features):
+        if isinstance(self.features, str):
+            if self.features != "auto":
+                raise ValueError(f"features must be 'auto' or a list of columns, got {self.features!r}")
+        elif not tuple(self.features):
             raise ValueError("features must name at least one column")
         for name in ("n_estimators", "num_leaves", "min_child_samples", "n_jobs"):
             v = getattr(self, name)
@@ -160,10 +196,15 @@ class RuntimePredictor(BaseModel):
             raise ValueError(f"expected a Trace or a jobs DataFrame, got {type(trace_or_jobs).__name__}")
         return trace_or_jobs, timezones
 
+    def _used(self) -> tuple[str, ...]:
+        return tuple(getattr(self, "features_", None) or self.features)
+
     def _matrix(self, jobs: pd.DataFrame) -> np.ndarray:
         cols = []
-        for f in self.features:
-            if f in CATEGORICAL:
+        for f in self._used():
+            if f not in jobs.columns:  # (a source column the predicted jobs lack: missing)
+                cols.append(np.full(len(jobs), np.nan))
+            elif f in CATEGORICAL:
                 levels = self.categories_[f]
                 codes = pd.Categorical(jobs[f].astype(str), categories=levels).codes.astype(float)
                 codes[codes < 0] = np.nan
@@ -186,12 +227,19 @@ class RuntimePredictor(BaseModel):
         import lightgbm as lgb
 
         self._validate_params()
+        from acmemodel.features.names import jobs_with_extras
+
         jobs, tz = self._jobs_and_tz(trace_or_jobs, timezones)
+        jobs = jobs_with_extras(trace_or_jobs) if hasattr(trace_or_jobs, "jobs") else jobs
+        auto = isinstance(self.features, str)
+        asked = DEFAULT_FEATURES if auto else tuple(self.features)
         missing = [c for c in ("run_s", "started", "gpu_num") + tuple(
-            f for f in self.features if f not in _CALENDAR + _HISTORY) if c not in jobs.columns]
+            f for f in asked if f not in _CALENDAR + _HISTORY + _NAME) if c not in jobs.columns]
         if missing:
             raise ValueError(f"jobs DataFrame lacks column(s) {missing} (see the Trace contract)")
         mask = jobs["started"].fillna(False).astype(bool) & jobs["run_s"].notna()
+        if "run_censored" in jobs.columns:  # a censored run time is not a target value
+            mask &= ~jobs["run_censored"].fillna(False).astype(bool)
         if self.gpu_only:
             mask &= jobs["gpu_num"] > 0
         if int(mask.sum()) < 2 * int(self.min_child_samples):
@@ -200,16 +248,33 @@ class RuntimePredictor(BaseModel):
                              f"(min_child_samples={self.min_child_samples})")
         # features before filtering: a user's history includes their CPU and unfinished jobs
         jobs = submission_features(jobs, tz, self.features).loc[mask]
-        self.categories_ = {f: sorted(jobs[f].astype(str).unique().tolist())
-                            for f in self.features if f in CATEGORICAL}
+        if auto:
+            extra = []
+            for f in SOURCE_FEATURES:
+                if f not in jobs.columns:
+                    continue
+                v = jobs[f]
+                if f in CATEGORICAL:
+                    if v.astype(str).replace({"": np.nan, "None": np.nan, "nan": np.nan}).nunique() >= 2:
+                        extra.append(f)
+                elif pd.to_numeric(v, errors="coerce").notna().any():
+                    extra.append(f)
+            self.features_ = list(DEFAULT_FEATURES) + extra
+        else:
+            self.features_ = list(self.features)
+        self.categories_ = {}
+        for f in self.features_:
+            if f in CATEGORICAL:
+                vc = jobs[f].astype(str).value_counts()
+                self.categories_[f] = sorted(vc.index[:MAX_LEVELS].tolist())
         X = self._matrix(jobs)
         y = np.log1p(np.maximum(jobs["run_s"].to_numpy(dtype=float), 0.0))
-        cat_idx = [i for i, f in enumerate(self.features) if f in CATEGORICAL]
+        cat_idx = [i for i, f in enumerate(self.features_) if f in CATEGORICAL]
 
         def train(rows):
             out = {}
             for q in self.quantiles:
-                ds = lgb.Dataset(X[rows], y[rows], feature_name=list(self.features),
+                ds = lgb.Dataset(X[rows], y[rows], feature_name=list(self.features_),
                                  categorical_feature=cat_idx, free_raw_data=True, params={"verbose": -1})
                 out[_q_name(q)] = lgb.train(self._lgb_params(q), ds, num_boost_round=int(self.n_estimators))
             return out
@@ -243,7 +308,11 @@ class RuntimePredictor(BaseModel):
         level (``p10``, ``p50``, ``p90``), aligned on the jobs' index."""
         self._check_fitted()
         jobs, tz = self._jobs_and_tz(trace_or_jobs, timezones)
-        jobs = submission_features(jobs, tz, self.features)
+        if hasattr(trace_or_jobs, "jobs"):
+            from acmemodel.features.names import jobs_with_extras
+
+            jobs = jobs_with_extras(trace_or_jobs)
+        jobs = submission_features(jobs, tz, self._used())
         X = self._matrix(jobs)
         qs = sorted(self.quantiles)
         pred = self._raw_predict(X)
@@ -263,7 +332,7 @@ class RuntimePredictor(BaseModel):
         """Total gain per feature of the booster for ``quantile``."""
         self._check_fitted()
         b = self.boosters_[_q_name(quantile)]
-        return pd.Series(b.feature_importance("gain"), index=list(self.features)).sort_values(ascending=False)
+        return pd.Series(b.feature_importance("gain"), index=list(self._used())).sort_values(ascending=False)
 
     # ------------------------------------------------------------------ serialisation
     def artifacts(self) -> dict[str, str]:
@@ -272,7 +341,8 @@ class RuntimePredictor(BaseModel):
         return {name: b.model_to_string() for name, b in self.boosters_.items()}
 
     def _fitted_to_dict(self) -> dict[str, Any]:
-        return {"n_fit": self.n_fit_, "categories": self.categories_, "boosters": sorted(self.boosters_),
+        return {"n_fit": self.n_fit_, "features": list(self._used()), "categories": self.categories_,
+                "boosters": sorted(self.boosters_),
                 "offset": self.offset_, "n_calibration": self.n_calibration_}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
@@ -280,6 +350,8 @@ class RuntimePredictor(BaseModel):
 
         from acmemodel.errors import BundleError
 
+        if d.get("features"):
+            self.features_ = list(d["features"])
         self.categories_ = {k: list(v) for k, v in d["categories"].items()}
         self.boosters_ = {}
         for name in d["boosters"]:

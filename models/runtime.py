@@ -9,6 +9,10 @@ log-likelihood with the one-standard-error rule (details, and why not BIC, in
 :mod:`acmemodel.models._duration`). Cells with fewer than ``min_jobs`` jobs back off to coarser
 cells: drop state, then GPU bucket, then cluster (type is kept), then the all-jobs cell.
 
+Jobs still running when the trace was extracted (``run_censored``) enter as right-censored run
+times in the cells without the state key (their final state is unknown); they are left out of the
+state probabilities.
+
 The final-state probabilities ``P(state | cluster, type, gpu_bucket)`` (over started jobs) are part
 of the model, with the same back-off, so :meth:`RuntimeModel.sample_jobs` draws (state, run time)
 pairs: a job's kind determines whether — and how early — it fails.
@@ -97,16 +101,26 @@ class RuntimeModel(DurationModel):
         mask = self._gpu_rows(jobs, started)
         sub = jobs.loc[mask]
         x = np.maximum(sub["run_s"].to_numpy(dtype=float), 0.0)
-        f = self._frame(sub, x, np.zeros(len(sub), bool))
+        # jobs still running at extraction: run time right-censored there
+        cens = (sub["run_censored"].fillna(False).to_numpy(dtype=bool) if "run_censored" in sub.columns
+                else np.zeros(len(sub), bool))
+        f = self._frame(sub, x, cens)
         if "state" not in f.columns:
             f["state"] = sub["analysis_state"].astype(str).reindex(f.index)
         return f
+
+    def _exclude_cells(self) -> dict[str, tuple[str, ...]]:
+        # a running job has no final state: it informs the state-free cells only
+        return {"state": ("RUNNING",)}
 
     def _fit_extra(self, frame: pd.DataFrame) -> None:
         skeys = tuple(k for k in self.keys if k != "state")
 
         def count(sub, cell, parent):
-            return {str(k): int(v) for k, v in sub["state"].value_counts().items()}
+            fin = sub.loc[sub["state"] != "RUNNING", "state"]  # (final states only)
+            if not len(fin) and parent is not None:
+                return dict(parent.value)
+            return {str(k): int(v) for k, v in fin.value_counts().items()}
 
         self.states_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,

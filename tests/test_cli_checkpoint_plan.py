@@ -101,7 +101,10 @@ def test_plan_json_structure_and_report(tmp_path):
         assert r["completion_time_s"]["mean"] > r["work_s"]
     assert {"queue_s", "quotas"} <= set(d["cluster"])
     assert d["cluster"]["quotas"]["pretrain"] == 3072
-    assert rep.exists() and rep.read_text().count("data:image/png;base64,") == 2
+    text = rep.read_text()
+    # per run: the loss breakdown / E[T] figure and the sensitivity band
+    assert rep.exists() and text.count("data:image/png;base64,") == 4
+    assert text.count('alt="sensitivity band of ') == 2
     human = runner.invoke(app, ["plan", EXAMPLE, "--replicas", "200", "--no-cluster"])
     assert human.exit_code == 0 and "llm-123b" in human.stdout and "GPU-time loss" in human.stdout
 

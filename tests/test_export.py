@@ -367,7 +367,7 @@ def test_philly_schema_and_chains_as_attempts(tmp_path, jobs):
 # ============================================================================ Batsim
 def check_batsim(w: dict, jobs: pd.DataFrame) -> None:
     """Validate a parsed Batsim workload against docs/input-workload.rst (nb_res, jobs with id/subtime/
-    res/walltime/profile, delay profiles) and against the GPU jobs it was written from (in submission
+    res/profile, no walltime, delay profiles of at least 1 s) and against the GPU jobs it was written from (in submission
     order): run times, submit offsets, states, attempts and restart links (``prev_id`` → an earlier
     failed attempt, ``restart_gap`` = the jobs' restart gap)."""
     assert {"nb_res", "jobs", "profiles"} <= set(w)
@@ -382,12 +382,14 @@ def check_batsim(w: dict, jobs: pd.DataFrame) -> None:
     sub = gj["submit_s"].to_numpy() - gj["submit_s"].min()
     for k, j in enumerate(w["jobs"]):
         row = gj.iloc[k]
-        assert {"id", "subtime", "res", "profile", "walltime", "type", "final_state", "attempt"} <= set(j)
+        assert {"id", "subtime", "res", "profile", "type", "final_state", "attempt"} <= set(j)
+        assert "walltime" not in j  # absent = no limit (Batsim >= 5 rejects -1)
         assert isinstance(j["res"], int) and 1 <= j["res"] <= w["nb_res"] and j["res"] == row["gpu_num"]
-        assert j["subtime"] >= 0 and j["walltime"] == -1
+        assert j["subtime"] >= 0
         p = w["profiles"][j["profile"]]
-        assert p["type"] == "delay" and p["delay"] >= 0
-        assert p["delay"] == pytest.approx(run[k], abs=5e-4)
+        assert p["type"] == "delay" and p["delay"] >= 1  # Batsim asserts delay > 0
+        assert p["delay"] == pytest.approx(max(run[k], 1.0), abs=5e-4)
+        assert j["run_time"] == pytest.approx(run[k], abs=5e-4)
         assert j["subtime"] == pytest.approx(sub[k], abs=5e-4)
         assert j["final_state"] == row["state"] and j["attempt"] == row["attempt"]
         assert j["started"] == bool(started[k])

@@ -111,7 +111,7 @@ def _jobs_from_series(counts, tz_off_h=8):
 
 def test_forecaster_end_to_end_and_roundtrip(tmp_path):
     counts = np.round(_weekly_series(63, 5))
-    f = DemandForecaster().fit(_jobs_from_series(counts))
+    f = DemandForecaster(method="ets").fit(_jobs_from_series(counts))
     s = f.series_[(f.series_["type"] == "Eval")]
     assert np.array_equal(s["jobs"].to_numpy(), counts)
     fc = f.forecast(14, type="Eval", metric="jobs")
@@ -124,6 +124,13 @@ def test_forecaster_end_to_end_and_roundtrip(tmp_path):
     g = Bundle.load(tmp_path / "b")["forecast"]
     pd.testing.assert_frame_equal(g.forecast(14), f.forecast(14))
     assert len(f.summary()) == 4
+    a = DemandForecaster(max_origins=2).fit(_jobs_from_series(counts))  # auto: choice saved with the bundle
+    assert set(a.choice_) == {"Seren/Eval/jobs", "Seren/Eval/gpu_hours", "Seren/ALL/jobs", "Seren/ALL/gpu_hours"}
+    Bundle({"forecast": a}).save(tmp_path / "a")
+    b = Bundle.load(tmp_path / "a")["forecast"]
+    assert b.choice_ == a.choice_
+    pd.testing.assert_frame_equal(b.forecast(7), a.forecast(7))
+    pd.testing.assert_frame_equal(b.backtest(), a.backtest())
     with pytest.raises(ValueError, match="type"):
         f.forecast(3, type="Nope")
     with pytest.raises(ValueError, match="days"):
@@ -153,7 +160,7 @@ def test_forecast_cli(tmp_path):
     jobs = _jobs_from_series(counts).assign(user="u1", state="COMPLETED", node_num=1)
     jobs["run_s"] = jobs["end_s"] - jobs["start_s"]
     path = write_acmetrace(to_acmetrace(jobs, cluster="Seren"), tmp_path / "trace_seren.csv")
-    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "10", "--json"])
+    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "10", "--json", "--method", "ets"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     rows = [x for x in doc["forecast"] if x["type"] == "Eval" and x["metric"] == "jobs"]
@@ -166,3 +173,126 @@ def test_forecast_cli(tmp_path):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2
+
+
+# ---------------------------------------------------------------------- issue 18 / 13: short traces,
+# physical bounds, coherence, the auto method and its GLM candidate
+def _two_type_jobs(days, seed=0, growth=0.0, gpus=8):
+    """Eval (1-GPU, weekly pattern) and Pretrain (``gpus``-GPU, many long jobs) on Seren."""
+    rng = np.random.default_rng(seed)
+    t0 = pd.Timestamp("2023-03-01").value / 1e9 - 8 * 3600
+    rows = []
+    for d in range(days):
+        for ty, lam, g, run in (("Eval", 30 * (1 + growth * d) * (0.4 if d % 7 in (5, 6) else 1), 1, 1800),
+                                ("Pretrain", 3 * (1 + growth * d), gpus, 6 * 3600)):
+            n = rng.poisson(lam)
+            sub = t0 + d * 86400 + rng.uniform(0, 86400, n)
+            r = rng.exponential(run, n)
+            rows.append(pd.DataFrame({"type": ty, "submit_s": sub, "start_s": sub, "end_s": sub + r,
+                                      "gpu_num": g, "gpu_time_s": r * g}))
+    return pd.concat(rows, ignore_index=True).assign(cluster="Seren")
+
+
+def _write_trace(jobs, path):
+    from acmemodel.synth import to_acmetrace, write_acmetrace
+
+    jobs = jobs.assign(user="u1", state="COMPLETED", node_num=np.maximum(1, jobs["gpu_num"] // 8))
+    jobs["run_s"] = jobs["end_s"] - jobs["start_s"]
+    return write_acmetrace(to_acmetrace(jobs, cluster="Seren"), path)
+
+
+def test_short_trace_cli_skips_backtest_with_a_note(tmp_path):
+    """Issue 18: a 30-day trace crashed with KeyError ('mape', 'ets') and --json wrote null values."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from acmemodel.cli import app
+
+    path = _write_trace(_two_type_jobs(30, seed=2), tmp_path / "trace_seren.csv")
+    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "30"])
+    assert r.exit_code == 0, r.output
+    assert "backtest skipped" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "30", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["backtest"] == [] and "backtest skipped" in doc["backtest_note"]
+    assert len(doc["forecast"]) == 30 * 3 * 2
+    assert all(x[k] is not None for x in doc["forecast"] for k in ("forecast", "lower", "upper"))
+    assert set(doc["choice"].values()) == {"seasonal_naive"}  # no origin to choose on
+    for m in ("ets", "glm"):
+        r = CliRunner().invoke(app, ["forecast", str(path), "--days", "7", "--method", m, "--json"])
+        assert r.exit_code == 0 and json.loads(r.output)["backtest"] == []
+
+
+def test_intervals_bounded_by_capacity_and_types_coherent():
+    """Issue 18: Seren Pretrain upper bounds averaged 1.8 M GPU-h/day on a 54,912 GPU-h/day cluster,
+    and a type's bound exceeded the all-types one. A fast-growing demand series forces both."""
+    jobs = _two_type_jobs(42, seed=4, growth=0.08, gpus=256)
+    for method in ("ets", "seasonal_naive", "glm"):
+        f = DemandForecaster(method=method).fit(jobs)
+        assert f.capacity_ == {"Seren": 2288} and f.capacity_source_ == {"Seren": "published"}
+        fc = f.forecast(60)
+        gh = fc[fc["metric"] == "gpu_hours"]
+        assert (gh["upper"] <= 2288 * 24 + 1e-6).all()
+        raw = forecast_series(f.series_.query("type == 'ALL'")["gpu_hours"], 60, method=method)
+        assert raw["upper"].max() > 2288 * 24  # without the bound the interval is impossible
+        for met, g in fc.groupby("metric"):
+            tot = g[g["type"] == "ALL"].set_index("date")
+            parts = g[g["type"] != "ALL"]
+            assert np.allclose(parts.groupby("date")["forecast"].sum(), tot["forecast"], rtol=1e-9, atol=1e-9)
+            assert (parts["upper"].to_numpy() <= parts["date"].map(tot["upper"]).to_numpy() + 1e-9).all()
+            assert ((parts["lower"] <= parts["forecast"]) & (parts["forecast"] <= parts["upper"])).all()
+        jobs_b = fc[fc["metric"] == "jobs"]
+        assert (jobs_b["upper"] <= f.count_bound_["Seren"] + 1e-9).all()
+    # an unknown cluster is bounded by the peak GPUs it held at once; --gpus-like capacity overrides
+    other = jobs.assign(cluster="Mine")
+    f = DemandForecaster(method="seasonal_naive").fit(other)
+    assert f.capacity_source_ == {"Mine": "trace peak"} and 256 <= f.capacity_["Mine"] < 2 ** 31
+    f = DemandForecaster(method="seasonal_naive", capacity={"Mine": 512}).fit(other)
+    assert (f.forecast(10, metric="gpu_hours")["upper"] <= 512 * 24).all()
+
+
+def test_glm_fits_weekly_counts_with_trend():
+    rng = np.random.default_rng(7)
+    t = np.arange(140)
+    mu = 40 * np.exp(0.004 * t) * np.where(t % 7 >= 5, 0.4, 1.0)
+    y = rng.negative_binomial(20, 20 / (20 + mu)).astype(float)
+    bt = rolling_origin_backtest(y, methods=("glm", "seasonal_naive")).set_index("method")
+    assert bt.loc["glm", "mase"] < bt.loc["seasonal_naive", "mase"]
+    n = bt.loc["glm", "n"]
+    # 90 % negative-binomial intervals: within 5 binomial standard errors
+    assert abs(bt.loc["glm", "coverage"] - 0.9) < 5 * np.sqrt(0.09 / n)
+    fc = forecast_series(y, 14, method="glm")
+    assert (fc["method"] == "glm").all() and (fc["lower"] <= fc["forecast"]).all()
+    assert (fc["forecast"] <= fc["upper"]).all()
+
+
+@pytest.fixture(scope="module")
+def sample_series():
+    from acmemodel.datasets import load_sample
+
+    return daily_series(load_sample())
+
+
+@pytest.mark.parametrize("cell", [("Seren", "ALL", "jobs"), ("Seren", "Eval", "jobs"),
+                                  ("Kalos", "ALL", "gpu_hours"), ("Kalos", "Eval", "gpu_hours")])
+def test_auto_never_worse_than_seasonal_naive_on_the_shipped_sample(sample_series, cell):
+    """Issue 13: on the project's own fixtures auto is never worse than seasonal naive in its backtest
+    (the selection backtest: the chosen candidate's MASE ≤ seasonal naive's); the causal variant
+    (choosing on earlier origins only) is reported too."""
+    import warnings
+
+    from acmemodel.models.forecast import select_method
+
+    cl, ty, met = cell
+    y = sample_series.query("cluster == @cl and type == @ty")[met].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        choice, bt = select_method(y, max_origins=4)
+    bt = bt.set_index("method")
+    assert set(bt.index) == {"ets", "sarimax", "seasonal_naive", "glm", "auto", "auto_causal"}
+    assert bt.loc["auto", "mase"] <= bt.loc["seasonal_naive", "mase"]
+    assert bt.loc["auto", "mase"] == bt.loc[choice, "mase"] == bt.loc[["ets", "sarimax", "seasonal_naive",
+                                                                       "glm"], "mase"].min()
+    assert bt.loc["auto", "n"] == 4 * 7 and np.isfinite(bt.loc["auto_causal", "mase"])

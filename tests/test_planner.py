@@ -155,7 +155,7 @@ _DEL = object()
     ("runs.0.work", _DEL, "runs[0].work"),
     ("runs.1.name", "a", "runs[1].name"),
     ("runs.0.extra", 1, "runs[0]"),
-    ("runs", [], "runs"),
+    ("runs", {"name": "x"}, "runs"),  # runs: [] is a quota-only plan (issue 18); a mapping is not a list
     ("simulation.seed", -1, "simulation.seed"),
     ("cluster.gpus", float("inf"), "cluster.gpus"),  # YAML .inf: was an OverflowError
     ("simulation.replicas", float("nan"), "simulation.replicas"),
@@ -255,10 +255,10 @@ def test_plan_with_given_workload_searches_the_eval_lane(tmp_path):
     assert cl["workload"]["planned_runs_included"] == ["a", "b"]
     assert cl["queue_s"][PLANNED_TYPE]["count"] == 2 and cl["utilization"]["pretrain"] > 0.99
     json.dumps(d, allow_nan=False)
-    # the report: one figure per finishing run, the quota table
+    # the report: per finishing run its loss/E[T] figure and its sensitivity band, the quota table
     path = res.report(tmp_path / "plan.html")
     html = open(path, encoding="utf-8").read()
-    assert html.count("data:image/png;base64,") == 2
+    assert html.count("data:image/png;base64,") == 4 and html.count('alt="sensitivity band of ') == 2
     assert "Quotas" in html and "E[T]" in html and "Pretraining runs" in html
 
 

@@ -10,7 +10,7 @@ from acmemodel.errors import AcmeModelError
 
 # Command modules register their commands on ``app`` / ``evaluate_app`` when imported.
 from acmemodel.cli import (  # noqa: F401,E402
-    calibrate, checkpoint, describe, evalplan, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
+    calibrate, checkpoint, convert, describe, evalplan, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
     forecast, plan, reproduce, synth,
 )
 
@@ -35,6 +35,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         sys.stderr.write("aborted\n")
         sys.exit(1)
+    except MemoryError:
+        sys.stderr.write("error: out of memory; make the request smaller (fewer days, replicas or a smaller "
+                         "scale)\n")
+        sys.exit(2)
     except USER_ERRORS as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         sys.stderr.write(f"error: {msg}\n")

@@ -25,8 +25,22 @@ evaluate_app = typer.Typer(
 app.add_typer(evaluate_app, name="evaluate")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from acmemodel import __version__
+
+        sys.stdout.write(f"acmemodel {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", help="Print the package version and exit.",
+                                       callback=_version, is_eager=True)) -> None:
+    """Calibrated models and a planner for LLM-cluster job traces (AcmeTrace)."""
+
+
 def print_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout (NaN/inf become null)."""
+    """Print ``obj`` as JSON on stdout (NaN/inf become null; floats rounded to 12 significant digits)."""
     sys.stdout.write(json.dumps(_clean(obj), indent=2, default=_default) + "\n")
 
 
@@ -51,7 +65,8 @@ def _clean(obj: Any) -> Any:
     import math
 
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        # 12 significant digits: no binary float noise (1200.0000000000002 -> 1200.0)
+        return float(f"{obj:.12g}") if math.isfinite(obj) else None
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -8,12 +8,15 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console, identifiability_note, print_identifiability
+from acmemodel.cli._fmt import num
 
 
 @app.command("checkpoint")
 def checkpoint_cmd(
     gpus: int = typer.Option(..., "--gpus", help="GPUs of the run."),
-    ckpt_cost: str = typer.Option(..., "--ckpt-cost", help="Blocking checkpoint cost, e.g. 60s."),
+    ckpt_cost: Optional[str] = typer.Option(
+        None, "--ckpt-cost", help="Blocking checkpoint cost, e.g. 60s (required unless --reliability publishes "
+                                  "one)."),
     restart: Optional[str] = typer.Option(
         None, "--restart", help="Restart time after a failure, e.g. 20m (default with --bundle: the bundle's "
                                 "restart model)."),
@@ -24,6 +27,9 @@ def checkpoint_cmd(
         None, "--bundle", help="Fitted bundle: MTTF at --gpus and Weibull shape from its failure model "
                                "(default without --mttf: the embedded default bundle)."),
     work: str = typer.Option("30d", "--work", help="Failure-free compute of the run, e.g. 30d."),
+    reliability: Optional[str] = typer.Option(
+        None, "--reliability", help="Published failure rate: acme-2023, meta-rsc1, meta-rsc2 or llama3-405b "
+                                    "(sets MTTF at --gpus and, where published, restart and checkpoint cost)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Recommended checkpoint interval, expected overhead, ETTR and GPU-hours lost per day.
@@ -36,8 +42,19 @@ def checkpoint_cmd(
     from acmemodel.planner.planner import Planner
     from acmemodel.planner.processes import RestartTime, make_failure_process
 
+    from acmemodel.planner.energy import PowerModel
+    from acmemodel.planner.reliability import get_preset
+
     if gpus < 1:
         raise ValueError(f"--gpus must be a positive integer, got {gpus}")
+    preset = None if reliability is None else get_preset(reliability, "--reliability")
+    if preset is not None and (mttf is not None or weibull_shape is not None):
+        raise ValueError("--reliability sets the failure rate: do not combine it with --mttf/--weibull-shape")
+    if ckpt_cost is None:
+        if preset is None or preset.ckpt_cost_s is None:
+            raise ValueError("--ckpt-cost is required (e.g. --ckpt-cost 60s)"
+                             + ("" if preset is None else f"; preset {preset.name} publishes none"))
+        ckpt_cost = preset.ckpt_cost_s
     C = parse_duration(ckpt_cost, "--ckpt-cost")
     W = parse_duration(work, "--work")
     R = None if restart is None else parse_duration(restart, "--restart", allow_zero=True)
@@ -57,9 +74,15 @@ def checkpoint_cmd(
         restart_desc = RestartTime.fixed(R).describe()
     else:
         planner = Planner(bundle, restart=None if R is None else RestartTime.fixed(R))
+        if preset is not None:
+            planner = planner.with_preset(preset)
+            if R is not None:
+                planner.restart = RestartTime.fixed(R)
         fail = planner.failure_process(gpus)
         res = planner.checkpoint(gpus, ckpt_cost=C, work=W)
         source = f"bundle {bundle}" if bundle is not None else "default bundle"
+        if preset is not None:
+            source = f"reliability preset {preset.name} ({preset.source})"
         restart_desc = planner.failure_mix(gpus).restart_distribution().describe() if R is None \
             else RestartTime.fixed(R).describe()
         restart_desc = {"mean_s": restart_desc.get("mean_s"), "kind": restart_desc.get("kind")}
@@ -67,6 +90,10 @@ def checkpoint_cmd(
     doc["failure_process"] = fail.describe()
     doc["restart"] = restart_desc
     doc["source"] = source
+    power = PowerModel()
+    if doc.get("gpu_hours_lost_per_day") is not None:
+        doc["energy_lost_per_day"] = power.price(doc["gpu_hours_lost_per_day"])
+    doc["power_model"] = power.to_dict()
     note = None if mttf is not None else identifiability_note(planner.bundle)
     if note:
         doc["identifiability"] = note
@@ -90,7 +117,12 @@ def _print_human(d: dict) -> None:
     console.print(f"  expected wall time     {d['expected_wall_time_s'] / 86400:.4g} days "
                   f"(overhead {100 * d['overhead_fraction']:.2f} % of the work)")
     console.print(f"  ETTR                   {d['ettr']:.4f}")
-    console.print(f"  GPU-hours lost per day {d['gpu_hours_lost_per_day']:.4g}")
+    console.print(f"  GPU-hours lost per day {num(d['gpu_hours_lost_per_day'])}")
+    e = d.get("energy_lost_per_day") or {}
+    if e.get("kwh") is not None:
+        console.print(f"  energy lost per day    {num(e['kwh'])} kWh, {num(e['tco2e'])} tCO₂e "
+                      f"({d['power_model']['kwh_per_gpu_hour']:.3f} kWh per busy GPU-h, PUE "
+                      f"{d['power_model']['pue']:g})")
     rows = [("optimal", d["interval_s"], d["expected_wall_time_s"]),
             ("Young √(2CM)", d["young_interval_s"], d["young_expected_wall_time_s"]),
             ("Daly higher-order", d["daly_interval_s"], d["daly_expected_wall_time_s"])]

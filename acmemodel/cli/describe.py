@@ -78,6 +78,11 @@ def _render(doc: dict, by: list[str]) -> None:
         console.print(f"\n[bold]{escape(name)}[/bold]: {c['gpu_jobs']} GPU jobs, {c['cpu_jobs']} CPU jobs; "
                       f"GPU time {c['gpu_time_s'] / 3600:.0f} GPU-h; median run {_sec(c['median_run_s'])}, "
                       f"median queue {_sec(c['median_queue_s'])}, mean GPUs {c['mean_gpus'] or 0:.2f}")
+        u = c.get("unfinished", {})
+        if u.get("running") or u.get("pending"):
+            console.print(f"  unfinished at extraction ({doc.get('extracted_at_utc') or '—'}): "
+                          f"{u['running']:,} running (run time censored), {u['pending']:,} pending "
+                          "(wait censored); run medians are over finished jobs")
         q = c["run_s_quantiles"]
         if q:
             console.print("  run time quantiles: " + ", ".join(f"{k} {_sec(v)}" for k, v in q.items()))

@@ -34,6 +34,10 @@ def evaluate_runtime_cmd(
     if json_out:
         print_json(res.to_json())
         return
+    verdict = res.info.get("predictor_vs_best_baseline", {})
+    if verdict.get("text"):
+        console.print(("" if verdict.get("beats") else "[bold]") + verdict["text"]
+                      + ("" if verdict.get("beats") else "[/bold]"), markup=True)
     console.print(res.table("all"))
     if per_cell:
         for cell in dict.fromkeys(res.results.cell):

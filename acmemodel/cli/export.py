@@ -42,7 +42,7 @@ def parse_pairs(items: Optional[List[str]], name: str, *, as_int: bool = False) 
 @app.command("export")
 def export_cmd(
     paths: Optional[List[Path]] = typer.Argument(None, help="Trace files (AcmeTrace CSV/parquet); none = the "
-                                                 "shipped sample (airesim with --bundle needs none)"),
+                                                 "shipped sample (airesim: the default bundle, no trace)"),
     fmt: Fmt = typer.Option(..., "--format", "-f", help="Output format."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (created)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for the files and the only "
@@ -50,18 +50,25 @@ def export_cmd(
     rebase: bool = typer.Option(False, "--rebase", help="helios/philly: shift timestamps (whole weeks) onto "
                                 "the simulators' hard-coded epoch (2020-04-01 / 2017-10-01)."),
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="airesim: fitted bundle with 'failure' "
-                                          "(and 'restart') models; default fit the failure model on the trace."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job."),
+                                          "(and 'restart') models; default: fit them on the trace files "
+                                          "given, else the default bundle (as plan/checkpoint)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job (default: "
+                                       "the trace's GPU count with most GPU time, else the model's largest job)."),
     recovery: Optional[str] = typer.Option(None, "--recovery", help="airesim: recovery time after a failure "
                                            "(e.g. 20m) instead of the restart model's mean."),
     vc: Optional[List[str]] = typer.Option(None, "--vc", help="helios/philly: TYPE=PARTITION (repeatable); "
                                            "default Pretrain=pretrain, others shared."),
     vc_nodes: Optional[List[str]] = typer.Option(None, "--vc-nodes", help="helios: PARTITION=NODES for "
                                                  "vc_config.csv (repeatable), e.g. a planned quota split."),
+    batsim_profile: Optional[str] = typer.Option(None, "--batsim-profile", help="batsim: delay-profile type "
+                                                 "name, 'delay' (Batsim 1.3-4.x, default) or 'DelayProfile' "
+                                                 "(Batsim >= 5)."),
     include_cpu: Optional[bool] = typer.Option(None, "--include-cpu/--no-cpu", help="Keep CPU-only jobs "
                                                "(default: kept for acmetrace/helios, omitted for swf/philly)."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written (files, jobs, attempts, "
                                   "time span) as JSON."),
+    yes: bool = typer.Option(False, "--yes", help="Write even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """Export a trace as AcmeTrace CSV, SWF v2.2, Helios/Lucid, Philly, Batsim or an AIReSim config."""
     from acmemodel.export import write
@@ -75,19 +82,24 @@ def export_cmd(
         raise ConfigError("--vc/--vc-nodes are used by --format helios/philly only")
     if vc_nodes and name != "helios":
         raise ConfigError("--vc-nodes is used by --format helios only")
+    if batsim_profile is not None and name != "batsim":
+        raise ConfigError("--batsim-profile is used by --format batsim only")
+    if batsim_profile is not None and batsim_profile not in ("delay", "DelayProfile"):
+        raise ConfigError(f"--batsim-profile must be 'delay' or 'DelayProfile', got {batsim_profile!r}")
     if include_cpu is not None and name in ("acmetrace", "batsim", "airesim"):
         raise ConfigError(f"--include-cpu/--no-cpu does not apply to --format {name}")
     opts: dict = {}
     jobs = None
     if name == "airesim":
         failure = restart = None
-        if bundle is not None:
-            from acmemodel.models.bundle import Bundle
+        if bundle is not None or not paths:
+            # a given bundle, or (no trace files) the default bundle the planner uses
+            from acmemodel.synth import resolve_bundle
 
-            b = Bundle.load(bundle)
+            b = resolve_bundle(bundle)
             failure = b["failure"]
             restart = b.get("restart")
-        if paths or bundle is None:
+        if paths:
             jobs = _load(paths, cluster)
         from acmemodel.planner.config import parse_duration
 
@@ -99,6 +111,10 @@ def export_cmd(
         opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster, recovery_s=recovery_s)
     else:
         jobs = _load(paths, cluster)
+        if name == "philly":
+            _check_philly_size(jobs, yes)
+        if name == "batsim":
+            opts["profile_type"] = batsim_profile
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
                     vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
     res = write(jobs, name, out, **opts)
@@ -108,6 +124,12 @@ def export_cmd(
     span = res["time_span"]
     if name == "airesim":
         console.print("wrote AIReSim parameters: " + ", ".join(f"{k}={v}" for k, v in res["params"].items()))
+        prov = res["provenance"]
+        console.print(f"  job of {prov['gpus']:,} GPUs ({prov.get('gpus_source', 'given')}); job MTTF "
+                      f"{prov['job_mttf_s'] / 3600:,.1f} h"
+                      + (f", mean restart {prov['recovery_s'] / 60:,.1f} min" if prov.get("recovery_s") is not None
+                         else ""))
+        console.print("  run: python -m airesim.run --params config.yaml --adaptive")
         for f in res["files"]:
             console.print(f"  {f}")
         return
@@ -121,6 +143,22 @@ def export_cmd(
         console.print(f"  {f}")
     for n in res["notes"]:
         console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def _check_philly_size(trace, yes: bool) -> None:
+    """Philly's ``detail`` lists every GPU of every node of every attempt: refuse, before writing, a
+    trace whose GPU counts would expand beyond memory (``gpu_num = 1e9`` is 125 M node entries)."""
+    import numpy as np
+
+    from acmemodel.limits import BYTES_PER_NODE_ENTRY, check_memory
+
+    g = np.nan_to_num(trace.jobs["gpu_num"].to_numpy(dtype=float))
+    g = g[g > 0]
+    nodes = np.maximum(1.0, np.ceil(g / 8.0))
+    need = float(g.sum()) * 70.0 + float(nodes.sum()) * BYTES_PER_NODE_ENTRY  # ~70 bytes per GPU name
+    check_memory("export --format philly", need,
+                 detail=f"{g.sum():,.3g} GPU entries on {nodes.sum():,.3g} node entries; largest job "
+                        f"{g.max() if len(g) else 0:,.0f} GPUs", yes=yes)
 
 
 def _load(paths: Optional[List[Path]], cluster: Optional[str]):

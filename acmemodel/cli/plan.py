@@ -8,6 +8,7 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console, identifiability_note, print_identifiability
+from acmemodel.cli._fmt import dur, num, table
 
 
 @app.command("plan")
@@ -20,7 +21,12 @@ def plan_cmd(
     report: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report with plots here."),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="Override simulation.replicas."),
     no_cluster: bool = typer.Option(False, "--no-cluster", help="Skip the cluster simulation and quota search."),
+    reliability: Optional[str] = typer.Option(
+        None, "--reliability", help="Published failure rate for every run: acme-2023, meta-rsc1, meta-rsc2 or "
+                                    "llama3-405b (overrides failures.reliability/mttf of the config)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """For each pretraining run: checkpoint interval, completion time (mean, p50, p90), expected failures,
     ETTR and GPU-time loss by cause and failure type; for the cluster: queue delays per job type and the
@@ -32,18 +38,20 @@ def plan_cmd(
         from importlib import resources
 
         config = Path(str(resources.files("acmemodel.planner").joinpath("examples", "example.yaml")))
-    cfg = ClusterConfig.load(config)
+    cfg = ClusterConfig.load(config, reliability=reliability)
     if replicas is not None:
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")
         cfg.simulation.replicas = int(replicas)
-    result = Planner(bundle).plan(cfg, cluster=not no_cluster)
+    planner = Planner(bundle)
+    _check_size(planner, cfg, cluster=not no_cluster, yes=yes)
+    result = planner.plan(cfg, cluster=not no_cluster)
     if report is not None:
         result.report(report)
     doc = result.to_dict()
     if report is not None:
         doc["report"] = str(report)
-    note = _note(bundle)
+    note = _note(planner)
     if note:
         doc["identifiability"] = note
     if json_out:
@@ -53,51 +61,171 @@ def plan_cmd(
     print_identifiability(note)
 
 
-def _note(bundle) -> str | None:
-    """The identifiability line of the bundle's failure model (the default bundle when none)."""
+def _note(planner) -> str | None:
+    """The identifiability line of the plan's bundle's failure model (None without one)."""
     from acmemodel.errors import AcmeModelError
-    from acmemodel.synth import resolve_bundle
 
     try:
-        return identifiability_note(resolve_bundle(bundle))
-    except (AcmeModelError, ValueError, OSError):  # the plan itself already used the bundle
+        return identifiability_note(planner.bundle)
+    except (AcmeModelError, ValueError, OSError):  # explicit parameters, no bundle to ask
         return None
 
 
+def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
+    """Refuse, before any work, a plan whose Monte Carlo replicas or workload replicas would not fit in
+    memory (:mod:`acmemodel.limits`; ``--yes`` insists)."""
+    from acmemodel.limits import BYTES_PER_JOB, BYTES_PER_REPLICA, check_memory, expected_jobs
+
+    n = cfg.simulation.replicas
+    if cfg.runs:
+        check_memory(f"simulation.replicas = {n:,}", n * BYTES_PER_REPLICA,
+                     detail=f"{BYTES_PER_REPLICA} bytes per simulated run", insist="--yes (or --replicas N)",
+                     yes=yes)
+    if not cluster:
+        return
+    wl = cfg.workload
+    try:
+        arrival = planner.bundle["arrival"]
+        jobs = expected_jobs(arrival, wl.cluster, wl.days, wl.scale) if wl.cluster in arrival.clusters_ else 0.0
+    except Exception:  # no arrival model / no bundle: the planner reports it
+        return
+    check_memory(f"workload (scale {wl.scale:,.6g}, {wl.days:,.6g} days, {wl.replicas:,} replica(s))",
+                 jobs * wl.replicas * 2 * BYTES_PER_JOB,
+                 detail=f"about {jobs:,.3g} jobs per replica, held twice while simulated", yes=yes)
+
+
 def _print_human(d: dict) -> None:
-    day = 86400.0
-    console.print(f"[bold]Plan {d['name']}[/bold]")
-    for r in d["runs"]:
-        if not r["finishes"]:
-            console.print(f"  {r['name']} ({r['gpus']} GPUs): [red]does not finish[/red]: {r['reason']}")
-            continue
-        ct, loss = r["completion_time_s"], r["gpu_time_loss_gpu_h"]
-        top = sorted(loss["by_failure_type"].items(), key=lambda kv: -kv[1])[:3]
-        console.print(
-            f"  {r['name']} ({r['gpus']} GPUs, {r['work_s'] / day:.3g} d of work): checkpoint every "
-            f"{r['checkpoint_interval_s'] / 60:.3g} min ({r['checkpoint_interval_source']}); completion "
-            f"{ct['mean'] / day:.4g} d (p50 {ct['p50'] / day:.4g}, p90 {ct['p90'] / day:.4g}); "
-            f"{r['expected_failures']:.3g} failures; ETTR {r['ettr']:.3f}")
-        console.print(f"    GPU-time loss {loss['total']:.4g} GPU-h = lost work {loss['lost_work']:.4g} + restart "
-                      f"{loss['restart']:.4g} + checkpoint {loss['checkpoint']:.4g}; top types: "
-                      + ", ".join(f"{k} {v:.3g}" for k, v in top))
+    """The plan as rich tables that fit 80 columns: runs, their GPU-time loss, the queues per job type
+    against the target, the partitions; then notes (runs left out of the cluster simulation, ...)."""
     cl = d["cluster"]
-    if not cl.get("available", True):
-        console.print(f"  cluster: not simulated ({cl.get('reason')})")
+    console.print(f"[bold]Plan {d['name']}[/bold]")
+    excluded = {r["name"]: r["reason"] for r in cl.get("planned_runs_excluded") or []}
+    notes: list[str] = []
+    if not d["runs"]:
+        console.print("no pretraining runs (a quota-only plan)")
     else:
-        for t, q in cl["queue_s"].items():
-            p50 = "inf" if q["p50"] is None else f"{q['p50'] / 60:.3g} min"
-            p90 = "inf" if q["p90"] is None else f"{q['p90'] / 60:.3g} min"
-            console.print(f"  queue {t:<20} p50 {p50:>10}  p90 {p90:>10}  ({q['count']} jobs)")
+        t = table("Pretraining runs", ["run", "GPUs", "work", "ckpt", "T mean", "T p50", "T p90", "fails",
+                                       "ETTR", "sim"])
+        for r in d["runs"]:
+            sim = "no*" if r["name"] in excluded else "yes"
+            if not r["finishes"]:
+                t.add_row(r["name"], num(r["gpus"]), dur(r["work_s"]), "–", "[red]never[/red]", "–", "–", "–",
+                          "–", sim)
+                notes.append(f"{r['name']} does not finish: {r['reason']}")
+                continue
+            ct = r["completion_time_s"]
+            t.add_row(r["name"], num(r["gpus"]), dur(r["work_s"], 3),
+                      dur(r["checkpoint_interval_s"]) + ("" if r["checkpoint_interval_source"] == "auto" else "†"),
+                      dur(ct["mean"], 3), dur(ct["p50"], 3), dur(ct["p90"], 3), num(r["expected_failures"], 2),
+                      f"{r['ettr']:.3f}", sim)
+        console.print(t)
+        console.print("T = completion time (mean, median, 90th percentile); ckpt = checkpoint interval "
+                      "(optimal; † = set in the config); fails = expected failures; ETTR = work / wall time; "
+                      "sim = in the cluster simulation", highlight=False)
+        fin = [r for r in d["runs"] if r["finishes"]]
+        if fin:
+            t = table("GPU-time loss per run (GPU-h)", ["run", "total", "lost work", "restart", "checkpoint",
+                                                        "top failure types"],
+                      right={"total", "lost work", "restart", "checkpoint"})
+            for r in fin:
+                loss = r["gpu_time_loss_gpu_h"]
+                top = sorted(loss["by_failure_type"].items(), key=lambda kv: -kv[1])[:3]
+                t.add_row(r["name"], num(loss["total"]), num(loss["lost_work"]), num(loss["restart"]),
+                          num(loss["checkpoint"]), ", ".join(f"{k} {num(v)}" for k, v in top))
+            console.print(t)
+            for r in fin:
+                _print_energy(r)
+            for r in fin:
+                _print_band(r)
+    for name, why in excluded.items():
+        notes.append(f"* {name} is not in the cluster simulation: {why}; the queues below do not include it")
+    if not cl.get("available", True):
+        console.print(f"[bold]cluster[/bold]: not simulated: {cl.get('reason')}")
+    else:
+        tgt = cl.get("target") or {}
+        q_lbl = f"p{100 * tgt.get('quantile', 0.9):g}" if tgt else "p90"
+        t = table("Queue delay by job type", ["type", "jobs", "p50", "p90", "mean", "target"])
+        for ty, q in cl["queue_s"].items():
+            target = ""
+            if tgt and ty == tgt.get("type"):
+                qs = cl.get("quota_search") or {}
+                key = {0.5: "p50", 0.9: "p90"}.get(round(float(tgt["quantile"]), 12))
+                if qs:
+                    met = bool(qs.get("feasible"))
+                elif key is not None:
+                    met = q[key] is not None and q[key] <= tgt["max_wait_s"]
+                else:
+                    met = None
+                mark = {True: "[green]met[/green]", False: "[red]not met[/red]", None: "see --json"}[met]
+                target = f"{q_lbl} ≤ {dur(tgt['max_wait_s'])}: {mark}"
+            t.add_row(ty, num(q["count"]), _wait(q["p50"]), _wait(q["p90"]), _wait(q.get("mean")), target)
+        console.print(t)
         qs = cl.get("quota_search")
         if qs is not None and not qs["feasible"]:
-            console.print(f"  [red]quota target not met[/red]: {qs['reason']}")
-    console.print("  quotas: " + ", ".join(f"{k}={'auto' if v is None else v}" for k, v in cl["quotas"].items()))
+            notes.append(f"quota target not met: {qs['reason']}")
+        wl = cl.get("workload") or {}
+        if wl:
+            console.print(f"workload: {num(wl.get('replicas'))} replica(s) of {num(wl.get('jobs_per_replica'))} jobs"
+                          + (f", {wl['cluster']} arrivals × {num(wl.get('scale'))} over {num(wl.get('days'))} d"
+                             if wl.get("source") == "bundle" else " (given)"), highlight=False)
+    util = cl.get("utilization") or {}
+    qs = cl.get("quota_search") or {}
+    t = table("Partitions", ["partition", "GPUs", "utilization", "note"])
+    for k, v in cl["quotas"].items():
+        note = ""
+        if qs and k == qs.get("partition"):
+            note = "searched: smallest meeting the target" if qs.get("feasible") else "searched: target not met"
+        u = util.get(k)
+        t.add_row(k, "auto" if v is None else num(v), "–" if u is None else f"{100 * u:.0f}%", note)
+    console.print(t)
     for ev in d.get("evaluation") or []:
         fb = ("" if ev["feedback_p50_s"] is None else
-              f"; feedback delay (Eval wait + batch) p50 {ev['feedback_p50_s'] / 60:,.1f} min, "
-              f"p90 {ev['feedback_p90_s'] / 60:,.1f} min")
-        console.print(f"  evaluation batch ({ev['policy']}, {ev['nodes']} node(s)): makespan "
-                      f"{ev['makespan_s'] / 60:,.1f} min{fb}")
+              f"; feedback delay (Eval wait + batch) p50 {dur(ev['feedback_p50_s'])}, "
+              f"p90 {dur(ev['feedback_p90_s'])}")
+        console.print(f"evaluation batch ({ev['policy']}, {num(ev['nodes'])} node(s)): makespan "
+                      f"{dur(ev['makespan_s'])}{fb}", highlight=False)
+    for n in notes:
+        console.print(n, highlight=False)
     if d.get("report"):
-        console.print(f"  report: {d['report']}")
+        console.print(f"report: {d['report']}")
+
+
+def _wait(s) -> str:
+    from acmemodel.cli._fmt import dur
+
+    return "inf" if s is None else dur(s)
+
+
+def _print_energy(r: dict) -> None:
+    """One line per run: kWh and tCO2e of its GPU-time loss (:mod:`acmemodel.planner.energy`)."""
+    e = r.get("energy") or {}
+    tot = e.get("total") or {}
+    if tot.get("kwh") is None:
+        return
+    console.print(f"energy of {r['name']}'s loss: {num(tot['kwh'] / 1000)} MWh, {num(tot['tco2e'])} tCO₂e "
+                  f"(lost work {num(e['lost_work']['kwh'] / 1000)} + restart {num(e['restart']['kwh'] / 1000)} + "
+                  f"checkpoint {num(e['checkpoint']['kwh'] / 1000)} MWh)", highlight=False)
+
+
+def _print_band(r: dict) -> None:
+    """The sensitivity band of one run (:mod:`acmemodel.planner.sensitivity`) as a table."""
+    band = r.get("sensitivity")
+    if not band:
+        return
+    t = table(f"Sensitivity of {r['name']} to the failure rate", ["scenario", "T p50", "T p90", "Δ p90", "fails",
+                                                                 "GPU-h lost", "ckpt"])
+
+    def row(name, s, change):
+        fin = s["finishes"] and s["completion_p90_s"] is not None
+        t.add_row(name, dur(s["completion_p50_s"], 3) if fin else "never",
+                  dur(s["completion_p90_s"], 3) if fin else "never",
+                  "" if change is None else ("inf" if change == float("inf") else f"{100 * change:+.0f}%"),
+                  num(s["expected_failures"], 2), num(s["gpu_hours_lost"]), dur(s["optimal_interval_s"]))
+
+    row(f"{band['chosen']} (chosen)", band["main"], None)
+    for s in band["scenarios"]:
+        row(s["scenario"], s, s["completion_p90_change"])
+    console.print(t)
+    if band.get("most_sensitive"):
+        console.print(f"moves the answer most: {band['most_sensitive']} ({num(band['replicas'])} replicas per "
+                      "scenario; ckpt = optimal interval)", highlight=False)

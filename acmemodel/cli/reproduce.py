@@ -79,6 +79,11 @@ def _render(doc: dict) -> None:
             t.add_row(r["name"], r["basis"], f"{r['n']:,}", _f(r["ks"], "{:.3f}"), _f(r["at_x"], "{:g}"),
                       _f(r["ks_crit95"], "{:.3f}"), _mark(r["within_bar"]), note(r.get("explanation")))
         console.print(t)
+    for name, e in (doc.get("energy") or {}).items():
+        console.print(f"\n[bold]Energy[/bold] {name}: synthetic busy share {100 * e['busy_share']:.0f} % → "
+                      f"{e['mwh']:,.0f} MWh, {e['tco2e']:,.0f} tCO₂e (published {e['published_mwh']:,.0f} MWh, "
+                      f"{e['published_tco2e']:,.1f} tCO₂e; {100 * e['relative_error']:+.0f} %, bar ±20 %) "
+                      f"{_mark(abs(e['relative_error']) <= 0.2)}")
     if notes:
         console.print("\n[bold]Notes[/bold]")
         for i, text in enumerate(notes, 1):

@@ -64,6 +64,8 @@ def synth_cmd(
                                        "written by swf (MaxProcs, MaxNodes), batsim (nb_res) and helios "
                                        "(vc_config nodes); default: the published size."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
+    yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
+                                                  "this machine's memory."),
 ) -> None:
     """Generate arrivals, GPU counts, (state, run time) and Pretrain restart chains from a bundle and
     write them as an AcmeTrace file (default) or, with --format, in a simulator's input format.
@@ -91,6 +93,7 @@ def synth_cmd(
         fill = cluster_queue(total_gpus=gpus if gpus is not None else cluster_gpus(cluster))
     t = time.perf_counter()
     b = resolve_bundle(bundle)
+    _check_size(b, cluster, days, scale, yes)
     jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale, mix=parse_mix(mix),
                          gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill)
     timezone = b["arrival"].timezones_.get(cluster)
@@ -151,3 +154,20 @@ def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gp
         size = {"total_gpus": int(gpus), "total_nodes": -(-int(gpus) // GPUS_PER_NODE)}
         opts.update({k: v for k, v in size.items() if k in valid})
     return write(jobs, fmt, out, **opts)
+
+
+def _check_size(b, cluster: str, days: float, scale: float, yes: bool) -> None:
+    """Refuse, before any work, a synthetic trace too long for timestamps or too big for memory
+    (:mod:`acmemodel.limits`; ``--yes`` insists on the memory check only)."""
+    from acmemodel.limits import BYTES_PER_HOUR, BYTES_PER_JOB, check_memory, expected_jobs
+
+    if days > 100 * 365.25:
+        raise ValueError(f"--days must be at most 36,525 (100 years; timestamps end in 2262), got {days:,.6g}")
+    arrival = b["arrival"]
+    if cluster not in arrival.clusters_:
+        return  # simulate_jobs names the known clusters
+    n = expected_jobs(arrival, cluster, days, scale)
+    cells = sum(1 for c in arrival.cells_ if c[0] == cluster)
+    need = n * BYTES_PER_JOB + days * 24 * max(cells, 1) * BYTES_PER_HOUR
+    check_memory(f"synth --days {days:,.6g} --scale {scale:,.6g}", need,
+                 detail=f"about {n:,.3g} jobs at {BYTES_PER_JOB:,} bytes each", yes=yes)

@@ -16,6 +16,8 @@ field                               value
 ``systematic_failure_rate_mult.``   1   sub-population is identified in a job trace)
 ``recovery_time``                   mean time to restart after a failure (min): restart gap
                                     (failure → resubmission) + queueing of the new attempt
+``host_selection_time``             0 — the restart time above already includes re-scheduling, so
+                                    every failure costs exactly ``recovery_time``
 ``warm_standbys``                   given (default 16, AIReSim's default)
 ``working_pool_size``               the cluster's nodes if they hold job + standbys, else
                                     job_size + warm_standbys
@@ -33,8 +35,20 @@ per-server rate AIReSim expects (it mean-matches every distribution to ``1 / rat
 
 For k = 1 this is the familiar ``rate_job / n``. AIReSim's coordinator draws a fresh time to failure
 for every server of the job at each run segment and takes the minimum, so the simulated job's time to
-failure is then exactly the fitted Weibull(k) with mean ``M(g)``. A sidecar ``README.md`` and the YAML comments record
-the inputs (model, GPU count, MTTF, shape, restart statistics) so the numbers can be traced back.
+failure is then exactly the fitted Weibull(k) with mean ``M(g)``: AIReSim's implied job MTTF,
+``(1 / random_failure_rate) · job_size^(−1/k)`` minutes, equals the model's ``M(g) / 60``.
+
+**Same numbers as the planner.** ``M(g)`` is ``failure.mttf(g, type=job_type)`` and the restart time
+``restart.restart_distribution(gpus=g, type=job_type)`` (``job_type`` default ``"Pretrain"``, the
+planner's default; a model that does not know the key is averaged over its training mix), so the
+config reproduces what ``acmemodel plan``/``checkpoint`` use for the same bundle and job size.
+AIReSim's recovery is a constant: the restart distribution's *mean* is reproduced (its median and
+90th percentile are recorded in the comments; the spread is not).
+
+**Running it.** ``python -m airesim.run --params config.yaml --adaptive`` (``--adaptive`` runs
+replications of this configuration; without a mode flag AIReSim ignores the file and runs its
+built-in demo sweep). A sidecar ``README.md`` and the YAML comments record the inputs (model, GPU
+count, MTTF, shape, restart statistics) so the numbers can be traced back.
 """
 from __future__ import annotations
 
@@ -59,26 +73,44 @@ AIRESIM_FIELDS: tuple[str, ...] = (
     "num_replications", "adaptive_replications", "confidence_level", "relative_accuracy", "max_replications")
 
 
-def _restart_seconds(restart: Any, gpus: int) -> tuple[float, str] | None:
-    """Mean time to restart (s) from a fitted restart model.
+def _restart_seconds(restart: Any, gpus: int, job_type: str | None = None
+                     ) -> tuple[float, str, dict[str, float]] | None:
+    """Mean time to restart (s), where it comes from, and the median / 90th percentile (s).
 
-    A :class:`~acmemodel.models.restart.RestartModel` gives the mean of its total time-to-restart
-    distribution (resubmission gap + queueing) for ``gpus`` GPUs, marginalised over its training
+    A :class:`~acmemodel.models.restart.RestartModel` gives its total time-to-restart distribution
+    (resubmission gap + queueing) for ``gpus`` GPUs and ``type=job_type`` (as the planner asks it;
+    without ``type`` when the model does not know it), marginalised over the rest of its training
     population (or its published prior when it fell back); other objects may expose a mean directly.
     """
     if hasattr(restart, "restart_distribution"):
-        d = restart.restart_distribution(gpus=float(gpus), component="total")
-        src = (f"{type(restart).__name__}.restart_distribution(gpus={gpus}, component='total').mean()"
+        d, used = None, {}
+        for kw in (({"type": job_type},) if job_type else ()) + ({},):
+            try:
+                d = restart.restart_distribution(gpus=float(gpus), component="total", **kw)
+                used = kw
+                break
+            except (ValueError, KeyError, TypeError):
+                continue
+        if d is None:
+            return None
+        src = (f"{type(restart).__name__}.restart_distribution(gpus={gpus}, component='total'"
+               + "".join(f", {k}={v!r}" for k, v in used.items()) + ").mean()"
                f" [{getattr(d, 'source', '') or 'fitted'}"
                + (", fallback to the published prior" if getattr(restart, "fallback_", False) else "") + "]")
-        return float(d.mean()), src
+        stats = {}
+        for name, q in (("median_s", 0.5), ("p90_s", 0.9)):
+            try:
+                stats[name] = float(d.quantile(q))
+            except Exception:  # a stand-in without quantiles
+                pass
+        return float(d.mean()), src, stats
     for name in ("mean_time_to_restart_s", "mean_recovery_s", "mean_restart_s"):
         v = getattr(restart, name, None)
         if v is None:
             continue
         val = float(v() if callable(v) else v)
         if math.isfinite(val) and val >= 0:
-            return val, f"{type(restart).__name__}.{name}"
+            return val, f"{type(restart).__name__}.{name}", {}
     return None
 
 
@@ -107,13 +139,14 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
                    weibull_shape: float | None = None, recovery_s: float | None = None,
                    gpus_per_server: int = 8, warm_standbys: int = 16, working_pool_size: int | None = None,
                    spare_pool_size: int = 0, job_length_s: float | None = None, cluster: str | None = None,
-                   component: str = "late", mttf_key: Mapping[str, Any] | None = None
-                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+                   component: str = "late", mttf_key: Mapping[str, Any] | None = None,
+                   job_type: str | None = "Pretrain") -> tuple[dict[str, Any], dict[str, Any]]:
     """AIReSim parameters and their provenance (module docstring).
 
     Parameters
     ----------
-    gpus : GPUs of the simulated job (default: with ``jobs``, the GPU count holding the most GPU time).
+    gpus : GPUs of the simulated job (default: with ``jobs``, the GPU count holding the most GPU time;
+        without, the largest job the failure model was fitted on, ``failure.max_gpus_``).
     failure : fitted ``FailureModel`` (``mttf(gpus)`` in seconds, ``shape_``); or give ``mttf_s`` and
         ``weibull_shape`` (job-level mean time to failure at ``gpus`` GPUs, Weibull shape).
     restart : fitted restart model; or ``recovery_s``; or ``jobs`` (empirical mean time to restart).
@@ -122,6 +155,8 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
     component : failure-model component of the MTTF (``"late"``: infrastructure-type failures).
     mttf_key : keys of ``failure.mttf`` (``type=``, ``cluster=``); omitted keys are averaged over the
         training mix.
+    job_type : ``type=`` key of the failure and restart models (the planner's default ``"Pretrain"``;
+        ``None`` averages over the training mix); dropped for a model that does not know it.
     """
     prov: dict[str, Any] = {}
     if gpus is None and jobs is not None:
@@ -131,6 +166,9 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
             run = (g["end_s"] - g["start_s"]).fillna(0).clip(lower=0)
             gpus = int((g["gpu_num"] * run).groupby(g["gpu_num"]).sum().idxmax())
             prov["gpus_source"] = "GPU count holding the most GPU time in the trace"
+    if gpus is None and failure is not None and getattr(failure, "max_gpus_", None) is not None:
+        gpus = int(failure.max_gpus_)
+        prov["gpus_source"] = "largest job the failure model was fitted on (give gpus / --gpus to change)"
     if gpus is None:
         raise ValueError("gpus: give the GPU count of the simulated job (e.g. gpus=1024)")
     gpus = int(gpus)
@@ -146,14 +184,17 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         key = dict(mttf_key or {})
         if cluster is not None and "cluster" not in key:
             key["cluster"] = cluster
-        try:
-            mttf_s = float(failure.mttf(gpus, component=component, **key))
-        except (ValueError, KeyError):
-            if "cluster" not in (mttf_key or {}) and "cluster" in key:
-                key.pop("cluster")  # cluster unknown to the model: average over its mix
+        if job_type is not None and "type" not in key:
+            key["type"] = job_type
+        optional = [k for k in ("cluster", "type") if k in key and k not in (mttf_key or {})]
+        while True:
+            try:
                 mttf_s = float(failure.mttf(gpus, component=component, **key))
-            else:
-                raise
+                break
+            except (ValueError, KeyError, TypeError):
+                if not optional:
+                    raise
+                key.pop(optional.pop(0))  # a key unknown to the model: average over its mix
         prov["mttf_source"] = f"{type(failure).__name__}.mttf({gpus}, component={component!r}" + "".join(
             f", {k}={v!r}" for k, v in key.items()) + ")"
         if getattr(failure, "max_gpus_", None) is not None and gpus > failure.max_gpus_:
@@ -181,12 +222,13 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         "systematic_failure_fraction": 0.0,
         "systematic_failure_rate_multiplier": 1.0,
     }
+    restart_stats: dict[str, float] = {}
     if recovery_s is None and restart is not None:
-        got = _restart_seconds(restart, gpus)
+        got = _restart_seconds(restart, gpus, job_type)
         if got is None:
             raise ValueError(f"restart: cannot read a mean time to restart from {type(restart).__name__}; "
                              "give recovery_s")
-        recovery_s, prov["recovery_source"] = got
+        recovery_s, prov["recovery_source"], restart_stats = got
     elif recovery_s is None and jobs is not None:
         got = empirical_restart_seconds(jobs)
         if got is not None:
@@ -198,6 +240,7 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         if not (math.isfinite(recovery_s) and recovery_s >= 0):
             raise ValueError(f"recovery_s must be >= 0 seconds, got {recovery_s!r}")
         params["recovery_time"] = round(float(recovery_s) / 60.0, 3)
+        params["host_selection_time"] = 0.0
     else:
         prov["recovery_source"] = "none: AIReSim default recovery_time kept"
     if warm_standbys < 0:
@@ -218,7 +261,8 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
             raise ValueError(f"job_length_s must be > 0, got {job_length_s!r}")
         params["job_length"] = round(float(job_length_s) / 60.0, 3)
     prov.update(gpus=gpus, gpus_per_server=int(gpus_per_server), job_mttf_s=mttf_s,
-                server_mttf_s=server_mttf_s, weibull_shape=k, recovery_s=recovery_s)
+                server_mttf_s=server_mttf_s, weibull_shape=k, recovery_s=recovery_s,
+                **{f"recovery_{k_}": v for k_, v in restart_stats.items()})
     bad = set(params) - set(AIRESIM_FIELDS)
     assert not bad, bad
     return params, prov
@@ -232,6 +276,7 @@ _COMMENTS = {
     "systematic_failure_fraction": "0: the fitted rate is the whole failure rate (no bad-server group)",
     "systematic_failure_rate_multiplier": "unused when systematic_failure_fraction = 0",
     "recovery_time": "minutes from a failure to the restarted attempt running (restart gap + queue)",
+    "host_selection_time": "0: re-scheduling is inside recovery_time (each failure costs recovery_time)",
     "warm_standbys": "extra servers pre-assigned to the job",
     "working_pool_size": "servers in the working pool (>= job_size + warm_standbys)",
     "spare_pool_size": "servers in the spare pool",
@@ -263,7 +308,8 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
                                   **opts)
     out = C.prepare_out(out)
     lines = ["# AIReSim configuration written by acmemodel " + __version__,
-             "# Usage: python -m airesim.run --params config.yaml ...",
+             "# Usage: python -m airesim.run --params config.yaml --adaptive",
+             "#   (without --adaptive, or --sweep, AIReSim ignores this file and runs its built-in demo)",
              "# Units: times in minutes, rates in failures per server per minute (AIReSim conventions).",
              f"# Simulated job: {prov['gpus']} GPUs = {params['job_size']} servers of "
              f"{prov['gpus_per_server']} GPUs" + (f" ({cluster})" if cluster else ""),
@@ -271,6 +317,11 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
              f" per-server mean {prov['server_mttf_s'] / 3600:.1f} h",
              f"# Weibull shape: {prov['weibull_shape']:.4f} ({prov.get('shape_source', 'none: exponential')})",
              f"# Recovery: {prov['recovery_source']}"]
+    if "recovery_median_s" in prov:
+        lines.append(f"#   restart time mean {prov['recovery_s'] / 60:.1f} min, median "
+                     f"{prov['recovery_median_s'] / 60:.1f} min"
+                     + (f", 90th percentile {prov['recovery_p90_s'] / 60:.1f} min" if "recovery_p90_s" in prov
+                        else "") + " (AIReSim's recovery is constant: the mean is kept)")
     if "extrapolated" in prov:
         lines.append(f"# WARNING: {prov['extrapolated']}")
     lines.append("# Fields not listed keep AIReSim's defaults.")

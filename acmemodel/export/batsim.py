@@ -4,7 +4,7 @@
 
     {"nb_res": 2288,
      "description": "...units, epoch, resource meaning...",
-     "jobs": [{"id": "1", "subtime": 0, "res": 8, "walltime": -1, "profile": "delay_117",
+     "jobs": [{"id": "1", "subtime": 0, "res": 8, "profile": "delay_117",
                "type": "Other", "final_state": "FAILED", "attempt": 1, "user": "u5907",
                "trace_job_id": "5778432", "started": true}, ...,
               {"id": "9", ..., "attempt": 2, "prev_id": "4", "restart_gap": 362, ...}],
@@ -14,17 +14,23 @@
   largest job if needed — stated in ``description``). CPU-only jobs are omitted (``res`` must be
   positive) and counted.
 * ``subtime``: seconds since the first submission (``description`` gives that epoch in UTC);
-  ``delay`` profiles hold the run time ``end − start`` in seconds (0 for jobs that never started,
-  flagged ``"started": false``). Times keep millisecond precision (rounded to 1 ms); whole-second
-  values are written as integers. Identical delays share one profile ``delay_<seconds>``.
-* ``walltime`` = −1 (no limit: the trace has no requested time; Batsim >= 1.3 accepts −1).
+  ``delay`` profiles hold the run time ``end − start`` in seconds. Times keep millisecond precision
+  (rounded to 1 ms); whole-second values are written as integers. Identical delays share one profile
+  ``delay_<seconds>``.
+* **Delays are at least 1 s.** Batsim rejects a delay profile whose ``delay`` is not strictly
+  positive ("non-strictly-positive 'delay'", every version since 1.3), so run times under 1 s — and
+  jobs that never started (cancelled in the queue, flagged ``"started": false``) — get a 1 s delay;
+  the README counts them, and ``run_time`` keeps the true run time (s).
+* No ``walltime`` field: the trace has no requested time, and Batsim reads an absent walltime as
+  "no limit" in every version since 1.3 (Batsim 1.3–4.x also took ``-1``, Batsim >= 5 rejects it).
 * Extra job fields (Batsim forwards them to the scheduler untouched): ``type``, ``final_state``
   (the original state: COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL), ``attempt`` (1-based
   position in the restart chain), ``prev_id`` / ``restart_gap`` (id of the failed attempt this one
   restarts and the gap between its end and this submission, s), ``user``, ``trace_job_id``,
-  ``started``.
-* ``profile_type="DelayProfile"`` writes the profile type name of Batsim >= 5 instead of
-  ``"delay"``.
+  ``started``, ``run_time``.
+* Profile type: ``"delay"`` is the name Batsim 1.3–4.x read; Batsim >= 5 only knows
+  ``"DelayProfile"`` — write it with ``profile_type="DelayProfile"`` (CLI ``--batsim-profile
+  DelayProfile``).
 """
 from __future__ import annotations
 
@@ -40,6 +46,10 @@ import pyarrow.compute as pc
 from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
 from acmemodel.export.philly import json_strings
+
+
+#: shortest delay written (s): Batsim asserts ``delay > 0`` for every delay profile
+MIN_DELAY_S = 1.0
 
 
 def _ms_strings(x: np.ndarray) -> "pa.Array":
@@ -60,7 +70,9 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         t0 = float(sub["submit_s"].min())
         started = ~np.isnan(sub["start_s"].to_numpy())
         run = np.where(started, sub["end_s"].to_numpy() - sub["start_s"].fillna(0).to_numpy(), 0.0)
-        delay = _ms_strings(run)
+        run = np.round(np.maximum(run, 0.0), 3)
+        raised = run < MIN_DELAY_S
+        delay = _ms_strings(np.maximum(run, MIN_DELAY_S))
         prof_names = C.cat("delay_", delay)
         ids = C.int_strings(np.arange(1, n + 1))
         gpus = sub["gpu_num"].to_numpy(dtype="int64")
@@ -74,17 +86,20 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         extra = pc.if_else(pa.array(link), C.cat(', "prev_id": "', ids.take(pa.array(np.maximum(pos, 0))),
                                                  '", "restart_gap": ', _ms_strings(gap)), "")
         job_lines = C.cat('{"id": "', ids, '", "subtime": ', _ms_strings(sub["submit_s"].to_numpy() - t0),
-                          ', "res": ', C.int_strings(gpus), ', "walltime": -1, "profile": "', prof_names,
+                          ', "res": ', C.int_strings(gpus), ', "profile": "', prof_names,
                           '", "type": ', json_strings(sub["type"].to_numpy()), ', "final_state": "',
                           sub["state"].astype(str).to_numpy(dtype=object), '", "attempt": ',
                           C.int_strings(attempt), extra, ', "user": ', json_strings(sub["user"].to_numpy()),
                           ', "trace_job_id": ', json_strings(sub["job_id"].to_numpy()), ', "started": ',
-                          np.where(started, "true", "false").astype(object), "},\n")
+                          np.where(started, "true", "false").astype(object), ', "run_time": ',
+                          _ms_strings(run), "},\n")
         uniq = pc.unique(delay).to_pylist()
         prof_lines = [f'"delay_{d}": {{"type": "{profile_type}", "delay": {d}}}' for d in uniq]
         description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
                        f"{C.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
-                       f"0 for jobs that never started; times rounded to 1 ms; walltime -1 = none; "
+                       f"at least {MIN_DELAY_S:g} s (Batsim needs delay > 0; {int(raised.sum())} jobs raised, "
+                       f"{int((~started).sum())} of them never started; run_time = true run time); "
+                       f"times rounded to 1 ms; no walltime field = no limit; "
                        f"{n_cpu} CPU-only jobs omitted"
                        + (f"; nb_res raised from {want} to the largest job ({nb_res})" if nb_res > want else ""))
         path = out / f"{C.safe_name(name)}_workload.json"
@@ -96,9 +111,12 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         files.append(path)
         frames.append(sub)
         n_jobs += int(sub["chain_id"].nunique())
-        desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq)} delay profiles, nb_res "
-                    f"{nb_res}; subtime 0 = {C.iso_utc(t0)}; {int(link.sum())} restart attempts linked "
-                    f"(chains from {chain_src}); {n_cpu} CPU-only jobs omitted.")
+        desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq)} delay profiles "
+                    f"(type `{profile_type}`), nb_res {nb_res}; subtime 0 = {C.iso_utc(t0)}; "
+                    f"{int(link.sum())} restart attempts linked (chains from {chain_src}); {n_cpu} CPU-only "
+                    f"jobs omitted; {int(raised.sum())} delays raised to {MIN_DELAY_S:g} s "
+                    f"({int((~started).sum())} jobs that never started, {int((raised & started).sum())} "
+                    "shorter runs).")
     if not frames:
         raise ValueError("no GPU jobs to write as a Batsim workload")
     allj = pd.concat(frames)

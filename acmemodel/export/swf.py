@@ -34,8 +34,10 @@ Times are integers: every timestamp is rounded to the nearest second (half to ev
 fields are differences of rounded timestamps, so ``submit + wait + run`` equals the rounded end
 exactly; the header states the largest rounding. CPU-only jobs (``gpu_num == 0``) are omitted by
 default (processors = GPUs) and counted in the header; ``include_cpu=True`` keeps them with 0
-processors. A sidecar ``<cluster>_swf_jobs.csv`` maps job numbers back to job ids, users, types,
-states and restart chains.
+processors. The header has one ``Queue: N name`` line per queue number (SWF 2.1 queue information)
+and states the share of GPU time in cancelled (status 5) jobs: in AcmeTrace most cancelled jobs ran
+before being stopped, so a tool that drops status 5 loses that share of the load. A sidecar
+``<cluster>_swf_jobs.csv`` maps job numbers back to job ids, users, types, states and restart chains.
 """
 from __future__ import annotations
 
@@ -142,6 +144,8 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu} CPU-only jobs omitted).")
             continue
         F, facts = swf_fields(sub)
+        gpu_time = F[:, 3].astype(float) * np.maximum(F[:, 7], 0)
+        cancel_share = float(gpu_time[F[:, 10] == 5].sum() / gpu_time.sum()) if gpu_time.sum() > 0 else 0.0
         info = cluster_info(name) or {}
         max_procs = int(total_gpus or info.get("gpus") or sub["gpu_num"].max())
         max_nodes = int(total_nodes or info.get("nodes") or sub["node_num"].max())
@@ -169,8 +173,11 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             f"MaxProcs: {max_procs}",
             f"MaxQueues: {max_q}",
             f"Queues: queue number = job type code: {legend}",
+            *[f"Queue: {c} {t}" for t, c in sorted(tc.items(), key=lambda kv: kv[1]) if c <= max_q],
             "Note: processors are GPUs (fields 5 and 8 count GPUs; MaxProcs is the cluster's GPU count).",
             "Note: status 1 = COMPLETED, 0 = FAILED (incl. TIMEOUT and NODE_FAIL), 5 = CANCELLED.",
+            f"Note: status 5 (cancelled) jobs hold {cancel_share:.1%} of the GPU time (run time x GPUs): "
+            "keep them; a reader that drops status 5 loses that work.",
             f"Note: times are integer seconds: each timestamp was rounded to the nearest second (half to "
             f"even; largest adjustment {facts['rounding_s']:.3f} s) and wait/run/think times are differences "
             "of rounded timestamps, so submit + wait + run = end exactly.",
@@ -203,7 +210,11 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
         n_jobs += int(sub["chain_id"].nunique())
         frames.append(sub)
         desc.append(f"- `{path.name}`: {len(sub)} job lines of cluster **{name}** (UnixStartTime "
-                    f"{facts['t0']}, TimeZoneString {tzname}); `{mpath.name}`: job number → job id map.")
+                    f"{facts['t0']}, TimeZoneString {tzname}); `{mpath.name}`: job number → job id map.\n"
+                    f"  **Cancelled jobs (status 5) hold {cancel_share:.1%} of this file's GPU time.** Many "
+                    "SWF tools and simulators drop status 5 by default (cancelled = never ran on classic "
+                    "HPC logs); here most cancelled jobs ran for hours before being stopped, so dropping "
+                    "them loses that share of the load: keep status 5.")
     if not frames:
         raise ValueError("no GPU jobs to write as SWF (CPU-only jobs are omitted; use include_cpu=True)")
     sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, written - n_jobs)),

@@ -5,7 +5,8 @@ Every invalid value raises :class:`~acmemodel.errors.ConfigError` naming the fie
 seconds (numbers) or strings with a unit suffix ``s``, ``m``, ``h``, ``d``, ``w`` (``"90s"``, ``"20m"``,
 ``"1.5h"``, ``"30d"``, ``"2w"``).
 
-Schema (all sections optional except ``cluster.gpus`` and ``runs``)::
+Schema (all sections optional except ``cluster.gpus`` and ``runs``; ``runs: []`` asks only the
+quota question)::
 
     name: seren-like-4k
     cluster:
@@ -94,10 +95,18 @@ def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
     return dict(d)
 
 
-def _pos_int(v, where: str, *, allow_zero: bool = False) -> int:
+#: the largest integer a config field may hold (exact in a float64 and in the C kernels' int64)
+MAX_INT = 2 ** 53
+#: the largest cluster the planner accepts (its simulator keeps per-node state)
+MAX_CLUSTER_GPUS = 100_000_000
+
+
+def _pos_int(v, where: str, *, allow_zero: bool = False, hi: int = MAX_INT) -> int:
     if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v or v < 0
             or (v == 0 and not allow_zero)):
         raise ConfigError(f"{where} must be a {'non-negative' if allow_zero else 'positive'} integer, got {v!r}")
+    if v > hi:
+        raise ConfigError(f"{where} must be at most {hi:,}, got {v:,.0f}")
     return int(v)
 
 
@@ -197,6 +206,8 @@ class FailureSpec:
     shape: float | None = None
     model: str = "weibull"
     job_type: str = "Pretrain"
+    #: a published reliability preset (:data:`acmemodel.planner.reliability.PRESETS`) or None
+    reliability: str | None = None
 
 
 @dataclass
@@ -248,14 +259,38 @@ class ClusterConfig:
     #: optional evaluation batch of each checkpoint (:class:`~acmemodel.planner.evaluation.EvalPlanConfig`):
     #: ``plan`` then reports the evaluation feedback delay (Eval queue wait + batch makespan)
     evaluation: Any = None
+    #: power model of the GPU-time loss (:class:`acmemodel.planner.energy.PowerModel`)
+    energy: Any = None
+    #: report the sensitivity band of every run (:mod:`acmemodel.planner.sensitivity`)
+    sensitivity: bool = True
     source: str | None = None
+
+    def __post_init__(self):
+        if self.energy is None:
+            from acmemodel.planner.energy import PowerModel
+
+            self.energy = PowerModel()
 
     # ---------------------------------------------------------------- loading
     @classmethod
-    def load(cls, path: str | Path) -> "ClusterConfig":
-        """Read a ``.yaml``/``.yml`` or ``.toml`` file and validate it."""
+    def load(cls, path: str | Path, *, reliability: str | None = None) -> "ClusterConfig":
+        """Read a ``.yaml``/``.yml`` or ``.toml`` file and validate it. ``reliability``: a preset name that
+        replaces the file's ``failures.reliability`` / ``failures.mttf`` (the ``--reliability`` option)."""
         p = Path(path)
-        cfg = cls.from_dict(read_config_file(p), base_dir=p.parent)
+        data = read_config_file(p)
+        if reliability is not None:
+            if not isinstance(data, Mapping):
+                raise ConfigError(f"{p.name}: the configuration must be a mapping")
+            data = dict(data)
+            fs = data.get("failures") or {}
+            if not isinstance(fs, Mapping):
+                raise ConfigError("failures must be a mapping")
+            fs = dict(fs)
+            for k in ("mttf", "reference_gpus", "shape"):
+                fs.pop(k, None)
+            fs["reliability"] = reliability
+            data["failures"] = fs
+        cfg = cls.from_dict(data, base_dir=p.parent)
         cfg.source = str(p)
         return cfg
 
@@ -264,7 +299,8 @@ class ClusterConfig:
         """Validate a plain dict (as parsed from YAML/TOML); ``base_dir``: where relative paths (an
         evaluation batch CSV) are resolved."""
         top = _check_keys(data, {"name", "cluster", "checkpoint", "restart", "failures", "workload",
-                                 "queue_target", "runs", "simulation", "evaluation"}, "config")
+                                 "queue_target", "runs", "simulation", "evaluation", "energy", "sensitivity"},
+                          "config")
         if "cluster" not in top:
             raise ConfigError("config.cluster is required (at least cluster.gpus)")
         name = str(top.get("name", "cluster"))
@@ -274,7 +310,7 @@ class ClusterConfig:
         if "gpus" not in c:
             raise ConfigError("cluster.gpus is required")
         gpn = _pos_int(c.get("gpus_per_node", 8), "cluster.gpus_per_node")
-        gpus = _pos_int(c["gpus"], "cluster.gpus")
+        gpus = _pos_int(c["gpus"], "cluster.gpus", hi=MAX_CLUSTER_GPUS)
         if gpus % gpn:
             raise ConfigError(f"cluster.gpus must be a multiple of cluster.gpus_per_node={gpn}, got {gpus}")
         parts_in = c.get("partitions") or {}
@@ -329,7 +365,14 @@ class ClusterConfig:
                               automation=_factors(rs.get("automation"), "restart.automation"))
 
         fs = _check_keys(top.get("failures"), {"rate_multipliers", "mttf", "reference_gpus", "shape", "model",
-                                               "job_type"}, "failures")
+                                               "job_type", "reliability"}, "failures")
+        preset = None
+        if fs.get("reliability") is not None:
+            from acmemodel.planner.reliability import get_preset
+
+            preset = get_preset(fs["reliability"], "failures.reliability")
+            if fs.get("mttf") is not None:
+                raise ConfigError("failures.reliability and failures.mttf both set the failure rate; give one")
         mttf = fs.get("mttf")
         failures = FailureSpec(
             rate_multipliers=_factors(fs.get("rate_multipliers"), "failures.rate_multipliers"),
@@ -338,7 +381,13 @@ class ClusterConfig:
                                                                                   "failures.reference_gpus"),
             shape=None if fs.get("shape") is None else _num(fs["shape"], "failures.shape", lo=0.1, hi=50.0),
             model=_choice(fs.get("model", "weibull"), "failures.model", ("weibull", "piecewise")),
-            job_type=str(fs.get("job_type", "Pretrain")))
+            job_type=str(fs.get("job_type", "Pretrain")),
+            reliability=None if preset is None else preset.name)
+        if preset is not None and preset.ckpt_cost_s is not None:
+            # the preset's published checkpoint write cost, unless the config sets the cost of its mode
+            key = "sync_cost" if checkpoint.mode == "sync" else "async_cost"
+            if key not in ck:
+                setattr(checkpoint, f"{key}_s", float(preset.ckpt_cost_s))
         if failures.mttf_s is None and (failures.reference_gpus is not None or failures.shape is not None):
             raise ConfigError("failures.reference_gpus and failures.shape need failures.mttf")
 
@@ -359,8 +408,8 @@ class ClusterConfig:
                                                        allow_zero=True))
 
         runs_in = top.get("runs")
-        if not isinstance(runs_in, list) or not runs_in:
-            raise ConfigError("runs must be a non-empty list of pretraining runs")
+        if not isinstance(runs_in, list):
+            raise ConfigError("runs must be a list of pretraining runs ([] for a quota-only plan)")
         runs, names = [], set()
         for i, r in enumerate(runs_in):
             where = f"runs[{i}]"
@@ -399,18 +448,26 @@ class ClusterConfig:
                 evaluation = EvalPlanConfig.from_dict(ev, base_dir=base_dir)
             except ConfigError as e:
                 raise ConfigError(f"evaluation: {e}") from None
+        from acmemodel.planner.energy import PowerModel
+
+        energy = PowerModel.from_dict(_check_keys(top.get("energy"), {f for f in PowerModel.__dataclass_fields__},
+                                                  "energy"))
+        band = top.get("sensitivity", True)
+        if not isinstance(band, bool):
+            raise ConfigError(f"sensitivity must be true or false, got {band!r}")
         return cls(cluster=cluster, runs=runs, name=name, checkpoint=checkpoint, restart=restart,
                    failures=failures, workload=workload, queue_target=target, simulation=sim,
-                   evaluation=evaluation)
+                   evaluation=evaluation, energy=energy, sensitivity=band)
 
     def to_dict(self) -> dict:
         """Plain-dict view (seconds), e.g. for reports."""
-        ev = self.evaluation
-        self.evaluation = None          # an EvalPlanConfig holds a batch object: summarised below
+        ev, en = self.evaluation, self.energy
+        self.evaluation = self.energy = None     # objects: summarised below
         try:
             d = asdict(self)
         finally:
-            self.evaluation = ev
+            self.evaluation, self.energy = ev, en
+        d["energy"] = en.to_dict()
         d.pop("source", None)
         d["evaluation"] = None if ev is None else {"datasets": len(ev.batch), "nodes": ev.nodes,
                                                    "policy": ev.policy}

@@ -33,6 +33,7 @@ from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
 from acmemodel.planner.config import ClusterConfig
 from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
+from acmemodel.planner.quota import QuotaFitError
 from acmemodel.planner.processes import (
     ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
 )
@@ -57,6 +58,10 @@ class RunPlan:
     simulation: RunSimulation | None
     curve: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list = field(default_factory=list)
+    #: kWh / tCO2e of the GPU-time loss by cause (:meth:`acmemodel.planner.energy.PowerModel.price_loss`)
+    energy: dict | None = None
+    #: the sensitivity band (:func:`acmemodel.planner.sensitivity.sensitivity_band`)
+    sensitivity: dict | None = None
 
     @property
     def finishes(self) -> bool:
@@ -84,6 +89,8 @@ class RunPlan:
             "analytic": {"expected_wall_time_s": ck.get("expected_wall_time_s"),
                          "overhead_fraction": ck.get("overhead_fraction"), "ettr": ck.get("ettr")},
             "n_replicas": sim.get("n_replicas"), "notes": list(self.notes),
+            **({"energy": self.energy} if self.energy is not None else {}),
+            **({"sensitivity": self.sensitivity} if self.sensitivity is not None else {}),
         }
 
 
@@ -358,7 +365,8 @@ class Planner:
                          "jobs_per_replica": int(np.mean([len(r) for r in reps])),
                          **({} if workload is not None else {"cluster": wl.cluster, "days": wl.days,
                                                              "scale": wl.scale}),
-                         "planned_runs_included": [r.name for r in _planned_runs(config)]},
+                         "planned_runs_included": [r.name for r in _planned_runs(config)],
+                         "planned_runs_excluded": excluded_runs(config)},
             "unschedulable_jobs": int(sum(len(r.unschedulable) for r in results)),
         }
 
@@ -374,12 +382,21 @@ class Planner:
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
         fs, rs, sim = config.failures, config.restart, config.simulation
+        from acmemodel.planner.sensitivity import sensitivity_band
+
         runs = []
         for r in config.runs:
-            runs.append(planner.completion(
-                r.gpus, work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
-                n_replicas=sim.replicas, seed=sim.seed, threads=sim.threads,
-                rate_multipliers=fs.rate_multipliers, restart_factors=rs.automation, name=r.name))
+            kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
+                      n_replicas=sim.replicas, seed=sim.seed, threads=sim.threads,
+                      rate_multipliers=fs.rate_multipliers, restart_factors=rs.automation)
+            run = planner.completion(r.gpus, name=r.name, **kw)
+            run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
+            if config.sensitivity and run.finishes:
+                kw_band = {k: v for k, v in kw.items() if k != "interval"}
+                run.sensitivity = sensitivity_band(
+                    planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
+                    make_planner=lambda preset: self.with_preset(preset, config))
+            runs.append(run)
         assumptions = _assumptions(planner, config)
         if not cluster:
             cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
@@ -392,9 +409,15 @@ class Planner:
                     raise
                 cl = {"available": False, "reason": f"no workload model: {str(e).splitlines()[0]}",
                       "queue_s": {}, "quotas": _configured_quotas(config)}
-            except ValueError as e:  # e.g. no candidate quota fits the cluster
+            except QuotaFitError as e:  # the partitions leave no room: what does not fit and what would
+                cl = {"available": False, "reason": f"does not fit: {str(e).splitlines()[0]}",
+                      "queue_s": {}, "quotas": _configured_quotas(config)}
+            except ValueError as e:
                 cl = {"available": False, "reason": f"cluster simulation failed: {str(e).splitlines()[0]}",
                       "queue_s": {}, "quotas": _configured_quotas(config)}
+            cl.setdefault("planned_runs_excluded", excluded_runs(config))
+        if not cluster:
+            cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
             from acmemodel.planner.evaluation import feedback_from_plan
@@ -404,6 +427,10 @@ class Planner:
 
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":
         fs = config.failures
+        if fs.reliability is not None and fs.reliability != "acme-2023":
+            from acmemodel.planner.reliability import get_preset
+
+            return self.with_preset(get_preset(fs.reliability), config)
         if fs.mttf_s is None and self.restart_source == "auto" and config.restart.source == "auto" \
                 and fs.model == self.failure_model and fs.job_type == self.job_type:
             return self
@@ -415,15 +442,60 @@ class Planner:
         p._bundle = self._bundle
         return p
 
+    def with_preset(self, preset, config: ClusterConfig | None = None) -> "Planner":
+        """This planner with the failure rate of a reliability preset (:mod:`.reliability`): the preset's
+        exponential failures (hazard ∝ GPUs) and, where published, its restart time; ``acme-2023`` = the
+        bundle's fitted failure model. The failure-type mix and, when the preset publishes no restart
+        time, the restart distributions still come from the bundle."""
+        fs = config.failures if config is not None else None
+        source = config.restart.source if config is not None else self.restart_source
+        kw = preset.planner_kwargs()
+        if kw and source == "auto":
+            source = "bundle" if self._has_bundle() else "table"
+        # acme-2023 is the *default* bundle's failure model, whichever bundle this planner has
+        bundle_arg = None if preset.uses_bundle else self._bundle_arg
+        p = Planner(bundle_arg, mix=self.mix, restart_source=source,
+                    failure_model=fs.model if fs is not None else self.failure_model,
+                    job_type=fs.job_type if fs is not None else self.job_type, **kw)
+        if bundle_arg is self._bundle_arg:
+            p._bundle = self._bundle
+        return p
+
+    def _chosen_reliability(self, config: ClusterConfig) -> str:
+        """Name of the failure-rate assumption of the main answer: a preset, ``"bundle"`` (a given bundle's
+        failure model), ``"mttf"`` (explicit MTTF) or ``"acme-2023"`` (the default bundle's)."""
+        fs = config.failures
+        if fs.reliability is not None:
+            return fs.reliability
+        if fs.mttf_s is not None or self.mttf is not None:
+            return "mttf"
+        return "bundle" if self._bundle_arg is not None else "acme-2023"
+
 
 # ------------------------------------------------------------------------------------------ helpers
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
+    return [r for r in config.runs if _run_exclusion(config, r) is None]
+
+
+def _run_exclusion(config: ClusterConfig, run) -> str | None:
+    """Why ``run`` is left out of the cluster simulation (None when it is simulated)."""
     cl = config.cluster
-    if not cl.include_runs or "pretrain" not in cl.partitions:
-        return []
+    if not cl.include_runs:
+        return "cluster.include_runs is false"
+    if "pretrain" not in cl.partitions:
+        return "no 'pretrain' partition reserves GPUs for it"
     cap = cl.partitions["pretrain"]
-    return [r for r in config.runs if cap == "auto" or r.gpus <= cap]
+    if cap != "auto" and run.gpus > cap:
+        return f"needs {run.gpus:,} GPUs, more than the {cap:,}-GPU 'pretrain' partition"
+    return None
+
+
+def excluded_runs(config: ClusterConfig) -> list[dict]:
+    """``[{"name", "gpus", "reason"}]`` of the runs the cluster simulation leaves out (a run without a
+    reservation is planned on its own, but occupies no GPUs in the simulated cluster)."""
+    return [{"name": r.name, "gpus": r.gpus, "reason": why} for r in config.runs
+            if (why := _run_exclusion(config, r)) is not None]
 
 
 def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:

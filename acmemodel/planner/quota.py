@@ -91,6 +91,33 @@ def _replicas(jobs, n_replicas, seed):
     return [jobs]
 
 
+class QuotaFitError(ValueError):
+    """The fixed partitions leave no room for a quota candidate: the message says what does not fit
+    (the GPUs left, the largest job of the shared pool and of the searched partition) and what would
+    (the largest fixed partitions or the smallest cluster that leave room)."""
+
+
+def _no_room(name, fixed, total_gpus, room, g_shared, g_own, lo, step) -> None:
+    """Raise :class:`QuotaFitError`: the fixed partitions leave ``room`` GPUs, the searched partition
+    needs at least ``lo`` and the shared pool ``g_shared`` (its largest job)."""
+    own = max(lo, -(-g_own // step) * step)  # the searched partition must hold its largest job
+    need = own + g_shared
+    fixed_txt = ", ".join(f"{k} {v:,}" for k, v in fixed.items()) or "none"
+    what = (f"the fixed partitions ({fixed_txt}) leave {max(room, 0):,} of {total_gpus:,} GPUs for {name!r} "
+            f"and 'shared', but the largest shared job needs {g_shared:,} GPUs and {name!r} at least {own:,}"
+            + (" (its largest job)" if own > lo else ""))
+    would = []
+    for k, v in fixed.items():
+        others = sum(x for kk, x in fixed.items() if kk != k)
+        fit = (total_gpus - others - need) // step * step
+        if fit >= 0:
+            would.append(f"{k} at most {fit:,} GPUs")
+    would.append(f"a cluster of at least {sum(fixed.values()) + need:,} GPUs")
+    if g_shared > 0:
+        would.append(f"routing the {g_shared:,}-GPU shared jobs to another partition (cluster.routing)")
+    raise QuotaFitError(f"{what}; would fit: " + ", or ".join(would))
+
+
 def _max_alloc(gpus: np.ndarray, gpn: int) -> int:
     """GPUs of the smallest partition (in whole nodes) that holds every job of ``gpus``; 0 if there is none."""
     if len(gpus) == 0:
@@ -166,18 +193,21 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
                                        for p, h in zip(prepared, homes)]), gpus_per_node)
     room = total_gpus - sum(fixed.values())
     if room <= 0:
-        raise ValueError(f"partitions={fixed} leave no GPUs for {name!r} and 'shared' (total_gpus={total_gpus})")
+        _no_room(name, fixed, total_gpus, room, g_shared, g_own,
+                 step if search == "eval_lane" else max(step, -(-g_own // step) * step), step)
     if lo is None:
         lo = step if search == "eval_lane" else max(step, -(-g_own // step) * step)
     if hi is None:
         hi = (room - g_shared) // step * step
+        if hi < lo:
+            _no_room(name, fixed, total_gpus, room, g_shared, g_own, lo, step)
     for k, v in (("lo", lo), ("hi", hi)):
         if not isinstance(v, (int, np.integer)) or v < 0 or v % gpus_per_node:
             raise ValueError(f"{k}={v!r} must be a non-negative multiple of gpus_per_node={gpus_per_node}")
     if hi > room:
         raise ValueError(f"hi={hi} exceeds the {room} GPUs left by partitions={fixed}")
     if lo > hi:
-        raise ValueError(f"no candidate quota: lo={lo} > hi={hi} GPUs (total_gpus={total_gpus}, fixed "
+        raise QuotaFitError(f"no candidate quota: lo={lo} > hi={hi} GPUs (total_gpus={total_gpus}, fixed "
                          f"partitions={fixed}, largest shared job needs {g_shared}, largest {name} job {g_own})")
     m = (hi - lo) // step
     cheap_first = search == "eval_lane"

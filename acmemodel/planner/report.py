@@ -91,6 +91,26 @@ def _run_figure(run) -> str:
     return _png(fig)
 
 
+def plot_sensitivity(band: dict, ax) -> None:
+    """Completion p50–p90 (days) of a run under each scenario of its sensitivity band, the chosen answer
+    first and drawn as a reference line."""
+    rows = [{"scenario": f"{band['chosen']} (chosen)", **band["main"]}] + list(band["scenarios"])
+    names = [r["scenario"] for r in rows]
+    for i, r in enumerate(rows):
+        if r["completion_p90_s"] is None:
+            ax.text(0.02, i, "does not finish", va="center", transform=ax.get_yaxis_transform(), color="red")
+            continue
+        p50, p90 = r["completion_p50_s"] / DAY, r["completion_p90_s"] / DAY
+        ax.plot([p50, p90], [i, i], color="C0" if i else "C3", lw=6, solid_capstyle="butt")
+    ref = band["main"]["completion_p90_s"]
+    if ref is not None:
+        ax.axvline(ref / DAY, color="C3", ls=":", lw=1)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("completion time, p50 to p90 (days)")
+    ax.set_title("sensitivity to the failure-rate assumption")
+
+
 def _table(header, rows) -> str:
     h = "".join(f"<th>{html.escape(str(c))}</th>" for c in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
@@ -124,6 +144,33 @@ def render_html(plan) -> str:
             parts.append(f"<p><b>Does not finish:</b> {html.escape(reason)}</p>")
         for n in run.notes:
             parts.append(f"<p><i>{html.escape(n)}</i></p>")
+        if run.energy and run.energy["total"]["kwh"] is not None:
+            e = run.energy
+            parts.append(f"<p>Energy of the GPU-time loss: {e['total']['kwh'] / 1000:,.1f} MWh, "
+                         f"{e['total']['tco2e']:,.1f} tCO₂e (lost work {e['lost_work']['kwh'] / 1000:,.1f}, restart "
+                         f"{e['restart']['kwh'] / 1000:,.1f}, checkpoint {e['checkpoint']['kwh'] / 1000:,.1f} MWh).</p>")
+        if run.sensitivity:
+            import matplotlib.pyplot as plt
+
+            band = run.sensitivity
+            fig, ax = plt.subplots(figsize=(7, 0.45 * (len(band["scenarios"]) + 1) + 1))
+            plot_sensitivity(band, ax)
+            parts.append(f'<img alt="sensitivity band of {html.escape(run.name)}" src="data:image/png;base64,'
+                         f'{_png(fig)}">')
+            brow = [[f"{band['chosen']} (chosen)", _fmt(band["main"]["completion_p50_s"], DAY, 4, " d"),
+                     _fmt(band["main"]["completion_p90_s"], DAY, 4, " d"), "",
+                     _fmt(band["main"]["expected_failures"], 1, 3), _fmt(band["main"]["gpu_hours_lost"], 1, 4),
+                     _fmt(band["main"]["optimal_interval_s"], MIN, 3, " min")]]
+            for sc in band["scenarios"]:
+                ch = sc["completion_p90_change"]
+                brow.append([sc["scenario"], _fmt(sc["completion_p50_s"], DAY, 4, " d"),
+                             _fmt(sc["completion_p90_s"], DAY, 4, " d"),
+                             "" if ch is None else ("∞" if ch == float("inf") else f"{100 * ch:+.1f} %"),
+                             _fmt(sc["expected_failures"], 1, 3), _fmt(sc["gpu_hours_lost"], 1, 4),
+                             _fmt(sc["optimal_interval_s"], MIN, 3, " min")])
+            parts.append(_table(["scenario", "p50", "p90", "Δ p90", "failures", "GPU-h lost", "optimal interval"],
+                                brow))
+            parts.append(f"<p>Moves the answer most: <b>{html.escape(str(band['most_sensitive']))}</b>.</p>")
     cl = d["cluster"]
     parts.append("<h2>Cluster</h2>")
     if not cl.get("available", True):

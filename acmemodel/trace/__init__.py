@@ -22,6 +22,8 @@ started            the job got resources (``start_time`` present)
 run_s              run time ``end − start`` in seconds (NaN if never started)
 queue_s            queueing delay ``start − submit`` s; for a job cancelled while queued
                    ``end − submit`` with ``queue_censored = True`` (a right-censored wait)
+run_censored       the job was still running (RUNNING/SUSPENDED) when the trace was extracted:
+                   ``end_time`` is the extraction time and ``run_s`` a right-censored run time
 gpu_time_s         ``gpu_num × run_s`` GPU-seconds (0 if never started)
 fail_time_s        Kalos: ``fail_time − start_time`` s where ``fail_time`` is given, else NaN
 mem_per_pod_GB,    Kalos resource columns (NaN for Seren rows)
@@ -65,9 +67,10 @@ from acmemodel.trace.jobs import jobs_from_times
 from acmemodel.trace.readers import load_trace
 from acmemodel.trace.schema import (
     ANALYSIS_STATES, CHECK_TOL_S, JOB_COLUMNS, KALOS_COLUMNS, KALOS_ONLY, KNOWN_TYPES, NUMERIC_COLUMNS,
-    REQUIRED_COLUMNS, SEREN_COLUMNS, STATE_MAP, STR_DTYPE, TIME_COLUMNS, FileInfo, Reason, Trace,
+    REQUIRED_COLUMNS, SEREN_COLUMNS, STATE_MAP, STR_DTYPE, TIME_COLUMNS, UNFINISHED_STATES, FileInfo, Reason,
+    Trace,
 )
 
 __all__ = ["load_trace", "Trace", "FileInfo", "Reason", "jobs_from_times", "JOB_COLUMNS", "KNOWN_TYPES",
            "STATE_MAP", "ANALYSIS_STATES", "SEREN_COLUMNS", "KALOS_COLUMNS", "KALOS_ONLY", "REQUIRED_COLUMNS",
-           "TIME_COLUMNS", "NUMERIC_COLUMNS", "STR_DTYPE", "CHECK_TOL_S", "CLUSTER_TZ", "utc_offset_seconds"]
+           "TIME_COLUMNS", "NUMERIC_COLUMNS", "UNFINISHED_STATES", "STR_DTYPE", "CHECK_TOL_S", "CLUSTER_TZ", "utc_offset_seconds"]

@@ -11,6 +11,8 @@ same everywhere:
 * ``gpu_time_s = gpu_num × run_s`` GPU-seconds (0 if never started);
 * ``analysis_state = STATE_MAP[state]`` (TIMEOUT, NODE_FAIL → FAILED) unless given;
 * ``node_num`` defaults to ``max(1, ⌈gpu_num / 8⌉)`` (8 GPUs per node on both clusters);
+* ``run_censored`` (the job was still running at extraction: ``run_s`` is right-censored) False
+  unless given;
 * ``cpu_num``, ``fail_time_s``, ``mem_per_pod_GB``, ``shared_mem_per_pod`` are NaN unless given: a
   builder that does not know them says so instead of inventing a value.
 """
@@ -49,7 +51,8 @@ def _times(seconds: np.ndarray) -> pd.Series:
 
 def jobs_from_times(*, cluster, submit_s, start_s, end_s, gpu_num, type, state, user,
                     job_id=None, analysis_state=None, node_num=None, cpu_num=None, fail_time_s=None,
-                    mem_per_pod_GB=None, shared_mem_per_pod=None, source_file: Any = "<generated>",
+                    mem_per_pod_GB=None, shared_mem_per_pod=None, run_censored=None,
+                    source_file: Any = "<generated>",
                     source_line=None, times: dict[str, pd.Series] | None = None) -> pd.DataFrame:
     """A job table in the trace contract from per-job instants (Unix seconds, UTC) and attributes.
 
@@ -118,6 +121,7 @@ def jobs_from_times(*, cluster, submit_s, start_s, end_s, gpu_num, type, state, 
         "run_s": run,
         "queue_s": queue,
         "queue_censored": ~started,
+        "run_censored": np.zeros(n, dtype=bool) if run_censored is None else _column(run_censored, n, bool),
         "gpu_time_s": gpu_time,
         "fail_time_s": opt(fail_time_s),
         "mem_per_pod_GB": opt(mem_per_pod_GB),

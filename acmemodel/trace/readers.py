@@ -19,22 +19,34 @@ from acmemodel.errors import DataWarning, TraceFormatError
 from acmemodel.trace.arrow import _Background, _factorize_columns, _normalise_job_ids, _parse_columns, _raw_frame
 from acmemodel.trace.schema import (
     KALOS_COLUMNS, KALOS_ONLY, KNOWN_TYPES, NUMERIC_COLUMNS, REQUIRED_COLUMNS, SEREN_COLUMNS, TIME_COLUMNS,
-    FileInfo, Reason, Trace,
+    UNFINISHED_STATES, FileInfo, Reason, Trace,
 )
 from acmemodel.trace.validation import _RAW_JOB_COLUMNS, _build_jobs, _duplicated_ids, _raw_rows, _rejected_frame
 
 
 # ---------------------------------------------------------------------------------------------- api
 def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: str | Sequence[str] | None = None,
-               ) -> Trace:
-    """Read one or more AcmeTrace job files into a :class:`Trace`.
+               *, format: str = "acmetrace", timezone: str | None = None, extracted_at=None,
+               type_map=None) -> Trace:
+    """Read one or more job files (AcmeTrace, or another format through an importer) into a :class:`Trace`.
 
     Parameters
     ----------
-    paths : a path or a list of paths (``.csv``, ``.csv.gz``/``.gz``, ``.parquet``).
+    paths : a path or a list of paths (``.csv``, ``.csv.gz``/``.gz``, ``.parquet``; for other formats
+        the files that format uses, see :mod:`acmemodel.trace.importers`).
     cluster : cluster name for every file, or one name per file. Default: from the file name
         (``*seren*`` → Seren, ``*kalos*`` → Kalos), else from the schema (Kalos columns → Kalos,
-        otherwise Seren) with a warning.
+        otherwise Seren) with a warning; imported formats: the file name's stem.
+    format : ``acmetrace`` (default) or an importer: ``slurm``, ``swf``, ``helios``, ``philly``,
+        ``pai2020``, ``k8s`` (:data:`acmemodel.trace.importers.FORMATS`).
+    timezone : UTC offset (``+08:00``) of naive local timestamps in imported files (default: the
+        format's own rule, else UTC with a warning).
+    extracted_at : when the trace was extracted (a timestamp string, ``pd.Timestamp`` or Unix
+        seconds): unfinished jobs (RUNNING/SUSPENDED/PENDING without an end) are right-censored at
+        it. Default: the latest timestamp in the files.
+    type_map : rules mapping an imported job's partition/QoS/name/VC to a job type
+        (:class:`acmemodel.trace.importers.TypeMap` or its rule strings).
+
 
     Raises
     ------
@@ -59,8 +71,17 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     warn: list[str] = []
     incons: dict[str, int] = {"duration": 0, "queue": 0, "gpu_time": 0, "duration_includes_queue": 0}
     tzs: dict[str, str] = {}
+    fmt = str(format or "acmetrace").lower()
+    reports: list[dict] = []
     for path, cl in zip(paths, clusters):
-        jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl)
+        imported = None
+        if fmt != "acmetrace":
+            from acmemodel.trace import importers
+
+            imported = importers.read(fmt, path, timezone=timezone, type_map=type_map)
+            reports.append(imported.report)
+            warn.extend(imported.warnings)
+        jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl, imported)
         frames.append(jobs)
         type_counts.append(tc)
         int_ids.append(ii)
@@ -109,13 +130,99 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     if unknown:
         warn.append("unrecognised job type value(s) kept as their own category: "
                     + ", ".join(f"{t!r} ({counts[t]} rows)" for t in unknown))
+    jobs, extra_df, rejected, t_ext = _censor_unfinished(jobs, extra_df, rejected, infos, extracted_at)
     if len(rejected):
         rejected = _original_text(rejected, infos)
     for w in warn:
         warnings.warn(w, DataWarning, stacklevel=2)
     jobs = _with_chain_columns(jobs, extra_df)
     return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
-                 timezones=tzs, extras=extra_df)
+                 timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports)
+
+
+def _extraction_seconds(value) -> float:
+    """``extracted_at`` as Unix seconds (a number, an ISO string — UTC unless it has an offset — or a
+    Timestamp)."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        v = float(value)
+    else:
+        try:
+            ts = pd.Timestamp(value)
+        except (ValueError, TypeError):
+            raise ValueError(f"extracted_at: not a timestamp: {value!r}") from None
+        if ts is pd.NaT:
+            raise ValueError(f"extracted_at: not a timestamp: {value!r}")
+        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+        v = ts.value / 1e9
+    if not np.isfinite(v):
+        raise ValueError(f"extracted_at: not a finite time: {value!r}")
+    return v
+
+
+def _censor_unfinished(jobs: pd.DataFrame, extra: pd.DataFrame, rejected: pd.DataFrame,
+                       infos: Sequence[FileInfo], extracted_at):
+    """Unfinished jobs (:data:`UNFINISHED_STATES`) censored at the extraction time.
+
+    A RUNNING/SUSPENDED job without ``end_time`` gets ``end_time`` = the extraction time ``t_x`` (the
+    last time it was seen running) and ``run_s = t_x − start`` with ``run_censored``; a PENDING job
+    without ``end_time`` gets ``queue_s = t_x − submit`` with ``queue_censored`` (never started). An
+    unfinished job *with* an end time (an AcmeTrace file written by ``convert``) is censored there.
+    ``t_x`` defaults to the latest timestamp in the files. An unfinished job submitted (or started)
+    after ``t_x`` is quarantined (``after_extraction``). Returns (jobs, extras, rejected, t_x or None).
+    """
+    if not len(jobs):
+        return jobs, extra, rejected, None
+    st = jobs["state"].to_numpy(dtype=object)
+    unf = np.isin(st, np.array(UNFINISHED_STATES, dtype=object))
+    if not unf.any():
+        return jobs, extra, rejected, None
+    sub = jobs["submit_s"].to_numpy(dtype=float)
+    sta = jobs["start_s"].to_numpy(dtype=float)
+    end = jobs["end_s"].to_numpy(dtype=float)
+    if extracted_at is None:
+        t_x = float(np.nanmax(np.concatenate([sub, sta, end])))
+    else:
+        t_x = _extraction_seconds(extracted_at)
+    fill = unf & np.isnan(end)
+    with np.errstate(invalid="ignore"):
+        late = fill & ((sub > t_x) | (sta > t_x))
+    if late.any():
+        d = jobs.loc[late]
+        when = pd.Timestamp(t_x, unit="s", tz="UTC").isoformat()
+        rej = _rejected_frame(d["source_file"].to_numpy(), d["source_line"].to_numpy(), Reason.AFTER_EXTRACTION,
+                              [f"{s} job submitted or started after the extraction time {when}"
+                               for s in d["state"]], _raw_rows(d, _RAW_JOB_COLUMNS))
+        rejected = pd.concat([rejected, rej], ignore_index=True)
+        for info in infos:
+            k = int((d["source_file"] == info.path).sum())
+            info.accepted -= k
+            info.rejected += k
+        keep = ~late
+        jobs = jobs.loc[keep].reset_index(drop=True)
+        extra = extra.loc[keep].reset_index(drop=True)
+        fill, unf = fill[keep], unf[keep]
+    jobs = jobs.copy()
+    idx = np.flatnonzero(fill)
+    if len(idx):
+        cols = {c: jobs.columns.get_loc(c) for c in ("end_s", "end_time", "run_s", "queue_s", "gpu_time_s")}
+        jobs.iloc[idx, cols["end_s"]] = t_x
+        jobs.iloc[idx, cols["end_time"]] = pd.Timestamp(int(round(t_x * 1e9)), unit="ns", tz="UTC")
+        started = jobs["started"].to_numpy(dtype=bool)
+        s_i = started[idx]
+        sta = jobs["start_s"].to_numpy(dtype=float)
+        sub = jobs["submit_s"].to_numpy(dtype=float)
+        run = jobs["run_s"].to_numpy(dtype=float).copy()
+        q = jobs["queue_s"].to_numpy(dtype=float).copy()
+        gt = jobs["gpu_time_s"].to_numpy(dtype=float).copy()
+        run[idx[s_i]] = t_x - sta[idx[s_i]]
+        gt[idx[s_i]] = jobs["gpu_num"].to_numpy(dtype=float)[idx[s_i]] * run[idx[s_i]]
+        q[idx[~s_i]] = t_x - sub[idx[~s_i]]
+        gt[idx[~s_i]] = 0.0
+        jobs["run_s"], jobs["queue_s"], jobs["gpu_time_s"] = run, q, gt
+    started = jobs["started"].to_numpy(dtype=bool)
+    jobs["run_censored"] = unf & started
+    jobs["queue_censored"] = jobs["queue_censored"].to_numpy(dtype=bool) | (unf & ~started)
+    return jobs, extra, rejected, t_x
 
 
 #: restart-chain columns a synthetic trace carries beyond the published schema (acmemodel.synth)
@@ -333,12 +440,22 @@ def _check_columns(path: Path, header: Sequence[str]) -> None:
         seen.add(c)
 
 
-def _read_one(path: Path, cluster: str | None):
+def _read_one(path: Path, cluster: str | None, imported=None):
+    """One file → its accepted jobs, quarantine, info, extras, inconsistencies, warnings, zone, type
+    counts and integer ids. ``imported``: an :class:`acmemodel.trace.importers.Imported` (a file of another
+    format already converted to the AcmeTrace columns, with its own line numbers and zone)."""
     warn: list[str] = []
-    table, bad, fast = _read_table(path, warn)
+    if imported is None:
+        table, bad, fast = _read_table(path, warn)
+    else:
+        table, bad, fast = imported.table, [], True
     header = table.column_names
     _check_columns(path, header)
     schema = "kalos" if any(c in header for c in KALOS_ONLY) else "seren"
+    if imported is not None:
+        schema = imported.format
+        if cluster is None:
+            cluster = imported.cluster
     if cluster is None:
         cluster = _cluster_from_name(path)
         if cluster is None:
@@ -349,6 +466,8 @@ def _read_one(path: Path, cluster: str | None):
     extra_cols = [c for c in header if c not in known]
     optional = [c for c in (KALOS_COLUMNS if schema == "kalos" else SEREN_COLUMNS)
                 if c not in header and c not in REQUIRED_COLUMNS]
+    if imported is not None:
+        optional = []
     if optional:
         warn.append(f"{path}: optional column(s) {', '.join(optional)} absent"
                     + ("; the cross-check of the file's own values is skipped for them"
@@ -356,11 +475,12 @@ def _read_one(path: Path, cluster: str | None):
     info = FileInfo(path=str(path), cluster=cluster, schema=schema, extra_columns=extra_cols,
                     missing_optional=optional, fast_path=fast)
     n = table.num_rows
-    if path.suffix.lower() != ".parquet":
+    if path.suffix.lower() != ".parquet" and imported is None:
         info._records = 1 + n + len(bad)
     # line numbers of the rows: data row k is line k + 2, shifted past skipped bad rows
     bad_lines = np.array(sorted(b[0] for b in bad), dtype=np.int64)
-    lines = np.arange(2, n + 2, dtype=np.int64)
+    lines = (np.arange(2, n + 2, dtype=np.int64) if imported is None
+             else np.asarray(imported.lines, dtype=np.int64))
     if len(bad_lines):
         # the k-th good row sits at the smallest line L with L - 2 - (#bad lines < L) == k
         offs = bad_lines - 2 - np.arange(len(bad_lines))  # good rows before each bad line
@@ -374,13 +494,14 @@ def _read_one(path: Path, cluster: str | None):
     n = table.num_rows
     if n_blank:
         warn.append(f"{path}: {n_blank} blank line(s) (or lines of empty fields) between the rows skipped")
-    if table.num_rows == 0 and not bad:
+    if table.num_rows == 0 and not bad and (imported is None or not len(imported.rejected)):
         raise TraceFormatError(f"{path}: header has no data rows")
     # user/type/state are dictionary-encoded (and normalised on their dictionaries) in a background
     # thread: Arrow releases the GIL, so this runs beside the numeric work of the main thread.
     factors = _Background(_factorize_columns, table)
     table, int_ids = _normalise_job_ids(table)
-    tz = CLUSTER_TZ.get(cluster) or _sniff_offset(path) or "+00:00"
+    tz = (imported.timezone if imported is not None
+          else CLUSTER_TZ.get(cluster) or _sniff_offset(path) or "+00:00")
 
     # The columns are taken from the Arrow table one by one (no whole-table pandas conversion); the
     # table stays around so that the few quarantined rows can be shown as read (see _raw_frame).
@@ -399,6 +520,9 @@ def _read_one(path: Path, cluster: str | None):
             "file": str(path), "line": lines[idx], "reason": reasons, "detail": details,
             "raw": _raw_rows(_raw_frame(table, idx), header),
         }))
+    if imported is not None and len(imported.rejected):
+        rej.append(imported.rejected)
+        n += len(imported.rejected)
     rejected = pd.concat(rej, ignore_index=True).sort_values("line", kind="stable").reset_index(drop=True)
     if extra_cols:
         extra = _raw_frame(table.select(extra_cols), None, decode=False)
@@ -414,7 +538,7 @@ def _read_one(path: Path, cluster: str | None):
     never = ~jobs["started"].to_numpy()
     if never.any():  # kept as never started (no run time, wait censored at the end), but unexpected
         odd = jobs["state"].to_numpy()[never]
-        odd = odd[odd != "CANCELLED"]
+        odd = odd[(odd != "CANCELLED") & (odd != "PENDING")]
         if len(odd):
             warn.append(f"{path}: {len(odd)} row(s) with state {', '.join(sorted(set(odd)))} but no start_time; "
                         "kept as never started (no run time, wait censored at end_time)")

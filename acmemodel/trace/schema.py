@@ -18,8 +18,20 @@ KNOWN_TYPES: tuple[str, ...] = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Oth
 STATE_MAP: dict[str, str] = {
     "COMPLETED": "COMPLETED", "CANCELLED": "CANCELLED", "FAILED": "FAILED",
     "TIMEOUT": "FAILED", "NODE_FAIL": "FAILED",
+    # Slurm's other final states (imported sacct extracts): the job's own failure → FAILED; ended from
+    # outside (preempted, requeued) → CANCELLED
+    "OUT_OF_MEMORY": "FAILED", "BOOT_FAIL": "FAILED", "DEADLINE": "FAILED",
+    "PREEMPTED": "CANCELLED", "REQUEUED": "CANCELLED",
+    # unfinished at extraction time: right-censored observations (see UNFINISHED_STATES)
+    "RUNNING": "RUNNING", "SUSPENDED": "RUNNING", "PENDING": "PENDING",
 }
 ANALYSIS_STATES: tuple[str, ...] = ("COMPLETED", "CANCELLED", "FAILED")
+#: states of jobs that had not finished when the trace was extracted. RUNNING/SUSPENDED: started, run
+#: time right-censored at the extraction time (``run_censored``); PENDING: never started, wait
+#: right-censored at the extraction time (``queue_censored``). Their analysis state is RUNNING or
+#: PENDING (not an outcome), and every model uses them as censored observations.
+UNFINISHED_STATES: tuple[str, ...] = ("RUNNING", "SUSPENDED", "PENDING")
+CENSORED_ANALYSIS_STATES: tuple[str, ...] = ("RUNNING", "PENDING")
 
 SEREN_COLUMNS: tuple[str, ...] = (
     "job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "state", "submit_time", "start_time",
@@ -53,7 +65,7 @@ CHECK_TOL_S = 1.0
 JOB_COLUMNS: tuple[str, ...] = (
     "cluster", "job_id", "user", "type", "state", "analysis_state", "gpu_num", "node_num", "cpu_num",
     "is_gpu", "submit_time", "start_time", "end_time", "submit_s", "start_s", "end_s", "started", "run_s",
-    "queue_s", "queue_censored", "gpu_time_s", "fail_time_s", "mem_per_pod_GB", "shared_mem_per_pod",
+    "queue_s", "queue_censored", "run_censored", "gpu_time_s", "fail_time_s", "mem_per_pod_GB", "shared_mem_per_pod",
     "source_file", "source_line")
 
 
@@ -70,6 +82,7 @@ class Reason(str, enum.Enum):
     END_BEFORE_START = "end_before_start"
     START_BEFORE_SUBMIT = "start_before_submit"
     DUPLICATE_JOB_ID = "duplicate_job_id"
+    AFTER_EXTRACTION = "after_extraction"
 
 
 @dataclass
@@ -117,6 +130,10 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     timezones: dict[str, str] = field(default_factory=dict)
     extras: pd.DataFrame | None = None
+    #: extraction time (Unix s, UTC) at which unfinished jobs are censored; None if there are none
+    extracted_at_s: float | None = None
+    #: per imported file, the importer's report (what was mapped how, records in / accepted / rejected)
+    imports: list[dict] = field(default_factory=list)
 
     @property
     def clusters(self) -> list[str]:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from acmemodel.trace.arrow import _Background, _all_distinct, _raw_frame, _writable
 from acmemodel.trace.jobs import jobs_from_times
-from acmemodel.trace.schema import CHECK_TOL_S, STATE_MAP, STR_DTYPE, Reason
+from acmemodel.trace.schema import CHECK_TOL_S, STATE_MAP, STR_DTYPE, UNFINISHED_STATES, Reason
 
 
 def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines: np.ndarray, table):
@@ -127,7 +127,14 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
         if c in p:
             flag(p[c].fail, Reason.BAD_TIMESTAMP, f"{c} is not a timestamp")
     flag(submit.na, Reason.MISSING_TIMESTAMP, "submit_time is empty")
-    flag(end.na, Reason.MISSING_TIMESTAMP, "end_time is empty")
+    # unfinished jobs (RUNNING, SUSPENDED, PENDING) have no end: kept, censored at the extraction time
+    # (readers._censor_unfinished)
+    unfinished_cat = np.array([s in UNFINISHED_STATES for s in st_cats], dtype=bool)
+    unfinished = unfinished_cat[st_codes] if unfinished_cat.any() else None
+    end_na = end.na
+    if end_na is not None and unfinished is not None:
+        end_na = end_na & ~unfinished
+    flag(end_na, Reason.MISSING_TIMESTAMP, "end_time is empty")
     for c, r, bad in (("gpu_num", Reason.BAD_GPU_NUM, bad_gpu), ("node_num", Reason.BAD_NODE_NUM, bad_node)):
         def text(idx, c=c):
             vals = _raw_frame(table.select([c]), idx)[c].to_numpy()
@@ -183,7 +190,8 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
         times={"submit_time": submit.series(keep), "start_time": start.series(keep),
                "end_time": end.series(keep)},
         fail_time_s=take(fail_s), mem_per_pod_GB=fnan("mem_per_pod_GB"),
-        shared_mem_per_pod=fnan("shared_mem_per_pod"), source_file=const(path), source_line=take(lines))
+        shared_mem_per_pod=fnan("shared_mem_per_pod"), source_file=const(path), source_line=take(lines),
+        run_censored=None if unfinished is None else take(unfinished) & np.isfinite(take(start_s)))
     # reason and detail of the flagged rows only, in row order
     flagged_rows = np.flatnonzero(rej_mask)
     reason = np.array([None] + [r.value for r in reasons], dtype=object)[code[flagged_rows]]

@@ -1,0 +1,188 @@
+"""Inputs and samplers of the calibration (:mod:`acmemodel.calibrate`): the published tables read as
+inverse CDFs and GPU-count samplers, the arrival-time sampler of the stated assumptions, the Gaussian
+copula of GPU count and duration, the state-logit and queue solvers, and the reference point of the
+infrastructure-failure process.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from acmemodel.datasets.reference import load_failure_table, load_reference
+
+
+# ------------------------------------------------------------------------------ published inputs
+def _summary(cluster: str) -> pd.Series:
+    s = load_reference("cluster_summary").set_index("id")
+    return s.loc[cluster]
+
+
+def _inverse_cdf(curve: pd.DataFrame):
+    """Quantile function of a published CDF (x in s, cdf in percent), log-linear between points.
+
+    Below the first point: uniform on [0, x0]; above the last: log-linear extrapolation by half an
+    octave.
+    """
+    x = np.log2(curve["x_s"].to_numpy(float))
+    p = np.maximum.accumulate(np.clip(curve["cdf_percent"].to_numpy(float) / 100.0, 0, 1))
+    keep = np.r_[True, np.diff(p) > 0]
+    x, p = x[keep], p[keep]
+    if p[-1] < 1.0:
+        x, p = np.r_[x, x[-1] + 0.5], np.r_[p, 1.0]
+
+    def q(u):
+        u = np.asarray(u, float)
+        out = 2.0 ** np.interp(u, p, x)
+        low = u < p[0]
+        out[low] = (u[low] / p[0]) * 2.0 ** x[0]
+        return out
+
+    return q
+
+
+def _stratified(rng, n: int) -> np.ndarray:
+    """n stratified uniforms in random order: (perm(i) + U_i) / n."""
+    return (rng.permutation(n) + rng.uniform(0, 1, n)) / n
+
+
+def _gpu_sampler(cluster: str, typ: str, n_type: int):
+    box = load_reference("gpu_count_box_by_type").set_index(["cluster", "type"])
+    out = load_reference("gpu_count_outliers_by_type")
+    b = box.loc[(cluster, typ)]
+    q = np.log2(b[["whisker_low", "q1", "median", "q3", "whisker_high"]].to_numpy(float))
+    o = out[(out["cluster"] == cluster) & (out["type"] == typ)]
+    vals = o["gpu_num"].to_numpy(int)
+    p_out = o["outlier_markers"].to_numpy(float) / max(n_type, 1)
+    if p_out.sum() > 0.5:  # markers are a lower bound; never let them dominate the box
+        p_out *= 0.5 / p_out.sum()
+
+    def sample(u: np.ndarray, rng) -> np.ndarray:
+        """GPU counts at uniforms u (monotone in u within the box part)."""
+        g = 2.0 ** np.round(np.interp(u, [0, .25, .5, .75, 1], q))
+        if len(vals):
+            pick = rng.uniform(0, 1, len(u))
+            cum = np.cumsum(p_out)
+            k = np.searchsorted(cum, pick, side="right")
+            is_out = k < len(vals)
+            g[is_out] = vals[k[is_out]]
+        return g.astype(np.int64)
+
+    return sample
+
+
+def _published_gpu_quantile(cluster: str, v: np.ndarray) -> np.ndarray:
+    """Quantile function of the published GPU-count CDF by jobs, read stepwise.
+
+    The curve is published as vertices only: between vertices x_{i-1} < x_i the CDF jumps somewhere in
+    (x_{i-1}, x_i]. The jump is placed at the largest power of two in that interval, else the largest
+    multiple of 8 (whole nodes), else x_i; the quantile of v is the jump value of the first vertex
+    whose CDF reaches v.
+    """
+    cdf = load_reference("gpu_count_cdf_by_jobs").query("cluster == @cluster")
+    x = cdf["x_gpus"].to_numpy(float)
+    p = np.maximum.accumulate(cdf["cdf_percent"].to_numpy(float) / 100.0)
+    p[-1] = 1.0
+    jump = x.copy()
+    for i in range(1, len(x)):
+        lo, hi = int(x[i - 1]), int(x[i])
+        cands = range(hi, lo, -1)
+        pow2 = [c for c in cands if c & (c - 1) == 0]
+        mult8 = [c for c in cands if c % 8 == 0]
+        jump[i] = pow2[0] if pow2 else (mult8[0] if mult8 else hi)
+    return jump[np.minimum(np.searchsorted(p, v, side="left"), len(x) - 1)]
+
+
+def infra_reference(a) -> tuple[float, float]:
+    """(M_ref seconds, g_ref GPUs) of the infrastructure-failure assumption (see :class:`Assumptions`)."""
+    ft = load_failure_table()
+    big = ft[(ft["category"] == "Infrastructure") & (ft["gpu_demand_median"] >= 256)]
+    w = big["num"].to_numpy(float)
+    m = float((w * big["time_to_failure_avg_min"]).sum() / w.sum() * 60.0)
+    g = float((w * big["gpu_demand_avg"]).sum() / w.sum())
+    return (a.infra_mttf_ref_s or m), (a.infra_g_ref or g)
+
+
+# ------------------------------------------------------------------------------ building blocks
+def _arrivals(rng, n: int, a, batch_mean: float, t0: float, off: float):
+    """Submission times (UTC s) of n jobs in bursts of mean ``batch_mean`` (1 = no bursts)."""
+    days = int(np.ceil(a.days))
+    t0_local = t0 + off
+    dow0 = int((np.floor(t0_local / 86400) + 3) % 7)
+    day_w = np.array([a.weekend_factor if (dow0 + d) % 7 >= 5 else 1.0 for d in range(days)])
+    prof = np.asarray(a.hour_profile, float)
+    if len(prof) != 24 or (prof < 0).any():
+        raise ValueError("hour_profile must be 24 non-negative weights")
+    w = (day_w[:, None] * prof[None, :]).ravel()
+    if batch_mean > 1:
+        sizes = rng.geometric(1.0 / batch_mean, size=int(n / batch_mean * 1.2) + 10)
+        cs = np.cumsum(sizes)
+        k = int(np.searchsorted(cs, n)) + 1
+        sizes = sizes[:k]
+        sizes[-1] -= cs[k - 1] - n
+        sizes = sizes[sizes > 0]
+    else:
+        sizes = np.ones(n, dtype=np.int64)
+    slot = rng.choice(len(w), size=len(sizes), p=w / w.sum())
+    start = t0 + slot * 3600.0 + rng.uniform(0, 3600, len(sizes))
+    within = rng.exponential(a.burst_gap_s, n)
+    first = np.cumsum(sizes) - sizes  # index of each burst's first job (empty when n = 0)
+    within[first] = 0.0
+    batch = np.repeat(np.arange(len(sizes)), sizes)
+    offs = np.cumsum(within)
+    offs -= np.repeat(offs[first], sizes)
+    return np.repeat(start, sizes) + offs, batch
+
+
+def _copula_pair(rng, n: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two uniforms with Gaussian-copula correlation rho (stratified margins)."""
+    z1 = stats.norm.ppf(_stratified(rng, n))
+    z2 = rho * z1 + np.sqrt(max(1 - rho * rho, 0.0)) * rng.standard_normal(n)
+    return stats.norm.cdf(z1), stats.rankdata(z2) / (n + 1)
+
+
+def _solve_states(z: np.ndarray, gt: np.ndarray, gt_fail: np.ndarray, targets: dict[str, float]) -> np.ndarray:
+    """(a_f, b_f, a_c, b_c) of the state logit matching the count and GPU-time rates in expectation.
+
+    ``gt`` is each job's GPU time if it does not fail, ``gt_fail`` if it fails (a failure may cut
+    the run short), so the expected GPU-time rates are
+    ``Σ p_f gt_fail / Σ (p_f gt_fail + (1 − p_f) gt)`` and likewise for cancellations.
+    """
+    def probs(th):
+        ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
+        ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
+        d = 1 + ef + ec
+        return ef / d, ec / d
+
+    def res(th):
+        pf, pc = probs(th)
+        tot = (pf * gt_fail + (1 - pf) * gt).sum()
+        return [pf.mean() - targets["fail"], pc.mean() - targets["cancel"],
+                (pf * gt_fail).sum() / tot - targets["fail_gt"], (pc * gt).sum() / tot - targets["cancel_gt"]]
+
+    # bounded slopes: where the four targets cannot all be met, a best compromise rather than a
+    # step function of job size
+    sol = optimize.least_squares(res, x0=[0.0, 0.0, -2.0, 0.5], bounds=([-10, -3, -10, -3], [10, 3, 10, 3]))
+    return sol.x
+
+
+def _queue_params(atom: float, median: float, mean: float, factor: np.ndarray, rng) -> tuple[float, float]:
+    """(mu, sigma) of the lognormal part so the hurdle mixture has the published median and mean."""
+    u = _stratified(rng, len(factor))
+    zz = stats.norm.ppf(np.clip((u - atom) / (1 - atom), 1e-9, 1 - 1e-9))
+    is_atom = u < atom
+
+    def q(th):
+        mu, ls = th
+        x = np.exp(mu + np.exp(ls) * zz) * factor
+        return np.where(is_atom, 0.0, x)
+
+    def res(th):
+        x = q(th)
+        return [np.log1p(np.median(x)) - np.log1p(median), np.log(x.mean()) - np.log(mean)]
+
+    sol = optimize.least_squares(res, x0=[np.log(max(mean, 2.0)) - 2, np.log(2.0)])
+    return float(sol.x[0]), float(np.exp(sol.x[1]))
+
+
+# ------------------------------------------------------------------------------ pseudo-trace

@@ -1,0 +1,92 @@
+"""Up-front size checks: estimate the memory a request needs before doing the work, and refuse with the
+estimate when it exceeds what the machine can hold (the commands' ``--yes`` insists).
+
+Estimates are deliberately simple and stated here:
+
+* a synthetic job (``synth``, the planner's workload) costs about :data:`BYTES_PER_JOB` bytes while it
+  is generated (a DataFrame row of ~25 columns plus the per-type sampling intermediates; measured:
+  peak memory of a 30-day minus a 3-day Seren synth, 160 MB / 152,000 jobs ≈ 1.05 kB); the number of
+  jobs is the bundle arrival model's expected count over the first week × days / 7 × scale
+  (:func:`expected_jobs`);
+* a Monte Carlo run replica costs :data:`BYTES_PER_REPLICA` bytes (five float64 results, a flag and
+  the per-failure-type loss and count arrays);
+* the hourly calendar of the arrival model costs :data:`BYTES_PER_HOUR` per hour of the horizon and
+  arrival cell;
+* an exported node list (Philly ``detail``: one entry per machine and attempt) costs
+  :data:`BYTES_PER_NODE_ENTRY`.
+
+The budget is half the physical memory (:func:`memory_budget`; ``ACMEMODEL_MEMORY_BUDGET`` overrides). :func:`check_memory` raises
+:class:`SizeError` (an :class:`~acmemodel.errors.AcmeModelError`, so the CLI prints one ``error:`` line
+and exits 2).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from acmemodel.errors import AcmeModelError
+
+__all__ = ["SizeError", "memory_budget", "human_bytes", "check_memory", "expected_jobs",
+           "BYTES_PER_JOB", "BYTES_PER_REPLICA", "BYTES_PER_HOUR", "BYTES_PER_NODE_ENTRY"]
+
+BYTES_PER_JOB = 1_000
+BYTES_PER_REPLICA = 600
+BYTES_PER_HOUR = 64
+BYTES_PER_NODE_ENTRY = 120
+
+
+class SizeError(AcmeModelError, ValueError):
+    """A request whose estimated memory exceeds the budget (the message gives the estimate)."""
+
+
+def memory_budget() -> int:
+    """Half of the machine's physical memory in bytes (8 GiB when it cannot be read); the environment
+    variable ``ACMEMODEL_MEMORY_BUDGET`` (bytes) overrides it."""
+    env = os.environ.get("ACMEMODEL_MEMORY_BUDGET")
+    if env:
+        try:
+            return int(float(env))
+        except ValueError:
+            raise SizeError(f"ACMEMODEL_MEMORY_BUDGET must be a number of bytes, got {env!r}") from None
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return 8 * 2 ** 30
+
+
+def human_bytes(n: float) -> str:
+    """``1.5 GB``-style size (powers of 1,000; ``inf`` for non-finite)."""
+    if not math.isfinite(n):
+        return "inf bytes"
+    for unit in ("bytes", "kB", "MB", "GB", "TB", "PB", "EB"):
+        if abs(n) < 1000 or unit == "EB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1000.0
+    return f"{n:.3g} EB"  # pragma: no cover
+
+
+def check_memory(what: str, bytes_needed: float, *, detail: str = "", yes: bool = False,
+                 insist: str = "--yes", budget: int | None = None) -> None:
+    """Refuse (:class:`SizeError`) when ``bytes_needed`` exceeds ``budget`` (default
+    :func:`memory_budget`) unless ``yes``; the message names ``what``, the estimate and ``detail``
+    (e.g. ``"about 9.6e+12 jobs"``) and how to insist."""
+    budget = memory_budget() if budget is None else int(budget)
+    if yes or (math.isfinite(bytes_needed) and bytes_needed <= budget):
+        return
+    raise SizeError(f"{what} would need about {human_bytes(bytes_needed)} of memory"
+                    + (f" ({detail})" if detail else "")
+                    + f", more than the {human_bytes(budget)} allowed (half of this machine's memory or "
+                      f"ACMEMODEL_MEMORY_BUDGET); "
+                      f"make it smaller or pass {insist} to run anyway")
+
+
+def expected_jobs(arrival, cluster: str, days: float, scale: float = 1.0) -> float:
+    """Expected number of jobs a bundle's arrival model generates for ``cluster`` over ``days`` at
+    ``scale`` (the first week's expected count, pro rata; the trend is ignored)."""
+    import pandas as pd
+
+    from acmemodel.models.arrival import to_unix_seconds
+
+    t0 = float(to_unix_seconds(pd.Timestamp("2023-03-01", tz="UTC")))
+    week = float(arrival.expected_count(t0, t0 + 7 * 86400.0, cluster=cluster))
+    return week / 7.0 * float(days) * float(scale)

@@ -1,0 +1,33 @@
+"""Importers: job logs of other schedulers and public GPU traces → the AcmeTrace columns.
+
+``load_trace(paths, format=NAME)`` and ``acmemodel convert --from NAME IN... -o OUT`` use them; each
+module documents its format, what it maps how and what it quarantines:
+
+=========  =====================================================================================
+name       reads
+=========  =====================================================================================
+slurm      ``sacct --parsable2`` output with a header (:mod:`.slurm`)
+swf        Standard Workload Format v2.2 of the Parallel Workloads Archive (:mod:`.swf`)
+helios     Helios / Lucid ``cluster_log.csv`` (:mod:`.helios`)
+philly     Philly ``cluster_job_log`` JSON (:mod:`.philly`)
+pai2020    Alibaba PAI 2020 ``pai_job_table`` / ``pai_task_table`` (:mod:`.pai2020`)
+k8s        Kubernetes pod lists, e.g. Alibaba GPU 2023 ``openb_pod_list_*.csv`` (:mod:`.k8s`)
+=========  =====================================================================================
+"""
+from __future__ import annotations
+
+import importlib
+
+from acmemodel.trace.importers._common import Imported, TypeMap  # noqa: F401
+
+FORMATS: tuple[str, ...] = ("slurm", "swf", "helios", "philly", "pai2020", "k8s")
+
+
+def read(format: str, path, *, timezone: str | None = None, type_map=None) -> Imported:
+    """Read one file of ``format`` (:data:`FORMATS`) into an :class:`Imported`."""
+    fmt = str(format).lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"format: unknown trace format {format!r}; choose acmetrace or one of "
+                         + ", ".join(FORMATS))
+    mod = importlib.import_module(f"acmemodel.trace.importers.{fmt}")
+    return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map))

@@ -1,0 +1,570 @@
+"""Slurm accounting: ``sacct --parsable2`` output with its header line.
+
+Typical extract (one line per job and per job step, ``|``-separated, header first)::
+
+    sacct -a -S 2024-01-01 -E now --parsable2 \\
+      --format=JobID,JobIDRaw,User,Partition,QOS,JobName,State,Submit,Start,End,NNodes,AllocCPUS,ReqCPUS,AllocTRES,ReqTRES,ReqMem
+
+Columns are found by name (any order, any case; unknown ones ignored; ``--parsable``'s trailing
+``|`` tolerated). Required: ``JobID`` (or ``JobIDRaw``), ``State``, ``Submit``. Mapping:
+
+=================  ============================================================================
+AcmeTrace          from
+=================  ============================================================================
+job_id             ``JobID`` (array tasks ``123_4`` kept as such; heterogeneous components
+                   ``123+0``, ``123+1`` folded into one job ``123``)
+user               ``User``
+type               the ``--type-map`` rules on Partition/QOS/JobName, else the partition (the
+                   source's own category; QOS when there is no partition)
+state              ``State`` first word (``CANCELLED by 1234`` → CANCELLED); COMPLETING,
+                   CONFIGURING, RESIZING, SIGNALING, STAGE_OUT → RUNNING; STOPPED → SUSPENDED;
+                   REQUEUE_HOLD/REQUEUE_FED/RESV_DEL_HOLD → PENDING; REVOKED → CANCELLED;
+                   SPECIAL_EXIT → FAILED; a FAILED job with an OUT_OF_MEMORY step → OUT_OF_MEMORY
+gpu_num            ``AllocTRES`` (``ReqTRES`` when nothing is allocated, e.g. PENDING):
+                   ``gres/gpu=N``, else the sum of typed ``gres/gpu:<type>=N``; 0 without GPUs
+node_num           ``NNodes``
+cpu_num            ``AllocCPUS`` (``ReqCPUS`` or TRES ``cpu=`` when 0/absent)
+mem_per_pod_GB     TRES ``mem=`` (K/M/G/T suffixes) per node, GB
+submit/start/end   ``Submit``/``Start``/``End``; ``Unknown``/``None``/empty = not known. The
+                   timestamps are the local time of the Slurm database: ``timezone`` sets that
+                   zone (default UTC, with a warning); explicit offsets are honoured
+extras             ``partition``, ``qos``, ``job_name``, ``account``, ``array_job_id``,
+                   ``restart_of`` (earlier attempts of a requeued job listed with ``--duplicates``)
+=================  ============================================================================
+
+Step lines (``123.batch``, ``123.extern``, ``123.0``, ``123_4.batch``, ``123+0.0``) fold into their
+job; a step whose job is not in the file is quarantined (``orphan_step``). A pending array record
+``123_[5-9,12%2]`` (the ``%`` throttle ignored) is expanded into one PENDING job per task. With
+``--duplicates``, earlier records of a requeued job id become attempts ``123@1``, ``123@2`` (state as
+recorded, usually REQUEUED) linked by ``restart_of``; the last record keeps the id. Quarantined:
+lines with the wrong number of fields (``wrong_field_count``), unparsable timestamps
+(``unparsable_timestamp``), empty job ids (``missing_job_id``), unparsable array ranges
+(``bad_array_range``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.errors import TraceFormatError
+from acmemodel.trace.importers import _common as C
+
+STATE_ALIASES: dict[str, str] = {
+    "COMPLETING": "RUNNING", "CONFIGURING": "RUNNING", "RESIZING": "RUNNING", "SIGNALING": "RUNNING",
+    "STAGE_OUT": "RUNNING", "STOPPED": "SUSPENDED", "REQUEUE_HOLD": "PENDING", "REQUEUE_FED": "PENDING",
+    "RESV_DEL_HOLD": "PENDING", "REVOKED": "CANCELLED", "SPECIAL_EXIT": "FAILED",
+    # squeue/sacct short codes
+    "CD": "COMPLETED", "CA": "CANCELLED", "F": "FAILED", "TO": "TIMEOUT", "NF": "NODE_FAIL",
+    "OOM": "OUT_OF_MEMORY", "BF": "BOOT_FAIL", "DL": "DEADLINE", "PR": "PREEMPTED", "RQ": "REQUEUED",
+    "S": "SUSPENDED", "R": "RUNNING", "PD": "PENDING", "CG": "RUNNING", "CF": "RUNNING",
+}
+_FIELDS = {  # canonical name → accepted header spellings (lower case)
+    "jobid": ("jobid",), "jobidraw": ("jobidraw",), "user": ("user",), "partition": ("partition",),
+    "qos": ("qos",), "jobname": ("jobname",), "state": ("state",), "submit": ("submit",),
+    "start": ("start",), "end": ("end",), "nnodes": ("nnodes",), "alloccpus": ("alloccpus",),
+    "reqcpus": ("reqcpus",), "alloctres": ("alloctres",), "reqtres": ("reqtres",), "reqmem": ("reqmem",),
+    "account": ("account",),
+}
+_TIME_FMT = "%Y-%m-%dT%H:%M:%S"
+_MISSING_TIME = ("", "Unknown", "None", "unknown", "none", "N/A")
+
+
+def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    path = Path(path)
+    _check_file(path)
+    warnings: list[str] = []
+    tz = C.timezone_offset(timezone)
+    if timezone is None:
+        warnings.append(f"{path}: sacct timestamps are the Slurm database's local time; no timezone "
+                        "given, read as UTC (pass timezone=/--timezone)")
+    compression = "gzip" if _magic(path, 2) == b"\x1f\x8b" else None
+    with pa.input_stream(str(path), compression=compression) as f:
+        head = f.read(65536).decode("utf-8-sig", errors="replace")
+    first = head.splitlines()[0] if head.strip() else ""
+    if "|" not in first:
+        raise TraceFormatError(f"{path}: not sacct --parsable2 output: the first line must be the "
+                               "'|'-separated header (JobID|...|State|Submit|...)")
+    names = [h.strip() for h in first.split("|")]
+    trailing = names and names[-1] == ""  # --parsable: every line ends with '|'
+    if trailing:
+        names = names[:-1]
+    col = {}
+    for i, h in enumerate(names):
+        for k, spell in _FIELDS.items():
+            if h.lower() in spell and k not in col:
+                col[k] = i
+    if "jobid" not in col and "jobidraw" in col:
+        col["jobid"] = col["jobidraw"]
+    missing = [n for n in ("jobid", "state", "submit") if n not in col]
+    if missing:
+        raise TraceFormatError(f"{path}: sacct header lacks {', '.join(x.capitalize() for x in missing)} "
+                               f"(found: {', '.join(names[:30])})")
+    read_names = [f"c{i}" for i in range(len(names) + (1 if trailing else 0))]
+    wanted = sorted(set(col.values()))
+
+    def do_read(threads: bool):
+        bad: list[tuple] = []
+
+        def handler(row):
+            bad.append((row.number, row.text, row.actual_columns, row.expected_columns))
+            return "skip"
+
+        t = pcsv.read_csv(
+            pa.input_stream(str(path), compression=compression),
+            read_options=pcsv.ReadOptions(column_names=read_names, skip_rows=1, use_threads=threads),
+            parse_options=pcsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=handler,
+                                            ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types={n: pa.string() for n in read_names},
+                include_columns=[read_names[i] for i in wanted], strings_can_be_null=False),
+        )
+        return t, bad
+
+    try:
+        table, bad = do_read(True)
+        if bad and any(b[0] is None for b in bad):
+            table, bad = do_read(False)
+    except (OSError, EOFError) as e:
+        raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
+    except pa.ArrowInvalid as e:
+        raise TraceFormatError(f"{path}: not readable as sacct output ({str(e).splitlines()[0]})") from None
+    bad = [b for b in bad if b[1].strip()]
+    q = C.Quarantine(str(path))
+    q.add([b[0] for b in bad], "wrong_field_count",
+          [f"{b[2]} fields, expected {b[3]}" for b in bad], [b[1] for b in bad])
+    n_read = table.num_rows
+    bad_lines = np.array(sorted(b[0] for b in bad), dtype=np.int64)
+    lines = np.arange(2, n_read + 2, dtype=np.int64)
+    if len(bad_lines):
+        offs = bad_lines - 2 - np.arange(len(bad_lines))
+        lines = lines + np.searchsorted(offs, np.arange(n_read), side="right")
+
+    def column(k):
+        return table.column(read_names[col[k]]) if k in col else None
+
+    jid = pc.utf8_trim_whitespace(column("jobid"))
+    # blank lines (read as one empty field): skipped, not records
+    empty = np.asarray(pc.equal(pc.utf8_length(jid), 0).to_numpy(zero_copy_only=False), dtype=bool)
+    if empty.any():
+        others = [column(k) for k in ("state", "submit") if k in col]
+        all_empty = empty.copy()
+        for o in others:
+            all_empty &= np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(o)), 0)
+                                    .to_numpy(zero_copy_only=False), dtype=bool)
+        n_blank = int(all_empty.sum())
+        idx = np.flatnonzero(empty & ~all_empty)
+        q.add(lines[idx], "missing_job_id", "JobID is empty", _raw(table, read_names, wanted, idx))
+        keep = ~empty
+        table, lines, jid = table.filter(pa.array(keep)), lines[keep], jid.filter(pa.array(keep))
+    else:
+        n_blank = 0
+    records_in = table.num_rows + len(bad) + int(empty.sum()) - n_blank
+
+    # ---- steps fold into their jobs
+    is_step = np.asarray(pc.match_substring(jid, ".").to_numpy(zero_copy_only=False), dtype=bool)
+    state_raw = pc.utf8_upper(pc.utf8_trim_whitespace(column("state")))
+    state_word = pc.struct_field(pc.extract_regex(state_raw, r"^(?P<s>[A-Z_]*)"), "s")
+    n_steps = int(is_step.sum())
+    oom_jobs = set()
+    if n_steps:
+        sidx = np.flatnonzero(is_step)
+        step_ids = jid.take(pa.array(sidx))
+        step_base = pc.struct_field(pc.extract_regex(step_ids, r"^(?P<b>[^.]*)"), "b")
+        job_ids_all = jid.filter(pa.array(~is_step))
+        orphan = ~np.asarray(pc.is_in(step_base, value_set=job_ids_all).to_numpy(zero_copy_only=False), dtype=bool)
+        if orphan.any():
+            oi = sidx[orphan]
+            q.add(lines[oi], "orphan_step", [f"step {j} has no job line {b}" for j, b in zip(
+                step_ids.filter(pa.array(orphan)).to_pylist(), step_base.filter(pa.array(orphan)).to_pylist())],
+                _raw(table, read_names, wanted, oi))
+        st_steps = state_word.take(pa.array(sidx))
+        oom = np.asarray(pc.equal(st_steps, "OUT_OF_MEMORY").to_numpy(zero_copy_only=False), dtype=bool)
+        if oom.any():
+            oom_jobs = set(step_base.filter(pa.array(oom)).to_pylist())
+        keep = pa.array(~is_step)
+        table, lines, jid = table.filter(keep), lines[~is_step], jid.filter(keep)
+        state_raw, state_word = state_raw.filter(keep), state_word.filter(keep)
+        n_orphans = int(orphan.sum())
+    else:
+        n_orphans = 0
+    n = table.num_rows
+
+    # ---- states (mapped on the few distinct values)
+    st_dict = pc.dictionary_encode(state_word).combine_chunks()
+    cats = np.array(st_dict.dictionary.to_pylist(), dtype=object)
+    mapped = pa.array([STATE_ALIASES.get(c, c) for c in cats], type=pa.string())
+    idx = st_dict.indices
+    state = pc.take(mapped, idx)
+    if oom_jobs:
+        fo = pc.and_(pc.equal(state, "FAILED"), pc.is_in(jid, value_set=pa.array(sorted(oom_jobs))))
+        state = pc.if_else(fo, "OUT_OF_MEMORY", state)
+    raw_counts = np.bincount(np.asarray(idx.to_numpy(zero_copy_only=False)), minlength=len(cats))
+    state_counts = {str(c): {"state": STATE_ALIASES.get(c, c), "rows": int(k)} for c, k in zip(cats, raw_counts)}
+    if any("CANCELLED BY" in x for x in _few(state_raw)):
+        state_counts.setdefault("CANCELLED", {})["note"] = "'CANCELLED by <uid>' read as CANCELLED"
+
+    # ---- times
+    times, fails = {}, {}
+    for k in ("submit", "start", "end"):
+        c = column(k)
+        if c is None:
+            times[k] = np.full(n, np.nan)
+            fails[k] = np.zeros(n, dtype=bool)
+        else:
+            times[k], fails[k] = _times(c, tz)
+
+    # ---- resources
+    tres = column("alloctres")
+    rtres = column("reqtres")
+    gpu = _gpus(tres) if tres is not None else np.full(n, np.nan)
+    pending = np.asarray(pc.equal(state, "PENDING").to_numpy(zero_copy_only=False), dtype=bool)
+    if rtres is not None:
+        rg = _gpus(rtres)
+        use = np.isnan(gpu) | ((gpu == 0) & (rg > 0) & pending)
+        gpu = np.where(use, rg, gpu)
+    gpu = np.where(np.isnan(gpu), 0.0, gpu)
+    cpu = _num(column("alloccpus"), n)
+    if "reqcpus" in col:
+        rc = _num(column("reqcpus"), n)
+        cpu = np.where(np.isnan(cpu) | (cpu == 0), rc, cpu)
+    for t in (tres, rtres):
+        if t is not None:
+            miss = np.isnan(cpu) | (cpu == 0)
+            if miss.any():
+                cpu = np.where(miss, _tres_value(t, "cpu"), cpu)
+    nodes = _num(column("nnodes"), n)
+    nodes = np.where(np.isnan(nodes), 1.0, nodes)
+    mem = np.full(n, np.nan)
+    for t in (tres, rtres):
+        if t is not None and np.isnan(mem).any():
+            mem = np.where(np.isnan(mem), _tres_mem_gb(t), mem)
+    mem_node = mem / np.maximum(nodes, 1.0)
+
+    def strings(k):
+        c = column(k)
+        return None if c is None else pc.utf8_trim_whitespace(c).combine_chunks()
+
+    cols = {"job_id": jid.combine_chunks(),
+            "user": strings("user") if "user" in col else pa.array(np.full(n, "unknown", dtype=object)),
+            "state": state, "gpu_num": pa.array(gpu), "node_num": pa.array(nodes), "cpu_num": pa.array(cpu),
+            "mem_per_pod_GB": pa.array(mem_node),
+            "submit": times["submit"], "start": times["start"], "end": times["end"]}
+    for k, src in (("partition", "partition"), ("qos", "qos"), ("job_name", "jobname"), ("account", "account")):
+        if src in col:
+            cols[k] = strings(src)
+    fail = fails["submit"] | fails["start"] | fails["end"]
+
+    # ---- unparsable timestamps
+    if fail.any():
+        fi = np.flatnonzero(fail)
+        which = [", ".join(k.capitalize() for k in ("submit", "start", "end") if fails[k][i]) for i in fi]
+        q.add(lines[fi], "unparsable_timestamp", [f"{w} is not a timestamp" for w in which],
+              _raw_rows_of(path, compression, lines[fi]))
+        keep = ~fail
+        cols = {k: (v[keep] if isinstance(v, np.ndarray) else v.filter(pa.array(keep))) for k, v in cols.items()}
+        lines = lines[keep]
+
+    # ---- special ids (few rows, in pandas): array ranges 123_[5-9], het components 123+k, requeues
+    ids = cols["job_id"]
+    special = np.asarray(pc.match_substring_regex(ids, r"[\[+]").to_numpy(zero_copy_only=False), dtype=bool)
+    n_unique = len(pc.unique(ids))
+    n_expanded = n_het = n_attempts = 0
+    extra_cols = {"array_job_id": None, "restart_of": None}
+    if special.any() or n_unique < len(ids):
+        frame = _to_frame(cols, lines)
+        if special.any():
+            frame, n_expanded, n_het = _special_ids(frame, special, q, path, compression)
+        frame["restart_of"] = None
+        if frame["job_id"].duplicated().any():
+            frame, n_attempts = _attempts(frame)
+        lines = frame.pop("_line").to_numpy(np.int64)
+        cols = {k: (frame[k].to_numpy(float) if frame[k].dtype.kind == "f" else
+                    pa.array(frame[k].astype(object).where(frame[k].notna(), None).to_numpy(object), type=pa.string()))
+                for k in frame.columns}
+        if frame["restart_of"].notna().any():
+            extra_cols["restart_of"] = cols.pop("restart_of")
+        else:
+            cols.pop("restart_of")
+        ids = cols["job_id"]
+    arr = pc.match_substring(ids, "_")
+    if pc.any(arr).as_py():
+        base = pc.struct_field(pc.extract_regex(ids, r"^(?P<b>[^_]*)_"), "b")
+        extra_cols["array_job_id"] = pc.if_else(arr, base, pa.scalar(None, pa.string()))
+
+    # ---- types
+    tmap = C.TypeMap.parse(type_map)
+    fields = {"partition": cols.get("partition"), "qos": cols.get("qos"), "name": cols.get("job_name")}
+    if "partition" in cols:
+        default, default_label = cols["partition"], "partition"
+    elif "qos" in cols:
+        default, default_label = cols["qos"], "QOS"
+    else:
+        default, default_label = pa.array(np.full(len(ids), "Other", dtype=object), type=pa.string()), "(none: Other)"
+    types, type_counts = tmap.apply_arrow(fields, default, default_label)
+    if not tmap.rules:
+        warnings.append(f"{path}: no --type-map rules: job types are the {default_label} values")
+
+    out_cols = {"job_id": ids, "user": cols["user"], "type": types, "state": cols["state"],
+                "gpu_num": cols["gpu_num"], "node_num": cols["node_num"], "cpu_num": cols["cpu_num"],
+                "mem_per_pod_GB": cols["mem_per_pod_GB"],
+                "submit_time": C.seconds_to_arrow_ts(_np(cols["submit"])),
+                "start_time": C.seconds_to_arrow_ts(_np(cols["start"])),
+                "end_time": C.seconds_to_arrow_ts(_np(cols["end"]))}
+    for k in ("partition", "qos", "job_name", "account"):
+        if k in cols:
+            out_cols[k] = cols[k]
+    for k, v in extra_cols.items():
+        if v is not None:
+            out_cols[k] = v
+    out = pa.table({k: (pa.array(v) if isinstance(v, np.ndarray) else v) for k, v in out_cols.items()})
+    rejected = q.frame()
+    report = {
+        "format": "slurm", "file": str(path), "records_in": int(records_in),
+        "accepted_rows": int(out.num_rows), "folded": int(n_steps - n_orphans + n_het),
+        "expanded_array_tasks": int(n_expanded), "requeue_attempts": int(n_attempts),
+        "rejected": q.counts(), "timezone": tz,
+        "mapping": {
+            "job_id": "JobID" if "jobid" in col and names[col["jobid"]].lower() == "jobid" else "JobIDRaw",
+            "gpu_num": "AllocTRES gres/gpu (ReqTRES if unallocated)" if tres is not None else
+                       ("ReqTRES gres/gpu" if rtres is not None else "none (no TRES column): 0"),
+            "cpu_num": "AllocCPUS" if "alloccpus" in col else ("ReqCPUS" if "reqcpus" in col else "TRES cpu"),
+            "node_num": "NNodes" if "nnodes" in col else "none: 1",
+            "mem_per_pod_GB": "TRES mem / NNodes",
+            "type": f"type-map rules, else {default_label}",
+            "times": f"Submit/Start/End, local time {tz}",
+        },
+        "types": type_counts, "states": state_counts,
+    }
+    # records in = accepted rows − expanded array tasks + folded records + rejected
+    return C.Imported(format="slurm", path=str(path), table=out, lines=np.asarray(lines, np.int64),
+                      rejected=rejected, cluster=C.cluster_from_path(path), timezone=tz, report=report,
+                      warnings=warnings)
+
+
+def _np(v) -> np.ndarray:
+    return v if isinstance(v, np.ndarray) else np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _to_frame(cols: dict, lines: np.ndarray) -> pd.DataFrame:
+    """The columns as a pandas frame (for the few-row id surgery)."""
+    d = {}
+    for k, v in cols.items():
+        if isinstance(v, np.ndarray):
+            d[k] = v
+        elif hasattr(v, "type") and (str(v.type) in ("double", "float")):
+            d[k] = np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
+        else:
+            d[k] = np.asarray(v.to_pylist(), dtype=object)
+    d["_line"] = lines
+    return pd.DataFrame(d)
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise TraceFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise TraceFormatError(f"{path}: is a directory, not a sacct file")
+    if path.stat().st_size == 0:
+        raise TraceFormatError(f"{path}: empty file")
+
+
+def _magic(path: Path, k: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(k)
+
+
+def _few(arr, k: int = 64) -> list[str]:
+    import pyarrow.compute as pc
+
+    try:
+        return [s for s in pc.unique(arr).to_pylist()[:k] if s]
+    except Exception:  # noqa: BLE001 (a hint only)
+        return []
+
+
+def _times(c, tz: str):
+    """sacct timestamps → Unix seconds (NaN unknown) and the mask of unparsable values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    c = pc.utf8_trim_whitespace(c)
+    missing = np.asarray(pc.is_in(c, value_set=pa.array(list(_MISSING_TIME))).to_numpy(zero_copy_only=False),
+                         dtype=bool)
+    ts = pc.strptime(c, format=_TIME_FMT, unit="s", error_is_null=True)
+    null = np.asarray(ts.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    sec = np.asarray(pc.fill_null(ts.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), dtype=float)
+    sec = np.where(null, np.nan, sec - C.utc_offset_seconds(tz))
+    retry = null & ~missing
+    fail = np.zeros(len(sec), dtype=bool)
+    if retry.any():  # other spellings (a space separator, an explicit offset): pandas on the few
+        idx = np.flatnonzero(retry)
+        s2, bad2 = C.parse_local_times(c.take(pa.array(idx)).to_pylist(), tz)
+        sec[idx] = s2
+        fail[idx] = bad2
+    return sec, fail
+
+
+def _num(c, n: int) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if c is None:
+        return np.full(n, np.nan)
+    v = pc.cast(pc.if_else(pc.match_substring_regex(c, r"^\s*-?\d+(\.\d+)?\s*$"), pc.utf8_trim_whitespace(c),
+                           pa.scalar(None, pa.string())), pa.float64())
+    return np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _gpus(tres) -> np.ndarray:
+    """GPUs in a TRES string: ``gres/gpu=N``, else the sum of ``gres/gpu:<type>=N``; NaN when the
+    field is empty (nothing allocated), 0 when it lists other resources only."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = pc.struct_field(pc.extract_regex(tres, r"(?:^|,)gres/gpu=(?P<n>\d+)"), "n")
+    g = np.asarray(pc.cast(plain, pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+    empty = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(tres)), 0).to_numpy(zero_copy_only=False),
+                       dtype=bool)
+    typed = np.asarray(pc.match_substring(tres, "gres/gpu:").to_numpy(zero_copy_only=False), dtype=bool)
+    need = np.isnan(g) & typed
+    if need.any():
+        idx = np.flatnonzero(need)
+        for i, s in zip(idx, tres.take(pa.array(idx)).to_pylist()):
+            g[i] = float(sum(int(m) for m in re.findall(r"gres/gpu:[^=,]+=(\d+)", s)))
+    g = np.where(np.isnan(g) & ~empty, 0.0, g)
+    return g
+
+
+def _tres_value(tres, key: str) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v = pc.struct_field(pc.extract_regex(tres, rf"(?:^|,){key}=(?P<n>\d+(?:\.\d+)?)"), "n")
+    return np.asarray(pc.cast(v, pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+
+
+_MEM_UNIT = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "": 1 / 1024}
+
+
+def _tres_mem_gb(tres) -> np.ndarray:
+    """TRES ``mem=`` in GB (Slurm's K/M/G/T are binary units; no suffix = MB)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    st = pc.extract_regex(tres, r"(?:^|,)mem=(?P<n>\d+(?:\.\d+)?)(?P<u>[KMGT]?)")
+    v = np.asarray(pc.cast(pc.struct_field(st, "n"), pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+    u = np.asarray(pc.struct_field(st, "u").to_numpy(zero_copy_only=False), dtype=object)
+    mult = np.ones(len(v))
+    for k, f in _MEM_UNIT.items():
+        mult[u == k] = f
+    return v * mult
+
+
+def _raw(table, read_names, wanted, idx) -> list[str]:
+    """Rows ``idx`` as '|'-joined values of the columns read (for the quarantine's raw)."""
+    import pyarrow as pa
+
+    sub = table.take(pa.array(np.asarray(idx, dtype=np.int64)))
+    cols = [sub.column(c).to_pylist() for c in sub.column_names]
+    return ["|".join("" if v is None else str(v) for v in row) for row in zip(*cols)]
+
+
+def _raw_rows_of(path: Path, compression, lines) -> list[str]:
+    """The file's lines ``lines`` as written (one pass; only for quarantined rows)."""
+    import gzip
+
+    want = set(int(x) for x in lines)
+    found = {}
+    opener = gzip.open if compression == "gzip" else open
+    with opener(path, "rb") as f:
+        for i, line in enumerate(f, start=1):
+            if i in want:
+                found[i] = line.decode("utf-8", errors="replace").rstrip("\r\n")
+    return [found.get(int(x), "") for x in lines]
+
+
+def expand_array_range(spec: str) -> list[int]:
+    """``5-9,12,15-20:2%4`` → task indices (``:step`` honoured, ``%`` throttle ignored)."""
+    spec = spec.split("%")[0]
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        if not m:
+            raise ValueError(part)
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) else a
+        step = int(m.group(3)) if m.group(3) else 1
+        if b < a or step < 1 or b - a > 1_000_000:
+            raise ValueError(part)
+        out.extend(range(a, b + 1, step))
+    return out
+
+
+def _special_ids(frame: pd.DataFrame, special: np.ndarray, q: C.Quarantine, path, compression):
+    """Expand pending array ranges ``123_[5-9]`` and fold heterogeneous components ``123+k``."""
+    rows = frame.loc[special]
+    rest = frame.loc[~special]
+    new = []
+    n_exp = n_het = 0
+    bad_lines = []
+    het = rows[rows["job_id"].str.contains("+", regex=False)]
+    arr = rows[~rows.index.isin(het.index)]
+    for i, r in arr.iterrows():
+        m = re.fullmatch(r"(\d+)_\[(.+)\]", str(r["job_id"]))
+        try:
+            tasks = expand_array_range(m.group(2)) if m else None
+        except ValueError:
+            tasks = None
+        if not tasks:
+            bad_lines.append(int(r["_line"]))
+            continue
+        base = m.group(1)
+        for t in tasks:
+            d = r.copy()
+            d["job_id"] = f"{base}_{t}"
+            new.append(d)
+        n_exp += len(tasks) - 1
+    if bad_lines:
+        q.add(bad_lines, "bad_array_range", "array task range is not N-M[,..]", _raw_rows_of(path, compression, bad_lines))
+    if len(het):
+        base = het["job_id"].str.split("+").str[0]
+        for b, g in het.groupby(base, sort=False):
+            d = g.iloc[0].copy()
+            d["job_id"] = b
+            for c in ("gpu_num", "node_num", "cpu_num"):
+                d[c] = g[c].sum()
+            mem_tot = (g["mem_per_pod_GB"] * g["node_num"]).sum(min_count=1)
+            d["mem_per_pod_GB"] = mem_tot / max(d["node_num"], 1.0)
+            d["submit"] = g["submit"].min()
+            d["start"] = g["start"].min()
+            d["end"] = g["end"].max() if g["end"].notna().all() else np.nan
+            new.append(d)
+            n_het += len(g) - 1
+    out = pd.concat([rest, pd.DataFrame(new)], ignore_index=False) if new else rest
+    out = out.sort_values("_line", kind="stable").reset_index(drop=True)
+    return out, n_exp, n_het
+
+
+def _attempts(frame: pd.DataFrame):
+    """Records of one job id listed several times (``--duplicates``: requeued attempts): the earlier
+    ones become ``<id>@k`` in order of submission, each linked to the previous by ``restart_of``."""
+    frame = frame.copy()
+    order = frame.sort_values(["submit", "_line"], kind="stable").index
+    k = frame.loc[order].groupby("job_id", sort=False).cumcount() + 1
+    total = frame.groupby("job_id")["job_id"].transform("size")
+    att = pd.Series(k, index=order).reindex(frame.index)
+    ids = frame["job_id"].astype(str)
+    new_id = np.where(att.to_numpy() < total.to_numpy(), ids + "@" + att.astype(str), ids)
+    prev = np.where(att.to_numpy() > 1, ids + "@" + (att - 1).astype(str), None)
+    frame["job_id"] = new_id
+    frame["restart_of"] = np.where(pd.notna(prev), prev, frame["restart_of"])
+    return frame, int((att.to_numpy() < total.to_numpy()).sum())

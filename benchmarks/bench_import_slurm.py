@@ -1,0 +1,124 @@
+"""Import a 1M-job ``sacct --parsable2`` file with ``load_trace(format="slurm")`` vs pyarrow's raw read.
+
+Target (issue 13): the import — steps folded, TRES parsed, states mapped, timestamps converted,
+validated into ``Trace.jobs`` — within 3x of ``pyarrow.csv.read_csv(path, delimiter="|")`` of the
+same file. The file has one job line per job plus ``--steps`` step lines per job on average
+(``.batch``/``.extern``/``.0``), a few RUNNING/PENDING jobs and array tasks. Each reader runs in a
+fresh subprocess, interleaved over ``--repeat`` rounds; reported: the best time of each and the
+median of the per-round ratios.
+
+    python benchmarks/bench_import_slurm.py [--jobs 1000000] [--steps 0.5] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CHILD = r"""
+import json, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+if mode == "pyarrow":
+    import pyarrow.csv as pc
+    t = time.perf_counter()
+    table = pc.read_csv(path, parse_options=pc.ParseOptions(delimiter="|"))
+    dt = time.perf_counter() - t
+    n = table.num_rows
+else:
+    import warnings
+    from acmemodel.trace import load_trace
+    warnings.simplefilter("ignore")
+    t = time.perf_counter(); tr = load_trace(path, format="slurm", timezone="+08:00"); dt = time.perf_counter() - t
+    n = len(tr.jobs)
+print(json.dumps({"seconds": dt, "rows": n}))
+"""
+
+HEADER = ("JobID|JobIDRaw|User|Partition|QOS|JobName|State|Submit|Start|End|NNodes|AllocCPUS|ReqCPUS|"
+          "AllocTRES|ReqTRES")
+
+
+def make_file(path: Path, n: int, steps: float, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    t0 = pd.Timestamp("2024-01-01").value // 10**9
+    submit = t0 + np.sort(rng.integers(0, 180 * 86400, n))
+    start = submit + np.where(rng.random(n) < 0.5, 0, rng.lognormal(5, 2, n).astype(np.int64))
+    end = start + rng.lognormal(6, 2.5, n).astype(np.int64)
+    gpus = rng.choice([0, 1, 2, 4, 8, 16, 64], n, p=[.3, .4, .1, .05, .1, .03, .02])
+    nodes = np.maximum(1, gpus // 8)
+    cpus = np.maximum(1, gpus) * 8
+    states = rng.choice(["COMPLETED", "FAILED", "CANCELLED by 1001", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
+                         "RUNNING", "PENDING"], n, p=[.6, .15, .12, .05, .03, .02, .02, .01])
+    fmt = lambda s: pd.to_datetime(s, unit="s").strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
+    sub_t, st_t, en_t = fmt(submit), fmt(start), fmt(end)
+    st_t = np.where(states == "PENDING", "Unknown", st_t)
+    en_t = np.where(np.isin(states, ["RUNNING", "PENDING"]), "Unknown", en_t)
+    ids = (1_000_000 + np.arange(n)).astype(str)
+    arr = rng.random(n) < 0.05
+    ids = np.where(arr, np.char.add(np.char.add(ids, "_"), rng.integers(0, 50, n).astype(str)), ids)
+    parts = rng.choice(["llm", "eval", "debug", "cpu"], n)
+    names = np.char.add(rng.choice(["eval_mmlu_", "pretrain_7b_", "sft_chat_", "debug_"], n),
+                        rng.integers(0, 999, n).astype(str))
+    tres = np.char.add(np.char.add(np.char.add("billing=", cpus.astype(str)), np.char.add(",cpu=", cpus.astype(str))),
+                       np.where(gpus > 0, np.char.add(",gres/gpu=", gpus.astype(str)), ""))
+    tres = np.char.add(tres, np.char.add(",mem=", np.char.add((cpus * 8).astype(str), "G,node=1")))
+    alloc = np.where(states == "PENDING", "", tres)
+    users = np.char.add("u", rng.integers(0, 3000, n).astype(str))
+    job_lines = pd.Series(ids).str.cat([pd.Series(x) for x in (
+        (1_000_000 + np.arange(n)).astype(str), users, parts, np.full(n, "normal"), names, states, sub_t, st_t, en_t,
+        nodes.astype(str), cpus.astype(str), cpus.astype(str), alloc, tres)], sep="|")
+    k = rng.poisson(steps, n) * (states != "PENDING")
+    step_of = np.repeat(np.arange(n), k)
+    kind = rng.choice(["batch", "extern", "0"], len(step_of))
+    step_lines = pd.Series(np.char.add(np.char.add(ids[step_of], "."), kind)).str.cat([pd.Series(x) for x in (
+        np.char.add(np.char.add((1_000_000 + step_of).astype(str), "."), kind), np.full(len(step_of), ""),
+        np.full(len(step_of), ""), np.full(len(step_of), ""), kind, states[step_of], st_t[step_of],
+        st_t[step_of], en_t[step_of], np.full(len(step_of), "1"), cpus[step_of].astype(str),
+        cpus[step_of].astype(str), alloc[step_of], np.full(len(step_of), ""))], sep="|")
+    order = np.argsort(np.r_[np.arange(n) * 2.0, step_of * 2.0 + 1], kind="stable")
+    lines = pd.concat([job_lines, step_lines], ignore_index=True).to_numpy(object)[order]
+    with open(path, "w") as f:
+        f.write(HEADER + "\n")
+        f.write("\n".join(lines))
+        f.write("\n")
+
+
+def run(path: Path, mode: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), mode], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--steps", type=float, default=0.5, help="mean step lines per job")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "sacct.txt"
+        make_file(path, a.jobs, a.steps)
+        n_lines = sum(1 for _ in open(path)) - 1
+        size = path.stat().st_size / 1e6
+        bases, ours = [], []
+        for i in range(a.repeat):
+            order = ("pyarrow", "slurm") if i % 2 == 0 else ("slurm", "pyarrow")
+            got = {m: run(path, m) for m in order}
+            bases.append(got["pyarrow"])
+            ours.append(got["slurm"])
+    b = min(r["seconds"] for r in bases)
+    o = min(r["seconds"] for r in ours)
+    paired = sorted(x["seconds"] / y["seconds"] for x, y in zip(ours, bases))
+    print(f"file jobs={a.jobs} lines={n_lines} size_mb={size:.0f}")
+    print(f"pyarrow.read_csv seconds={b:.3f} rows={bases[0]['rows']}")
+    print(f"load_trace(format='slurm') seconds={o:.3f} jobs={ours[0]['rows']}")
+    print(f"ratio import/pyarrow={o / b:.2f} (target <= 3.0); paired median={float(np.median(paired)):.2f} "
+          f"min={paired[0]:.2f} max={paired[-1]:.2f} (n={len(paired)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""What users read (issue 18): plan as tables with human numbers, planner errors that say what does
+not fit and what would, quota-only plans, runs left out of the cluster simulation, 80-column output,
+``--version``, JSON without float noise."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from acmemodel.cli import app
+
+runner = CliRunner()
+
+
+def _cfg(tmp_path, name, **over):
+    d = {"name": name, "cluster": {"gpus": 2304, "partitions": {"pretrain": 1024, "eval": "auto"}},
+         "workload": {"days": 1}, "runs": [{"name": "big", "gpus": 1024, "work": "5d"}],
+         "simulation": {"replicas": 100}}
+    d.update(over)
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(d))
+    return str(p)
+
+
+def _cli80(args):
+    """Run the installed CLI in a subprocess with ``COLUMNS=80`` (as a user's 80-column terminal)."""
+    env = {**os.environ, "COLUMNS": "80", "PYTHONWARNINGS": "ignore"}
+    r = subprocess.run([sys.executable, "-m", "acmemodel", *args], capture_output=True, text=True, env=env,
+                       timeout=600)
+    return r
+
+
+def _fits_80(text):
+    lines = text.splitlines()
+    assert lines, "no output"
+    too_long = [ln for ln in lines if len(ln) > 80]
+    assert not too_long, too_long[:3]
+    assert "…" not in text  # rich's ellipsis: a cut header or value
+
+
+def test_plan_that_does_not_fit_says_what_would(tmp_path):
+    """2,304 GPUs, pretrain 2,048, eval auto: was 'hi=-512 must be a non-negative multiple of
+    gpus_per_node=8'."""
+    p = _cfg(tmp_path, "nofit", cluster={"gpus": 2304, "partitions": {"pretrain": 2048, "eval": "auto"}},
+             runs=[{"name": "big", "gpus": 2048, "work": "5d"}])
+    r = runner.invoke(app, ["plan", p, "--json"])
+    assert r.exit_code == 0, r.output
+    cl = json.loads(r.stdout)["cluster"]
+    assert cl["available"] is False
+    reason = cl["reason"]
+    assert "hi=" not in reason and "largest shared job needs" in reason and "would fit" in reason
+    assert "pretrain at most" in reason and "a cluster of at least" in reason
+    # the suggestion is right: pretrain at the suggested size is simulated
+    import re
+
+    fit = int(re.search(r"pretrain at most ([\d,]+) GPUs", reason).group(1).replace(",", ""))
+    p2 = _cfg(tmp_path, "fits", cluster={"gpus": 2304, "partitions": {"pretrain": fit, "eval": "auto"}},
+              runs=[])
+    r2 = runner.invoke(app, ["plan", p2, "--json"])
+    assert r2.exit_code == 0 and json.loads(r2.stdout)["cluster"]["available"] is True
+
+
+def test_quota_only_plan_and_run_without_reservation(tmp_path):
+    p = _cfg(tmp_path, "quota", runs=[])
+    r = runner.invoke(app, ["plan", p])
+    assert r.exit_code == 0, r.output
+    assert "quota-only" in r.stdout and "Queue delay by job type" in r.stdout
+    doc = json.loads(runner.invoke(app, ["plan", p, "--json"]).stdout)
+    assert doc["runs"] == [] and doc["cluster"]["quotas"]["eval"] > 0
+    # a run without a reservation: planned, shown, and said to be outside the cluster simulation
+    p = _cfg(tmp_path, "noresv", cluster={"gpus": 2304, "partitions": {"eval": "auto"}})
+    r = runner.invoke(app, ["plan", p])
+    assert r.exit_code == 0, r.output
+    assert "big is not in the cluster simulation" in r.stdout and "no*" in r.stdout
+    doc = json.loads(runner.invoke(app, ["plan", p, "--json"]).stdout)
+    ex = doc["cluster"]["planned_runs_excluded"]
+    assert [e["name"] for e in ex] == ["big"] and "pretrain" in ex[0]["reason"]
+    assert doc["cluster"]["workload"]["planned_runs_included"] == []
+    # too big for its reservation
+    p = _cfg(tmp_path, "toobig", runs=[{"name": "huge", "gpus": 2048, "work": "5d"}])
+    doc = json.loads(runner.invoke(app, ["plan", p, "--json", "--no-cluster"]).stdout)
+    assert "more than the 1,024-GPU 'pretrain' partition" in doc["cluster"]["planned_runs_excluded"][0]["reason"]
+    bad = _cfg(tmp_path, "bad", runs={"name": "x"})
+    r = runner.invoke(app, ["plan", bad])
+    assert r.exit_code != 0
+
+
+def test_plan_tables_fit_80_columns_with_human_numbers(tmp_path):
+    p = _cfg(tmp_path, "human", runs=[{"name": "llm-123b", "gpus": 1024, "work": "30d"}])
+    r = _cli80(["plan", p])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    _fits_80(out)
+    for needle in ("Pretraining runs", "GPU-time loss per run (GPU-h)", "Queue delay by job type",
+                   "Partitions", "p90 ≤ 10 min"):
+        assert needle in out
+    assert "e+0" not in out  # no 5.028e+04
+    import re
+
+    assert re.search(r"\b\d{1,3},\d{3}\b", out)  # thousands separators (GPU-h, jobs)
+    assert re.search(r"\d+(\.\d)? d\b", out) and (" min" in out or " h" in out)
+
+
+def test_forecast_fits_80_columns(tmp_path):
+    r = _cli80(["forecast", "--days", "14", "--method", "seasonal_naive"])
+    assert r.returncode == 0, r.stderr
+    _fits_80(r.stdout)
+    assert "MASE" in r.stdout and "bounded by 2,288 GPUs × 24 h = 54,912" in r.stdout
+
+
+def test_version_and_json_without_float_noise():
+    r = runner.invoke(app, ["--version"])
+    from acmemodel import __version__
+
+    assert r.exit_code == 0 and r.stdout.strip() == f"acmemodel {__version__}"
+    from acmemodel.cli._app import _clean
+
+    assert _clean({"a": [1200.0000000000002, 0.1 + 0.2]}) == {"a": [1200.0, 0.3]}
+
+
+@pytest.mark.parametrize("x, text", [(50280.4, "50,280"), (12, "12"), (3.0, "3"), (0.0213, "0.0213"),
+                                     (1234567.0, "1,234,567"), (None, "–"), (float("nan"), "–")])
+def test_human_numbers(x, text):
+    from acmemodel.cli._fmt import num
+
+    assert num(x) == text
+
+
+@pytest.mark.parametrize("s, text", [(45, "45 s"), (720, "12 min"), (3.2 * 3600, "3.2 h"), (4.5 * 86400, "4.5 d"),
+                                     (2 ** 21, "24 d"), (None, "–")])
+def test_human_durations(s, text):
+    from acmemodel.cli._fmt import dur
+
+    assert dur(s) == text
