@@ -12,7 +12,7 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    latent completion and cancellation times from the runtime model's cause-specific laws; the
    earliest decides the state and the run time. A NaN run time means the job never started.
 3. **Restart chains** — a FAILED job is resubmitted with the bundle's ``"restart"`` model's
-   probability ``RestartModel.resubmit_probability(cluster=, type=)`` (``restart_prob`` overrides it
+   probability ``RestartModel.resubmit_probability(cluster=, type=, gpus=)`` (``restart_prob`` overrides it
    for ``restart_types``) after a restart gap (failure end → resubmission), same user, type and GPU
    count, up to ``max_attempts`` attempts; each attempt draws its own latent times again
    (renewal). The gap is drawn from the restart model (its ``"gap"`` component given the failure's
@@ -139,21 +139,25 @@ def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.r
     return default
 
 
-def resubmit_probabilities(restart, cluster: str, types, *, restart_prob: float | None = None,
-                           restart_types: tuple[str, ...] = ("Pretrain",)) -> dict[str, float]:
-    """type → probability that a failed job is resubmitted: ``restart_prob`` for ``restart_types``
-    when given, else the restart model's ``resubmit_probability(cluster=, type=)`` (its prior
-    without a fitted model)."""
+def resubmit_probabilities(restart, cluster: str, types, gpus, *, restart_prob: float | None = None,
+                           restart_types: tuple[str, ...] = ("Pretrain",)) -> np.ndarray:
+    """Per failed job (aligned ``types``, ``gpus``): the probability that it is resubmitted —
+    ``restart_prob`` for ``restart_types`` when given, else the restart model's
+    ``resubmit_probability(cluster=, type=, gpus=)`` (its prior without a fitted model)."""
+    from acmemodel.features.keys import type_bucket_groups
     from acmemodel.models.restart import resubmit_prior
 
-    out = {}
-    for ty in sorted({str(t) for t in types}):
+    types = np.asarray(types, dtype=object)
+    gpus = np.asarray(gpus)
+    out = np.zeros(len(types))
+    for ty, _b, idx in type_bucket_groups(types, gpus):
         if restart_prob is not None:
-            out[ty] = float(restart_prob) if ty in restart_types else 0.0
+            p = float(restart_prob) if ty in restart_types else 0.0
         elif restart is not None and hasattr(restart, "resubmit_probability"):
-            out[ty] = float(restart.resubmit_probability(cluster=cluster, type=ty))
+            p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
         else:
-            out[ty] = resubmit_prior(ty)
+            p = resubmit_prior(ty)
+        out[idx] = p
     return out
 
 
@@ -222,8 +226,6 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     }
     # ---- restart chains (queue 0 while generating)
     gap_sampler = _restart_gap_sampler(restart, arrival.timezones_[cluster])
-    p_restart = resubmit_probabilities(restart, cluster, types, restart_prob=restart_prob,
-                                       restart_types=tuple(restart_types or ()))
     cols = {k: [v] for k, v in jobs.items()}
     cur = {k: v for k, v in jobs.items()}
     cur_idx = np.arange(n, dtype=np.int64)
@@ -232,7 +234,8 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     for _ in range(int(max_attempts) - 1):
         end = cur["submit_s"] + np.nan_to_num(cur["run_s"], nan=0.0)
         pick = cur["state"] == "FAILED"
-        p_row = pd.Series(cur["type"]).map(p_restart).fillna(0.0).to_numpy(dtype=float)
+        p_row = resubmit_probabilities(restart, cluster, cur["type"], cur["gpu_num"], restart_prob=restart_prob,
+                                       restart_types=tuple(restart_types or ()))
         pick &= rng.random(len(pick)) < p_row
         if not pick.any():
             break

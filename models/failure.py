@@ -32,8 +32,9 @@ Weibull shape ``k`` (``shape_``; k < 1 = decreasing hazard, infant mortality) an
 (p ≡ 0): a plain Weibull PH model. ``β_x`` holds the optional ``late_covariates`` (cluster / type
 dummies; none by default, so the late hazard depends on size only). Parameters are fitted by
 maximum likelihood (analytic gradient, L-BFGS-B; events contribute the density, censored jobs the
-survival) with a weak normal prior N(0, ``ridge_sd``² = 10²) on the cluster/type dummy coefficients
-only, so a level without failures cannot drift to ±∞; the covariance is the inverse of the observed
+survival) with a weak normal prior N(0, ``ridge_sd``² = 10²) on the cluster/type dummy coefficients,
+so a level without failures cannot drift to ±∞, and N(0, 1) on log k, so a late regime with few
+events cannot collapse to a spike (a parameter left at a bound gets an unbounded interval); the covariance is the inverse of the observed
 (penalised) information (finite differences of the analytic gradient), and every interval (α, k,
 MTTF) is a Wald / delta-method interval, on the log scale for positive quantities. The early median
 ``t_ref·exp(μ_E)`` is bounded by ``early_median_max_s`` so the components cannot swap roles. On more

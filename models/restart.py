@@ -37,6 +37,9 @@ Beta prior of strength ``resubmit_prior_n`` pseudo-failures centred on the prior
 
     q(c, y) = (k + m · q0(y)) / (n + m),   n failures, k of them resubmitted, m = resubmit_prior_n
 
+and, within it, per GPU bucket (edges 1, 8, 64, 256, 1,024) with at least ``resubmit_min_failed``
+(30) failures, shrunk the same way towards ``q(c, y)``: ``q(c, y, b) = (k_b + m q(c, y)) / (n_b + m)``
+(owners restart large training jobs, not small trials of the same type).
 ``q0``: 0.7 for Pretrain (:data:`RESUBMIT_PRIOR`; the paper reports that failed pretraining runs
 are restarted but publishes no abandonment rate: an assumption) and :data:`DEFAULT_RESUBMIT_PROB`
 (0) for every other type. A (cluster, type) without failures in the training data gets ``q0(y)``.
@@ -293,8 +296,10 @@ class RestartModel(BaseModel):
 
     def __init__(self, *, method: str = "glm", min_chains: int = 30, min_lgbm_chains: int = 200,
                  min_level_chains: int = 10, clip_s: float = 1.0, lgbm_params: dict | None = None,
-                 num_boost_round: int = 200, random_state: int = 0, resubmit_prior_n: float = 2.0):
+                 num_boost_round: int = 200, random_state: int = 0, resubmit_prior_n: float = 2.0,
+                 resubmit_min_failed: int = 30):
         self.resubmit_prior_n = resubmit_prior_n
+        self.resubmit_min_failed = resubmit_min_failed
         self.method = method
         self.min_chains = min_chains
         self.min_lgbm_chains = min_lgbm_chains
@@ -447,7 +452,7 @@ class RestartModel(BaseModel):
 
     def _fit_resubmit(self, jobs: pd.DataFrame) -> None:
         """``resubmit_`` from the failed GPU jobs and their chain links (module docstring)."""
-        self.resubmit_ = {}
+        self.resubmit_, self.resubmit_buckets_ = {}, {}
         if not len(jobs) or "next_restart_gap_s" not in jobs.columns:
             return
         f = jobs[(jobs["analysis_state"] == "FAILED").to_numpy() & (jobs["gpu_num"].to_numpy(float) > 0)]
@@ -459,13 +464,33 @@ class RestartModel(BaseModel):
             n, k = int(r["size"]), int(r["sum"])
             q0 = resubmit_prior(ty)
             self.resubmit_[(cl, ty)] = {"n_failed": n, "n_resubmitted": k, "p": (k + m * q0) / (n + m)}
+        from acmemodel.features.keys import gpu_bucket
 
-    def resubmit_probability(self, *, cluster: str | None = None, type: str | None = None) -> float:
-        """``q(cluster, type)``: probability that a failed GPU job is resubmitted (module
-        docstring). A missing key is marginalised (failure-weighted over the fitted cells); a
-        (cluster, type) without training failures gets the prior of its type."""
+        self.resubmit_buckets_ = {}
+        gb = pd.DataFrame({"cluster": f["cluster"].astype(str).to_numpy(), "type": f["type"].astype(str).to_numpy(),
+                           "b": np.asarray(gpu_bucket(f["gpu_num"].to_numpy(float)), dtype=object).astype(str),
+                           "k": again.astype(float)}).groupby(["cluster", "type", "b"], sort=True)["k"].agg(["size", "sum"])
+        for (cl, ty, bk), r in gb.iterrows():
+            n, k = int(r["size"]), int(r["sum"])
+            if n >= int(self.resubmit_min_failed):
+                q = self.resubmit_[(cl, ty)]["p"]
+                self.resubmit_buckets_[(cl, ty, bk)] = {"n_failed": n, "n_resubmitted": k, "p": (k + m * q) / (n + m)}
+
+    def resubmit_probability(self, *, cluster: str | None = None, type: str | None = None,
+                             gpus: float | None = None) -> float:
+        """``q(cluster, type[, GPU bucket of gpus])``: probability that a failed GPU job is
+        resubmitted (module docstring). A missing key is marginalised (failure-weighted over the
+        fitted cells); a (cluster, type) without training failures gets the prior of its type; a
+        bucket without its own estimate gets the (cluster, type) one."""
         self._check_fitted()
         cells = getattr(self, "resubmit_", {}) or {}
+        if gpus is not None and cluster is not None and type is not None:
+            from acmemodel.features.keys import gpu_bucket
+
+            bk = str(np.asarray(gpu_bucket(np.array([float(gpus)])), dtype=object)[0])
+            c = (getattr(self, "resubmit_buckets_", {}) or {}).get((str(cluster), str(type), bk))
+            if c:
+                return float(c["p"])
         if cluster is not None and type is not None:
             c = cells.get((str(cluster), str(type)))
             return float(c["p"]) if c else resubmit_prior(str(type))
@@ -697,6 +722,8 @@ class RestartModel(BaseModel):
                 "levels": self.levels_,
                 "resubmit": [{"cluster": cl, "type": ty, **c} for (cl, ty), c in
                              sorted((getattr(self, "resubmit_", {}) or {}).items())],
+                "resubmit_buckets": [{"cluster": cl, "type": ty, "bucket": bk, **c} for (cl, ty, bk), c in
+                                     sorted((getattr(self, "resubmit_buckets_", {}) or {}).items())],
                 "population": None if self.population_ is None else self.population_.to_dict(orient="list")}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
@@ -712,6 +739,9 @@ class RestartModel(BaseModel):
         self.resubmit_ = {(r["cluster"], r["type"]): {"n_failed": int(r["n_failed"]),
                                                       "n_resubmitted": int(r["n_resubmitted"]),
                                                       "p": float(r["p"])} for r in d.get("resubmit", [])}
+        self.resubmit_buckets_ = {(r["cluster"], r["type"], r["bucket"]): {
+            "n_failed": int(r["n_failed"]), "n_resubmitted": int(r["n_resubmitted"]), "p": float(r["p"])}
+            for r in d.get("resubmit_buckets", [])}
         self.population_ = None if d["population"] is None else pd.DataFrame(d["population"])
         self._boosters = {name[len("lgbm_"):]: lgb.Booster(model_str=text)
                           for name, text in artifacts.items() if name.startswith("lgbm_")}
