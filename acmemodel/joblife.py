@@ -42,8 +42,10 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
    (:func:`acmemodel.calibrate.calibrate`) draws its pseudo-trace's large jobs through this same
    generator before fitting, so the shipped bundle is a fixed point: fitting the synthetic data
    back gives the same models.
-4. **Restarts** (:class:`~acmemodel.models.restart.RestartModel`): a FAILED job of cluster *c* and
-   type *y* is resubmitted with probability ``q(c, y)`` (``RestartModel.resubmit_probability``)
+4. **Restarts** (:class:`~acmemodel.models.restart.RestartModel`): a FAILED job of cluster *c*,
+   type *y* and *g* GPUs is resubmitted with probability ``q(c, y, bucket(g))``
+   (``RestartModel.resubmit_probability``; the cluster × type value where a bucket had too few
+   failures)
    after a gap ``Δ`` (``RestartModel`` gap model; the published prior by default), same user, type
    and GPUs; the new attempt draws its own latent times again (renewal: a fresh ``T_F``, the
    assumption of the planner's checkpoint kernel), so chains of several attempts appear, up to
