@@ -7,7 +7,7 @@ Top-level API::
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from acmemodel._version import __version__  # noqa: E402,F401
 
 from acmemodel.errors import (  # noqa: E402,F401
     AcmeModelError, BundleError, ConfigError, NotFittedError, TraceFormatError,
@@ -20,7 +20,7 @@ def __getattr__(name):  # lazy imports keep `import acmemodel` cheap
 
         return getattr(_t, name)
     if name == "load_default":
-        from acmemodel.datasets import load_default
+        from acmemodel.models.bundle import load_default
 
         return load_default
     if name == "Bundle":

@@ -69,6 +69,7 @@ from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
+from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
 from acmemodel.models.restart import RESUBMIT_PRIOR
 from acmemodel.trace import jobs_from_times
 
@@ -406,7 +407,7 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------ the bundle
 #: models of the default bundle (the per-job predictor needs real user histories: not calibrated)
-DEFAULT_MODELS: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts")
+DEFAULT_MODELS: tuple[str, ...] = tuple(m for m in _REGISTRY_DEFAULT if m != "predictor")
 DEFAULT_SCALE = 1.0
 DEFAULT_SEED = 2023
 
@@ -435,7 +436,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     """
     import hashlib
 
-    from acmemodel import __version__
+    from acmemodel._version import __version__
     from acmemodel.datasets.reference import REFERENCE_TABLES, _data_path
     from acmemodel.pipeline import fit_bundle
 

@@ -122,7 +122,7 @@ def ks_at_points(sample, x, cdf) -> tuple[float, float]:
 
 def curve_points() -> list[dict]:
     """Every published CDF of the two clusters: ``name, kind, cluster, type, x, cdf`` (fractions)."""
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.reference import load_reference
 
     out = []
     dur = load_reference("duration_cdf_by_type")
@@ -478,12 +478,15 @@ def _write_plots(clusters: dict, directory: Path) -> None:
 # ----------------------------------------------------------------------------------------- driver
 def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = DAYS,
               clusters: tuple[str, ...] = CLUSTERS, partitions: Mapping[str, Mapping[str, int]] | None = None,
-              queue: str = "simulator", plots: str | Path | None = None, return_jobs: bool = False) -> dict:
+              queue: str = "simulator", plots: str | Path | None = None, return_jobs: bool = False,
+              progress=None) -> dict:
     """Synthesise each cluster from ``bundle`` and compare with the published statistics (module
     docstring). ``bundle``: a Bundle, a path, or None (the shipped default). ``scale``: fraction of the
     real job volume (1.0 ≈ 1.1 M jobs). ``partitions``: {cluster: {partition: GPUs}} overriding
     :data:`PARTITIONS`. ``queue``: ``"simulator"`` (default) or ``"model"`` (waits from the bundle's
     queue model, a diagnostic). ``plots``: directory for PNG overlays of every curve.
+    ``progress(done, total, description)``: called before each step (a cluster's synthesis, the
+    comparison, the plots) and at the end.
 
     Returns the JSON document ``{"clusters": {NAME: {"shares", "states", "summary", "curves",
     "simulation"}}, "quality_bar", "ks_definition", "scale", "seed", "days", "bundle", "seconds"}``
@@ -501,11 +504,15 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     b = resolve_bundle(bundle)
     curves = curve_points()
     frames, infos = [], {}
+    steps = len(clusters) + 1 + (plots is not None)
+    step = progress if progress is not None else (lambda *a: None)
     for i, cl in enumerate(clusters):
+        step(i, steps, f"synthesising {cl}")
         jobs, info = synthesize_cluster(b, cl, scale=scale, seed=int(seed) + 7919 * i, days=days,
                                         partitions=(partitions or {}).get(cl), queue=queue)
         frames.append(jobs)
         infos[cl] = info
+    step(len(clusters), steps, "comparing with the published statistics")
     jobs = pd.concat(frames, ignore_index=True)
     trace = to_trace(jobs)
     doc = describe(trace)
@@ -523,7 +530,9 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
         out["energy"] = {"Seren May 2023": seren_may_check(frames[i], capacity_gpus=infos["Seren"]["total_gpus"],
                                                            scale=scale)}
     if plots is not None:
+        step(len(clusters) + 1, steps, "writing plots")
         _write_plots(out["clusters"], Path(plots))
+    step(steps, steps, "done")
     for c in out["clusters"].values():
         for row in c["curves"]:
             for k in ("_sample", "_x", "_cdf"):

@@ -65,7 +65,7 @@ from acmemodel.export.acmetrace import KALOS_COLUMNS, SEREN_COLUMNS
 
 __all__ = ["simulate_jobs", "synthesize", "to_acmetrace", "write_acmetrace", "format_timestamps", "cluster_queue",
            "schema_columns", "synthetic_job_ids", "DEFAULT_RESTART_GAP", "resubmit_probabilities",
-           "SEREN_COLUMNS", "KALOS_COLUMNS", "CHAIN_FILE_COLUMNS", "resolve_bundle"]
+           "SEREN_COLUMNS", "KALOS_COLUMNS", "CHAIN_FILE_COLUMNS", "resolve_bundle", "sample_workload"]
 
 #: default restart gap (seconds): lognormal from paper Table 3, see module docstring
 DEFAULT_RESTART_GAP = {"median_s": 1.5 * 60, "mean_s": 102.8 * 60,
@@ -78,31 +78,16 @@ CHAIN_FILE_COLUMNS = ("chain_id", "attempt", "prev_job_id", "restart_gap_s")
 # ---------------------------------------------------------------------- bundle and models
 def resolve_bundle(bundle=None):
     """A :class:`~acmemodel.models.bundle.Bundle` from a Bundle, a path, or ``None`` (the default
-    bundle of :func:`acmemodel.load_default`)."""
-    from acmemodel.models.bundle import Bundle
+    bundle); :func:`acmemodel.models.bundle.resolve_bundle`."""
+    from acmemodel.models.bundle import resolve_bundle as _resolve
 
-    _register_model_classes()
-    if bundle is None:
-        try:
-            from acmemodel.datasets import load_default
-        except ImportError:
-            raise ValueError("no --bundle given and this acmemodel has no default bundle yet") from None
-        return load_default()
-    if isinstance(bundle, Bundle):
-        return bundle
-    return Bundle.load(bundle)
+    return _resolve(bundle)
 
 
-def _register_model_classes() -> None:
-    """Import the model modules a bundle may hold so their classes are registered for loading
-    (``acmemodel.models`` does not import every family eagerly)."""
-    import importlib
-
-    for mod in ("restart", "failure", "runtime", "queue", "arrival", "gpu_counts"):
-        try:
-            importlib.import_module(f"acmemodel.models.{mod}")
-        except ImportError:  # pragma: no cover - optional families
-            pass
+def sample_workload(bundle, workload, rng: np.random.Generator) -> pd.DataFrame:
+    """The planner's workload sampler: :func:`simulate_jobs` of ``bundle`` for a planner config's
+    ``workload`` section (``days``, ``cluster``, ``scale``), drawn with ``rng``."""
+    return simulate_jobs(bundle, days=workload.days, cluster=workload.cluster, rng=rng, scale=workload.scale)
 
 
 def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.random.Generator], np.ndarray]:
@@ -422,8 +407,8 @@ def schema_columns(jobs: pd.DataFrame, cluster: str, *, id_seed: int = 0) -> pd.
 
 def format_timestamps(t_s, timezone: str) -> np.ndarray:
     """``YYYY-MM-DD HH:MM:SS+08:00`` byte strings (``b""`` where NaN) of Unix seconds (floored) in
-    the fixed-offset ``timezone``: a wrapper of :func:`acmemodel.export._common.time_bytes`."""
-    from acmemodel.export._common import format_offset, time_bytes
+    the fixed-offset ``timezone``: a wrapper of :func:`acmemodel.export.time_bytes`."""
+    from acmemodel.export import format_offset, time_bytes
 
     t = np.asarray(t_s, dtype=float)
     ok = np.isfinite(t)
@@ -454,9 +439,9 @@ def to_acmetrace(jobs: pd.DataFrame, *, cluster: str | None = None, timezone: st
 def write_acmetrace(table, path: str | Path) -> Path:
     """Write a :func:`to_acmetrace` table (or a DataFrame of strings) as one CSV file (``.gz`` →
     gzip) with the unquoted header and values of the published files
-    (:func:`acmemodel.export._common.write_csv`). For a directory of per-cluster files with a README
+    (:func:`acmemodel.export.write_csv`). For a directory of per-cluster files with a README
     use :func:`acmemodel.export.write_acmetrace`."""
-    from acmemodel.export._common import write_csv
+    from acmemodel.export import write_csv
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -90,19 +90,23 @@ GROUPS = (
 
 #: column headers of the rendered tables (JSON keeps the full metric names)
 SHORT = {"pinball_p10": "pin10", "pinball_p50": "pin50", "pinball_p90": "pin90", "coverage": "cover",
-         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err"}
+         "width_log": "width", "fallback_share": "fallbk", "atom_error": "atom err", "mae_log": "mae",
+         "crps_log": "crps"}
 
 
 def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = None):
     """Render the scores of ``cell`` as rich tables (a ``rich.console.Group``): one per metric group
     (distribution, quantiles, queueing), models as rows, the best value per metric in bold."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
 
     r = results[results.cell == cell]
     head = f"cell {cell}"
     if info:
-        head += f" (train {info.get('n_train', '?')} / test {info.get('n_test', '?')} GPU jobs)"
+        n_tr, n_te = info.get("n_train", "?"), info.get("n_test", "?")
+        head += (f" (train {n_tr:,} / test {n_te:,} GPU jobs)" if isinstance(n_tr, (int, np.integer))
+                 and isinstance(n_te, (int, np.integer)) else f" (train {n_tr} / test {n_te} GPU jobs)")
     tables = []
     for title, metrics in GROUPS:
         queue = title.startswith("queue")
@@ -110,12 +114,14 @@ def render_table(results: pd.DataFrame, cell: str = "all", info: dict | None = N
         if sub.empty:
             continue
         mets = [m for m in metrics if m in set(sub.metric)]
-        t = Table(title=f"{title}: {head}", title_justify="left")
-        t.add_column("model", no_wrap=True)
+        # a light box and collapsed padding: eight columns fit an 80-column terminal
+        t = Table(title=f"{title}: {head}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, pad_edge=False)
+        t.add_column("model", overflow="fold")
         for m in mets:
-            arrow = "↑" if m in HIGHER_IS_BETTER else ("≈0.8" if m == "coverage" else
+            arrow = "↑" if m in HIGHER_IS_BETTER else ("" if m == "coverage" else
                                                        ("" if m in ("width_log", "fallback_share") else "↓"))
-            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right")
+            t.add_column(f"{SHORT.get(m, m)} {arrow}".strip(), justify="right", overflow="fold")
         best = {}
         for m in mets:
             v = sub[sub.metric == m].set_index("model").value
@@ -230,7 +236,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     rp = dict(runtime_params or {})
     rm = RuntimeModel(**rp).fit(train)
     rg = RuntimeModel(**{**rp, "keys": ()}).fit(train)
-    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones)
+    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
     if "run_censored" in test.columns:  # still running: no run time to score against
@@ -278,6 +284,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
                   _by_cell(lambda yy, qq: M.pinball_loss(yy, qq, 0.5), cells, min_cell_jobs, y, um_log))
     rows += _rows("user_median", "mae_log", _by_cell(lambda yy, mm: float(np.mean(np.abs(yy - mm))), cells,
                                                      min_cell_jobs, y, um_log))
+    # per-job |error| of the point predictions, for the paired comparison of the verdict
+    abs_errors = {name: np.abs(y - q[:, 1]) for name, q in qmodels.items()}
+    abs_errors["user_median"] = np.abs(y - um_log)
     rows += _rows("user_median", "fallback_share",
                   _by_cell(lambda f: float(np.mean(f)), cells, min_cell_jobs, fallback.astype(float)))
 
@@ -311,7 +320,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
             info["n_test_queue"] = int(keep.sum())
 
     res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
-    info["predictor_vs_best_baseline"] = predictor_verdict(res)
+    info["predictor_vs_best_baseline"] = predictor_verdict(res, abs_errors)
     return BacktestResult(res, info)
 
 
@@ -320,11 +329,15 @@ BASELINES = {"user_median": "user running median", "runtime_model_nostate": "per
              "global": "global median"}
 
 
-def predictor_verdict(results: pd.DataFrame, metric: str = "mae_log") -> dict[str, Any]:
+def predictor_verdict(results: pd.DataFrame, abs_errors: dict[str, np.ndarray] | None = None,
+                      metric: str = "mae_log") -> dict[str, Any]:
     """Does the predictor beat the best baseline on the pooled ``metric`` (MAE of log run time)?
 
-    Returns ``{metric, predictor, best_baseline, baseline_value, beats, text}``; ``text`` is the
-    summary line ``evaluate runtime`` prints."""
+    ``abs_errors`` (model → per-test-job ``|y − p50|``) adds the paired difference
+    ``d = |e_baseline| − |e_predictor|``: its mean ± standard error ``sd(d)/√n``, and whether the
+    difference is beyond two standard errors (``significant``). Returns ``{metric, predictor,
+    best_baseline, baseline_value, beats, diff, diff_se, significant, text}``; ``text`` is the summary
+    line ``evaluate runtime`` prints."""
     r = results[(results.cell == "all") & (results.metric == metric)].set_index("model")["value"]
     if "predictor" not in r.index:
         return {"metric": metric, "beats": None, "text": "predictor not scored"}
@@ -335,10 +348,20 @@ def predictor_verdict(results: pd.DataFrame, metric: str = "mae_log") -> dict[st
     pv, bv = float(r["predictor"]), float(base[best])
     beats = bool(pv < bv)
     verb = "beats" if beats else "does NOT beat"
-    text = (f"predictor {verb} the best baseline ({BASELINES[best]}): MAE of log run time "
-            f"{pv:.3f} vs {bv:.3f}" + ("" if beats else " — use the baseline"))
-    return {"metric": metric, "predictor": pv, "best_baseline": best, "baseline_value": bv, "beats": beats,
-            "text": text}
+    out = {"metric": metric, "predictor": pv, "best_baseline": best, "baseline_value": bv, "beats": beats,
+           "diff": bv - pv, "diff_se": None, "significant": None}
+    note = ""
+    if abs_errors is not None and "predictor" in abs_errors and best in abs_errors:
+        d = np.asarray(abs_errors[best], float) - np.asarray(abs_errors["predictor"], float)
+        if d.size > 1:
+            se = float(d.std(ddof=1) / np.sqrt(d.size))
+            out["diff_se"] = se
+            out["significant"] = bool(abs(float(d.mean())) > 2 * se)
+            note = f" (difference {float(d.mean()):+.3f} ± {se:.3f} SE" + (
+                ")" if out["significant"] else ", within noise)")
+    out["text"] = (f"predictor {verb} the best baseline ({BASELINES[best]}): MAE of log run time "
+                   f"{pv:.3f} vs {bv:.3f}{note}" + ("" if beats else " — use the baseline"))
+    return out
 
 
 def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:

@@ -33,8 +33,10 @@ def build_features(jobs, timezones: dict[str, str] | None = None, *,
     from acmemodel.features.history import user_history
 
     if hasattr(jobs, "jobs") and hasattr(jobs, "timezones"):
+        from acmemodel.features.names import jobs_with_extras
+
         timezones = {**jobs.timezones, **(timezones or {})}
-        jobs = jobs.jobs
+        jobs = jobs_with_extras(jobs)  # (job names, partitions, restart links of imported traces)
     out = jobs.copy()
     out["gpu_bucket"] = gpu_bucket(out["gpu_num"].to_numpy(), gpu_edges)
     parts = [

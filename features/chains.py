@@ -31,6 +31,10 @@ candidate wins). Measured on the 180-day synthetic Seren trace of ``tests/test_r
 chain (Pretrain, SFT and MLLM restarts; on a 30-day trace the strata are thinner and precision is
 lower).
 
+A ``restart_of`` column (the job id of the previous attempt, from imported traces: SWF
+preceding-job links, Philly attempts, Slurm requeues) gives explicit links, which replace the
+inferred ones for the jobs it names.
+
 Linked jobs form a chain:
 
 * ``chain_id`` — id of the logical job (every job has one; a job with no links is a chain of one);
@@ -171,6 +175,18 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
         nxt[prev_pos[hp_]] = np.flatnonzero(hp_)
     else:
         nxt = _inferred_next(jobs, float(window_s), float(min_precision))
+    if n and "restart_of" in jobs.columns:  # explicit links of imported traces replace the rule
+        ro = jobs["restart_of"].astype(object)
+        has = (ro.notna() & (ro.astype(str).str.len() > 0)).to_numpy(dtype=bool)
+        if has.any():
+            cl = jobs["cluster"].astype(str).to_numpy(object)
+            key = pd.Index(cl + "\x1f" + jobs["job_id"].astype(str).to_numpy(object))
+            rows = np.flatnonzero(has)
+            tgt = key.get_indexer(pd.Index(cl[rows] + "\x1f" + ro.to_numpy(object)[rows].astype(str)))
+            ok = (tgt >= 0) & (tgt != rows)
+            src, dst = tgt[ok], rows[ok]
+            nxt[np.isin(nxt, dst)] = -1
+            nxt[src] = dst
     prev = np.full(n, -1, dtype=np.int64)
     has_next = nxt >= 0
     prev[nxt[has_next]] = np.flatnonzero(has_next)

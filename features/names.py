@@ -8,7 +8,7 @@
   before its submission (``name_prior_median_run_s``, NaN if none) — the same no-leakage rule as
   :mod:`acmemodel.features.history`;
 * :func:`jobs_with_extras` — a Trace's jobs with its source columns (``job_name``, ``partition``,
-  ``qos``, ``vc``) joined from ``Trace.extras``.
+  ``qos``, ``vc``, ``restart_of``) joined from ``Trace.extras``.
 """
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ def name_history(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 def jobs_with_extras(trace) -> pd.DataFrame:
-    """``trace.jobs`` plus the ``job_name``/``partition``/``qos``/``vc`` columns of ``trace.extras``
+    """``trace.jobs`` plus the ``job_name``/``partition``/``qos``/``vc``/``restart_of`` columns of ``trace.extras``
     (strings) when present; a DataFrame is returned as it is."""
     if not hasattr(trace, "jobs"):
         return trace
     jobs = trace.jobs
     ex = getattr(trace, "extras", None)
-    cols = [c for c in ("job_name",) + SOURCE_COLUMNS if ex is not None and c in ex.columns and c not in jobs.columns]
+    cols = [c for c in ("job_name",) + SOURCE_COLUMNS + ("restart_of",)
+            if ex is not None and c in ex.columns and c not in jobs.columns]
     if not cols:
         return jobs
     out = jobs.copy()

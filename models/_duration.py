@@ -51,10 +51,11 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import pandas as pd
 
-from acmemodel.evaluation.metrics import ks_distance
+from acmemodel.models.gof import ks_distance
 from acmemodel.features.keys import CELL_KEYS, Cell, gpu_bucket
 from acmemodel.models.base import BaseModel, unjson_float
-from acmemodel.models.cells import CellEntry, CellTable
+from acmemodel.models.cells import CellEntry, CellTable, Resolved
+from acmemodel.models.duration_mix import DurationMixture
 from acmemodel.models.distributions import (
     Empirical, Family, LogNormal, family_from_dict, get_family,
 )
@@ -451,8 +452,10 @@ class DurationModel(BaseModel):
         return f
 
     # --------------------------------------------------------------- fitting
-    def fit(self, trace_or_jobs) -> "DurationModel":
-        """Fit every cell (see the class docstring). Accepts a Trace or a jobs DataFrame."""
+    def fit(self, trace_or_jobs, *, timezones=None) -> "DurationModel":
+        """Fit every cell (see the class docstring). Accepts a Trace or a jobs DataFrame. Returns self.
+        ``timezones`` (cluster → UTC offset) is accepted so that every model has the one signature
+        ``fit(trace_or_jobs, *, timezones=None)``; this model has no calendar covariate and does not use it."""
         self._validate_params()
         jobs = self._jobs_of(trace_or_jobs)
         self._check_columns(jobs)
@@ -490,10 +493,19 @@ class DurationModel(BaseModel):
 
     # --------------------------------------------------------------- queries
     def resolve(self, **key):
-        """The fitted cell used for ``key``: ``Resolved(cell, level, value=DurationCell, n)``.
-        ``key``: ``cluster``, ``type``, ``state``, ``gpu_bucket`` or ``gpus`` (missing = any)."""
+        """The distribution answering ``key``: ``Resolved(cell, level, value, n)``.
+
+        ``key``: ``cluster``, ``type``, ``state``, ``gpu_bucket`` or ``gpus``. Key semantics of
+        :meth:`acmemodel.models.cells.CellTable.query`: a key not given is marginalised (``value`` is then
+        a :class:`~acmemodel.models.duration_mix.DurationMixture` of the fitted cells under it, with
+        their job counts as weights, and ``cell`` the query cell); an unknown value raises
+        ``ValueError``; a back-off shows in ``cell``/``level`` > 0 and warns once."""
         self._check_fitted()
-        return self.cells_.resolve(**key)
+        a = self.cells_.query(type(self).__name__, **key)
+        if len(a.parts) == 1:
+            return a.parts[0]
+        mix = DurationMixture([p.value for p in a.parts], a.weights)
+        return Resolved(a.cell, a.level, mix, int(sum(p.n for p in a.parts)))
 
     def cdf(self, x, **key) -> np.ndarray:
         """``P(X <= x)`` for a job of cell ``key`` (x in seconds)."""
@@ -557,6 +569,18 @@ class DurationModel(BaseModel):
         v: DurationCell = r.value
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3.5))
+        if isinstance(v, DurationMixture):  # a marginalised key: no single cell's empirical CDF
+            lo = max(float(v.quantile(0.001)), 0.5)
+            hi = max(float(v.quantile(0.999)), lo * 10)
+            xs = np.geomspace(lo / 2, hi, 400)
+            ax.plot(xs, v.cdf(xs), label=f"mixture of {len(v.components)} cells")
+            ax.set_xscale("log")
+            ax.set_xlabel(f"{self._kind} (s)")
+            ax.set_ylabel("CDF")
+            ax.set_ylim(0, 1)
+            ax.set_title(f"{r.cell.label()} (marginalised, n={r.n})", fontsize=9)
+            ax.legend(fontsize=8)
+            return ax
         lo = max(float(np.nanmin(v.quantiles)) if np.isfinite(v.quantiles).any() else 1.0, 0.5)
         hi = float(v.quantile(0.999))
         hi = max(hi if np.isfinite(hi) else lo * 10, lo * 10)

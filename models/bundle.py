@@ -25,16 +25,14 @@ from acmemodel.models.base import BaseModel, _jsonable
 
 SCHEMA_VERSION = "1.0"
 
-#: modules whose classes a bundle may hold (importing a module registers its classes)
+#: modules whose classes a bundle may hold (the registry :data:`acmemodel.models.MODELS` imports them)
 MODEL_MODULES: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts",
                                   "predictor", "forecast")
 
 
 def _import_model_modules() -> None:
-    import importlib
-
-    for m in MODEL_MODULES:
-        importlib.import_module(f"acmemodel.models.{m}")
+    """Register every model class for loading (importing the registry imports them all)."""
+    import acmemodel.models  # noqa: F401
 
 
 def file_sha256(path: str | Path) -> str:
@@ -78,7 +76,7 @@ class Bundle:
 
     # ------------------------------------------------------------------ save/load
     def _document(self) -> tuple[dict, dict[str, str]]:
-        from acmemodel import __version__
+        from acmemodel._version import __version__
 
         files: dict[str, str] = {}
         models = {}
@@ -175,3 +173,28 @@ class Bundle:
             for fn, t in files.items():
                 z.writestr(fn, t)
         return buf.getvalue()
+
+
+def load_default() -> Bundle:
+    """The shipped default :class:`Bundle` (``acme-2023``).
+
+    Calibrated by :func:`acmemodel.calibrate.calibrate` to the published AcmeTrace statistics; its
+    provenance (reference-file hashes, assumptions, calibration report) is in ``bundle.provenance``.
+    """
+    from acmemodel.datasets import default_bundle_path
+
+    path = default_bundle_path()
+    if not (path / "bundle.json").exists():
+        raise BundleError(f"the default bundle is missing from the installation ({path}); "
+                          "rebuild it with `acmemodel calibrate -o <that path>`")
+    return Bundle.load(path)
+
+
+def resolve_bundle(bundle=None) -> Bundle:
+    """A :class:`Bundle` from a Bundle, a path, or ``None`` (the default bundle, :func:`load_default`)."""
+    _import_model_modules()
+    if bundle is None:
+        return load_default()
+    if isinstance(bundle, Bundle):
+        return bundle
+    return Bundle.load(bundle)

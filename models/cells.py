@@ -17,6 +17,21 @@ number of back-off steps taken (``level`` 0 = the query's own cell). A query wit
 that is not on the lattice (e.g. ``type`` and ``state`` but no ``cluster``) resolves to its first
 fitted coarsening along the same chain.
 
+Key semantics (:meth:`CellTable.query`, the one policy of every model that answers by key):
+
+* a key that is **not given is marginalised**: the answer is the mixture over that key's values,
+  weighted by their counts in the fitted data (:attr:`Answer.parts` and :attr:`Answer.weights`). When
+  the given keys are themselves a level of the lattice (e.g. ``cluster`` + ``type``), that cell's own
+  fit on the pooled jobs *is* the count-weighted mixture, and is used directly;
+* a given key is never silently dropped: when a cell has too few jobs to be fitted the query backs off
+  along the chain, and says so — the fitted cell used is in the answer (``Resolved.cell``,
+  ``level`` > 0) and a :class:`~acmemodel.errors.DataWarning` is issued once per table and query;
+* a value the table never saw (``type="Evl"``) raises ``ValueError`` naming the key and the known
+  values. GPU counts are numeric: an unseen size bucket backs off to the cell without the bucket
+  (reported and warned as above).
+
+:meth:`CellTable.resolve` is the low-level walk along the back-off chain that ``query`` builds on.
+
 Usage (helpers for failure / arrival models)::
 
     table = CellTable(keys=("cluster", "type", "gpu_bucket"), min_jobs=200)
@@ -38,7 +53,8 @@ from acmemodel.features.keys import (
     CELL_KEYS, DEFAULT_BACKOFF, DEFAULT_GPU_EDGES, Cell, backoff_chain, normalize_key,
 )
 
-__all__ = ["CellEntry", "Resolved", "CellTable", "lattice_levels", "cell_from_dict", "cell_to_dict"]
+__all__ = ["CellEntry", "Resolved", "Answer", "CellTable", "lattice_levels", "cell_from_dict", "cell_to_dict",
+           "check_key_values", "warn_backoff"]
 
 
 class CellEntry(NamedTuple):
@@ -57,6 +73,49 @@ class Resolved(NamedTuple):
     level: int
     value: Any
     n: int
+
+
+class Answer(NamedTuple):
+    """Result of :meth:`CellTable.query`: the query ``cell`` (given keys; ``None`` = marginalised), the
+    fitted cells answering it (``parts``, one :class:`Resolved` each) and their count ``weights``
+    (sum 1). ``backed_off`` lists the parts that are not the cell asked for."""
+
+    cell: Cell
+    parts: tuple
+    weights: np.ndarray
+    backed_off: tuple
+
+    @property
+    def level(self) -> int:
+        return max(p.level for p in self.parts)
+
+
+def check_key_values(key: dict, known: dict, what: str = "model") -> None:
+    """Raise ``ValueError`` naming the key and its known values when ``key`` holds a value the fitted
+    data never had (``known``: key → collection of values seen; keys absent from ``known`` are not
+    checked)."""
+    for k, v in key.items():
+        vals = known.get(k)
+        if vals is None or v is None:
+            continue
+        if str(v) not in {str(x) for x in vals}:
+            shown = ", ".join(sorted(map(str, vals))) or "none"
+            raise ValueError(f"unknown {k} {v!r}: the {what} was fitted on {k} values {shown}")
+
+
+def warn_backoff(registry: set, query: Cell, used: Cell, what: str, stacklevel: int = 3) -> None:
+    """One :class:`~acmemodel.errors.DataWarning` per ``(query, used)`` pair and table: the answer for
+    ``query`` comes from the coarser fitted cell ``used``, which drops the key(s) named."""
+    import warnings
+
+    from acmemodel.errors import DataWarning
+
+    if (query, used) in registry:
+        return
+    registry.add((query, used))
+    dropped = [k for k in CELL_KEYS if getattr(query, k) is not None and getattr(used, k) is None]
+    warnings.warn(f"{what}: cell {query.label()} is not fitted (too few jobs, or a GPU size never seen); answered from "
+                  f"{used.label()} (drops {', '.join(dropped) or 'nothing'})", DataWarning, stacklevel=stacklevel)
 
 
 def lattice_levels(keys: Sequence[str], order: Sequence[str] = DEFAULT_BACKOFF) -> list[tuple[str, ...]]:
@@ -198,6 +257,59 @@ class CellTable:
             if e is not None:
                 return Resolved(cell, level, e.value, e.n)
         raise LookupError("no fitted cell (the table is empty)")  # pragma: no cover
+
+    def known_values(self) -> dict[str, list[str]]:
+        """Key → the values seen in the fitted data (from the finest observed cells)."""
+        out: dict[str, set] = {k: set() for k in self.keys}
+        for cell in list(self.counts_) + list(self.entries_):
+            for k in self.keys:
+                v = getattr(cell, k)
+                if v is not None:
+                    out[k].add(v)
+        return {k: sorted(v) for k, v in out.items()}
+
+    def query(self, what: str = "model", **key) -> Answer:
+        """The answer for ``key`` under the package's key semantics (module docstring): unknown values
+        raise, keys not given are marginalised with count weights, back-off is reported and warned."""
+        if not hasattr(self, "entries_"):
+            from acmemodel.errors import NotFittedError
+            raise NotFittedError("CellTable is not fitted yet: call fit() first")
+        key = self.normalize(**key)
+        known = self.known_values()
+        check_key_values({k: v for k, v in key.items() if k != "gpu_bucket"}, known, what)
+        asked = Cell(**key)
+        bucket_unseen = "gpu_bucket" in key and key["gpu_bucket"] not in known.get("gpu_bucket", [])
+        if bucket_unseen:  # GPU counts are numeric: an unseen size backs off to the cell without it
+            key = {k: v for k, v in key.items() if k != "gpu_bucket"}
+        given = set(key)
+        level_keys = next((lv for lv in reversed(self.levels) if given <= set(lv)), self.levels[0])
+        combos: dict[tuple, float] = {}
+        if any(k not in given for k in level_keys):  # marginalise the keys not given
+            for cell, n in self.counts_.items():
+                if all(getattr(cell, k) == v for k, v in key.items()):
+                    c = tuple(getattr(cell, k) for k in level_keys)
+                    combos[c] = combos.get(c, 0.0) + n
+        if not combos:  # every key of the level given, or a combination never observed: the chain
+            combos = {tuple(key.get(k) for k in level_keys): 1.0}
+        parts: list[Resolved] = []
+        weights: list[float] = []
+        backed: list[Resolved] = []
+        index: dict[Cell, int] = {}
+        for c, w in combos.items():
+            r = self.resolve(**{k: v for k, v in zip(level_keys, c) if v is not None})
+            if r.level > 0 or bucket_unseen:
+                backed.append(r)
+            if r.cell in index:
+                weights[index[r.cell]] += w
+                continue
+            index[r.cell] = len(parts)
+            parts.append(r)
+            weights.append(w)
+        registry = self.__dict__.setdefault("_warned", set())
+        for r in backed:
+            warn_backoff(registry, asked, r.cell, what, stacklevel=4)
+        wts = np.asarray(weights, dtype=float)
+        return Answer(asked, tuple(parts), wts / wts.sum(), tuple(backed))
 
     def resolve_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Resolve every row of ``frame`` (key columns) at once: DataFrame with ``cell`` (the fitted

@@ -210,14 +210,17 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
             raise ValueError(f"late_covariates has unknown entries {sorted(bad)}")
 
     # ------------------------------------------------------------------ fit
-    def fit(self, jobs, *, timezones=None) -> "FailureModel":
+    def fit(self, trace_or_jobs, *, timezones=None) -> "FailureModel":
         """Fit every component on a jobs table (or a Trace). Returns ``self``.
+
+        ``timezones`` is accepted for the one signature ``fit(trace_or_jobs, *, timezones=None)``
+        of every model; the failure model has no calendar covariate and does not use it.
 
         BLAS is limited to one thread during the fit: the matrices are thin, and on a shared machine
         multi-threaded BLAS made the MLE about 5× slower.
         """
         with single_thread_blas():
-            return self._fit(jobs)
+            return self._fit(trace_or_jobs)
 
     def _fit(self, jobs) -> "FailureModel":
         self._validate()

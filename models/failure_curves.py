@@ -199,7 +199,27 @@ def rmst_grid(T) -> np.ndarray:
 
 
 class FailureCurvesMixin:
-    """Kaplan–Meier, cumulative-incidence and baseline-comparison methods of the failure model."""
+    """Kaplan–Meier, cumulative-incidence and baseline-comparison methods of the failure model.
+
+    Curves are stored per cell; a key not given is the pooled curve of the jobs of the given keys
+    (the count-weighted mixture), an unseen cluster or type raises ``ValueError``, and a cell with too
+    few jobs backs off (GPU bucket, then cluster) — reported in the returned cell label and warned
+    once (:class:`~acmemodel.errors.DataWarning`)."""
+
+    def _check_curve_key(self, key: dict) -> None:
+        from acmemodel.models.cells import check_key_values
+
+        check_key_values({k: key.get(k) for k in ("cluster", "type")},
+                         {"cluster": self.design_.clusters, "type": sorted(self.design_.type_map)}, "FailureModel")
+
+    def _warn_curve_backoff(self, level: int, key: dict, used, what: str) -> None:
+        if level == 0:
+            return
+        from acmemodel.features.keys import Cell
+        from acmemodel.models.cells import warn_backoff
+
+        asked = Cell(**{k: v for k, v in key.items() if k in ("cluster", "type", "gpu_bucket")})
+        warn_backoff(self.__dict__.setdefault("_warned", set()), asked, used, f"FailureModel {what}", stacklevel=5)
 
     # ------------------------------------------------------------------ curves
     def _fit_curves(self, frame: pd.DataFrame, rng: np.random.Generator) -> None:
@@ -359,9 +379,11 @@ class FailureCurvesMixin:
         key = normalize_key(self.gpu_edges, **key)
         if "state" in key:
             raise ValueError("the failure model's cells have no state key")
-        for _, cell in backoff_chain(key, ("cluster", "type", "gpu_bucket"), ("gpu_bucket", "cluster")):
+        self._check_curve_key(key)
+        for level, cell in backoff_chain(key, ("cluster", "type", "gpu_bucket"), ("gpu_bucket", "cluster")):
             label = self._cell_label(cell._asdict())
             if label in self.km_:
+                self._warn_curve_backoff(level, key, cell, "Kaplan–Meier")
                 c = self.km_[label]
                 tt = np.atleast_1d(np.asarray(t, float))
                 f = lambda v: _step_at(CURVE_GRID_S, np.asarray(v, float), tt, 1.0)  # noqa: E731
@@ -385,9 +407,11 @@ class FailureCurvesMixin:
         bad = set(key) - {"cluster", "type"}
         if bad:
             raise ValueError(f"unknown key(s) {sorted(bad)}; cumulative incidence takes cluster=, type=")
-        for _, cell in backoff_chain(key, ("cluster", "type"), ("cluster",)):
+        self._check_curve_key(key)
+        for level, cell in backoff_chain(key, ("cluster", "type"), ("cluster",)):
             label = self._cell_label(cell._asdict())
             if label in self.cif_:
+                self._warn_curve_backoff(level, key, cell, "cumulative incidence")
                 e = self.cif_[label]
                 keep = CURVE_GRID_S <= max(e["t_max"], CURVE_GRID_S[0])
                 parts = [pd.DataFrame({"t_s": CURVE_GRID_S, "cause": c, "cif": e[c]["F"],

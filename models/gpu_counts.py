@@ -18,8 +18,11 @@ requests); sizes observed in the cell are essentially unchanged when ``N_c >> a`
 the only modelling assumption; with ``smoothing=0`` and ``base_smoothing=0`` the pmf is the raw
 empirical one.
 
-A type unknown to a cluster backs off to the cluster's pooled pmf (with a
-:class:`~acmemodel.errors.DataWarning`); an unknown cluster raises ``ValueError``.
+Key semantics (as every model, :meth:`acmemodel.models.cells.CellTable.query`): a key not given is
+marginalised — ``type=None`` is the cluster's pooled pmf, ``cluster=None`` the job-count-weighted
+mixture of the clusters' pmfs; a cluster or type value never seen raises ``ValueError`` naming the key
+and the known values; a type seen in other clusters but not in this one backs off to the cluster's
+pooled pmf with a :class:`~acmemodel.errors.DataWarning`.
 """
 from __future__ import annotations
 
@@ -96,9 +99,11 @@ class GpuCountModel(BaseModel):
             if not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
 
-    def fit(self, trace_or_jobs) -> "GpuCountModel":
+    def fit(self, trace_or_jobs, *, timezones=None) -> "GpuCountModel":
         """Fit from a :class:`~acmemodel.trace.Trace` or a jobs DataFrame
-        (columns ``cluster``, ``type``, ``gpu_num``)."""
+        (columns ``cluster``, ``type``, ``gpu_num``). Returns self.
+        ``timezones`` (cluster → UTC offset) is accepted so that every model has the one signature
+        ``fit(trace_or_jobs, *, timezones=None)``; this model has no calendar covariate and does not use it."""
         self._validate()
         jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
         for col in ("cluster", "type", "gpu_num"):
@@ -175,32 +180,50 @@ class GpuCountModel(BaseModel):
         self._check_fitted()
         return sorted(self.counts_.get(cluster, {}))
 
-    def _cell(self, cluster: str | None, type: str | None) -> tuple[str, str | None]:
+    def _cell(self, cluster: str | None, type: str | None) -> tuple[str | None, str | None]:
         self._check_fitted()
-        if cluster is None:
-            if len(self.counts_) != 1:
-                raise ValueError(f"cluster= is required (model has {sorted(self.counts_)})")
+        from acmemodel.models.cells import check_key_values
+
+        check_key_values({"cluster": cluster, "type": type},
+                         {"cluster": list(self.counts_),
+                          "type": sorted({t for d in self.counts_.values() for t in d})}, "GpuCountModel")
+        if cluster is None and len(self.counts_) == 1:
             cluster = next(iter(self.counts_))
-        if cluster not in self.counts_:
-            raise ValueError(f"unknown cluster {cluster!r}; model has {sorted(self.counts_)}")
-        if type is None:
-            return cluster, None
+        if type is None or cluster is None:
+            return cluster, type
         if type not in self.counts_[cluster]:
             warnings.warn(f"GpuCountModel: no jobs of type {type!r} in {cluster}; "
                           "using the cluster's pooled GPU-count distribution", DataWarning, stacklevel=3)
             return cluster, None
         return cluster, type
 
+    def _pmf(self, cell: tuple[str | None, str | None]) -> tuple[np.ndarray, np.ndarray]:
+        """(GPU values, probabilities) of a cell; ``cluster=None``: the clusters' pmfs mixed with weights
+        their job counts (of the type, if given)."""
+        if cell[0] is not None:
+            return self.pmfs_[cell]
+        ty = cell[1]
+        parts = []
+        for cl, by_type in self.counts_.items():
+            n = sum(sum(d.values()) for t, d in by_type.items() if ty is None or t == ty)
+            if n > 0:
+                parts.append((n, self.pmfs_[(cl, ty if ty in by_type else None)]))
+        tot = sum(n for n, _ in parts)
+        mix: dict[int, float] = {}
+        for n, (v, p) in parts:
+            for x, px in zip(v.tolist(), p.tolist()):
+                mix[x] = mix.get(x, 0.0) + n / tot * px
+        v = np.array(sorted(mix), dtype=np.int64)
+        return v, np.array([mix[x] for x in v.tolist()], dtype=float)
+
     def pmf(self, *, cluster: str | None = None, type: str | None = None) -> pd.Series:
-        """Smoothed pmf of requested GPUs, a Series indexed by GPU count (``type=None``: pooled)."""
-        cell = self._cell(cluster, type)
-        v, p = self.pmfs_[cell]
+        """Smoothed pmf of requested GPUs, a Series indexed by GPU count (keys not given: marginalised)."""
+        v, p = self._pmf(self._cell(cluster, type))
         return pd.Series(p, index=pd.Index(v, name="gpu_num"), name="p")
 
     def mean_gpus(self, *, cluster: str | None = None, type: str | None = None) -> float:
         """Expected GPUs per job of the cell."""
-        cell = self._cell(cluster, type)
-        v, p = self.pmfs_[cell]
+        v, p = self._pmf(self._cell(cluster, type))
         return float(np.dot(v, p))
 
     def sample(self, n: int, rng: np.random.Generator, *, cluster: str | None = None,
@@ -212,7 +235,11 @@ class GpuCountModel(BaseModel):
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n}")
         cell = self._cell(cluster, type)
-        v, cdf = self._cdfs[cell]
+        if cell in self._cdfs:
+            v, cdf = self._cdfs[cell]
+        else:
+            v, p = self._pmf(cell)
+            cdf = np.cumsum(p)
         idx = np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), len(v) - 1)
         out = v[idx]
         return out if scale == 1.0 else scale_gpu_counts(out, scale)

@@ -222,9 +222,22 @@ class RuntimePredictor(BaseModel):
         }
 
     # ------------------------------------------------------------------ fit / predict
-    def fit(self, trace_or_jobs, timezones: dict[str, str] | None = None) -> "RuntimePredictor":
-        """Train one booster per quantile on started (GPU) jobs with a run time. Returns self."""
+    def fit(self, trace_or_jobs, *args, timezones: dict[str, str] | None = None) -> "RuntimePredictor":
+        """Train one booster per quantile on started (GPU) jobs with a run time. Returns self.
+
+        ``timezones`` (cluster → UTC offset of the calendar features) is keyword-only, as in every
+        model (``fit(trace_or_jobs, *, timezones=None)``); passing it by position still works for one
+        release, with a DeprecationWarning."""
         import lightgbm as lgb
+
+        if args:
+            import warnings
+
+            if len(args) > 1 or timezones is not None:
+                raise TypeError("fit() takes the trace and keyword-only timezones=")
+            warnings.warn("RuntimePredictor.fit(jobs, timezones): pass timezones= by keyword",
+                          DeprecationWarning, stacklevel=2)
+            timezones = args[0]
 
         self._validate_params()
         from acmemodel.features.names import jobs_with_extras

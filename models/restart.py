@@ -385,13 +385,13 @@ class RestartModel(BaseModel):
         return X.to_numpy(float)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, jobs, *, timezones: dict | None = None) -> "RestartModel":
+    def fit(self, trace_or_jobs, *, timezones: dict | None = None) -> "RestartModel":
         """Fit on a jobs table with chain columns (or a Trace). Falls back to the prior when there are
         fewer than ``min_chains`` restart chains."""
         from acmemodel.models.blas import single_thread_blas
 
         with single_thread_blas():
-            return self._fit(jobs, timezones)
+            return self._fit(trace_or_jobs, timezones)
 
     def _fit(self, jobs, timezones) -> "RestartModel":
         self._validate()
@@ -429,7 +429,7 @@ class RestartModel(BaseModel):
         tc = fr["type"].value_counts()
         keep = [t for t, n in tc.items() if n >= self.min_level_chains]
         rare = [t for t, n in tc.items() if n < self.min_level_chains]
-        self.levels_ = {"type": keep + ([_RARE] if rare else [])}
+        self.levels_ = {"type": keep + ([_RARE] if rare else []), "seen_type": sorted(map(str, tc.index))}
         if "failure_category" in fr.columns:
             self.levels_["failure_category"] = list(fr["failure_category"].value_counts().index)
         X = self._design(fr)
@@ -572,12 +572,25 @@ class RestartModel(BaseModel):
                 X[c] = v
         if "gpu_num" not in X.columns:
             raise ValueError("covariates need gpu_num (or gpus)")
+        self._check_types(X["type"])
         if "night" not in X.columns:
             h = X["hour"].to_numpy(float)
             X["night"] = (h >= 22) | (h < 8)
         if "failure_category" in self.levels_ and "failure_category" not in X.columns:
             X["failure_category"] = self.levels_["failure_category"][0]
         return X
+
+    def _check_types(self, types) -> None:
+        """ValueError naming the key and the known values for a type the fit never saw."""
+        from acmemodel.models.cells import check_key_values
+
+        seen = self.levels_.get("seen_type") or [t for t in self.levels_.get("type", []) if t != _RARE]
+        if not seen:  # (the published prior: no type covariate)
+            return
+        for t in pd.unique(pd.Series(types).astype(str)):
+            if t == _RARE:
+                continue
+            check_key_values({"type": t}, {"type": seen}, "RestartModel")
 
     def predict(self, X: pd.DataFrame | None = None, *, component: str = "total",
                 method: str | None = None, **key) -> RestartDistribution:
@@ -661,6 +674,8 @@ class RestartModel(BaseModel):
             if c not in ("type", "attempt", "hour", "weekend", "night"):
                 raise ValueError(f"unknown covariate {c!r}")
             pop[c] = v
+        if "type" in covariates:
+            self._check_types([covariates["type"]])
         if "hour" in covariates and "night" not in covariates:
             h = pop["hour"].to_numpy(float)
             pop["night"] = (h >= 22) | (h < 8)

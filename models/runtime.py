@@ -55,7 +55,9 @@ class RuntimeModel(DurationModel):
     gpu_edges : GPU-size bucket edges.
     max_fit_jobs : cap on the values used for family fitting/selection per cell (systematic
         thinning in time order; default 20 000).
-    zero_s : runs of at most this many seconds form the atom (default 0: exactly-zero runs).
+    atom_s : runs of at most this many seconds form the atom (default 0: exactly-zero runs); the same
+        name as :class:`~acmemodel.models.queue.QueueModel`'s atom. ``zero_s`` is its earlier name
+        (accepted for one release, with a DeprecationWarning).
 
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
     :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
@@ -76,7 +78,7 @@ class RuntimeModel(DurationModel):
                  backoff: Sequence[str] = DEFAULT_BACKOFF,
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
-                 max_fit_jobs: int = 20000, zero_s: float = 0.0):
+                 max_fit_jobs: int = 20000, atom_s: float = 0.0, zero_s: float | None = None):
         self.keys = keys
         self.min_jobs = min_jobs
         self.min_jobs_coarsest = min_jobs_coarsest
@@ -86,15 +88,22 @@ class RuntimeModel(DurationModel):
         self.gpu_only = gpu_only
         self.gpu_edges = gpu_edges
         self.max_fit_jobs = max_fit_jobs
-        self.zero_s = zero_s
+        if zero_s is not None:
+            import warnings
+
+            warnings.warn("RuntimeModel(zero_s=...) is now atom_s= (as in QueueModel)", DeprecationWarning,
+                          stacklevel=2)
+            atom_s = zero_s
+        self.atom_s = atom_s
+        self.zero_s = None
 
     def _validate_params(self) -> None:
         super()._validate_params()
-        if not (isinstance(self.zero_s, (int, float)) and 0 <= self.zero_s < np.inf):
-            raise ValueError(f"zero_s must be a finite number >= 0, got {self.zero_s!r}")
+        if not (isinstance(self.atom_s, (int, float)) and 0 <= self.atom_s < np.inf):
+            raise ValueError(f"atom_s must be a finite number >= 0, got {self.atom_s!r}")
 
     def _threshold(self) -> float:
-        return float(self.zero_s)
+        return float(self.atom_s)
 
     def _observations(self, jobs: pd.DataFrame) -> pd.DataFrame:
         started = jobs["started"].fillna(False).astype(bool).to_numpy() & jobs["run_s"].notna().to_numpy()
@@ -129,12 +138,17 @@ class RuntimeModel(DurationModel):
     # ------------------------------------------------------------------ states
     def state_probabilities(self, **key) -> dict[str, float]:
         """``P(state | cell)`` over started jobs, state → probability (the ``state`` key, if given,
-        is ignored; back-off as for run times)."""
+        is ignored). Key semantics as for run times: keys not given are marginalised (count-weighted
+        mixture of the fitted cells), unknown values raise, back-off is warned."""
         self._check_fitted()
         key = {k: v for k, v in key.items() if k != "state"}
-        counts = self.states_.resolve(**key).value
-        tot = sum(counts.values())
-        return {s: counts[s] / tot for s in sorted(counts, key=lambda s: (-counts[s], s))}
+        a = self.states_.query(type(self).__name__, **key)
+        probs: dict[str, float] = {}
+        for w, part in zip(a.weights, a.parts):
+            tot = sum(part.value.values())
+            for s, c in part.value.items():
+                probs[s] = probs.get(s, 0.0) + w * c / tot
+        return {s: probs[s] for s in sorted(probs, key=lambda s: (-probs[s], s))}
 
     def sample_jobs(self, n: int, rng: np.random.Generator, **key) -> pd.DataFrame:
         """``n`` jobs of cell ``key``: DataFrame(state, run_s) — state drawn from

@@ -37,6 +37,6 @@ def kalos_example(tmp_path):
 
 @pytest.fixture(scope="session")
 def sample_trace():
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     return load_sample()

@@ -211,7 +211,7 @@ def test_batches_from_features_when_absent():
 
 
 def test_fit_on_loaded_sample_trace():
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

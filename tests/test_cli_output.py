@@ -137,3 +137,77 @@ def test_human_durations(s, text):
     from acmemodel.cli._fmt import dur
 
     assert dur(s) == text
+
+
+def test_checkpoint_splits_loss_into_failures_and_checkpoints():
+    r = runner.invoke(app, ["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--restart", "20m",
+                            "--mttf", "8h", "--work", "30d", "--json"])
+    d = json.loads(r.stdout)
+    g, W, C, tau, T = 2048, 30 * 86400.0, 60.0, d["interval_s"], d["expected_wall_time_s"]
+    ck = W / tau * C
+    assert d["gpu_hours_lost_per_day_checkpoint"] == pytest.approx(g * 24 * ck / T, rel=1e-9)
+    assert d["gpu_hours_lost_per_day_failures"] + d["gpu_hours_lost_per_day_checkpoint"] == \
+        pytest.approx(d["gpu_hours_lost_per_day"], rel=1e-9)
+    run = d["gpu_hours_lost_run"]
+    assert run["total"] == pytest.approx(g * (T - W) / 3600, rel=1e-9)
+    assert run["failures"] + run["checkpoint"] == pytest.approx(run["total"], rel=1e-9)
+    human = runner.invoke(app, ["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--restart", "20m",
+                                "--mttf", "8h"])
+    assert "GPU-h lost per day" in human.stdout and "failures" in human.stdout and "whole run" in human.stdout
+
+
+def test_fit_turns_warnings_into_one_sentence_and_reports_progress(monkeypatch):
+    import warnings
+
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning as SMConvergence
+
+    import acmemodel.pipeline as pipeline
+    from acmemodel.datasets import load_sample
+
+    real = pipeline._fit_one
+
+    def noisy(model, trace):
+        for _ in range(5):
+            warnings.warn("Maximum Likelihood optimization failed to converge. Check mle_retvals", SMConvergence)
+        return real(model, trace)
+
+    monkeypatch.setattr(pipeline, "_fit_one", noisy)
+    t = load_sample()
+    calls = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = pipeline.fit_bundle(t.jobs, t.timezones, models=["gpu_counts"],
+                                progress=lambda i, n, d: calls.append((i, n, d)))
+    notes = b.provenance["fit_notes"]["gpu_counts"]
+    assert notes == ["The optimiser did not converge within its iteration limit; the estimates are usable but "
+                     "less precise."]
+    assert len([w for w in caught if "converge" in str(w.message)]) == 1  # once, not five times
+    assert calls[0] == (0, 1, "fitting gpu_counts") and calls[-1][:2] == (1, 1)
+
+
+def test_reproduce_reports_progress():
+    from acmemodel.reproduce import reproduce
+
+    calls = []
+    reproduce(scale=0.01, days=3, progress=lambda i, n, d: calls.append((i, n, d)))
+    assert [c[2] for c in calls] == ["synthesising Seren", "synthesising Kalos",
+                                     "comparing with the published statistics", "done"]
+    assert calls[-1][0] == calls[-1][1] == 3
+
+
+@pytest.mark.parametrize("cmd", [["export", "--help"], ["synth", "--help"]])
+def test_help_does_not_split_format_names(cmd):
+    r = _cli80(cmd)
+    assert r.returncode == 0
+    _fits_80(r.stdout)
+    flat = " ".join(r.stdout.split())
+    for name in ("acmetrace", "swf", "helios", "philly", "batsim"):
+        assert name in flat
+    assert "hel ios" not in flat and "|p hilly" not in flat
+
+
+def test_evaluate_runtime_fits_80_columns():
+    r = _cli80(["evaluate", "runtime", "--no-queue"])
+    assert r.returncode == 0, r.stderr
+    _fits_80(r.stdout)
+    assert "mae" in r.stdout and "runtime_model_nostate" in r.stdout.replace("\n", "")

@@ -80,10 +80,18 @@ def test_sampling_matches_pmf_and_is_reproducible():
 
 
 def test_backoff_and_errors():
-    m = GpuCountModel().fit(_jobs({("S", "A"): (100, {1: 1.0})}, np.random.default_rng(0)))
-    with pytest.warns(DataWarning):
-        p = m.pmf(cluster="S", type="Nope")
-    assert p.sum() == pytest.approx(1)
+    m = GpuCountModel().fit(_jobs({("S", "A"): (100, {1: 1.0}), ("K", "B"): (50, {8: 1.0})},
+                                  np.random.default_rng(0)))
+    with pytest.raises(ValueError, match=r"unknown type 'Nope'.*A, B"):  # never seen: an error
+        m.pmf(cluster="S", type="Nope")
+    with pytest.warns(DataWarning, match="no jobs of type 'B' in S"):  # seen elsewhere: back-off, warned
+        p = m.pmf(cluster="S", type="B")
+    assert p.sum() == pytest.approx(1) and p.idxmax() == 1
+    # cluster not given: the job-count-weighted mixture of the clusters (100 S jobs of 1 GPU, 50 K of 8)
+    mix = m.pmf()
+    assert mix.sum() == pytest.approx(1)
+    assert mix[1] == pytest.approx(100 / 150 * m.pmf(cluster="S")[1] + 50 / 150 * m.pmf(cluster="K").get(1, 0))
+    assert m.mean_gpus(type="B") == pytest.approx(m.mean_gpus(cluster="K", type="B"))
     with pytest.raises(ValueError, match="cluster"):
         m.pmf(cluster="X", type="A")
     with pytest.raises(ValueError, match="smoothing"):

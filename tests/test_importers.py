@@ -366,7 +366,7 @@ def test_predictor_beats_the_best_baseline_when_names_carry_signal():
                            predictor_params={"n_estimators": 80, "learning_rate": 0.1})
     v = res.info["predictor_vs_best_baseline"]
     assert {"name_token", "name_prior_median_run_s"} <= set(res.info["predictor_features"])
-    assert v["beats"] and v["text"].startswith("predictor beats")
+    assert v["beats"] and v["significant"] and v["text"].startswith("predictor beats")
     # by a margin well beyond noise: test jobs ~ n/6, per-job |error| sd ≤ ~1.5 log-s
     n_test = res.info["n_test"]
     assert v["baseline_value"] - v["predictor"] > 5 * 1.5 / math.sqrt(n_test)
@@ -380,3 +380,42 @@ def test_verdict_says_when_a_baseline_wins():
     v = predictor_verdict(r)
     assert not v["beats"] and v["best_baseline"] == "user_median"
     assert "does NOT beat" in v["text"] and "1.467 vs 1.425" in v["text"]
+
+
+def test_explicit_restart_links_become_chains():
+    from acmemodel.features import build_features
+
+    t = load(D / "cluster_job_log", format="philly", timezone="-07:00")
+    f = build_features(t).set_index("job_id")
+    ids = ["application_1_0002@1", "application_1_0002@2", "application_1_0002@3"]
+    assert list(f.loc[ids, "attempt"]) == [1, 2, 3]
+    assert f.loc[ids, "chain_id"].nunique() == 1
+    assert f.loc[ids[1], "restart_gap_s"] == 0  # resubmitted when attempt 1 ended
+    s = build_features(load(D / "sample.swf", format="swf")).set_index("job_id")
+    assert s.loc["3", "attempt"] == 2 and s.loc["2", "chain_id"] == s.loc["3", "chain_id"]
+
+
+def test_pending_jobs_are_censored_waits_of_the_queue_model(slurm):
+    from acmemodel.models.queue import QueueModel
+
+    obs = QueueModel()._observations(slurm.jobs)
+    pend = slurm.jobs.index[slurm.jobs.state == "PENDING"]
+    assert len(pend) == 4 and set(pend) <= set(obs.index)
+    assert obs.loc[pend, "censored"].all()
+    assert not obs.drop(index=pend).loc[lambda f: f.index.isin(slurm.jobs.index[slurm.jobs.started]), "censored"].any()
+
+
+def test_slurm_parsable_trailing_pipe_and_jobidraw_only(tmp_path):
+    f = tmp_path / "p.txt"
+    f.write_text("JobIDRaw|User|State|Submit|Start|End|ReqTRES|\n"
+                 "11|u|COMPLETED|2024-01-01T00:00:00|2024-01-01T00:00:05|2024-01-01T00:10:05|cpu=4,gres/gpu:h100=2,gres/gpu:a100=1|\n"
+                 "11.batch||COMPLETED|2024-01-01T00:00:05|2024-01-01T00:00:05|2024-01-01T00:10:05||\n"
+                 "\n"
+                 "12|u|CANCELLED by 0|2024-01-01 01:00:00|None|2024-01-01 01:05:00||\n")
+    t = load(f, format="slurm", timezone="UTC")
+    j = by_id(t)
+    assert list(j.index) == ["11", "12"] and len(t.rejected) == 0
+    assert j.loc["11", "gpu_num"] == 3 and j.loc["11", "cpu_num"] == 4  # typed GPUs summed; TRES cpu
+    assert j.loc["12", "state"] == "CANCELLED" and not j.loc["12", "started"]  # space-separated times
+    assert j.loc["12", "queue_s"] == 300 and j.loc["12", "queue_censored"]
+    assert j.loc["11", "type"] == "Other"  # no partition/QOS: Other

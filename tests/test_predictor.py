@@ -100,7 +100,7 @@ def test_validation(data):
 
 
 def test_sample_trace():
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     trace = load_sample()
     m = RuntimePredictor(**PARAMS).fit(trace)

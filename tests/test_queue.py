@@ -131,7 +131,7 @@ def test_validation():
 
 
 def test_sample_trace_end_to_end():
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     trace = load_sample()
     m = QueueModel().fit(trace)

@@ -252,7 +252,7 @@ def test_cell_table_generic():
 
 
 def test_sample_trace_end_to_end(tmp_path):
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     trace = load_sample()
     m = RuntimeModel().fit(trace)

@@ -258,7 +258,7 @@ def _window(days, tz="+08:00"):
 # ------------------------------------------------------------------ real models, bundle, CLI
 @pytest.fixture(scope="module")
 def sample_bundle(tmp_path_factory):
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
     from acmemodel.models.runtime import RuntimeModel
 
     with warnings.catch_warnings():

@@ -261,7 +261,17 @@ void acme_ckpt_optimize(int n, const double *work, const double *ckpt, int famil
                         const double *params, int P, const double *r_nodes, const double *r_weights,
                         int Q, double *out_tau, double *out_et, int *out_status);
 void acme_ckpt_terms(double tau, double ckpt, int family, const double *params, int P,
-                     const double *r_nodes, const double *r_weights, int Q, double *out3);
+                     const double *r_nodes, const double *r_weights, int Q, double *out4);
+
+/* checkpoint_grid.c: the baseline optimiser (benchmark comparison only) */
+void acme_ckpt_grid_expected_time(int n, const double *tau, const double *work, const double *ckpt,
+                                  int family, const double *params, int P, const double *r_nodes,
+                                  const double *r_weights, int Q, double *out_et, int *out_status);
+void acme_ckpt_grid_optimize(int n, const double *work, const double *ckpt, int family,
+                             const double *params, int P, const double *r_nodes, const double *r_weights,
+                             int Q, double *out_tau, double *out_et, int *out_status);
+void acme_ckpt_grid_terms(double tau, double ckpt, int family, const double *params, int P,
+                          const double *r_nodes, const double *r_weights, int Q, double *out3);
 
 /* montecarlo.c */
 typedef struct {

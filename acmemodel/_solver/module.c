@@ -1,9 +1,10 @@
 /* Python module table of the acmemodel C solver (``acmemodel._solver._core``).
  *
- * Kernels live one per file (checkpoint.c, montecarlo.c); this file only converts arguments,
- * checks shapes, releases the GIL around the pure-C loops and builds the results. Value checks with
- * user-facing messages are done by the Python wrappers (acmemodel.planner.checkpoint / montecarlo);
- * the checks here guard memory safety. */
+ * Kernels live one per file (checkpoint.c, montecarlo.c); this file converts arguments, checks
+ * shapes and every value (like the cluster module: a bad value raises ValueError naming the argument,
+ * the row and the rule, instead of coming back as a status -1), releases the GIL around the pure-C
+ * loops and builds the results. The Python wrappers (acmemodel.planner.checkpoint / montecarlo)
+ * check their own inputs too, with messages in the user's terms. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>
@@ -24,6 +25,95 @@ static int check_family(int family) {
     if (family < ACME_EXPONENTIAL || family > ACME_PIECEWISE) {
         PyErr_Format(PyExc_ValueError, "family must be 0, 1 or 2, got %d", family);
         return -1;
+    }
+    return 0;
+}
+
+/* ValueError explaining why failure parameters `p` (row `row`) are invalid for `family`; 0 if valid.
+ * The same rules as acme_failure_init. */
+static int explain_params(int family, const double *p, int P, npy_intp row) {
+    int j, m = P / 2;
+    if (family == ACME_EXPONENTIAL) {
+        if (P < 1 || !(p[0] > 0) || !isfinite(p[0])) {
+            PyErr_Format(PyExc_ValueError, "params[%zd]: exponential failures need a mean time to failure "
+                         "M > 0 (finite)", (Py_ssize_t)row);
+            return -1;
+        }
+        return 0;
+    }
+    if (family == ACME_WEIBULL) {
+        if (P < 2 || !(p[0] > 0) || !(p[1] > 0) || !isfinite(p[0]) || !isfinite(p[1])) {
+            PyErr_Format(PyExc_ValueError, "params[%zd]: Weibull failures need shape k > 0 and scale "
+                         "lambda > 0 (finite)", (Py_ssize_t)row);
+            return -1;
+        }
+        return 0;
+    }
+    if (m < 1 || 2 * m != P) {
+        PyErr_Format(PyExc_ValueError, "params: a piecewise hazard needs 2m columns (m breakpoints, m "
+                     "hazards), got %d", P);
+        return -1;
+    }
+    if (p[0] != 0.0) {
+        PyErr_Format(PyExc_ValueError, "params[%zd]: the first breakpoint of a piecewise hazard must be 0",
+                     (Py_ssize_t)row);
+        return -1;
+    }
+    for (j = 0; j < m; j++) {
+        if (!(p[m + j] >= 0) || !isfinite(p[m + j]) || (j > 0 && !(p[j] >= p[j - 1]))) {
+            PyErr_Format(PyExc_ValueError, "params[%zd]: piecewise hazard piece %d: breakpoints must not "
+                         "decrease and hazards must be finite and >= 0", (Py_ssize_t)row, j);
+            return -1;
+        }
+    }
+    if (!(p[2 * m - 1] > 0)) {
+        PyErr_Format(PyExc_ValueError, "params[%zd]: the last hazard of a piecewise hazard must be > 0 "
+                     "(else a run may never fail and E[T] has no finite bound)", (Py_ssize_t)row);
+        return -1;
+    }
+    return 0;
+}
+
+/* ValueError for the first invalid value of the loaded arguments (0 if all are valid) */
+static int check_ckpt_values(const PyArrayObject *tau_a, const PyArrayObject *work_a,
+                             const PyArrayObject *ckpt_a, int family, const PyArrayObject *params_a,
+                             const PyArrayObject *rn_a, const PyArrayObject *rw_a, npy_intp n, int P, int Q) {
+    const double *tau = tau_a ? (const double *)PyArray_DATA((PyArrayObject *)tau_a) : NULL;
+    const double *work = (const double *)PyArray_DATA((PyArrayObject *)work_a);
+    const double *ckpt = (const double *)PyArray_DATA((PyArrayObject *)ckpt_a);
+    const double *params = (const double *)PyArray_DATA((PyArrayObject *)params_a);
+    const double *rn = (const double *)PyArray_DATA((PyArrayObject *)rn_a);
+    const double *rw = (const double *)PyArray_DATA((PyArrayObject *)rw_a);
+    npy_intp i;
+    int q;
+    for (i = 0; i < n; i++) {
+        double wsum = 0.0;
+        if (tau && tau[i] < 0) {  /* (0, inf and NaN are answered: an infinite E[T]) */
+            PyErr_Format(PyExc_ValueError, "tau[%zd] must be a checkpoint interval >= 0 s", (Py_ssize_t)i);
+            return -1;
+        }
+        if (!(work[i] > 0 && isfinite(work[i]))) {
+            PyErr_Format(PyExc_ValueError, "work[%zd] must be > 0 s (finite)", (Py_ssize_t)i);
+            return -1;
+        }
+        if (!(ckpt[i] >= 0 && isfinite(ckpt[i]))) {
+            PyErr_Format(PyExc_ValueError, "ckpt[%zd] must be a checkpoint cost >= 0 s (finite)", (Py_ssize_t)i);
+            return -1;
+        }
+        if (explain_params(family, params + (size_t)i * P, P, i)) return -1;
+        for (q = 0; q < Q; q++) {
+            double r = rn[(size_t)i * Q + q], w = rw[(size_t)i * Q + q];
+            if (!(r >= 0 && isfinite(r)) || !(w >= 0 && isfinite(w))) {
+                PyErr_Format(PyExc_ValueError, "r_nodes/r_weights[%zd, %d]: restart times must be >= 0 s and "
+                             "weights >= 0 (finite)", (Py_ssize_t)i, q);
+                return -1;
+            }
+            wsum += w;
+        }
+        if (!(wsum > 0)) {
+            PyErr_Format(PyExc_ValueError, "r_weights[%zd] must have a positive sum", (Py_ssize_t)i);
+            return -1;
+        }
     }
     return 0;
 }
@@ -78,6 +168,7 @@ static PyObject *py_ckpt_expected_time(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOiOOO", &tau, &work, &ckpt, &family, &params, &rn, &rw)) return NULL;
     if (check_family(family)) return NULL;
     if (ckpt_args_load(&a, tau, work, ckpt, params, rn, rw)) goto done;
+    if (check_ckpt_values(a.tau, a.work, a.ckpt, family, a.params, a.rn, a.rw, a.n, a.P, a.Q)) goto done;
     et = (PyArrayObject *)PyArray_SimpleNew(1, &a.n, NPY_FLOAT64);
     st = (PyArrayObject *)PyArray_SimpleNew(1, &a.n, NPY_INT32);
     if (!et || !st) goto done;
@@ -93,23 +184,26 @@ done:
     return res;
 }
 
-static PyObject *py_ckpt_optimize(PyObject *self, PyObject *args) {
+typedef void (*ckpt_opt_fn)(int, const double *, const double *, int, const double *, int, const double *,
+                            const double *, int, double *, double *, int *);
+
+static PyObject *ckpt_optimize_with(ckpt_opt_fn fn, PyObject *args) {
     PyObject *work, *ckpt, *params, *rn, *rw, *res = NULL;
     PyArrayObject *tau = NULL, *et = NULL, *st = NULL;
     int family;
     ckpt_args a;
-    (void)self;
     if (!PyArg_ParseTuple(args, "OOiOOO", &work, &ckpt, &family, &params, &rn, &rw)) return NULL;
     if (check_family(family)) return NULL;
     if (ckpt_args_load(&a, NULL, work, ckpt, params, rn, rw)) goto done;
+    if (check_ckpt_values(NULL, a.work, a.ckpt, family, a.params, a.rn, a.rw, a.n, a.P, a.Q)) goto done;
     tau = (PyArrayObject *)PyArray_SimpleNew(1, &a.n, NPY_FLOAT64);
     et = (PyArrayObject *)PyArray_SimpleNew(1, &a.n, NPY_FLOAT64);
     st = (PyArrayObject *)PyArray_SimpleNew(1, &a.n, NPY_INT32);
     if (!tau || !et || !st) goto done;
     Py_BEGIN_ALLOW_THREADS
-    acme_ckpt_optimize((int)a.n, D(a.work), D(a.ckpt), family, D(a.params), a.P, D(a.rn), D(a.rw),
-                       a.Q, (double *)PyArray_DATA(tau), (double *)PyArray_DATA(et),
-                       (int *)PyArray_DATA(st));
+    fn((int)a.n, D(a.work), D(a.ckpt), family, D(a.params), a.P, D(a.rn), D(a.rw),
+       a.Q, (double *)PyArray_DATA(tau), (double *)PyArray_DATA(et),
+       (int *)PyArray_DATA(st));
     Py_END_ALLOW_THREADS
     res = Py_BuildValue("(OOO)", tau, et, st);
 done:
@@ -118,8 +212,18 @@ done:
     return res;
 }
 
+static PyObject *py_ckpt_optimize(PyObject *self, PyObject *args) {
+    (void)self;
+    return ckpt_optimize_with(acme_ckpt_optimize, args);
+}
+
+static PyObject *py_ckpt_optimize_grid(PyObject *self, PyObject *args) {
+    (void)self;
+    return ckpt_optimize_with(acme_ckpt_grid_optimize, args);
+}
+
 static PyObject *py_ckpt_terms(PyObject *self, PyObject *args) {
-    double tau, ckpt, out[3];
+    double tau, ckpt, out[4];
     int family;
     PyObject *params, *rn, *rw;
     PyArrayObject *p = NULL, *n = NULL, *w = NULL;
@@ -136,7 +240,7 @@ static PyObject *py_ckpt_terms(PyObject *self, PyObject *args) {
     }
     acme_ckpt_terms(tau, ckpt, family, D(p), (int)PyArray_DIM(p, 0), D(n), D(w),
                     (int)PyArray_DIM(n, 0), out);
-    res = Py_BuildValue("(ddd)", out[0], out[1], out[2]);
+    res = Py_BuildValue("(dddd)", out[0], out[1], out[2], out[3]);
 done:
     Py_XDECREF(p); Py_XDECREF(n); Py_XDECREF(w);
     return res;
@@ -247,8 +351,11 @@ static PyMethodDef core_methods[] = {
      "ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights) -> (E[T], status)"},
     {"ckpt_optimize", py_ckpt_optimize, METH_VARARGS,
      "ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status)"},
+    {"ckpt_optimize_grid", py_ckpt_optimize_grid, METH_VARARGS,
+     "ckpt_optimize_grid(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status): "
+     "the baseline optimiser (checkpoint_grid.c), kept for benchmarks/bench_solver.py"},
     {"ckpt_terms", py_ckpt_terms, METH_VARARGS,
-     "ckpt_terms(tau, ckpt, family, params, r_nodes, r_weights) -> (E[F], E[N], dE[N]/dtau)"},
+     "ckpt_terms(tau, ckpt, family, params, r_nodes, r_weights) -> (E[F], E[N], dE[N]/dtau, d2E[N]/dtau2)"},
     {"mc_run", (PyCFunction)(void (*)(void))py_mc_run, METH_VARARGS | METH_KEYWORDS,
      "mc_run(n_rep, seed, work, tau, ckpt, max_wall, family, params, type_prob, restart_kind, "
      "restart_a, restart_b, n_threads=1) -> dict of per-replica arrays"},

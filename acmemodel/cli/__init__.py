@@ -11,7 +11,7 @@ from acmemodel.errors import AcmeModelError
 # Command modules register their commands on ``app`` / ``evaluate_app`` when imported.
 from acmemodel.cli import (  # noqa: F401,E402
     calibrate, checkpoint, convert, describe, evalplan, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
-    forecast, plan, reproduce, synth,
+    forecast, plan, reproduce, sweep, synth,
 )
 
 #: OSError covers unwritable/missing output directories, a file where a directory is expected, etc.

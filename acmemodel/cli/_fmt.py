@@ -19,14 +19,30 @@ from typing import Iterator
 from rich import box
 from rich.table import Table
 
-__all__ = ["table", "num", "dur", "progress"]
+__all__ = ["table", "CompactTable", "num", "dur", "progress"]
+
+
+class CompactTable(Table):
+    """A rich ``Table`` with the light box of :func:`table` whose columns wrap (``overflow="fold"``)
+    instead of cutting values with an ellipsis."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("box", box.SIMPLE_HEAD)
+        kwargs.setdefault("padding", (0, 1))
+        kwargs.setdefault("collapse_padding", True)
+        kwargs.setdefault("pad_edge", False)
+        kwargs.setdefault("title_justify", "left")
+        super().__init__(*args, **kwargs)
+
+    def add_column(self, *args, **kwargs):
+        kwargs.setdefault("overflow", "fold")
+        return super().add_column(*args, **kwargs)
 
 
 def table(title: str | None = None, columns=(), *, right=None) -> Table:
     """A compact table; ``columns``: header strings (``right``: headers to right-align; default every
     column but the first). Put legends in a line printed after the table (a caption would widen it)."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False,
-              title_justify="left")
+    t = CompactTable(title=title)
     cols = list(columns)
     for i, c in enumerate(cols):
         r = (i > 0) if right is None else (c in right)

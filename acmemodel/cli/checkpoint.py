@@ -105,29 +105,39 @@ def checkpoint_cmd(
 
 
 def _print_human(d: dict) -> None:
-    h = 3600.0
-    console.print(f"[bold]Checkpoint plan[/bold] for {d['gpus']} GPUs, {d['work_s'] / 86400:.3g} days of work "
-                  f"({d['source']})")
-    console.print(f"  job MTTF {d['mttf_s'] / h:.3g} h ({d['failure_process']['family']}), checkpoint cost "
-                  f"{d['ckpt_cost_s']:g} s, mean restart {d['restart_mean_s'] / 60:.3g} min")
+    from acmemodel.cli._fmt import dur, num, table
+
+    console.print(f"[bold]Checkpoint plan[/bold] for {num(d['gpus'])} GPUs, {dur(d['work_s'], 3)} of work "
+                  f"({d['source']})", highlight=False)
+    console.print(f"job MTTF {dur(d['mttf_s'], 3)} ({d['failure_process']['family']}), checkpoint cost "
+                  f"{dur(d['ckpt_cost_s'])}, mean restart {dur(d['restart_mean_s'])}", highlight=False)
     if not d["finishes"]:
         console.print(f"[red]Does not finish:[/red] {d['reason']}")
         return
-    console.print(f"  recommended interval   {d['interval_s'] / 60:.4g} min of work between checkpoints")
-    console.print(f"  expected wall time     {d['expected_wall_time_s'] / 86400:.4g} days "
-                  f"(overhead {100 * d['overhead_fraction']:.2f} % of the work)")
-    console.print(f"  ETTR                   {d['ettr']:.4f}")
-    console.print(f"  GPU-hours lost per day {num(d['gpu_hours_lost_per_day'])}")
+    run = d["gpu_hours_lost_run"]
+    t = table(None, ["", "value"], right=set())
+    t.show_header = False
+    t.add_row("recommended interval", f"{dur(d['interval_s'], 3)} of work between checkpoints")
+    t.add_row("expected wall time", f"{dur(d['expected_wall_time_s'], 4)} (overhead "
+                                    f"{100 * d['overhead_fraction']:.2f} % of the work)")
+    t.add_row("ETTR", f"{d['ettr']:.4f}")
+    t.add_row("GPU-h lost per day", f"{num(d['gpu_hours_lost_per_day'])} = failures "
+                                    f"{num(d['gpu_hours_lost_per_day_failures'])} + checkpoints "
+                                    f"{num(d['gpu_hours_lost_per_day_checkpoint'])}")
+    t.add_row("GPU-h lost, whole run", f"{num(run['total'])} = failures {num(run['failures'])} + "
+                                       f"checkpoints {num(run['checkpoint'])}")
     e = d.get("energy_lost_per_day") or {}
     if e.get("kwh") is not None:
-        console.print(f"  energy lost per day    {num(e['kwh'])} kWh, {num(e['tco2e'])} tCO₂e "
-                      f"({d['power_model']['kwh_per_gpu_hour']:.3f} kWh per busy GPU-h, PUE "
-                      f"{d['power_model']['pue']:g})")
-    rows = [("optimal", d["interval_s"], d["expected_wall_time_s"]),
-            ("Young √(2CM)", d["young_interval_s"], d["young_expected_wall_time_s"]),
-            ("Daly higher-order", d["daly_interval_s"], d["daly_expected_wall_time_s"])]
-    console.print("  interval comparison (expected wall time at each):")
-    for name, tau, et in rows:
-        extra = "" if et is None else (f"{et / 86400:.5g} days (+{(et / d['expected_wall_time_s'] - 1) * 100:.3f} %)"
-                                       if name != "optimal" else f"{et / 86400:.5g} days")
-        console.print(f"    {name:<18} {tau / 60:9.4g} min   {extra}")
+        t.add_row("energy lost per day", f"{num(e['kwh'])} kWh, {num(e['tco2e'])} tCO₂e "
+                                         f"({d['power_model']['kwh_per_gpu_hour']:.3f} kWh per busy GPU-h, "
+                                         f"PUE {d['power_model']['pue']:g})")
+    console.print(t)
+    c = table("Interval comparison", ["rule", "interval", "expected wall time", "vs optimal"])
+    for name, tau, et in (("optimal", d["interval_s"], d["expected_wall_time_s"]),
+                          ("Young √(2CM)", d["young_interval_s"], d["young_expected_wall_time_s"]),
+                          ("Daly higher-order", d["daly_interval_s"], d["daly_expected_wall_time_s"])):
+        rel = "" if et is None or name == "optimal" else f"+{(et / d['expected_wall_time_s'] - 1) * 100:.3f} %"
+        c.add_row(name, dur(tau, 4), "–" if et is None else dur(et, 5), rel)
+    console.print(c)
+    console.print("failures = work re-done after failures + restart time; checkpoints = the blocking cost of "
+                  "the W/τ checkpoints", highlight=False)

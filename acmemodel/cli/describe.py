@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from acmemodel.cli._fmt import CompactTable as Table
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console, load_traces

@@ -24,7 +24,7 @@ def evaluate_arrival_cmd(
     inter-arrival times and batch sizes, hourly/weekly profile error, dispersion index of hourly
     counts (observed vs sampled), against a homogeneous Poisson baseline; forecast MAPE and interval
     coverage of ETS vs seasonal-naive."""
-    from rich.table import Table
+    from acmemodel.cli._fmt import CompactTable as Table
 
     from acmemodel.evaluation.arrival import evaluate_arrival
 

@@ -56,7 +56,7 @@ def evaluate_failure_cmd(
 
 
 def _print(frows, rrows, curve, info, written, pivot) -> None:
-    from rich.table import Table
+    from acmemodel.cli._fmt import CompactTable as Table
 
     wide = pivot(frows, "all").drop(index="all", errors="ignore")
     t = Table(title="Failure models, held-out jobs (cell all)")

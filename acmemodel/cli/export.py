@@ -43,17 +43,23 @@ def parse_pairs(items: Optional[List[str]], name: str, *, as_int: bool = False) 
 def export_cmd(
     paths: Optional[List[Path]] = typer.Argument(None, help="Trace files (AcmeTrace CSV/parquet); none = the "
                                                  "shipped sample (airesim: the default bundle, no trace)"),
-    fmt: Fmt = typer.Option(..., "--format", "-f", help="Output format."),
+    fmt: Fmt = typer.Option(..., "--format", "-f", metavar="FORMAT", show_choices=False,
+                            help="Output format: acmetrace, swf, helios, philly, batsim or airesim."),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory (created)."),
     cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name for the files and the only "
                                           "cluster exported (default: all, names from the files)."),
     rebase: bool = typer.Option(False, "--rebase", help="helios/philly: shift timestamps (whole weeks) onto "
                                 "the simulators' hard-coded epoch (2020-04-01 / 2017-10-01)."),
+    rebase_to: Optional[str] = typer.Option(None, "--rebase-to", help="helios: place the trace in the "
+                                            "simulators' experiment window (Sept, July, or e.g. Venus_Sept)."),
+    vc_large: Optional[int] = typer.Option(None, "--vc-large", help="helios: jobs of at least this many GPUs "
+                                           "go to the pretrain partition whatever their type (default 256; "
+                                           "0: by type only)."),
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="airesim: fitted bundle with 'failure' "
                                           "(and 'restart') models; default: fit them on the trace files "
                                           "given, else the default bundle (as plan/checkpoint)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job (default: "
-                                       "the trace's GPU count with most GPU time, else the model's largest job)."),
+                                       "the GPU count with most GPU time among the trace's Pretrain jobs, else the model's largest job)."),
     recovery: Optional[str] = typer.Option(None, "--recovery", help="airesim: recovery time after a failure "
                                            "(e.g. 20m) instead of the restart model's mean."),
     vc: Optional[List[str]] = typer.Option(None, "--vc", help="helios/philly: TYPE=PARTITION (repeatable); "
@@ -82,6 +88,10 @@ def export_cmd(
         raise ConfigError("--vc/--vc-nodes are used by --format helios/philly only")
     if vc_nodes and name != "helios":
         raise ConfigError("--vc-nodes is used by --format helios only")
+    if (rebase_to is not None or vc_large is not None) and name != "helios":
+        raise ConfigError("--rebase-to/--vc-large are used by --format helios only")
+    if rebase_to is not None and rebase:
+        raise ConfigError("give --rebase or --rebase-to, not both")
     if batsim_profile is not None and name != "batsim":
         raise ConfigError("--batsim-profile is used by --format batsim only")
     if batsim_profile is not None and batsim_profile not in ("delay", "DelayProfile"):
@@ -115,6 +125,8 @@ def export_cmd(
             _check_philly_size(jobs, yes)
         if name == "batsim":
             opts["profile_type"] = batsim_profile
+        if name == "helios":
+            opts.update(rebase_to=rebase_to, large_gpus=vc_large)
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
                     vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
     res = write(jobs, name, out, **opts)

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, err_console, identifiability_note,
+from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, identifiability_note,
                                    load_traces, print_identifiability)
 
 
@@ -44,9 +44,17 @@ def fit_cmd(
 
     check_bundle_out(out)
     trace = load_traces(paths, cluster)
-    log = None if json_out else (lambda m: err_console.print(m))
-    bundle = fit_bundle(trace.jobs, trace.timezones, models=models, provenance=trace_provenance(trace),
-                        name=out.stem, log=log)
+    import warnings
+
+    from acmemodel.cli._fmt import dur, progress, table
+    from acmemodel.features.names import jobs_with_extras
+
+    # (an imported trace's job names, partitions and restart links go to the models that use them)
+    with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
+        warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
+        bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
+                            provenance=trace_provenance(trace), name=out.stem,
+                            progress=lambda i, n, d: upd(i, n, d))
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
     note = identifiability_note(bundle)
@@ -54,6 +62,11 @@ def fit_cmd(
         doc["identifiability"] = note
     if json_out:
         print_json(doc)
-    else:
-        console.print(f"wrote bundle [bold]{path}[/bold] with models: {', '.join(sorted(bundle.models))}")
-        print_identifiability(note)
+        return
+    secs = bundle.provenance.get("fit_seconds", {})
+    fit_notes = bundle.provenance.get("fit_notes", {})
+    t = table(f"wrote bundle {path}", ["model", "fit time", "notes"], right={"fit time"})
+    for m in bundle.models:
+        t.add_row(m, dur(secs.get(m)), " ".join(fit_notes.get(m, [])))
+    console.print(t)
+    print_identifiability(note)

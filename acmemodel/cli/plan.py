@@ -43,7 +43,9 @@ def plan_cmd(
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")
         cfg.simulation.replicas = int(replicas)
-    planner = Planner(bundle)
+    from acmemodel.synth import sample_workload
+
+    planner = Planner(bundle, sampler=sample_workload)
     _check_size(planner, cfg, cluster=not no_cluster, yes=yes)
     result = planner.plan(cfg, cluster=not no_cluster)
     if report is not None:

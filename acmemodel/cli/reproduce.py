@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import check_dir_out, console, err_console
+from acmemodel.cli._common import check_dir_out, console
+from acmemodel.cli._fmt import CompactTable as Table
 
 
 class QueueMode(str, Enum):
@@ -43,9 +43,9 @@ def _render(doc: dict) -> None:
 
     for name, c in doc["clusters"].items():
         sim = c["simulation"]
-        parts = ", ".join(f"{k} {v}" for k, v in sim["partitions"].items())
+        parts = ", ".join(f"{k} {v:,}" for k, v in sim["partitions"].items())
         load = sim["queue"].get("offered_load") or {}
-        console.print(f"\n[bold]{name}[/bold]: {sim['total_gpus']} GPUs ({parts}); offered load "
+        console.print(f"\n[bold]{name}[/bold]: {sim['total_gpus']:,} GPUs ({parts}); offered load "
                       + ", ".join(f"{k} {v:.2f}" for k, v in load.items() if v is not None)
                       + f"; passed: shares {c['passed']['shares']}/{c['compared']['shares']}, states "
                       f"{c['passed']['states']}/{c['compared']['states']}, curves "
@@ -116,9 +116,11 @@ def reproduce_cmd(
         from acmemodel.synth import resolve_bundle
 
         bundle = resolve_bundle(bundle)
-    if not json_out:
-        err_console.print(f"synthesising six months of Seren and Kalos at scale {scale:g}...")
-    doc = reproduce(bundle, scale=scale, seed=seed, queue=queue.value, plots=plots)
+    from acmemodel.cli._fmt import progress
+
+    with progress(f"reproduce (scale {scale:g})", enabled=not json_out) as upd:
+        doc = reproduce(bundle, scale=scale, seed=seed, queue=queue.value, plots=plots,
+                        progress=lambda i, n, d: upd(i, n, d))
     if json_out:
         print_json(doc)
     else:

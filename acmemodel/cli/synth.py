@@ -40,8 +40,8 @@ def parse_mix(text: str | None) -> dict[str, float] | None:
 def synth_cmd(
     out: Path = typer.Option(..., "-o", "--output", help="acmetrace: the CSV file to write (.csv or .csv.gz); "
                              "other formats: the output directory (created)."),
-    fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f",
-                                    help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
+    fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f", metavar="FORMAT",
+                                    show_choices=False, help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
                                          "simulator inputs as written by `acmemodel export` (restart chains "
                                          "encoded)."),
     bundle: Optional[Path] = typer.Option(
@@ -94,8 +94,15 @@ def synth_cmd(
     t = time.perf_counter()
     b = resolve_bundle(bundle)
     _check_size(b, cluster, days, scale, yes)
-    jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale, mix=parse_mix(mix),
-                         gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill)
+    import warnings
+
+    from acmemodel.errors import DataWarning
+
+    with warnings.catch_warnings(record=True) as caught:  # model back-offs: counted, not printed raw
+        warnings.simplefilter("always", DataWarning)
+        jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale,
+                             mix=parse_mix(mix), gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill)
+    backoffs = sorted({str(w.message) for w in caught if issubclass(w.category, DataWarning)})
     timezone = b["arrival"].timezones_.get(cluster)
     if fmt is SynthFormat.acmetrace:
         path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, timezone=timezone), out)
@@ -121,6 +128,7 @@ def synth_cmd(
                     {k: float(v) for k, v in jobs["queue_s"].describe(percentiles=[.5, .9]).items()
                      if k in ("mean", "50%", "90%", "max")}),
         "seconds": round(secs, 3),
+        "model_backoffs": backoffs,
     }
     if written:
         doc["written"] = {k: written[k] for k in ("jobs", "attempts", "restarts", "dropped", "notes")}
@@ -135,6 +143,8 @@ def synth_cmd(
         if v:
             console.print(f"  omitted {v} {k.replace('_', ' ')}")
     console.print("jobs by type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
+    if backoffs:
+        console.print(f"{len(backoffs)} sparse model cell(s) answered from coarser cells (--json lists them)")
     console.print("queue not simulated: every job starts at submission (queue = 0)." if fill is None else
                   f"queue: {doc['queue']}; mean wait {doc['queue_s']['mean']:.0f} s, "
                   f"p90 {doc['queue_s']['90%']:.0f} s")

@@ -1,8 +1,11 @@
-"""Data shipped in the package: a sample trace and the published AcmeTrace reference tables.
+"""Data shipped in the package (data only: it imports nothing above itself): a sample trace, the
+published AcmeTrace reference tables and the default bundle's files.
 
-* :func:`load_sample` — a synthetic look-alike of AcmeTrace (Seren + Kalos, a few thousand rows each,
-  exact AcmeTrace schemas; made by :mod:`acmemodel.datasets._make_sample`, see its docstring);
-* :func:`sample_paths` — the paths of those CSV files (for the CLI);
+* :func:`sample_paths` — the paths of the sample CSV files, a synthetic look-alike of AcmeTrace
+  (Seren + Kalos, a few thousand rows each, exact AcmeTrace schemas; made by the repository script
+  ``tools/make_sample.py``, see its docstring); read them with :func:`acmemodel.trace.load_sample`;
+* :func:`default_bundle_path` — the directory of the shipped ``acme-2023`` bundle (loaded by
+  :func:`acmemodel.models.bundle.load_default`);
 * :func:`load_reference`, :func:`load_failure_table` — published tables with provenance
   (``data/PROVENANCE.md``).
 """
@@ -28,13 +31,6 @@ def sample_paths(cluster: str | None = None) -> list[Path]:
     return [Path(str(root.joinpath(f"sample_{c.lower()}.csv.gz"))) for c in names]
 
 
-def load_sample(cluster: str | None = None):
-    """The shipped sample trace as a :class:`~acmemodel.trace.Trace` (both clusters by default)."""
-    from acmemodel.trace import load_trace
-
-    return load_trace(sample_paths(cluster))
-
-
 #: name of the shipped default bundle (calibrated to the published AcmeTrace statistics)
 DEFAULT_BUNDLE = "acme-2023"
 
@@ -45,17 +41,17 @@ def default_bundle_path() -> Path:
     return Path(str(root.joinpath(DEFAULT_BUNDLE)))
 
 
-def load_default():
-    """The shipped default :class:`~acmemodel.models.bundle.Bundle` (``acme-2023``).
+_MOVED = {"load_sample": "acmemodel.trace", "load_default": "acmemodel.models.bundle"}
 
-    Calibrated by :func:`acmemodel.calibrate.calibrate` to the published AcmeTrace statistics; its
-    provenance (reference-file hashes, assumptions, calibration report) is in ``bundle.provenance``.
-    """
-    from acmemodel.errors import BundleError
-    from acmemodel.models.bundle import Bundle
 
-    path = default_bundle_path()
-    if not (path / "bundle.json").exists():
-        raise BundleError(f"the default bundle is missing from the installation ({path}); "
-                          "rebuild it with `acmemodel calibrate -o <that path>`")
-    return Bundle.load(path)
+def __getattr__(name):
+    """``load_sample`` and ``load_default`` moved out of the data package (deprecated here for one
+    release): the sample is read by the trace layer, the default bundle loaded by the models layer."""
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"acmemodel.datasets.{name} moved to {_MOVED[name]}.{name}; the old name goes in the "
+                      "next release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'acmemodel.datasets' has no attribute {name!r}")

@@ -529,7 +529,7 @@ def write_joined(f, arr: "pa.Array", sep: str, *, terminated: bool = False) -> N
 
 def write_readme(out: Path, title: str, sections: list[tuple[str, str]], name: str = "README.md") -> Path:
     """Write the sidecar README (markdown) stating units, time zones, epochs and what was dropped."""
-    from acmemodel import __version__
+    from acmemodel._version import __version__
 
     lines = [f"# {title}", "",
              f"Written by acmemodel {__version__} on "

@@ -145,8 +145,9 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
 
     Parameters
     ----------
-    gpus : GPUs of the simulated job (default: with ``jobs``, the GPU count holding the most GPU time;
-        without, the largest job the failure model was fitted on, ``failure.max_gpus_``).
+    gpus : GPUs of the simulated job (default: with ``jobs``, the GPU count holding the most GPU time
+        among its ``job_type`` jobs — the typical large training run AIReSim models — or among all jobs
+        when it has none; without, the largest job the failure model was fitted on, ``failure.max_gpus_``).
     failure : fitted ``FailureModel`` (``mttf(gpus)`` in seconds, ``shape_``); or give ``mttf_s`` and
         ``weibull_shape`` (job-level mean time to failure at ``gpus`` GPUs, Weibull shape).
     restart : fitted restart model; or ``recovery_s``; or ``jobs`` (empirical mean time to restart).
@@ -162,10 +163,13 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
     if gpus is None and jobs is not None:
         df, _ = C.normalize_jobs(jobs)
         g = df[df["gpu_num"] > 0]
+        of = "jobs"
+        if job_type is not None and (g["type"].astype(str) == job_type).any():
+            g, of = g[g["type"].astype(str) == job_type], f"{job_type} jobs"
         if len(g):
             run = (g["end_s"] - g["start_s"]).fillna(0).clip(lower=0)
             gpus = int((g["gpu_num"] * run).groupby(g["gpu_num"]).sum().idxmax())
-            prov["gpus_source"] = "GPU count holding the most GPU time in the trace"
+            prov["gpus_source"] = f"GPU count holding the most GPU time among the trace's {of}"
     if gpus is None and failure is not None and getattr(failure, "max_gpus_", None) is not None:
         gpus = int(failure.max_gpus_)
         prov["gpus_source"] = "largest job the failure model was fitted on (give gpus / --gpus to change)"
@@ -293,7 +297,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
     """
     import yaml
 
-    from acmemodel import __version__
+    from acmemodel._version import __version__
 
     frame = None
     if jobs is not None:

@@ -134,7 +134,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from acmemodel import __version__
+    from acmemodel._version import __version__
 
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, desc, written, n_jobs, frames = [], [], 0, 0, []
@@ -214,7 +214,10 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
                     f"  **Cancelled jobs (status 5) hold {cancel_share:.1%} of this file's GPU time.** Many "
                     "SWF tools and simulators drop status 5 by default (cancelled = never ran on classic "
                     "HPC logs); here most cancelled jobs ran for hours before being stopped, so dropping "
-                    "them loses that share of the load: keep status 5.")
+                    "them loses that share of the load: keep status 5.\n"
+                    f"  {int(((F[:, 3] == 0) & (F[:, 4] > 0)).sum())} jobs ran for under 0.5 s (run time 0, which "
+                    "SWF allows); converters that need a positive run time skip them (Batsim's "
+                    "`swf_to_batsim_workload_delay.py` does): `--format batsim` writes them as 1 s instead.")
     if not frames:
         raise ValueError("no GPU jobs to write as SWF (CPU-only jobs are omitted; use include_cpu=True)")
     sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, written - n_jobs)),

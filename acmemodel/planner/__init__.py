@@ -3,13 +3,15 @@
 Main entry points (imported lazily)::
 
     from acmemodel.planner import Planner, ClusterConfig
-    plan = Planner(bundle).plan(ClusterConfig.load("cluster.yaml"))
+    from acmemodel.synth import sample_workload
+    plan = Planner(bundle, sampler=sample_workload).plan(ClusterConfig.load("cluster.yaml"))
 
 * :mod:`.checkpoint` — ``optimal_interval``, ``expected_time``, ``young_interval``, ``daly_interval``;
 * :mod:`.montecarlo` — ``simulate_run``, ``FailureMix``, ``FailureType``;
 * :mod:`.processes` — ``ExponentialFailures``, ``WeibullFailures``, ``PiecewiseHazard``, ``RestartTime``;
 * :mod:`.config` — ``ClusterConfig``, ``parse_duration``; :mod:`.planner` — ``Planner``;
 * :mod:`.cluster_sim`, :mod:`.quota` — ``simulate_cluster``, ``find_quota``;
+* :mod:`.sweep` — ``sweep(config, grid, client=None)``: a configuration over a grid of axes, on Dask;
 * :mod:`.reference` — the NumPy twins of the C kernels.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ _EXPORTS = {
     "ExponentialFailures": "processes", "WeibullFailures": "processes", "PiecewiseHazard": "processes",
     "RestartTime": "processes",
     "simulate_cluster": "cluster_sim", "find_quota": "quota",
+    "sweep": "sweep", "read_sweep": "sweep",
 }
 
 __all__ = sorted(_EXPORTS)

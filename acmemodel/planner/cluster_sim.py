@@ -136,8 +136,13 @@ class ClusterSimResult:
     window: tuple
     partitions: dict
     n_dropped: int = 0
-    engine: str = "c"
+    backend: str = "c"
     settings: dict = field(default_factory=dict)
+
+    @property
+    def engine(self) -> str:
+        """Earlier name of :attr:`backend` (kept for one release)."""
+        return self.backend
 
     def summary(self) -> pd.DataFrame:
         """Per-type queue-delay table (seconds) -- the same as :attr:`queue_s`."""
@@ -146,7 +151,7 @@ class ClusterSimResult:
     def wait_quantile(self, job_type: str, q: float) -> float:
         """Quantile ``q`` of the waits (s) of jobs of ``job_type`` submitted in the window (inf if any such job is
         unschedulable, NaN if there is none)."""
-        return _wait_quantile([self], job_type, q)
+        return pooled_wait_quantile([self], job_type, q)
 
     def to_dict(self) -> dict:
         """JSON-ready summary: ``queue_s`` {type: {p50, p90, mean, max, count}}, ``utilization`` {partition: frac},
@@ -190,12 +195,27 @@ def _check_partitions(total_gpus, gpus_per_node, partitions) -> dict:
     return {k: int(v) for k, v in parts.items()}
 
 
+def _backend_arg(backend: str, engine: str | None, where: str) -> str:
+    """The kernel switch ``backend`` ("c" or "numpy"); ``engine`` is its deprecated earlier name."""
+    arg = "backend"
+    if engine is not None:
+        import warnings
+
+        arg = "engine"
+        warnings.warn(f"{where}(engine=...) is now backend= (as in the checkpoint and Monte Carlo kernels)",
+                      DeprecationWarning, stacklevel=3)
+        backend = engine
+    if backend not in ("c", "numpy"):
+        raise ValueError(f"{arg} must be 'c' or 'numpy', got {backend!r}")
+    return backend
+
+
 def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partitions: dict | None = None,
                      routing: dict | None = None, backfill: bool = True, best_effort_on_reserved: bool = False,
                      reserved_partition: str | None = "pretrain", best_effort_types=None,
                      backfill_depth: int | None = 1000, window: tuple | None = None,
                      pretrain_type: str = "Pretrain", priorities: Mapping[str, int] | None = None,
-                     engine: str = "c") -> ClusterSimResult:
+                     backend: str = "c", engine: str | None = None) -> ClusterSimResult:
     """Simulate the cluster on a job list; see the module docstring for the rules.
 
     Parameters
@@ -214,10 +234,10 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     window : (t0, t1) seconds for utilization, throughput and the wait statistics (default first..last submit).
     priorities : {type: integer}; higher is served first in every queue (and among best-effort candidates), FIFO
         within a priority; unlisted types get 0. Default None: all equal (plain FIFO).
-    engine : ``"c"`` (the C kernel) or ``"numpy"`` (the pure-Python twin, for testing).
+    backend : ``"c"`` (the C kernel) or ``"numpy"`` (the pure-Python twin, for testing) — the same switch as
+        the checkpoint and Monte Carlo kernels. ``engine`` is its earlier name (one release, DeprecationWarning).
     """
-    if engine not in ("c", "numpy"):
-        raise ValueError(f"engine must be 'c' or 'numpy', got {engine!r}")
+    backend = _backend_arg(backend, engine, "simulate_cluster")
     if backfill_depth is not None and (not isinstance(backfill_depth, (int, np.integer)) or backfill_depth < 0):
         raise ValueError(f"backfill_depth must be a non-negative integer or None, got {backfill_depth!r}")
     parts = _check_partitions(total_gpus, gpus_per_node, partitions if partitions is not None else {})
@@ -266,7 +286,7 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     kw = dict(reserved=int(reserved), backfill=bool(backfill), best_effort=bool(best_effort_on_reserved),
               backfill_depth=-1 if backfill_depth is None else int(backfill_depth), w0=w0, w1=w1,
               prio=prio[order] if priorities else None)
-    if engine == "c":
+    if backend == "c":
         from .._solver import _cluster
         raw = _cluster.simulate(*args, **kw)
     else:
@@ -310,7 +330,7 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
 
     res = ClusterSimResult(jobs=out, queue_s=pd.DataFrame(), utilization=util, pretrain_throughput=throughput,
                            unschedulable=unsched, window=(w0, w1), partitions=parts, n_dropped=n_dropped,
-                           engine=engine, settings=dict({k: v for k, v in kw.items() if k != "prio"},
+                           backend=backend, settings=dict({k: v for k, v in kw.items() if k != "prio"},
                                                         gpus_per_node=int(gpus_per_node),
                                                         reserved_partition=reserved_partition,
                                                         priorities=dict(priorities or {})))
@@ -333,7 +353,7 @@ def _queue_table(jobs: pd.DataFrame, w0: float, w1: float) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("type")
 
 
-def _wait_quantile(results, job_type: str, q: float) -> float:
+def pooled_wait_quantile(results, job_type: str, q: float) -> float:
     """Quantile q of the pooled waits of ``job_type`` over several results (common random numbers: replicas).
 
     Unschedulable jobs of that type count as infinite waits (so an undersized partition never meets a target).
@@ -356,3 +376,6 @@ def wait_quantile(waits, q: float) -> float:
     if np.isinf(v[hi]):
         return float("inf")
     return float(v[lo] + (v[hi] - v[lo]) * (pos - lo))
+
+
+_wait_quantile = pooled_wait_quantile  # (the earlier private name)

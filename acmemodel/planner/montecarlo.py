@@ -40,6 +40,11 @@ class FailureType:
     category: str = ""
 
 
+#: failure-table types per (gpus, cluster) (:meth:`FailureMix.from_failure_table` without probabilities):
+#: the table and the prior are shipped data, and planning sweeps ask for the same mix thousands of times
+_TABLE_TYPES: dict = {}
+
+
 class FailureMix:
     """The failure-type mix: probabilities (normalised to 1) and per-type restart times.
 
@@ -78,6 +83,15 @@ class FailureMix:
         each reason's count by how typical ``gpus`` is for it). Restart time per reason: log-normal
         from the published mean and median time to restart (``RestartTime.from_mean_median``).
         """
+        if probabilities is None:
+            key = (None if gpus is None else float(gpus), cluster)
+            if key not in _TABLE_TYPES:
+                _TABLE_TYPES[key] = cls._table_types(gpus, None, cluster)
+            return cls(_TABLE_TYPES[key])  # __init__ copies the types: the cache is never shared
+        return cls(cls._table_types(gpus, probabilities, cluster))
+
+    @staticmethod
+    def _table_types(gpus, probabilities, cluster) -> list:
         from acmemodel.datasets.reference import load_failure_table
 
         tab = load_failure_table()
@@ -96,7 +110,7 @@ class FailureMix:
         unknown = set(probabilities) - set(tab["reason"])
         if unknown:
             raise ValueError(f"unknown failure reasons {sorted(unknown)}")
-        return cls(types)
+        return types
 
     # ------------------------------------------------------------------ views
     @property

@@ -16,7 +16,8 @@ The planner never fits. Its inputs are
 :meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.checkpoint`),
 :meth:`Planner.completion` simulates the run (:mod:`.montecarlo`), :meth:`Planner.quota` simulates the
 cluster and searches the quota (:mod:`.cluster_sim`, :mod:`.quota`) on a workload sampled from the
-bundle's arrival and runtime models (:func:`acmemodel.synth.simulate_jobs`) or a given job list, and
+bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
+:func:`acmemodel.synth.sample_workload`) or a given job list, and
 :meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig`.
 """
 from __future__ import annotations
@@ -32,10 +33,11 @@ import pandas as pd
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.checkpoint import CheckpointResult, expected_time, optimal_interval
 from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.montecarlo import FailureMix, FailureType, RunSimulation, simulate_run
+from acmemodel.planner.inputs import RunInputs, _check_gpus, failure_mix, failure_process
+from acmemodel.planner.montecarlo import FailureMix, RunSimulation, simulate_run
 from acmemodel.planner.quota import QuotaFitError
 from acmemodel.planner.processes import (
-    ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
+    ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
 
 DAY = 86400.0
@@ -139,11 +141,16 @@ class Planner:
         table), ``"bundle"`` or ``"table"``.
     failure_model : ``"weibull"`` or ``"piecewise"`` (use of the bundle's failure model).
     job_type : failure/restart-model covariate of the runs (default ``"Pretrain"``).
+    sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
+        the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
+        run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload`. The planner does not
+        import the synthesiser: without a sampler the cluster part needs an explicit ``workload=``.
     """
 
     def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
                  shape: float | None = None, restart=None, mix: FailureMix | None = None,
-                 restart_source: str = "auto", failure_model: str = "weibull", job_type: str = "Pretrain"):
+                 restart_source: str = "auto", failure_model: str = "weibull", job_type: str = "Pretrain",
+                 sampler: Callable | None = None):
         if restart_source not in ("auto", "bundle", "table"):
             raise ValueError(f"restart_source must be 'auto', 'bundle' or 'table', got {restart_source!r}")
         if failure_model not in ("weibull", "piecewise"):
@@ -168,13 +175,16 @@ class Planner:
         self.restart_source = restart_source
         self.failure_model = failure_model
         self.job_type = job_type
+        if sampler is not None and not callable(sampler):
+            raise ValueError(f"sampler must be a callable (bundle, workload, rng) -> jobs, got {sampler!r}")
+        self.sampler = sampler
 
     # ------------------------------------------------------------------ inputs
     @property
     def bundle(self):
         """The bundle (loaded on first use; :func:`acmemodel.load_default` when none was given)."""
         if self._bundle is None:
-            from acmemodel.synth import resolve_bundle
+            from acmemodel.models.bundle import resolve_bundle
 
             self._bundle = resolve_bundle(self._bundle_arg)
         return self._bundle
@@ -191,59 +201,30 @@ class Planner:
             return False
 
     def failure_process(self, gpus: int) -> FailureProcess:
-        """The job's failure process at ``gpus`` GPUs (before config multipliers)."""
-        gpus = _check_gpus(gpus)
-        if self.mttf is not None:
-            base = ExponentialFailures(self.mttf) if self.shape is None else WeibullFailures(self.shape, self.mttf)
-            return base if self.reference_gpus is None else base.scaled(gpus / self.reference_gpus)
-        model = self.bundle["failure"]
-        key = _model_key(lambda **k: model.mttf(gpus, **k), self.job_type)
-        if self.failure_model == "piecewise":
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                tab = model.hazard_table(gpus, **key)
-            rates = tab["hazard_per_s"].to_numpy(float)
-            rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
-            if rates[-1] <= 0:
-                raise AcmeModelError(f"the bundle's hazard table for {gpus} GPUs ends with a zero hazard")
-            return PiecewiseHazard(tab["start_s"].to_numpy(float), rates)
-        mttf = float(model.mttf(gpus, **key))
-        return WeibullFailures(float(model.shape_), mttf)
+        """The job's failure process at ``gpus`` GPUs (before config multipliers;
+        :func:`acmemodel.planner.inputs.failure_process`)."""
+        return failure_process(gpus, bundle=lambda: self.bundle, mttf=self.mttf, shape=self.shape,
+                               reference_gpus=self.reference_gpus, failure_model=self.failure_model,
+                               job_type=self.job_type)
 
     def failure_mix(self, gpus: int) -> FailureMix:
-        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments)."""
-        gpus = _check_gpus(gpus)
-        if self.mix is not None:
-            return self.mix
-        table = FailureMix.from_failure_table(gpus)
-        if self.restart is not None:
-            return _with_restart(table, self.restart)
+        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments;
+        :func:`acmemodel.planner.inputs.failure_mix`)."""
         source = self.restart_source
-        if source == "auto":
+        if source == "auto" and self.mix is None and self.restart is None:
             source = "bundle" if self._has_bundle() else "table"
-        if source == "table":
-            return table
-        model = self.bundle["restart"]
-        if getattr(model, "fallback_", False):
-            return table  # the model is the published prior per reason: the table itself
-        dist = None
-        for kw in ({"type": self.job_type}, {}):
-            try:
-                dist = model.restart_distribution(gpus=gpus, **kw)
-                break
-            except (ValueError, KeyError):
-                continue
-        if dist is None:  # pragma: no cover - the model refuses every key
-            return table
-        return _with_restart(table, RestartTime.from_mean_median(float(dist.mean()), float(dist.median())))
+        return failure_mix(gpus, bundle=lambda: self.bundle, source=source, mix=self.mix, restart=self.restart,
+                           job_type=self.job_type)
+
+    def run_inputs(self, gpus: int, rate_multipliers=None, restart_factors=None) -> RunInputs:
+        """The run's :class:`~acmemodel.planner.inputs.RunInputs`: failure process, failure-type mix and
+        restart distribution, assembled once with the adjustments applied."""
+        return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
+                                  rate_multipliers=rate_multipliers, restart_factors=restart_factors)
 
     def _inputs(self, gpus, rate_multipliers=None, restart_factors=None):
-        fail = self.failure_process(gpus)
-        mix, total = self.failure_mix(gpus).adjusted(rate_multipliers=rate_multipliers,
-                                                    restart_factors=restart_factors)
-        if total != 1.0:
-            fail = fail.scaled(total)
-        return fail, mix
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        return inp.failure, inp.mix
 
     # ------------------------------------------------------------------ single-run questions
     def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
@@ -254,8 +235,8 @@ class Planner:
         is the mix's (probability-weighted) restart distribution. ``result.to_dict(gpus)`` adds GPU-hours
         lost per day.
         """
-        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
-        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=mix.restart_distribution())
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=inp.failure, restart=inp.restart)
 
     def completion(self, gpus: int, *, work: float, ckpt_cost: float, interval="auto", n_replicas: int = 10_000,
                    seed: int = 0, threads: int = 1, rate_multipliers=None, restart_factors=None,
@@ -267,8 +248,8 @@ class Planner:
         ``.checkpoint`` the renewal-model optimum, ``.curve`` E[T](τ) around it).
         """
         gpus = _check_gpus(gpus)
-        fail, mix = self._inputs(gpus, rate_multipliers, restart_factors)
-        R = mix.restart_distribution()
+        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        fail, mix, R = inp.failure, inp.mix, inp.restart
         ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
         notes = []
         if interval == "auto":
@@ -292,15 +273,17 @@ class Planner:
 
     # ------------------------------------------------------------------ cluster
     def workload_sampler(self, config: ClusterConfig) -> Callable:
-        """``rng -> job list`` sampled from the bundle's arrival and runtime models for ``config.workload``
-        (:func:`acmemodel.synth.simulate_jobs`; GPU jobs that started: ``submit_s, run_s, gpu_num, type``)."""
-        from acmemodel.synth import simulate_jobs
-
+        """``rng -> job list`` for ``config.workload`` from the planner's ``sampler`` and bundle (GPU jobs
+        that started: ``submit_s, run_s, gpu_num, type``). ConfigError without a sampler."""
+        if self.sampler is None:
+            raise ConfigError("no workload sampler: pass Planner(..., sampler=acmemodel.synth.sample_workload) "
+                              "or an explicit workload=")
         wl = config.workload
         bundle = self.bundle
+        sampler = self.sampler
 
         def sample(rng: np.random.Generator) -> pd.DataFrame:
-            df = simulate_jobs(bundle, days=wl.days, cluster=wl.cluster, rng=rng, scale=wl.scale)
+            df = sampler(bundle, wl, rng)
             return df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
 
         return sample
@@ -438,7 +421,7 @@ class Planner:
                     reference_gpus=fs.reference_gpus if fs.mttf_s is not None else self.reference_gpus,
                     shape=fs.shape if fs.mttf_s is not None else self.shape, restart=self.restart, mix=self.mix,
                     restart_source=config.restart.source if config.restart.source != "auto" else self.restart_source,
-                    failure_model=fs.model, job_type=fs.job_type)
+                    failure_model=fs.model, job_type=fs.job_type, sampler=self.sampler)
         p._bundle = self._bundle
         return p
 
@@ -520,28 +503,6 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
                               "type": PLANNED_TYPE, "partition": "pretrain"})
         df = pd.concat([extra, df], ignore_index=True)
     return df.reset_index(drop=True)
-
-
-def _check_gpus(gpus) -> int:
-    if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer, float)) or int(gpus) != gpus or gpus < 1:
-        raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
-    return int(gpus)
-
-
-def _model_key(call, job_type: str) -> dict:
-    """``{"type": job_type}`` if the model accepts it, else ``{}`` (averaged over the training mix)."""
-    try:
-        call(type=job_type)
-        return {"type": job_type}
-    except (ValueError, KeyError):
-        return {}
-
-
-def _with_restart(mix: FailureMix, restart: RestartTime) -> FailureMix:
-    if restart.kind == "mixture":
-        raise ValueError("restart must be a single distribution (fixed, lognormal, exponential) to apply to "
-                         "every failure type")
-    return FailureMix([FailureType(t.name, t.probability, restart, t.category) for t in mix.types])
 
 
 def _curve(ck: CheckpointResult, work, C, fail, R, tau_used) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -344,10 +345,10 @@ class RestartTime:
         if self.kind == "fixed":
             v, w = np.array([self.a]), np.array([1.0])
         elif self.kind == "exponential":
-            x, ww = np.polynomial.laguerre.laggauss(order)
+            x, ww = _gauss_rule("laguerre", order)
             v, w = self.a * x, ww
         elif self.kind == "lognormal":
-            x, ww = np.polynomial.hermite.hermgauss(order)
+            x, ww = _gauss_rule("hermite", order)
             v, w = np.exp(self.a + math.sqrt(2.0) * self.b * x), ww / math.sqrt(math.pi)
         else:
             parts = [c.nodes(order) for c in self.components]
@@ -378,6 +379,16 @@ class RestartTime:
             return {"kind": "mixture", "mean_s": self.mean,
                     "components": [c.describe() for c in self.components], "weights": list(self.weights)}
         return {"kind": self.kind, "a": self.a, "b": self.b, "mean_s": self.mean}
+
+
+@lru_cache(maxsize=16)
+def _gauss_rule(kind: str, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Laguerre / Gauss–Hermite nodes and weights of ``order`` (computed once: a few ms each, and
+    :meth:`RestartTime.nodes` of a failure-type mix asks for one per type and per call)."""
+    x, w = (np.polynomial.laguerre.laggauss if kind == "laguerre" else np.polynomial.hermite.hermgauss)(order)
+    x.setflags(write=False)
+    w.setflags(write=False)
+    return x, w
 
 
 def _merge_nodes(v: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

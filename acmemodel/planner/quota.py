@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataWarning
-from .cluster_sim import _wait_quantile, default_routing, prepare_jobs, simulate_cluster
+from .cluster_sim import _backend_arg, default_routing, prepare_jobs, simulate_cluster
+from .cluster_sim import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
 
 __all__ = ["QuotaResult", "find_quota"]
 
@@ -129,7 +130,8 @@ def _max_alloc(gpus: np.ndarray, gpn: int) -> int:
 def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "eval_lane",
                target_type: str = "Eval", quantile: float = 0.9, target_wait_s: float = 600.0,
                partitions: dict | None = None, step: int | None = None, lo: int | None = None, hi: int | None = None,
-               n_replicas: int = 1, seed: int | None = 0, engine: str = "c", **sim_kwargs) -> QuotaResult:
+               n_replicas: int = 1, seed: int | None = 0, backend: str = "c", engine: str | None = None,
+               **sim_kwargs) -> QuotaResult:
     """Find the quota that meets ``quantile``-wait of ``target_type`` jobs <= ``target_wait_s`` seconds.
 
     Parameters
@@ -159,7 +161,8 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
     step = gpus_per_node if step is None else step
     if not isinstance(step, (int, np.integer)) or step < 1 or step % gpus_per_node:
         raise ValueError(f"step must be a positive multiple of gpus_per_node={gpus_per_node}, got {step!r}")
-    for k in ("partitions", "total_gpus", "gpus_per_node", "engine"):
+    backend = _backend_arg(backend, engine, "find_quota")
+    for k in ("partitions", "total_gpus", "gpus_per_node", "backend"):
         if k in sim_kwargs:
             raise ValueError(f"{k} is set by find_quota; do not pass it in sim_kwargs")
     name = _SEARCHES[search]
@@ -225,7 +228,7 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DataWarning)  # unschedulable jobs are inf waits here
                 res = [simulate_cluster(p, total_gpus=total_gpus, gpus_per_node=gpus_per_node, partitions=layout,
-                                        engine=engine, **sim_kwargs) for p in prepared]
+                                        backend=backend, **sim_kwargs) for p in prepared]
             w = _wait_quantile(res, target_type, float(quantile))
             cache[g] = w
             rows.append({"gpus": int(g), "wait_s": w, "meets": bool(w <= target_wait_s),

@@ -4,8 +4,10 @@ The twins are the readable statement of what the C code computes and are used by
 (``tests/test_checkpoint.py``, ``tests/test_montecarlo.py``) and ``benchmarks/bench_solver.py``:
 
 * :func:`ckpt_terms`, :func:`ckpt_expected_time`, :func:`ckpt_optimize` — the renewal-reward
-  checkpoint model of ``checkpoint.c`` (deterministic: agree with C to ~1e-12 relative). The optimum
-  uses :func:`scipy.optimize.brentq` on the same bracket rule.
+  checkpoint model of ``checkpoint.c`` (deterministic: agree with C to ~1e-12 relative), the same
+  sums (direct terms then Euler–Maclaurin through B20; geometric series per hazard piece) and the
+  same optimiser (safeguarded Newton, bounded guard scan); exponential: :func:`scipy.optimize.brentq`.
+  The baseline optimiser it replaced has its twin in :mod:`.reference_grid`.
 * :func:`mc_run` — the run simulator of ``montecarlo.c``, one replica at a time, one checkpoint segment
   at a time (no event skipping), with NumPy ``Generator`` streams seeded by ``(seed, replica)``: the same
   model but different random numbers, so it agrees with C within sampling error only.
@@ -27,9 +29,10 @@ from scipy import optimize, special
 EXPONENTIAL, WEIBULL, PIECEWISE = 0, 1, 2
 OK, DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, DNF_WALL_CAP = 0, 1, 2, 3
 STOP = 1e-17      # direct sums stop at a term below this fraction of the sum
-EM_EPS = 0.02     # Euler-Maclaurin once the summand changes by less than this per step
-EM_NMIN = 16      # ... after at least this many direct terms
+EM_EPS = 1.0      # Euler-Maclaurin once the summand changes by less than this per step (x h(t) <= EM_EPS)
+EM_DMIN = 5.0     # ... and the start t is at least this many steps x from the singular point t = 0
 NCAP = 10_000_000
+EPS = float(np.finfo(float).eps)
 
 
 # ------------------------------------------------------------------------------------ distributions
@@ -42,13 +45,18 @@ class _Dist:
         if family == EXPONENTIAL:
             self.M = p[0]
             self.mean = p[0]
+            self.mode = 0.0
         elif family == WEIBULL:
             self.k, self.lam = p[0], p[1]
             self.mean = self.lam * math.gamma(1.0 + 1.0 / self.k)
+            self.mode = self.lam * ((self.k - 1.0) / self.k) ** (1.0 / self.k) if self.k > 1.0 else 0.0
         elif family == PIECEWISE:
             m = p.size // 2
             self.b, self.h = p[:m], p[m:]
             self.H = np.concatenate([[0.0], np.cumsum(self.h[:-1] * np.diff(self.b))])
+            self.hmin_from = np.minimum.accumulate(self.h[::-1])[::-1]  # least hazard from piece j on
+            up = np.nonzero(self.h[1:] > self.h[:-1])[0]
+            self.mode = float(self.b[up[-1] + 1]) if up.size else 0.0
             s = np.exp(-self.H)
             d = np.diff(self.b)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -112,96 +120,139 @@ class _Dist:
 
 
 # ------------------------------------------------------------------------------------ checkpoint
-def _weibull_derivs(d: _Dist, t: float):
-    """(S, S', S''', f, f', f'', f''') of a Weibull at t (f = h S)."""
+#: Bernoulli numbers B_2 .. B_20 of the Euler-Maclaurin corrections (EM_P = 10 terms)
+BERNOULLI = (1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.0 / 2730.0, 7.0 / 6.0,
+             -3617.0 / 510.0, 43867.0 / 798.0, -174611.0 / 330.0)
+EM_P = len(BERNOULLI)
+NTAY = 2 * EM_P + 2   # Taylor coefficients c_0..c_{2P+1} of S at the Euler-Maclaurin start
+PRUNE = 1e-18         # a restart node is skipped when w I(r)/x (a bound on its sum) is below this x E[N]
+ROOT2 = math.sqrt(2.0)
+TAIL_NEGLIGIBLE = 46.0  # k > 1: z(t1) − z(a) beyond this (S ratio < 1e-20): no upper Euler-Maclaurin end
+NEWTON_DONE = 1e-9    # a Newton step below this relative size is the last one (quadratic convergence)
+
+
+def _weibull_taylor(d: _Dist, a: float, x: float) -> np.ndarray:
+    """``ĉ_n`` with ``S(a + v x) = Σ_n ĉ_n v^n`` (n < NTAY): ``S(a) exp(−y(v))``,
+    ``y(v) = z((1 + v x/a)^k − 1) = Σ_{n≥1} z C(k, n) (x/a)^n v^n``; ``n e_n = −Σ_j j y_j e_{n−j}``."""
     k = d.k
-    z = (t / d.lam) ** k
-    S = math.exp(-z)
-    h = k * z / t
-    h1 = (k - 1.0) * h / t
-    h2 = (k - 2.0) * h1 / t
-    h3 = (k - 3.0) * h2 / t
-    return (S, -h * S, (-h ** 3 + 3 * h * h1 - h2) * S, h * S, (h1 - h * h) * S,
-            (h2 - 3 * h * h1 + h ** 3) * S, (h3 - 4 * h * h2 - 3 * h1 * h1 + 6 * h * h * h1 - h ** 4) * S)
+    z = (a / d.lam) ** k
+    rho = x / a
+    y = np.zeros(NTAY)
+    b, p = 1.0, 1.0
+    for n in range(1, NTAY):
+        b *= (k - n + 1) / n
+        p *= rho
+        y[n] = z * b * p
+    e = np.zeros(NTAY)
+    e[0] = 1.0
+    for n in range(1, NTAY):
+        s = 0.0
+        for j in range(1, n + 1):
+            s += j * y[j] * e[n - j]
+        e[n] = -s / n
+    return math.exp(-z) * e
 
 
-def _weibull_em(d: _Dist, r: float, x: float, n0: float, n1: float | None) -> tuple[float, float]:
-    """Euler-Maclaurin (through B4) for Σ_{i=n0}^{n1} S(r+ix) and Σ i f(r+ix); n1=None: infinity."""
-    def ends(n):
-        a = r + n * x
-        I = d.tail_integral(a)
-        S, S1, S3, f, f1, f2, f3 = _weibull_derivs(d, a)
-        return (I / x, ((a - r) * S + I) / x ** 2, S, n * f, x * S1, x ** 3 * S3,
-                f + n * x * f1, 3 * x * x * f2 + n * x ** 3 * f3)
+def _em_end(d: _Dist, r: float, x: float, n: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At the index ``n`` (t = a = r + n x), for ``g0(u) = S(r+ux)``, ``g1(u) = u f(r+ux)``,
+    ``g2(u) = u² f'(r+ux)``: the tail integrals ``J = ∫_n^∞ g``, the halves ``H = g(n)/2`` and the
+    corrections ``K = Σ_p B_2p/(2p) ĝ_{2p−1}`` (ĝ_j: Taylor coefficients in ``u − n``), so that
+    ``Σ_{i≥n} g(i) = J + H − K`` and ``Σ_{i=n0}^{n1} g(i) = J(n0) − J(n1) + H(n0) + H(n1) + K(n1) − K(n0)``
+    up to the remainder ``≈ 2 ζ(16) (ε/2π)^16`` of the sum (ε: relative change of g per step)."""
+    a = r + n * x
+    c = _weibull_taylor(d, a, x)
+    I = d.tail_integral(a)
+    S, fa = c[0], -c[1] / x
+    m = np.arange(NTAY - 1, dtype=float)
+    F = np.zeros(NTAY)
+    F[:NTAY - 1] = -(m + 1) * c[1:] / x                               # f(a + v x) = Σ F_m v^m
+    F2 = np.zeros(NTAY)
+    F2[:NTAY - 2] = -(m[:-1] + 1) * (m[:-1] + 2) * c[2:] / (x * x)   # f'(a + v x)
+    g0 = c
+    g1 = n * F + np.concatenate([[0.0], F[:-1]])
+    g2 = n * n * F2 + 2 * n * np.concatenate([[0.0], F2[:-1]]) + np.concatenate([[0.0, 0.0], F2[:-2]])
+    w = (a - r) * S + I
+    J = np.array([I / x, w / x ** 2, (-(a - r) ** 2 * fa - 2.0 * w) / x ** 3])
+    H = 0.5 * np.array([g0[0], g1[0], g2[0]])
+    K = np.zeros(3)
+    for q, g in enumerate((g0, g1, g2)):
+        for p, B in enumerate(BERNOULLI, start=1):
+            K[q] += B / (2 * p) * g[2 * p - 1]
+    return J, H, K
 
-    e0 = ends(n0)
-    e1 = ends(n1) if n1 is not None else (0.0,) * 8
-    sS = (e0[0] - e1[0]) + 0.5 * (e0[2] + e1[2]) + (e1[4] - e0[4]) / 12.0 - (e1[5] - e0[5]) / 720.0
-    sIF = (e0[1] - e1[1]) + 0.5 * (e0[3] + e1[3]) + (e1[6] - e0[6]) / 12.0 - (e1[7] - e0[7]) / 720.0
-    return sS, sIF
+
+def _weibull_direct(d: _Dist, t: float, i: float) -> tuple[float, float, float, float]:
+    """(S, i f, i² f', x-free hazard h) at ``t = r + i x``."""
+    z = (t / d.lam) ** d.k
+    s = math.exp(-z)
+    h = d.k * z / t
+    f = h * s
+    f1 = ((d.k - 1.0) * h / t - h * h) * s
+    return s, i * f, i * i * f1, h
 
 
-def _weibull_sums(d: _Dist, r: float, x: float) -> tuple[float, float]:
-    """Direct terms while the summand changes fast, then Euler-Maclaurin (see checkpoint.c)."""
+def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
+    """``(Σ_i S(r+ix), Σ_i i f(r+ix), Σ_i i² f'(r+ix))``, i ≥ 1: direct terms until ``t ≥ EM_DMIN x``
+    and ``x h(t) ≤ EM_EPS``, then Euler-Maclaurin through B14 to infinity (k ≤ 1) or up to where
+    ``x h = EM_EPS`` followed by direct terms (k > 1)."""
     k = d.k
-    sumS = sumIF = 0.0
+    acc = np.zeros(3)
     i = 1
     while True:
         t = r + i * x
-        s = float(d.surv(t))
-        fd = float(d.hazard(t)) * s if s > 0 else 0.0
-        sumS += s
-        sumIF += i * fd
-        if s <= STOP * sumS:
-            return sumS, sumIF
-        if i + 1 >= EM_NMIN and (k > 1 or i + 1 > NCAP or x * float(d.hazard(r + (i + 1) * x)) <= EM_EPS):
-            i += 1
+        s, a1, a2, h = _weibull_direct(d, t, float(i))
+        if t >= EM_DMIN * x and (x * h <= EM_EPS or k > 1.0) and i <= NCAP:
             break
+        acc += (s, a1, a2)
+        if s <= STOP * acc[0] or i > NCAP:
+            return acc
         i += 1
-    if k <= 1:
-        a, b = _weibull_em(d, r, x, float(i), None)
-        return sumS + a, sumIF + b
+    if k <= 1.0:
+        J, H, K = _em_end(d, r, x, float(i))
+        return acc + J + H - K
     t1 = d.lam * (EM_EPS * d.lam / (k * x)) ** (1.0 / (k - 1.0))
     n1 = min(math.floor((t1 - r) / x), 1e15)
+    if n1 > i + 1.0 and ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
+        J, H, K = _em_end(d, r, x, float(i))  # S(t1) < 1e-20 S(a): the range is [i, infinity)
+        return acc + J + H - K
     if n1 > i + 1.0:
-        a, b = _weibull_em(d, r, x, float(i), float(n1))
-        sumS += a
-        sumIF += b
+        J0, H0, K0 = _em_end(d, r, x, float(i))
+        J1, H1, K1 = _em_end(d, r, x, float(n1))
+        acc += (J0 - J1) + (H0 + H1) + (K1 - K0)
         i = int(n1) + 1
-    # direct terms until negligible (vectorised in blocks)
     while i <= NCAP:
-        ii = np.arange(i, i + 256, dtype=float)
-        t = r + ii * x
-        s = d.surv(t)
-        fd = np.where(s > 0, d.hazard(t) * s, 0.0)
-        cs = sumS + np.cumsum(s)
-        stop = np.nonzero(s <= STOP * cs)[0]
-        n = stop[0] + 1 if stop.size else ii.size
-        sumS += float(s[:n].sum())
-        sumIF += float((ii[:n] * fd[:n]).sum())
-        if stop.size:
+        t = r + i * x
+        s, a1, a2, _ = _weibull_direct(d, t, float(i))
+        acc += (s, a1, a2)
+        if s <= STOP * acc[0]:
             break
-        i += 256
-    return sumS, sumIF
+        i += 1
+    return acc
 
 
-def _geometric_sums(delta: float, c: float | None) -> tuple[float, float]:
-    """(Σ_{m<c} q^m, Σ_{m<c} m q^m), q = e^{−δ}; c None = infinity."""
+def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]:
+    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``; ``c`` None = infinity.
+    Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
     if c is None:
         omq = -math.expm1(-delta)
-        return 1.0 / omq, math.exp(-delta) / omq ** 2
+        q = math.exp(-delta)
+        return 1.0 / omq, q / omq ** 2, q * (1.0 + q) / omq ** 3
     if delta == 0.0:
-        return c, 0.5 * c * (c - 1.0)
+        return c, 0.5 * c * (c - 1.0), (c - 1.0) * c * (2.0 * c - 1.0) / 6.0
     if c * delta < 0.05 and c <= 4096:
         m = np.arange(int(c), dtype=float)
         qm = np.exp(-delta) ** m
-        return float(qm.sum()), float((m * qm).sum())
+        return float(qm.sum()), float((m * qm).sum()), float((m * m * qm).sum())
     omq = -math.expm1(-delta)
+    qc = math.exp(-c * delta)
     A = -math.expm1(-c * delta) / omq
-    return A, (math.exp(-delta) * A - c * math.exp(-c * delta)) / omq
+    B = (A - 1.0 - (c - 1.0) * qc) / omq
+    D = (2.0 * B - A + 1.0 - (c - 1.0) ** 2 * qc) / omq
+    return A, B, D
 
 
 def _first_index_at(r: float, x: float, b: float) -> float:
+    """First index ``i ≥ 1`` with ``r + i x ≥ b``."""
     i = max(1.0, math.ceil((b - r) / x))
     while i > 1.0 and r + (i - 1.0) * x >= b:
         i -= 1.0
@@ -210,9 +261,11 @@ def _first_index_at(r: float, x: float, b: float) -> float:
     return i
 
 
-def _piecewise_sums(d: _Dist, r: float, x: float) -> tuple[float, float]:
-    """Inside piece j the terms S(r + i x) form a geometric series of ratio e^{−h_j x}: exact sums."""
-    sumS = sumIF = 0.0
+def _piecewise_sums(d: _Dist, r: float, x: float) -> np.ndarray:
+    """Inside piece j the terms ``S(r + i x)`` form a geometric series of ratio ``e^{−h_j x}`` and
+    ``f = h_j S``, ``f' = −h_j² S``: exact sums piece by piece; stops once the rest is below
+    ``STOP`` of the sum (bounded by ``S_lo / (1 − e^{−h_min x})``, ``h_min`` the least hazard to come)."""
+    acc = np.zeros(3)
     m = d.b.size
     for j in range(m):
         ilo = _first_index_at(r, x, d.b[j])
@@ -222,44 +275,89 @@ def _piecewise_sums(d: _Dist, r: float, x: float) -> tuple[float, float]:
             if c <= 0:
                 continue
         S_lo = math.exp(-(d.H[j] + d.h[j] * (r + ilo * x - d.b[j])))
-        if S_lo == 0.0:
+        hm = d.hmin_from[j]
+        if S_lo == 0.0 or (hm > 0 and S_lo <= STOP * acc[0] * -math.expm1(-hm * x)):
             break
-        A, B = _geometric_sums(d.h[j] * x, c)
-        sumS += S_lo * A
-        sumIF += d.h[j] * S_lo * (ilo * A + B)
-    return sumS, sumIF
+        A, B, D = _geometric_sums(d.h[j] * x, c)
+        hj = d.h[j]
+        acc += (S_lo * A, hj * S_lo * (ilo * A + B), -hj * hj * S_lo * (ilo * ilo * A + 2 * ilo * B + D))
+    return acc
 
 
-def _sums_node(d: _Dist, r: float, x: float) -> tuple[float, float]:
-    """(Σ_i S(r + i x), Σ_i i f(r + i x)) for one restart node (general families)."""
+def _sums_node(d: _Dist, r: float, x: float) -> np.ndarray:
+    """``(Σ_i S(r + i x), Σ_i i f(r + i x), Σ_i i² f'(r + i x))`` for one restart node."""
     if d.family == WEIBULL:
         return _weibull_sums(d, r, x)
     return _piecewise_sums(d, r, x)
 
 
-def _renewal_terms(d: _Dist, tau: float, C: float, rn, rw) -> tuple[float, float]:
+class _Renewal:
+    """One scenario's renewal terms ``E[N](τ)`` and its first two τ-derivatives (general families).
+
+    Restart nodes are visited in increasing ``r``; a node whose bound ``w I(r) / x`` on its share of
+    ``E[N]`` (``Σ_i S(r + i x) ≤ I(r)/x``, ``I(r) = ∫_r^∞ S``, S decreasing) is below ``PRUNE`` of the
+    running sum is skipped. ``U = Σ w I(r) = E[(F − R)^+]`` bounds the work saved per cycle.
+    """
+
+    def __init__(self, d: _Dist, C: float, rn, rw):
+        rn = np.asarray(rn, dtype=float)
+        rw = np.asarray(rw, dtype=float)
+        order = np.argsort(rn, kind="stable")
+        keep = rw[order] > 0
+        self.d, self.C = d, C
+        self.r = rn[order][keep]
+        self.w = rw[order][keep]
+        self.I = np.array([d.tail_integral(float(r)) for r in self.r])
+        self.U = float(np.sum(self.w * self.I))
+        self.evals = 0
+
+    def saved_bound(self, tau: float) -> float:
+        """Upper bound on ``φ(s)`` for every ``s ≥ τ``: ``φ(s) = s E[N](s) ≤ E[D; D ≥ x]`` with
+        ``D = (F − R)^+``, ``x = τ + C`` (``s N ≤ D`` and ``N = 0`` unless ``D ≥ x``), decreasing in τ;
+        ``E[D; D ≥ x] = Σ_q w_q (x S(r_q + x) + I(r_q + x))``."""
+        x = tau + self.C
+        d = self.d
+        return float(sum(w * (x * float(d.surv(r + x)) + d.tail_integral(float(r + x)))
+                         for r, w in zip(self.r, self.w)))
+
+    def surv_d(self, y: float) -> float:
+        """``G(y) = P(D ≥ y) = Σ_q w_q S(r_q + y)`` (y > 0)."""
+        return float(sum(w * float(self.d.surv(r + y)) for r, w in zip(self.r, self.w)))
+
+    def terms(self, tau: float) -> tuple[float, float, float]:
+        """``(E[N], dE[N]/dτ, d²E[N]/dτ²)`` at ``τ`` (``x = τ + C``)."""
+        self.evals += 1
+        x = tau + self.C
+        acc = np.zeros(3)
+        for r, w, I in zip(self.r, self.w, self.I):
+            if w * I / x <= PRUNE * acc[0]:
+                continue
+            acc += w * _sums_node(self.d, float(r), x)
+        return float(acc[0]), -float(acc[1]), -float(acc[2])
+
+    def phi(self, tau: float) -> tuple[float, float, float]:
+        """``(φ, φ', φ'')`` of ``φ(τ) = τ E[N](τ)``, the expected work saved per failure cycle."""
+        en, d1, d2 = self.terms(tau)
+        return tau * en, en + tau * d1, 2.0 * d1 + tau * d2
+
+
+def _renewal_terms(d: _Dist, tau: float, C: float, rn, rw) -> tuple[float, float, float]:
     x = tau + C
     rn = np.asarray(rn, dtype=float)
     rw = np.asarray(rw, dtype=float)
     if d.family == EXPONENTIAL:
         L = float(np.sum(rw * np.exp(-rn / d.M)))
         em = math.expm1(x / d.M)
-        return L / em, -L * math.exp(x / d.M) / (d.M * em * em)
-    en = dd = 0.0
-    for r, w in zip(rn, rw):
-        if w == 0:
-            continue
-        s, sf = _sums_node(d, float(r), x)
-        en += w * s
-        dd += w * sf
-    return en, -dd
+        ex = math.exp(x / d.M)
+        return L / em, -L * ex / (d.M * em * em), L * ex * (ex + 1.0) / (d.M * d.M * em ** 3)
+    return _Renewal(d, C, rn, rw).terms(tau)
 
 
 def ckpt_terms(tau, ckpt, family, params, r_nodes, r_weights):
-    """Twin of ``_core.ckpt_terms``: ``(E[F], E[N](tau), dE[N]/dtau)`` for one scenario."""
+    """Twin of ``_core.ckpt_terms``: ``(E[F], E[N](τ), dE[N]/dτ, d²E[N]/dτ²)`` for one scenario."""
     d = _Dist(family, params)
-    en, den = _renewal_terms(d, float(tau), float(ckpt), r_nodes, r_weights)
-    return d.mean, en, den
+    en, d1, d2 = _renewal_terms(d, float(tau), float(ckpt), r_nodes, r_weights)
+    return d.mean, en, d1, d2
 
 
 def _expected_time_one(d: _Dist, tau, W, C, rn, rw) -> tuple[float, int]:
@@ -271,7 +369,7 @@ def _expected_time_one(d: _Dist, tau, W, C, rn, rw) -> tuple[float, int]:
             L = float(np.sum(rw * np.exp(-np.asarray(rn) / d.M)))
             et = W * d.M * np.expm1((te + C) / d.M) / (te * L) if L > 0 else math.inf
         else:
-            en, _ = _renewal_terms(d, te, C, rn, rw)
+            en = _renewal_terms(d, te, C, rn, rw)[0]
             et = W * d.mean / (te * en) if en > 0 else math.inf
     et = float(et)
     if not math.isfinite(et) or et <= 0:
@@ -279,10 +377,50 @@ def _expected_time_one(d: _Dist, tau, W, C, rn, rw) -> tuple[float, int]:
     return et, OK
 
 
+def check_ckpt_values(tau, work, ckpt, family, params, r_nodes, r_weights) -> None:
+    """The value checks of ``_core`` (module.c ``check_ckpt_values``): ValueError naming the argument,
+    the row and the rule, for the first invalid value."""
+    P = params.shape[1]
+    for i in range(work.size):
+        if tau is not None and tau[i] < 0:
+            raise ValueError(f"tau[{i}] must be a checkpoint interval >= 0 s")
+        if not (work[i] > 0 and math.isfinite(work[i])):
+            raise ValueError(f"work[{i}] must be > 0 s (finite)")
+        if not (ckpt[i] >= 0 and math.isfinite(ckpt[i])):
+            raise ValueError(f"ckpt[{i}] must be a checkpoint cost >= 0 s (finite)")
+        p = params[i]
+        if family == EXPONENTIAL:
+            if not (p[0] > 0 and math.isfinite(p[0])):
+                raise ValueError(f"params[{i}]: exponential failures need a mean time to failure M > 0 (finite)")
+        elif family == WEIBULL:
+            if P < 2 or not (p[0] > 0 and p[1] > 0 and math.isfinite(p[0]) and math.isfinite(p[1])):
+                raise ValueError(f"params[{i}]: Weibull failures need shape k > 0 and scale lambda > 0 (finite)")
+        else:
+            m = P // 2
+            if m < 1 or 2 * m != P:
+                raise ValueError(f"params: a piecewise hazard needs 2m columns (m breakpoints, m hazards), got {P}")
+            if p[0] != 0.0:
+                raise ValueError(f"params[{i}]: the first breakpoint of a piecewise hazard must be 0")
+            for j in range(m):
+                if not (p[m + j] >= 0 and math.isfinite(p[m + j])) or (j > 0 and not p[j] >= p[j - 1]):
+                    raise ValueError(f"params[{i}]: piecewise hazard piece {j}: breakpoints must not decrease "
+                                     "and hazards must be finite and >= 0")
+            if not p[2 * m - 1] > 0:
+                raise ValueError(f"params[{i}]: the last hazard of a piecewise hazard must be > 0 (else a run "
+                                 "may never fail and E[T] has no finite bound)")
+        rn, rw = r_nodes[i], r_weights[i]
+        if not (np.all(rn >= 0) and np.all(np.isfinite(rn)) and np.all(rw >= 0) and np.all(np.isfinite(rw))):
+            q = int(np.flatnonzero(~((rn >= 0) & np.isfinite(rn) & (rw >= 0) & np.isfinite(rw)))[0])
+            raise ValueError(f"r_nodes/r_weights[{i}, {q}]: restart times must be >= 0 s and weights >= 0 (finite)")
+        if not rw.sum() > 0:
+            raise ValueError(f"r_weights[{i}] must have a positive sum")
+
+
 def ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights):
     """Twin of ``_core.ckpt_expected_time``: ``(E[T] per scenario, status per scenario)``."""
     tau, work, ckpt = (np.asarray(a, dtype=float) for a in (tau, work, ckpt))
     params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(tau, work, ckpt, family, params, r_nodes, r_weights)
     n = work.size
     if family == EXPONENTIAL:  # vectorised closed form
         M = params[:, 0]
@@ -301,57 +439,116 @@ def ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights):
     return et, st
 
 
-def _dphi(d, tau, C, rn, rw):
-    if d.family == EXPONENTIAL:
-        u, v = tau / d.M, (tau + C) / d.M
-        return math.expm1(v) - u * math.exp(v)
-    en, den = _renewal_terms(d, tau, C, rn, rw)
-    return en + tau * den
+def _daly(C: float, M: float) -> float:
+    r = C / (2.0 * M)
+    return math.sqrt(2.0 * C * M) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - C if C < 2.0 * M else M
 
 
-def _phi(d, tau, C, rn, rw):
-    en, _ = _renewal_terms(d, tau, C, rn, rw)
-    return tau * en
+def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, float]:
+    """Safeguarded Newton on ``φ'(τ) = 0`` from ``t`` within ``[lo, hi]``: a Newton step when
+    ``φ'' < 0`` and it stays inside the bracket of known signs (``φ'(lo) > 0 > φ'(hi)``), else the
+    geometric midpoint of the bracket, or a step ×4 / ÷4 uphill while one side is unknown. Returns
+    ``(τ, φ(τ))``; ``hi`` (``lo``) when φ still rises (falls) there."""
+    gmin, gmax = lo, hi
+    lo_known = hi_known = False
+    ph = 0.0
+    for _ in range(200):
+        ph, g, gp = ren.phi(t)
+        if g == 0.0:
+            return t, ph
+        if g > 0:
+            if t >= gmax:
+                return gmax, ph
+            lo, lo_known = t, True
+        else:
+            if t <= gmin:
+                return gmin, ph
+            hi, hi_known = t, True
+        tn = t - g / gp if gp < 0 else math.nan
+        if not (lo < tn < hi):
+            if lo_known and hi_known:
+                tn = math.sqrt(lo * hi)
+            elif g > 0:
+                tn = min(4.0 * t, gmax)
+            else:
+                tn = max(0.25 * t, gmin)
+        # converged: a Newton step of relative size δ leaves an error ~δ² (below rounding for δ ≤ 1e-9)
+        if abs(tn - t) <= NEWTON_DONE * t or (lo_known and hi_known and hi - lo <= 4.0 * EPS * hi):
+            return tn, ph
+        t = tn
+    return t, ph
 
 
-def _optimize_one(d: _Dist, W, C, rn, rw) -> float:
-    def f(t):
-        return _dphi(d, t, C, rn, rw)
-
-    if d.family == EXPONENTIAL:
-        hi = min(d.M, W)
-        if f(hi) >= 0:
-            return hi
-        return optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    ratio = math.sqrt(2.0)
+def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> float:
+    """Maximise ``φ(τ) = τ E[N](τ)`` on ``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` (see checkpoint.c):
+    local Newton from Daly's interval, then a guard scan for a better local maximum that skips what the
+    bounds exclude — below τ: ``φ(τ) ≤ U τ/(τ + C)``; above t, with ``D = (F − R)^+``, ``x = t + C``:
+    ``φ(s) ≤ E[D; D ≥ x]`` for all ``s ≥ t`` (:meth:`_Renewal.saved_bound`); ``φ(s) ≤ s E[N](t) ≤ φ*``
+    for ``s ≤ t φ*/φ(t)`` (E[N] decreases in τ); and, once ``x ≥ y_m`` (the mode of D's density, which
+    decreases beyond it), ``φ(s) = E[D; D ≥ x_s] − C E[N] − E[D − x_s N; D ≥ x_s] ≤ B(x_s)`` with
+    ``B(x) = E[D; D ≥ x] − (x/2) G(y_m + 2x)``, ``G(y) = P(D ≥ y)`` (the work lost rounding down to a
+    checkpoint is at least ``x²/2`` times the density at the end of every bin past ``y_m``), and
+    ``B' = −x (f_D(x) − f_D(y_m + 2x)) − G/2 < 0``, so ``B(x) ≤ φ*`` excludes every ``s ≥ t``.
+    Elsewhere it steps by √2 (the resolution of the old kernel's grid)."""
+    ren = _Renewal(d, C, rn, rw)
     gmin = 1e-3 * min(C, d.mean)
     gmax = min(1e3 * d.mean, W)
     if gmin >= gmax:
         gmin = 0.5 * gmax
-    last = int(math.ceil(math.log(gmax / gmin) / math.log(ratio)))
-    grid = gmin * ratio ** np.arange(last + 1, dtype=float)
-    grid[last] = gmax
-    vals = np.array([_phi(d, t, C, rn, rw) for t in grid])
-    ib = int(np.argmax(vals))
-    prev = gmin / ratio if ib == 0 else grid[ib - 1]
-    if ib == last:
-        if f(gmax) >= 0:
-            return gmax
-        nxt = gmax
-    else:
-        nxt = grid[ib + 1]
-    flo, fhi = f(prev), f(nxt)
-    if flo > 0 and fhi < 0:
-        return optimize.brentq(f, prev, nxt, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    res = optimize.minimize_scalar(lambda t: -_phi(d, t, C, rn, rw), bounds=(prev, nxt),
-                                   method="bounded", options={"xatol": 1e-10 * nxt})
-    return float(res.x)
+    t0 = min(max(_daly(C, d.mean), gmin), gmax)
+    tb, best = _local_max(ren, t0, gmin, gmax)
+    for _ in range(8):  # restarts when the scan finds a better point
+        better = None
+        t = tb * ROOT2
+        while t < gmax and better is None:
+            ph = ren.phi(t)[0]
+            if ph > best:
+                better = t
+                break
+            x = t + C
+            e3 = ren.saved_bound(t)
+            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
+                break  # nothing above t can beat the best
+            nxt = t * max(ROOT2, best / ph) if ph > 0 else gmax
+            if nxt >= gmax and t * (best / ph if ph > 0 else math.inf) < gmax:
+                if ren.phi(gmax)[0] > best:
+                    better = gmax
+                break
+            t = nxt
+        t = tb / ROOT2
+        while better is None and t > gmin and ren.U * t / (t + C) > best:
+            if ren.phi(t)[0] > best:
+                better = t
+            t /= ROOT2
+        if better is None:
+            break
+        t2, p2 = _local_max(ren, better, gmin, gmax)
+        if not p2 > best:
+            break
+        tb, best = t2, p2
+    _optimize_general.last_evals = ren.evals
+    return tb
+
+
+def _optimize_one(d: _Dist, W, C, rn, rw) -> float:
+    if d.family == EXPONENTIAL:
+        hi = min(d.M, W)
+
+        def f(t):
+            u, v = t / d.M, (t + C) / d.M
+            return math.expm1(v) - u * math.exp(v)
+
+        if f(hi) >= 0:
+            return hi
+        return optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    return _optimize_general(d, W, C, rn, rw)
 
 
 def ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights):
     """Twin of ``_core.ckpt_optimize``: ``(tau*, E[T](tau*), status)`` per scenario."""
     work, ckpt = (np.asarray(a, dtype=float) for a in (work, ckpt))
     params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(None, work, ckpt, family, params, r_nodes, r_weights)
     n = work.size
     tau = np.full(n, np.nan)
     et = np.full(n, np.inf)

@@ -57,7 +57,8 @@ typed are skipped; duplicate ids are ruled out on their integer values, or else 
 
 Modules: :mod:`.schema` (the contract: columns, :class:`Reason`, :class:`Trace`), :mod:`.readers`
 (file sniffing, the Arrow read, :func:`load_trace`), :mod:`.arrow` (Arrow → numpy conversion),
-:mod:`.validation` (row checks, quarantine), :mod:`.jobs` (:func:`jobs_from_times`, the one builder
+:mod:`.validation` (row checks, quarantine), :mod:`.sample` (:func:`load_sample`, the shipped
+sample), :mod:`.jobs` (:func:`jobs_from_times`, the one builder
 of a job table used by the reader, the calibration, ``reproduce`` and the synthetic test jobs).
 """
 from __future__ import annotations
@@ -65,12 +66,13 @@ from __future__ import annotations
 from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds  # noqa: F401  (cluster → "+08:00")
 from acmemodel.trace.jobs import jobs_from_times
 from acmemodel.trace.readers import load_trace
+from acmemodel.trace.sample import load_sample
 from acmemodel.trace.schema import (
     ANALYSIS_STATES, CHECK_TOL_S, JOB_COLUMNS, KALOS_COLUMNS, KALOS_ONLY, KNOWN_TYPES, NUMERIC_COLUMNS,
     REQUIRED_COLUMNS, SEREN_COLUMNS, STATE_MAP, STR_DTYPE, TIME_COLUMNS, UNFINISHED_STATES, FileInfo, Reason,
     Trace,
 )
 
-__all__ = ["load_trace", "Trace", "FileInfo", "Reason", "jobs_from_times", "JOB_COLUMNS", "KNOWN_TYPES",
+__all__ = ["load_trace", "load_sample", "Trace", "FileInfo", "Reason", "jobs_from_times", "JOB_COLUMNS", "KNOWN_TYPES",
            "STATE_MAP", "ANALYSIS_STATES", "SEREN_COLUMNS", "KALOS_COLUMNS", "KALOS_ONLY", "REQUIRED_COLUMNS",
            "TIME_COLUMNS", "NUMERIC_COLUMNS", "UNFINISHED_STATES", "STR_DTYPE", "CHECK_TOL_S", "CLUSTER_TZ", "utc_offset_seconds"]

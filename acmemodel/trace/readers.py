@@ -172,8 +172,7 @@ def _censor_unfinished(jobs: pd.DataFrame, extra: pd.DataFrame, rejected: pd.Dat
     """
     if not len(jobs):
         return jobs, extra, rejected, None
-    st = jobs["state"].to_numpy(dtype=object)
-    unf = np.isin(st, np.array(UNFINISHED_STATES, dtype=object))
+    unf = jobs["state"].isin(UNFINISHED_STATES).to_numpy(dtype=bool)  # (hash lookup, not a sort)
     if not unf.any():
         return jobs, extra, rejected, None
     sub = jobs["submit_s"].to_numpy(dtype=float)
@@ -201,7 +200,6 @@ def _censor_unfinished(jobs: pd.DataFrame, extra: pd.DataFrame, rejected: pd.Dat
         jobs = jobs.loc[keep].reset_index(drop=True)
         extra = extra.loc[keep].reset_index(drop=True)
         fill, unf = fill[keep], unf[keep]
-    jobs = jobs.copy()
     idx = np.flatnonzero(fill)
     if len(idx):
         cols = {c: jobs.columns.get_loc(c) for c in ("end_s", "end_time", "run_s", "queue_s", "gpu_time_s")}

@@ -36,12 +36,33 @@ def read_csv_text(path: Path) -> pd.DataFrame:
     return df
 
 
+def drop_blank(df: pd.DataFrame, lines: np.ndarray):
+    """Rows whose every field is blank (blank lines) dropped."""
+    blank = np.ones(len(df), dtype=bool)
+    for c in df.columns:
+        blank &= (df[c].str.len() == 0).to_numpy() | (df[c].str.strip() == "").to_numpy()
+        if not blank.any():
+            return df, lines
+    return df.loc[~blank].reset_index(drop=True), lines[~blank]
+
+
+class _Raw:
+    """Rows of a text frame as comma-joined lines, built only for the rows asked for."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+
+    def __getitem__(self, mask) -> list[str]:
+        idx = np.flatnonzero(mask) if np.asarray(mask).dtype == bool else np.asarray(mask)
+        sub = self.df.iloc[idx].astype(str)
+        return [",".join(r) for r in sub.itertuples(index=False, name=None)]
+
+
 def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     path = Path(path)
     df = read_csv_text(path)
     lines = np.arange(2, len(df) + 2, dtype=np.int64)
-    blank = (df.apply(lambda c: c.str.strip()) == "").all(axis=1).to_numpy()
-    df, lines = df.loc[~blank].reset_index(drop=True), lines[~blank]
+    df, lines = drop_blank(df, lines)
     cols = {c.lower(): c for c in df.columns}
     C.require_columns(path, list(cols), NEED, "Helios cluster_log.csv")
     g = lambda k: df[cols[k]].str.strip().to_numpy(object) if k in cols else None  # noqa: E731
@@ -54,7 +75,7 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     for k in ("submit_time", "start_time", "end_time"):
         times[k], b = C.parse_local_times(g(k), tz)
         fail |= b
-    raw = df.astype(str).agg(",".join, axis=1).to_numpy(object)
+    raw = _Raw(df)
     q.add(lines[fail], "unparsable_timestamp", "a timestamp is not YYYY-MM-DD HH:MM:SS", raw[fail])
     ok = ~fail
     vc, name = g("vc"), g("jobname")

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from acmemodel.trace.importers import _common as C
-from acmemodel.trace.importers.helios import read_csv_text
+from acmemodel.trace.importers.helios import _Raw, drop_blank, read_csv_text
 
 PHASE = {"succeeded": "COMPLETED", "failed": "FAILED", "running": "RUNNING", "pending": "PENDING"}
 ALIASES = {"name": ("name", "pod", "pod_name"), "pod_phase": ("pod_phase", "phase", "status"),
@@ -44,8 +44,7 @@ def read(path, *, timezone: str | None = None, type_map=None, epoch: float = 0.0
     path = Path(path)
     df = read_csv_text(path)
     lines = np.arange(2, len(df) + 2, dtype=np.int64)
-    blank = (df.apply(lambda c: c.str.strip()) == "").all(axis=1).to_numpy()
-    df, lines = df.loc[~blank].reset_index(drop=True), lines[~blank]
+    df, lines = drop_blank(df, lines)
     low = {c.lower(): c for c in df.columns}
 
     def col(k):
@@ -59,7 +58,7 @@ def read(path, *, timezone: str | None = None, type_map=None, epoch: float = 0.0
     tz = C.timezone_offset(timezone)
     warnings = []
     q = C.Quarantine(str(path))
-    raw = df.astype(str).agg(",".join, axis=1).to_numpy(object)
+    raw = _Raw(df)
     times, fail = {}, np.zeros(len(df), dtype=bool)
     numeric_times = False
     for k in ("creation_time", "scheduled_time", "deletion_time"):

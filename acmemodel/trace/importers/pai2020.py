@@ -105,8 +105,10 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     tasks["cpu"] = tasks["inst_num"].fillna(1) * tasks["plan_cpu"].fillna(0) / 100.0
     agg = tasks.groupby("job_name", sort=False).agg(
         gpu=("gpu", "sum"), cpu=("cpu", "sum"), mem=("plan_mem", "max"), inst=("inst_num", "sum"),
-        start=("start_time", "min"), first_task=("task_name", "first"),
-        task_names=("task_name", lambda s: " ".join(sorted(set(map(str, s))))))
+        start=("start_time", "min"), first_task=("task_name", "first"))
+    names = (tasks[["job_name", "task_name"]].drop_duplicates().sort_values(["job_name", "task_name"])
+             .groupby("job_name", sort=False)["task_name"].agg(" ".join))
+    agg["task_names"] = names.reindex(agg.index)
     sub, bad_s = C.numeric(jobs["start_time"].to_numpy(object))
     end, bad_e = C.numeric(jobs["end_time"].to_numpy(object))
     bad = bad_s | bad_e | np.isnan(sub)

@@ -169,31 +169,37 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
 
     # ---- steps fold into their jobs
     is_step = np.asarray(pc.match_substring(jid, ".").to_numpy(zero_copy_only=False), dtype=bool)
-    state_raw = pc.utf8_upper(pc.utf8_trim_whitespace(column("state")))
-    state_word = pc.struct_field(pc.extract_regex(state_raw, r"^(?P<s>[A-Z_]*)"), "s")
     n_steps = int(is_step.sum())
     oom_jobs = set()
+    n_orphans = 0
     if n_steps:
         sidx = np.flatnonzero(is_step)
         step_ids = jid.take(pa.array(sidx))
-        step_base = pc.struct_field(pc.extract_regex(step_ids, r"^(?P<b>[^.]*)"), "b")
-        job_ids_all = jid.filter(pa.array(~is_step))
-        orphan = ~np.asarray(pc.is_in(step_base, value_set=job_ids_all).to_numpy(zero_copy_only=False), dtype=bool)
+        step_base = pc.list_element(pc.split_pattern(step_ids, ".", max_splits=1), 0)
+        # a step's job is normally the job line above it: check that first, hash only the others
+        row = np.arange(len(is_step))
+        last_job = np.maximum.accumulate(np.where(is_step, -1, row))[sidx]
+        near = np.asarray(pc.equal(step_base, jid.take(pa.array(np.maximum(last_job, 0))))
+                          .to_numpy(zero_copy_only=False), dtype=bool) & (last_job >= 0)
+        orphan = np.zeros(n_steps, dtype=bool)
+        if not near.all():
+            far = np.flatnonzero(~near)
+            found = pc.is_in(step_base.take(pa.array(far)), value_set=jid.filter(pa.array(~is_step)))
+            orphan[far] = ~np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
         if orphan.any():
             oi = sidx[orphan]
             q.add(lines[oi], "orphan_step", [f"step {j} has no job line {b}" for j, b in zip(
                 step_ids.filter(pa.array(orphan)).to_pylist(), step_base.filter(pa.array(orphan)).to_pylist())],
                 _raw(table, read_names, wanted, oi))
-        st_steps = state_word.take(pa.array(sidx))
-        oom = np.asarray(pc.equal(st_steps, "OUT_OF_MEMORY").to_numpy(zero_copy_only=False), dtype=bool)
+        st_steps = pc.utf8_upper(pc.utf8_trim_whitespace(column("state").take(pa.array(sidx))))
+        oom = np.asarray(pc.starts_with(st_steps, "OUT_OF_MEMORY").to_numpy(zero_copy_only=False), dtype=bool)
         if oom.any():
             oom_jobs = set(step_base.filter(pa.array(oom)).to_pylist())
         keep = pa.array(~is_step)
         table, lines, jid = table.filter(keep), lines[~is_step], jid.filter(keep)
-        state_raw, state_word = state_raw.filter(keep), state_word.filter(keep)
         n_orphans = int(orphan.sum())
-    else:
-        n_orphans = 0
+    state_raw = pc.utf8_upper(pc.utf8_trim_whitespace(column("state")))
+    state_word = pc.list_element(pc.split_pattern(state_raw, " ", max_splits=1), 0)  # "CANCELLED by 1"
     n = table.num_rows
 
     # ---- states (mapped on the few distinct values)
@@ -220,31 +226,32 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         else:
             times[k], fails[k] = _times(c, tz)
 
-    # ---- resources
+    # ---- resources: AllocTRES, then ReqTRES for the rows it leaves open (pending jobs...)
     tres = column("alloctres")
     rtres = column("reqtres")
-    gpu = _gpus(tres) if tres is not None else np.full(n, np.nan)
     pending = np.asarray(pc.equal(state, "PENDING").to_numpy(zero_copy_only=False), dtype=bool)
-    if rtres is not None:
-        rg = _gpus(rtres)
-        use = np.isnan(gpu) | ((gpu == 0) & (rg > 0) & pending)
-        gpu = np.where(use, rg, gpu)
-    gpu = np.where(np.isnan(gpu), 0.0, gpu)
+    if tres is not None:
+        gpu, tcpu, mem = _tres(tres)
+    else:
+        gpu, tcpu, mem = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     cpu = _num(column("alloccpus"), n)
     if "reqcpus" in col:
-        rc = _num(column("reqcpus"), n)
-        cpu = np.where(np.isnan(cpu) | (cpu == 0), rc, cpu)
-    for t in (tres, rtres):
-        if t is not None:
-            miss = np.isnan(cpu) | (cpu == 0)
-            if miss.any():
-                cpu = np.where(miss, _tres_value(t, "cpu"), cpu)
+        miss = np.isnan(cpu) | (cpu == 0)
+        if miss.any():
+            cpu = np.where(miss, _num(column("reqcpus"), n), cpu)
+    cpu = np.where(np.isnan(cpu) | (cpu == 0), np.where(np.isnan(tcpu), cpu, tcpu), cpu)
+    if rtres is not None:
+        need = np.isnan(gpu) | ((gpu == 0) & pending) | np.isnan(mem) | np.isnan(cpu) | (cpu == 0)
+        if need.any():
+            idx = np.flatnonzero(need)
+            rg, rc, rm = _tres(rtres.take(pa.array(idx)))
+            g0, c0, m0 = gpu[idx], cpu[idx], mem[idx]
+            gpu[idx] = np.where(np.isnan(g0) | ((g0 == 0) & (rg > 0) & pending[idx]), rg, g0)
+            cpu[idx] = np.where((np.isnan(c0) | (c0 == 0)) & ~np.isnan(rc), rc, c0)
+            mem[idx] = np.where(np.isnan(m0), rm, m0)
+    gpu = np.where(np.isnan(gpu), 0.0, gpu)
     nodes = _num(column("nnodes"), n)
     nodes = np.where(np.isnan(nodes), 1.0, nodes)
-    mem = np.full(n, np.nan)
-    for t in (tres, rtres):
-        if t is not None and np.isnan(mem).any():
-            mem = np.where(np.isnan(mem), _tres_mem_gb(t), mem)
     mem_node = mem / np.maximum(nodes, 1.0)
 
     def strings(k):
@@ -293,10 +300,13 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         else:
             cols.pop("restart_of")
         ids = cols["job_id"]
-    arr = pc.match_substring(ids, "_")
-    if pc.any(arr).as_py():
-        base = pc.struct_field(pc.extract_regex(ids, r"^(?P<b>[^_]*)_"), "b")
-        extra_cols["array_job_id"] = pc.if_else(arr, base, pa.scalar(None, pa.string()))
+    arr = np.asarray(pc.match_substring(ids, "_").to_numpy(zero_copy_only=False), dtype=bool)
+    if arr.any():
+        ai = np.flatnonzero(arr)
+        base = np.full(len(ids), None, dtype=object)
+        base[ai] = np.asarray(pc.list_element(pc.split_pattern(ids.take(pa.array(ai)), "_", max_splits=1), 0)
+                              .to_numpy(zero_copy_only=False), dtype=object)
+        extra_cols["array_job_id"] = pa.array(base, type=pa.string())
 
     # ---- types
     tmap = C.TypeMap.parse(type_map)
@@ -418,54 +428,82 @@ def _num(c, n: int) -> np.ndarray:
 
     if c is None:
         return np.full(n, np.nan)
-    v = pc.cast(pc.if_else(pc.match_substring_regex(c, r"^\s*-?\d+(\.\d+)?\s*$"), pc.utf8_trim_whitespace(c),
-                           pa.scalar(None, pa.string())), pa.float64())
+    t = pc.utf8_trim_whitespace(c)
+    try:  # (the usual case: every value a number or empty)
+        v = pc.cast(pc.if_else(pc.equal(t, ""), pa.scalar(None, pa.string()), t), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        v = pc.cast(pc.if_else(pc.match_substring_regex(t, r"^-?\d+(\.\d+)?$"), t,
+                               pa.scalar(None, pa.string())), pa.float64())
     return np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
 
 
-def _gpus(tres) -> np.ndarray:
-    """GPUs in a TRES string: ``gres/gpu=N``, else the sum of ``gres/gpu:<type>=N``; NaN when the
-    field is empty (nothing allocated), 0 when it lists other resources only."""
+_MEM_UNIT = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "P": 1024.0 ** 2}
+
+
+def _tres(tres):
+    """(GPUs, CPUs, memory GB) of TRES strings ``billing=16,cpu=16,gres/gpu=8,mem=128G,node=1``.
+
+    GPUs: ``gres/gpu=N``, else the sum of typed ``gres/gpu:<type>=N``; NaN when the field is empty
+    (nothing allocated), 0 when it lists other resources only. CPUs ``cpu=``; memory ``mem=`` with
+    Slurm's binary K/M/G/T suffixes (no suffix = MB); NaN when absent. The strings are split on ``,``
+    in Arrow (no regex): one pass over the ``key=value`` items."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    plain = pc.struct_field(pc.extract_regex(tres, r"(?:^|,)gres/gpu=(?P<n>\d+)"), "n")
-    g = np.asarray(pc.cast(plain, pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
-    empty = np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(tres)), 0).to_numpy(zero_copy_only=False),
-                       dtype=bool)
-    typed = np.asarray(pc.match_substring(tres, "gres/gpu:").to_numpy(zero_copy_only=False), dtype=bool)
-    need = np.isnan(g) & typed
-    if need.any():
-        idx = np.flatnonzero(need)
-        for i, s in zip(idx, tres.take(pa.array(idx)).to_pylist()):
-            g[i] = float(sum(int(m) for m in re.findall(r"gres/gpu:[^=,]+=(\d+)", s)))
-    g = np.where(np.isnan(g) & ~empty, 0.0, g)
-    return g
+    if isinstance(tres, pa.ChunkedArray):
+        tres = tres.combine_chunks()
+    n = len(tres)
+    t = pc.fill_null(pc.utf8_trim_whitespace(tres), "")
+    empty = np.asarray(pc.equal(pc.utf8_length(t), 0).to_numpy(zero_copy_only=False), dtype=bool)
+    items = pc.split_pattern(t, ",")
+    flat = pc.list_flatten(items)
+    parent = np.asarray(pc.list_parent_indices(items).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+    def values(prefix: str):
+        m = pc.starts_with(flat, prefix)
+        rows = parent[np.asarray(m.to_numpy(zero_copy_only=False), dtype=bool)]
+        v = pc.utf8_slice_codeunits(pc.filter(flat, m), len(prefix))
+        return rows, v
+
+    def as_float(v):
+        try:
+            return np.asarray(pc.cast(v, pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # (an odd value: the slow path)
+            return _floats_slow(v)
+
+    gpu = np.full(n, np.nan)
+    rows, v = values("gres/gpu=")
+    gpu[rows] = as_float(v)
+    rows_t, vt = values("gres/gpu:")
+    if len(rows_t):
+        typed = np.zeros(n)
+        num = pc.utf8_slice_codeunits(vt, 0)  # "a100=8" → value after '='
+        after = pc.list_element(pc.split_pattern(num, "=", max_splits=1), 1)
+        np.add.at(typed, rows_t, np.nan_to_num(as_float(pc.fill_null(after, ""))))
+        has_t = np.zeros(n, dtype=bool)
+        has_t[rows_t] = True
+        gpu = np.where(np.isnan(gpu) & has_t, typed, gpu)
+    gpu = np.where(np.isnan(gpu) & ~empty, 0.0, gpu)
+    cpu = np.full(n, np.nan)
+    rows, v = values("cpu=")
+    cpu[rows] = as_float(v)
+    mem = np.full(n, np.nan)
+    rows, v = values("mem=")
+    if len(rows):
+        last = pc.utf8_slice_codeunits(v, -1)
+        unit = np.ones(len(rows)) / 1024  # no suffix: MB
+        suffixed = np.zeros(len(rows), dtype=bool)
+        for k, f in _MEM_UNIT.items():
+            m = np.asarray(pc.equal(last, k).to_numpy(zero_copy_only=False), dtype=bool)
+            unit[m] = f
+            suffixed |= m
+        body = pc.if_else(pa.array(suffixed), pc.utf8_slice_codeunits(v, 0, -1), v)
+        mem[rows] = as_float(body) * unit
+    return gpu, cpu, mem
 
 
-def _tres_value(tres, key: str) -> np.ndarray:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    v = pc.struct_field(pc.extract_regex(tres, rf"(?:^|,){key}=(?P<n>\d+(?:\.\d+)?)"), "n")
-    return np.asarray(pc.cast(v, pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
-
-
-_MEM_UNIT = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "": 1 / 1024}
-
-
-def _tres_mem_gb(tres) -> np.ndarray:
-    """TRES ``mem=`` in GB (Slurm's K/M/G/T are binary units; no suffix = MB)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    st = pc.extract_regex(tres, r"(?:^|,)mem=(?P<n>\d+(?:\.\d+)?)(?P<u>[KMGT]?)")
-    v = np.asarray(pc.cast(pc.struct_field(st, "n"), pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
-    u = np.asarray(pc.struct_field(st, "u").to_numpy(zero_copy_only=False), dtype=object)
-    mult = np.ones(len(v))
-    for k, f in _MEM_UNIT.items():
-        mult[u == k] = f
-    return v * mult
+def _floats_slow(v) -> np.ndarray:
+    return pd.to_numeric(pd.Series(v.to_pylist(), dtype=object), errors="coerce").to_numpy(dtype=float)
 
 
 def _raw(table, read_names, wanted, idx) -> list[str]:

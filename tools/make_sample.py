@@ -13,7 +13,9 @@ exact schemas and value formats of the published files:
   while queued (empty ``start_time``; the wait is censored at the cancel time), so that the loader's
   and the queue model's censoring paths are exercised.
 
-Regenerate with ``python -m acmemodel.datasets._make_sample`` (writes into ``data/``).
+A build script of the repository, not part of the installed package (the data package imports
+nothing above itself). Regenerate with ``python tools/make_sample.py`` from the repository root
+(writes into ``acmemodel/datasets/data/``).
 """
 from __future__ import annotations
 
@@ -51,7 +53,8 @@ def sample_jobs(cluster: str) -> pd.DataFrame:
 def main(out_dir: str | Path | None = None) -> list[Path]:
     from acmemodel.synth import to_acmetrace, write_acmetrace
 
-    out_dir = Path(out_dir) if out_dir else Path(__file__).parent / "data"
+    out_dir = (Path(out_dir) if out_dir
+               else Path(__file__).resolve().parents[1] / "acmemodel" / "datasets" / "data")
     written = []
     for cluster in SCALES:
         table = to_acmetrace(sample_jobs(cluster), cluster=cluster, id_seed=SEED)

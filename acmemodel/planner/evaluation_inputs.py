@@ -1,0 +1,252 @@
+"""Inputs of the evaluation planner (:mod:`acmemodel.planner.evaluation`): a batch's datasets and their
+expected phase times (seconds), the node hardware, the decoupled packing thresholds, the shipped default
+batch, and per-dataset priors fitted from past trials or a trace."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.errors import ConfigError
+
+
+# ----------------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class Dataset:
+    """Expected phase times of one dataset's trial (seconds, for the configured model size)."""
+
+    name: str
+    preprocess_s: float
+    generate_s: float
+    metric_s: float
+
+    def validate(self) -> "Dataset":
+        if not self.name:
+            raise ConfigError("a dataset has an empty name")
+        for f in ("preprocess_s", "generate_s", "metric_s"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ConfigError(f"dataset {self.name!r}: {f} must be a finite number >= 0 seconds, got {v!r}")
+        if self.generate_s <= 0:
+            raise ConfigError(f"dataset {self.name!r}: generate_s must be > 0 seconds, got {self.generate_s!r}")
+        return self
+
+
+@dataclass(frozen=True)
+class EvalHardware:
+    """Node layout and links. ``storage_gbit_s``: per-node storage NIC (Gb/s); ``pcie_gbyte_s``: host→GPU
+    copy rate per GPU (GB/s); memories in GB; ``cpu_slots_per_node``: concurrent CPU metric jobs per node
+    (decoupled policy)."""
+
+    model_size_gb: float = 14.0
+    gpus_per_node: int = 8
+    storage_gbit_s: float = 25.0
+    pcie_gbyte_s: float = 20.0
+    gpu_memory_gb: float = 80.0
+    node_memory_gb: float = 1024.0
+    cpu_slots_per_node: int = 64
+
+    def validate(self) -> "EvalHardware":
+        for f in ("model_size_gb", "storage_gbit_s", "pcie_gbyte_s", "gpu_memory_gb", "node_memory_gb"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ConfigError(f"hardware.{f} must be a finite number > 0, got {v!r}")
+        for f in ("gpus_per_node", "cpu_slots_per_node"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 1:
+                raise ConfigError(f"hardware.{f} must be a positive integer, got {v!r}")
+        if self.model_size_gb > self.gpu_memory_gb:
+            raise ConfigError(f"model_size_gb = {self.model_size_gb:g} does not fit in one GPU's memory "
+                              f"(hardware.gpu_memory_gb = {self.gpu_memory_gb:g}); trials are single-GPU")
+        if self.model_size_gb > self.node_memory_gb:
+            raise ConfigError(f"model_size_gb = {self.model_size_gb:g} does not fit in a node's memory "
+                              f"(hardware.node_memory_gb = {self.node_memory_gb:g}) for the shared-memory copy")
+        return self
+
+    @property
+    def storage_bytes_s(self) -> float:
+        """Per-node storage link, bytes/s."""
+        return self.storage_gbit_s * 1e9 / 8.0
+
+    @property
+    def model_bytes(self) -> float:
+        return self.model_size_gb * 1e9
+
+    @property
+    def load_alone_s(self) -> float:
+        """``M/B``: one load alone on a node's link (s)."""
+        return self.model_bytes / self.storage_bytes_s
+
+    @property
+    def pcie_s(self) -> float:
+        """``M/P``: shared memory → GPU copy (s)."""
+        return self.model_bytes / (self.pcie_gbyte_s * 1e9)
+
+
+@dataclass(frozen=True)
+class PackingRules:
+    """Decoupled packing thresholds (seconds); ``split_above_s=None``: total generate time / GPUs."""
+
+    merge_below_s: float = 60.0
+    split_above_s: float | None = None
+    long_metric_s: float = 300.0
+
+    def validate(self) -> "PackingRules":
+        for f in ("merge_below_s", "long_metric_s"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ConfigError(f"packing.{f} must be a finite number >= 0 seconds, got {v!r}")
+        v = self.split_above_s
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                              or v <= 0):
+            raise ConfigError(f"packing.split_above_s must be > 0 seconds or auto, got {v!r}")
+        return self
+
+
+class EvalBatch:
+    """The datasets evaluated for one checkpoint (in submission order), validated."""
+
+    def __init__(self, datasets: Iterable[Dataset], *, source: str | None = None):
+        self.datasets = [d.validate() for d in datasets]
+        self.source = source
+        if not self.datasets:
+            raise ConfigError("the evaluation batch has no datasets")
+        seen: set[str] = set()
+        for d in self.datasets:
+            if d.name in seen:
+                raise ConfigError(f"dataset {d.name!r} appears twice in the batch")
+            seen.add(d.name)
+
+    def __len__(self) -> int:
+        return len(self.datasets)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, *, source: str | None = None) -> "EvalBatch":
+        """From a table with columns ``dataset, preprocess_s, generate_s, metric_s`` (extra columns ignored)."""
+        where = source or "datasets"
+        missing = [c for c in ("dataset", "preprocess_s", "generate_s", "metric_s") if c not in df.columns]
+        if missing:
+            raise ConfigError(f"{where}: missing column(s) {missing}; need dataset, preprocess_s, generate_s, "
+                              "metric_s")
+        out = []
+        for i, row in enumerate(df.itertuples(index=False)):
+            name = str(getattr(row, "dataset")).strip() if pd.notna(getattr(row, "dataset")) else ""
+            vals = {}
+            for f in ("preprocess_s", "generate_s", "metric_s"):
+                v = pd.to_numeric(pd.Series([getattr(row, f)]), errors="coerce").iloc[0]
+                if pd.isna(v):
+                    raise ConfigError(f"{where}: dataset {name or f'row {i + 1}'!r}: {f} is missing or not a "
+                                      f"number ({getattr(row, f)!r})")
+                vals[f] = float(v)
+            if not name:
+                raise ConfigError(f"{where}: row {i + 1} has an empty dataset name")
+            out.append(Dataset(name, **vals))
+        return cls(out, source=source)
+
+    @classmethod
+    def from_csv(cls, path: str | Path) -> "EvalBatch":
+        """Read a priors CSV (``dataset, preprocess_s, generate_s, metric_s``)."""
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"dataset priors file not found: {p}")
+        try:
+            df = pd.read_csv(p, comment="#")
+        except Exception as e:  # parser errors
+            raise ConfigError(f"cannot read {p.name}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        return cls.from_frame(df, source=p.name)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"dataset": d.name, "preprocess_s": d.preprocess_s, "generate_s": d.generate_s,
+                              "metric_s": d.metric_s} for d in self.datasets])
+
+
+def default_batch() -> EvalBatch:
+    """The shipped default batch: 63 datasets for a 7B model (``data/eval_batch_default.csv``; every
+    assumption behind its times is in that file's header and in PROVENANCE.md)."""
+    from importlib import resources
+
+    p = resources.files("acmemodel.datasets").joinpath("data", "eval_batch_default.csv")
+    return EvalBatch.from_csv(Path(str(p)))
+
+
+# ----------------------------------------------------------------------------------------- priors
+#: phase shares of one coupled trial in the paper's HumanEval profile (7B): load + preprocess 29.5 %,
+#: metric 19.0 % (the GPU's idle last 42 s), generation the rest
+PROFILE_SHARES = {"load_preprocess": 0.295, "metric": 0.190}
+
+
+class DatasetPriors:
+    """Per-dataset expected phase times from past trials: the median of each phase per dataset.
+
+    ``fit(trials)`` takes one row per past trial with ``dataset`` and ``preprocess_s``, ``generate_s``,
+    ``metric_s`` — or, from a job trace that only has a run time per job, ``fit_trace(jobs, name_column)``
+    splits each dataset's median run time ``T`` by the HumanEval profile shares (:data:`PROFILE_SHARES`):
+    metric ``0.19·T``, preprocess ``max(0, 0.295·T − load)`` with the load of 8 trials sharing a node's link
+    (``8·M/B``), generation the rest. ``summary()`` shows the medians, counts and the relative spread
+    (IQR / median of the total), the check that per-dataset times are stable.
+    """
+
+    def __init__(self, *, hardware: EvalHardware | None = None):
+        self.hardware = hardware
+
+    def fit(self, trials: pd.DataFrame) -> "DatasetPriors":
+        need = ["dataset", "preprocess_s", "generate_s", "metric_s"]
+        missing = [c for c in need if c not in trials.columns]
+        if missing:
+            raise ConfigError(f"trials: missing column(s) {missing}")
+        df = trials[need].copy()
+        for c in need[1:]:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        bad = df[need[1:]].isna().any(axis=1) | (df[need[1:]] < 0).any(axis=1)
+        self.n_rejected_ = int(bad.sum())
+        df = df[~bad]
+        if df.empty:
+            raise ConfigError("trials: no row with valid phase times")
+        df["total_s"] = df[need[1:]].sum(axis=1)
+        g = df.groupby("dataset", sort=False)
+        med = g[need[1:]].median()
+        q = g["total_s"].quantile([0.25, 0.75]).unstack()
+        self.priors_ = med.assign(trials=g.size(), spread=(q[0.75] - q[0.25]) / g["total_s"].median())
+        return self
+
+    def fit_trace(self, jobs: pd.DataFrame, name_column: str = "job_name", *, type_value: str = "Eval"
+                  ) -> "DatasetPriors":
+        if name_column not in jobs.columns:
+            raise ConfigError(f"the trace has no {name_column!r} column to group evaluation jobs by dataset "
+                              f"(AcmeTrace has no job names: use a CSV of past trials)")
+        df = jobs
+        if "type" in df.columns:
+            df = df[df["type"].astype(str) == type_value]
+        if "run_s" not in df.columns:
+            raise ConfigError("the trace has no run_s column")
+        df = df[np.isfinite(df["run_s"].to_numpy(float)) & (df["run_s"].to_numpy(float) > 0)]
+        if df.empty:
+            raise ConfigError(f"the trace has no {type_value} job with a positive run time")
+        hw = (self.hardware or EvalHardware()).validate()
+        load8 = 8 * hw.load_alone_s
+        t = df.groupby(name_column)["run_s"].median()
+        metric = PROFILE_SHARES["metric"] * t
+        pre = np.maximum(0.0, PROFILE_SHARES["load_preprocess"] * t - load8)
+        gen = np.maximum(t - metric - pre - np.minimum(load8, PROFILE_SHARES["load_preprocess"] * t), 1e-3)
+        trials = pd.DataFrame({"dataset": t.index.astype(str), "preprocess_s": pre.to_numpy(),
+                               "generate_s": gen.to_numpy(), "metric_s": metric.to_numpy()})
+        return self.fit(trials)
+
+    def summary(self) -> pd.DataFrame:
+        return self.priors_.reset_index()
+
+    def batch(self) -> EvalBatch:
+        """The fitted priors as an :class:`EvalBatch` (one trial per dataset)."""
+        return EvalBatch.from_frame(self.priors_.reset_index(), source="fitted priors")
+
+
+def check_nodes(nodes) -> int:
+    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+        raise ConfigError(f"nodes must be a positive integer, got {nodes!r}")
+    if nodes > 4096:
+        raise ConfigError(f"nodes must be <= 4096, got {nodes}")
+    return int(nodes)

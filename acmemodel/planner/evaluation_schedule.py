@@ -1,0 +1,387 @@
+"""Evaluation planner: how long one checkpoint's evaluation batch takes on N nodes, coupled or decoupled.
+
+An evaluation *trial* scores one checkpoint on one dataset. It is a pipeline of four phases (paper §6,
+"decoupled evaluation scheduling"):
+
+1. **load** — fetch the checkpoint (``model_size_gb`` GB) from remote storage through the node's storage
+   NIC (``storage_gbit_s``, one per node, shared by every concurrent load on that node);
+2. **preprocess** — tokenise/prepare the dataset (CPU), ``preprocess_s``;
+3. **generate** — inference on one GPU, ``generate_s``;
+4. **metric** — score the generations (CPU; for code datasets, run the programs), ``metric_s``.
+
+Two policies are modelled on ``nodes`` nodes of ``gpus_per_node`` GPUs (all times in seconds):
+
+**coupled** (the baseline: one single-GPU job per dataset). Trials are submitted at once in the batch's
+order and a FIFO scheduler gives the next trial to the lowest-numbered free GPU. A trial holds its GPU
+through all four phases. Concurrent loads on a node share its link equally (processor sharing, a fluid
+model): with ``k`` loads active each progresses at ``B/k`` bytes/s, ``B = storage_gbit_s·1e9/8``.
+Trial time = load + ``preprocess_s`` + ``generate_s`` + ``metric_s``.
+
+**decoupled** (the paper's system). Per node a precursor job loads the model once into host shared memory
+(``M/B`` s, the only load on that link); each trial copies it from shared memory to its GPU over PCIe
+(``M/P`` s, ``P = pcie_gbyte_s·1e9``), pipelined with the precursor's load, so a trial started at ``t``
+has its weights at ``max(t + M/P, M/B)``. Preprocessing runs on the CPU ahead of the GPU (each GPU has a
+preprocessing worker that prepares its trials in order, from time 0). The GPU is held only for the copy
+and the generation, then released; the metric runs as a CPU job on the node's pool of
+``cpu_slots_per_node`` slots (FIFO by ready time). Packing rules, applied in this order:
+
+* *split*: a dataset with ``generate_s > split_above_s`` is split into ``ceil(generate_s/split_above_s)``
+  equal shards (preprocess, generate and metric divided evenly); default ``split_above_s`` = the batch's
+  total generate time divided by its GPUs (a dataset longer than one GPU's fair share is split);
+* *merge*: datasets with ``generate_s < merge_below_s`` are merged, in sorted order, into one trial until
+  its generation reaches ``merge_below_s`` (one weight copy for the group; each dataset's metric starts
+  when its own part of the generation ends);
+* *sort*: trials whose longest metric is ``>= long_metric_s`` first (longest metric first), then the rest
+  by expected GPU time (copy + generate), longest first; *deal* them round-robin to the GPUs (GPUs ordered
+  node-interleaved, so long metrics spread over the nodes' CPU pools).
+
+The scheduler knows the expected phase times (historical per-dataset times are stable, the paper's
+premise), so it also evaluates two other packings of the same predicted times — greedy list scheduling of
+the sorted trials (each to the GPU that frees first) and the coupled run's own GPU assignment — and runs
+the one with the shortest predicted makespan; the result names the packing used and every candidate's
+makespan. With ``P >= B`` and enough CPU slots, the coupled assignment alone makes decoupled never
+slower than coupled: every phase start is no later than in the coupled schedule (induction over each
+GPU's sequence).
+
+Outputs (:class:`BatchSchedule`): makespan (batch start to the last metric), time to first result,
+GPU-hours held (GPU allocated to a trial) and used (generation), the GPU idle share ``1 − used/held`` and
+the per-GPU intervals for a Gantt chart. The shipped default batch and its assumptions:
+:func:`default_batch` (``data/eval_batch_default.csv``).
+
+This module holds the two policy simulations; the planner front is :mod:`acmemodel.planner.evaluation`.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from acmemodel.errors import ConfigError
+from acmemodel.planner.evaluation_inputs import EvalBatch, EvalHardware, PackingRules, check_nodes
+
+PHASES = ("load", "preprocess", "generate", "metric")
+_EPS = 1e-9
+
+
+# ----------------------------------------------------------------------------------------- schedules
+@dataclass
+class Interval:
+    """One phase of one trial on one GPU (``gpu = -1``: a CPU job of ``node``)."""
+
+    gpu: int
+    node: int
+    trial: str
+    phase: str
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class BatchSchedule:
+    """The predicted schedule of one batch under one policy on ``nodes`` nodes."""
+
+    policy: str
+    nodes: int
+    gpus: int
+    intervals: list
+    results_s: dict            # dataset -> time its metric finished (s after batch start)
+    gpu_held_s: float          # sum over trials of the time a GPU was allocated
+    gpu_used_s: float          # sum of generation time
+    packing: str | None = None
+    candidates: dict = field(default_factory=dict)
+    #: GPU -> batch indices it ran, in start order (the coupled policy; the decoupled one reuses it)
+    assignment: dict = field(default_factory=dict)
+
+    @property
+    def makespan_s(self) -> float:
+        return max(self.results_s.values())
+
+    @property
+    def first_result_s(self) -> float:
+        return min(self.results_s.values())
+
+    @property
+    def gpu_idle_share(self) -> float:
+        """``1 − used/held``: share of the GPU time held by trials without generation."""
+        return 1.0 - self.gpu_used_s / self.gpu_held_s if self.gpu_held_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {"policy": self.policy, "nodes": self.nodes, "gpus": self.gpus, "makespan_s": self.makespan_s,
+                "first_result_s": self.first_result_s, "last_result_s": self.makespan_s,
+                "gpu_hours_held": self.gpu_held_s / 3600.0, "gpu_hours_used": self.gpu_used_s / 3600.0,
+                "gpu_hours_allocated": self.gpus * self.makespan_s / 3600.0,
+                "gpu_idle_share": self.gpu_idle_share, "packing": self.packing,
+                "packing_candidates_makespan_s": dict(self.candidates)}
+
+    def plot(self, ax=None):
+        """Gantt chart: one row per GPU with its phases coloured; the decoupled policy's CPU jobs (the
+        precursor load and the metrics) on extra rows per node below the GPUs, concurrent jobs stacked."""
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+
+        cpu = [iv for iv in self.intervals if iv.gpu < 0]
+        lanes: list[tuple[int, float]] = []          # (node, busy until)
+        rows: list[tuple[Interval, int]] = []
+        for iv in sorted(cpu, key=lambda iv: (iv.node, iv.start_s)):
+            k = next((j for j, (n, busy) in enumerate(lanes) if n == iv.node and busy <= iv.start_s + 1e-9), None)
+            if k is None:
+                lanes.append((iv.node, iv.end_s))
+                k = len(lanes) - 1
+            else:
+                lanes[k] = (iv.node, iv.end_s)
+            rows.append((iv, self.gpus + k))
+        rows += [(iv, iv.gpu) for iv in self.intervals if iv.gpu >= 0]
+        n_rows = self.gpus + len(lanes)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(10, max(2.0, 0.18 * n_rows + 1)))
+        colors = {"load": "#9ecae1", "copy": "#3182bd", "preprocess": "#fdd0a2", "generate": "#31a354",
+                  "metric": "#de2d26"}
+        scale, unit = (60.0, "min") if self.makespan_s < 3 * 3600 else (3600.0, "h")
+        for iv, y in rows:
+            ax.broken_barh([(iv.start_s / scale, (iv.end_s - iv.start_s) / scale)], (y - 0.4, 0.8),
+                           facecolors=colors.get(iv.phase, "#999999"), edgecolor="white", linewidth=0.3)
+        used = [p for p in colors if any(iv.phase == p for iv in self.intervals)]
+        ax.legend(handles=[Patch(color=colors[p], label=p) for p in used], loc="lower right", fontsize=7,
+                  ncol=len(used))
+        ticks = list(range(self.gpus)) + [self.gpus + k for k in range(len(lanes))]
+        labels = [f"GPU {g}" for g in range(self.gpus)] + [f"node {n} CPU" for n, _ in lanes]
+        step = max(1, len(ticks) // 24)
+        ax.set_yticks(ticks[::step], labels[::step], fontsize=7)
+        ax.set_xlabel(f"time since batch start ({unit})")
+        ax.set_ylim(n_rows - 0.5, -0.5)
+        ax.set_title(f"{self.policy}, {self.nodes} node(s): makespan {self.makespan_s / scale:.3g} {unit}")
+        return ax
+
+
+def _gpu_node(g: int, gpn: int) -> int:
+    return g // gpn
+
+
+def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None) -> BatchSchedule:
+    """The coupled policy (see the module docstring): FIFO to the lowest free GPU, fluid sharing of each
+    node's storage link by concurrent loads, the GPU held through all four phases."""
+    hw = (hardware or EvalHardware()).validate()
+    nodes = check_nodes(nodes)
+    gpn = hw.gpus_per_node
+    G = nodes * gpn
+    B, M = hw.storage_bytes_s, hw.model_bytes
+    queue = list(range(len(batch)))[::-1]          # pop() gives batch order
+    free = list(range(G))                            # heap of free GPU ids
+    heapq.heapify(free)
+    loads: dict[int, list] = {n: [] for n in range(nodes)}   # node -> [[remaining bytes, gpu, trial, t0]]
+    timers: list = []                                # heap of (end time, seq, gpu, trial, phase, start)
+    seq = 0
+    intervals, results = [], {}
+    held = used = 0.0
+    trial_start: dict[int, float] = {}
+    t = 0.0
+
+    def push(end, g, i, phase, start):
+        nonlocal seq
+        heapq.heappush(timers, (end, seq, g, i, phase, start))
+        seq += 1
+
+    def dispatch(now):
+        while queue and free:
+            g = heapq.heappop(free)
+            i = queue.pop()
+            trial_start[g] = now
+            loads[_gpu_node(g, gpn)].append([M, g, i, now])
+
+    dispatch(0.0)
+    while timers or any(loads.values()):
+        t_next = timers[0][0] if timers else math.inf
+        for n, act in loads.items():
+            if act:
+                t_next = min(t_next, t + min(a[0] for a in act) * len(act) / B)
+        dt = t_next - t
+        for n, act in loads.items():
+            if act:
+                rate = B / len(act)
+                for a in act:
+                    a[0] -= rate * dt
+        t = t_next
+        for n, act in loads.items():
+            done = [a for a in act if a[0] <= M * _EPS]
+            if done:
+                loads[n] = [a for a in act if a[0] > M * _EPS]
+                for _, g, i, t0 in done:
+                    intervals.append(Interval(g, n, batch.datasets[i].name, "load", t0, t))
+                    push(t + batch.datasets[i].preprocess_s, g, i, "preprocess", t)
+        while timers and timers[0][0] <= t + _EPS * max(1.0, t):
+            end, _, g, i, phase, start = heapq.heappop(timers)
+            d = batch.datasets[i]
+            n = _gpu_node(g, gpn)
+            intervals.append(Interval(g, n, d.name, phase, start, end))
+            if phase == "preprocess":
+                push(end + d.generate_s, g, i, "generate", end)
+            elif phase == "generate":
+                used += d.generate_s
+                push(end + d.metric_s, g, i, "metric", end)
+            else:
+                results[d.name] = end
+                held += end - trial_start[g]
+                heapq.heappush(free, g)
+        dispatch(t)
+    return BatchSchedule("coupled", nodes, G, intervals, results, held, used,
+                         assignment=_assignment(intervals, batch))
+
+
+def _assignment(intervals, batch) -> dict[int, list[int]]:
+    """GPU -> the batch indices it ran, in start order (from a coupled schedule)."""
+    index = {d.name: i for i, d in enumerate(batch.datasets)}
+    starts = sorted((iv.start_s, iv.gpu, index[iv.trial]) for iv in intervals if iv.phase == "load")
+    out: dict[int, list[int]] = {}
+    for _, g, i in starts:
+        out.setdefault(g, []).append(i)
+    return out
+
+
+@dataclass
+class _Trial:
+    """A decoupled trial: consecutive segments (dataset, preprocess, generate, metric) on one GPU."""
+
+    name: str
+    segments: list
+
+    @property
+    def preprocess_s(self) -> float:
+        return sum(s[1] for s in self.segments)
+
+    @property
+    def generate_s(self) -> float:
+        return sum(s[2] for s in self.segments)
+
+    @property
+    def max_metric_s(self) -> float:
+        return max(s[3] for s in self.segments)
+
+
+def pack_trials(batch: EvalBatch, gpus: int, rules: PackingRules | None = None, hardware: EvalHardware | None = None
+                ) -> list[_Trial]:
+    """Split, merge and sort the batch's datasets into decoupled trials (module docstring: packing rules)."""
+    rules = (rules or PackingRules()).validate()
+    hw = hardware or EvalHardware()
+    total_gen = sum(d.generate_s for d in batch.datasets)
+    split_above = rules.split_above_s if rules.split_above_s is not None else total_gen / gpus
+    split_above = max(split_above, rules.merge_below_s, _EPS)
+    pieces = []
+    for d in batch.datasets:
+        k = max(1, math.ceil(d.generate_s / split_above - 1e-12)) if d.generate_s > split_above else 1
+        for j in range(k):
+            nm = d.name if k == 1 else f"{d.name}#{j + 1}/{k}"
+            pieces.append((nm, d.preprocess_s / k, d.generate_s / k, d.metric_s / k))
+    # merge small pieces (shortest first) into groups reaching merge_below_s
+    small = sorted([p for p in pieces if p[2] < rules.merge_below_s], key=lambda p: (p[2], p[0]))
+    trials = [_Trial(p[0], [p]) for p in pieces if p[2] >= rules.merge_below_s]
+    group: list = []
+    for p in small:
+        group.append(p)
+        if sum(s[2] for s in group) >= rules.merge_below_s:
+            trials.append(_Trial("+".join(s[0] for s in group), group))
+            group = []
+    if group:
+        trials.append(_Trial("+".join(s[0] for s in group), group))
+    for tr in trials:   # within a merged trial, long metrics first so they start earliest
+        tr.segments.sort(key=lambda s: -s[3])
+    long_ = sorted([t for t in trials if t.max_metric_s >= rules.long_metric_s], key=lambda t: -t.max_metric_s)
+    rest = sorted([t for t in trials if t.max_metric_s < rules.long_metric_s],
+                  key=lambda t: -(hw.pcie_s + t.generate_s))
+    return long_ + rest
+
+
+def _node_interleaved(nodes: int, gpn: int) -> list[int]:
+    return [n * gpn + i for i in range(gpn) for n in range(nodes)]
+
+
+def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardware
+                   ) -> tuple[list, dict, float, float]:
+    """Timelines of given per-GPU trial sequences under the decoupled policy."""
+    gpn = hw.gpus_per_node
+    precursor = hw.load_alone_s
+    intervals, metric_jobs = [], []   # metric job: (ready, node, name, duration)
+    held = used = 0.0
+    for n in range(nodes):
+        intervals.append(Interval(-1, n, "precursor", "load", 0.0, precursor))
+    for g, seq in per_gpu.items():
+        n = _gpu_node(g, gpn)
+        gpu_free = ready = 0.0
+        for tr in seq:
+            ready += tr.preprocess_s
+            start = max(gpu_free, ready)
+            weights = max(start + hw.pcie_s, precursor)
+            intervals.append(Interval(g, n, tr.name, "copy", start, weights))
+            t = weights
+            for name, _, gen, met in tr.segments:
+                intervals.append(Interval(g, n, name, "generate", t, t + gen))
+                t += gen
+                metric_jobs.append((t, n, name, met))
+            held += t - start
+            used += tr.generate_s
+            gpu_free = t
+    results = {}
+    pools = {n: [0.0] * hw.cpu_slots_per_node for n in range(nodes)}
+    for ready, n, name, met in sorted(metric_jobs):
+        slot_free = heapq.heappop(pools[n])
+        s = max(ready, slot_free)
+        heapq.heappush(pools[n], s + met)
+        intervals.append(Interval(-1, n, name, "metric", s, s + met))
+        results[name] = s + met
+    return intervals, results, held, used
+
+
+def _greedy(trials: list[_Trial], order: list[int], hw: EvalHardware) -> dict[int, list[_Trial]]:
+    """List scheduling: each trial (in order) to the GPU whose previous trial ends first."""
+    per_gpu: dict[int, list[_Trial]] = {g: [] for g in order}
+    state = [(0.0, k, g, 0.0) for k, g in enumerate(order)]   # (gpu free, tie, gpu, preprocess ready)
+    heapq.heapify(state)
+    precursor = hw.load_alone_s
+    for tr in trials:
+        free_t, k, g, ready = heapq.heappop(state)
+        ready += tr.preprocess_s
+        start = max(free_t, ready)
+        end = max(start + hw.pcie_s, precursor) + tr.generate_s
+        per_gpu[g].append(tr)
+        heapq.heappush(state, (end, k, g, ready))
+    return per_gpu
+
+
+def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None,
+                       rules: PackingRules | None = None) -> BatchSchedule:
+    """The decoupled policy (module docstring): precursor per node, GPU held for copy + generation only,
+    metrics on the node's CPU pool; the packing with the shortest predicted makespan among the paper's
+    round-robin rule, greedy list scheduling and the coupled run's assignment."""
+    hw = (hardware or EvalHardware()).validate()
+    nodes = check_nodes(nodes)
+    gpn = hw.gpus_per_node
+    G = nodes * gpn
+    if hw.pcie_gbyte_s * 8 < hw.storage_gbit_s:
+        raise ConfigError(f"hardware.pcie_gbyte_s = {hw.pcie_gbyte_s:g} GB/s is slower than the storage link "
+                          f"({hw.storage_gbit_s:g} Gb/s): the shared-memory copy would not help")
+    trials = pack_trials(batch, G, rules, hw)
+    order = _node_interleaved(nodes, gpn)
+    cands: dict[str, dict] = {}
+    rr: dict[int, list[_Trial]] = {g: [] for g in order}
+    for k, tr in enumerate(trials):
+        rr[order[k % G]].append(tr)
+    cands["round-robin"] = rr
+    cands["greedy"] = _greedy(trials, order, hw)
+    coupled = simulate_coupled(batch, nodes, hw)
+    cands["coupled-assignment"] = {
+        g: [_Trial(batch.datasets[i].name, [(batch.datasets[i].name, batch.datasets[i].preprocess_s,
+                                             batch.datasets[i].generate_s, batch.datasets[i].metric_s)])
+            for i in idx] for g, idx in coupled.assignment.items()}
+    best, runs = None, {}
+    for name, per_gpu in cands.items():
+        iv, res, held, used = _run_decoupled(per_gpu, nodes, hw)
+        runs[name] = (iv, res, held, used)
+        if best is None or max(res.values()) < max(runs[best][1].values()) - _EPS:
+            best = name
+    iv, res, held, used = runs[best]
+    # results per dataset: a split dataset is done when its last shard's metric is
+    per_ds: dict[str, float] = {}
+    for nm, t in res.items():
+        base = nm.split("#", 1)[0]
+        per_ds[base] = max(per_ds.get(base, 0.0), t)
+    return BatchSchedule("decoupled", nodes, G, iv, per_ds, held, used, packing=best,
+                         candidates={k: max(v[1].values()) for k, v in runs.items()})

@@ -1,0 +1,80 @@
+"""The answer of a duration model for a key that leaves some cell keys out: a count-weighted mixture
+of the fitted cells under it (:class:`DurationMixture`).
+
+A query that does not give, say, ``gpus`` is about *any* job of the given cluster, type and state, so
+its distribution is the mixture over the GPU buckets of the fitted data,
+
+    F(x | key) = Σ_b w_b · F(x | key, b),     w_b = n(key, b) / Σ_b' n(key, b'),
+
+with ``n`` the fitted job counts (see :meth:`acmemodel.models.cells.CellTable.query`). The mixture has
+the interface of :class:`~acmemodel.models._duration.DurationCell` that the queries use: ``cdf``,
+``quantile`` (by bisection on the mixture CDF, between the smallest and the largest component
+quantile), ``median``, ``sample`` (multinomial split over the components), ``loglik`` (log of the
+weighted sum of the component likelihoods) and ``p_atom`` (the weighted atom probability).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from scipy import special
+
+__all__ = ["DurationMixture"]
+
+
+class DurationMixture:
+    """``Σ w_i · component_i`` of duration cells (weights normalised to 1)."""
+
+    def __init__(self, components: Sequence, weights: Sequence[float]):
+        w = np.asarray(weights, dtype=float)
+        if len(components) == 0 or len(components) != len(w) or not np.all(w >= 0) or w.sum() <= 0:
+            raise ValueError("a mixture needs components and non-negative weights of positive sum")
+        self.components = list(components)
+        self.weights = w / w.sum()
+
+    @property
+    def n(self) -> int:
+        return int(sum(getattr(c, "n", 0) for c in self.components))
+
+    @property
+    def p_atom(self) -> float:
+        return float(sum(w * c.p_atom for w, c in zip(self.weights, self.components)))
+
+    def cdf(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return sum(w * np.asarray(c.cdf(x), dtype=float) for w, c in zip(self.weights, self.components))
+
+    def quantile(self, q) -> np.ndarray:
+        q = np.asarray(q, dtype=float)
+        if np.any((q < 0) | (q > 1)) or np.any(np.isnan(q)):
+            raise ValueError("q must be in [0, 1]")
+        if len(self.components) == 1:
+            return self.components[0].quantile(q)
+        qs = np.stack([np.asarray(c.quantile(q), dtype=float) for c in self.components])
+        lo, hi = np.min(qs, axis=0), np.max(qs, axis=0)
+        lo, hi = np.broadcast_to(lo, q.shape).copy(), np.broadcast_to(hi, q.shape).copy()
+        # inf{x : F(x) >= q} lies in [lo, hi]; bisection (on the log scale where the bracket is positive)
+        out = hi.copy()
+        finite = np.isfinite(hi) & np.isfinite(lo)
+        for _ in range(80):
+            pos = finite & (lo > 0)
+            mid = np.where(pos, np.sqrt(np.where(pos, lo * hi, 1.0)), 0.5 * (lo + hi))
+            ok = self.cdf(mid) >= q
+            hi = np.where(finite & ok, mid, hi)
+            lo = np.where(finite & ~ok, mid, lo)
+        out = np.where(finite, np.where(self.cdf(lo) >= q, lo, hi), out)
+        return out
+
+    def median(self) -> float:
+        return float(self.quantile(0.5))
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        n = int(n)
+        k = rng.multinomial(n, self.weights)
+        out = np.concatenate([c.sample(int(m), rng) for c, m in zip(self.components, k)]) if n else np.zeros(0)
+        return rng.permutation(out)
+
+    def loglik(self, x, censored=None) -> np.ndarray:
+        parts = np.stack([np.asarray(c.loglik(x, censored), dtype=float) for c in self.components])
+        with np.errstate(divide="ignore"):
+            return special.logsumexp(parts + np.log(self.weights)[:, None], axis=0)

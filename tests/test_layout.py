@@ -1,0 +1,172 @@
+"""The house: moved names keep working (with a DeprecationWarning where the old path is deprecated),
+every module says what it is for, and the job-table builders agree."""
+from __future__ import annotations
+
+import ast
+import importlib
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name, new", [("load_sample", "acmemodel.trace"),
+                                       ("load_default", "acmemodel.models.bundle")])
+def test_datasets_shims_warn_and_forward(name, new):
+    import acmemodel.datasets as ds
+
+    with pytest.warns(DeprecationWarning, match=f"acmemodel.datasets.{name} moved to {new}"):
+        fn = getattr(ds, name)
+    assert fn is getattr(importlib.import_module(new), name)
+
+
+def test_split_modules_keep_their_old_names():
+    from acmemodel.trace import JOB_COLUMNS, Reason, Trace, load_trace, jobs_from_times  # noqa: F401
+    from acmemodel.models.failure import (  # noqa: F401
+        CURVE_GRID_S, FailureModel, aj_confidence_band, rmst, rmst_grid, single_thread_blas, survival_frame,
+    )
+    from acmemodel.models.arrival import ArrivalModel, fit_ztnb, hour_of_week, to_unix_seconds  # noqa: F401
+    from acmemodel.models.distributions import FAMILIES, Empirical, LogNormalMixture2, family_from_dict  # noqa: F401
+    from acmemodel.evaluation.metrics import ks_distance  # noqa: F401
+    from acmemodel.calibrate import infra_reference, published_jobs  # noqa: F401
+    from acmemodel import Trace as T2, load_trace as lt2
+
+    assert T2 is Trace and lt2 is load_trace
+
+
+def _modules():
+    for top in ("acmemodel", "features", "models", "evaluation"):
+        for p in sorted((ROOT / top).rglob("*.py")):
+            if "data" not in p.relative_to(ROOT).parts[:3]:
+                yield p
+
+
+@pytest.mark.parametrize("path", list(_modules()), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_opens_with_its_purpose(path):
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    assert doc and len(doc.split()) >= 4, f"{path.relative_to(ROOT)} has no module docstring"
+
+
+def test_job_table_builders_share_one_contract():
+    """The reader, the calibration, reproduce and the synthetic jobs all go through jobs_from_times:
+    same columns, same derived semantics (censored waits, GPU time, CPU/failure columns NaN when unknown)."""
+    from acmemodel.calibrate import published_jobs
+    from acmemodel.evaluation.synthetic import synthetic_jobs
+    from acmemodel.reproduce import to_trace
+    from acmemodel.trace import JOB_COLUMNS, load_sample
+
+    tables = {"reader": load_sample().jobs, "calibrate": published_jobs("Kalos", scale=0.002, seed=1)[0],
+              "synthetic": synthetic_jobs(300, seed=1)}
+    sj = tables["synthetic"]
+    tables["reproduce"] = to_trace(sj[["cluster", "user", "type", "state", "gpu_num", "submit_s", "start_s",
+                                       "end_s"]]).jobs
+    for name, j in tables.items():
+        assert list(j.columns) == list(JOB_COLUMNS), name
+        started = j["started"].to_numpy()
+        assert np.array_equal(started, np.isfinite(j["start_s"].to_numpy())), name
+        assert np.allclose(j["run_s"][started], (j["end_s"] - j["start_s"])[started]), name
+        assert (j["queue_censored"] == ~j["started"]).all(), name
+        assert np.allclose(j["gpu_time_s"], np.where(started, j["gpu_num"] * np.nan_to_num(j["run_s"]), 0.0)), name
+    # reproduce does not know CPUs or failure times: NaN, not a guess
+    assert tables["reproduce"]["cpu_num"].isna().all() and tables["reproduce"]["fail_time_s"].isna().all()
+
+
+def test_jobs_from_times_rejects_unknown_states():
+    from acmemodel.trace import jobs_from_times
+
+    with pytest.raises(ValueError, match="unknown state.*'DONE'"):
+        jobs_from_times(cluster="Seren", submit_s=[0.0], start_s=[1.0], end_s=[2.0], gpu_num=[1], type="Eval",
+                        state=["DONE"], user="u")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        j = jobs_from_times(cluster="Seren", submit_s=[0.0, 0.0], start_s=[1.0, np.nan], end_s=[5.0, 3.0],
+                            gpu_num=[8, 2], type="Eval", state=["NODE_FAIL", "CANCELLED"], user="u")
+    assert j["analysis_state"].tolist() == ["FAILED", "CANCELLED"]
+    assert j["queue_s"].tolist() == [1.0, 3.0] and j["gpu_time_s"].tolist() == [32.0, 0.0]
+    assert j["node_num"].tolist() == [1, 1]
+
+
+def test_one_model_registry():
+    """acmemodel.models lists every model class; the pipeline, the calibration and bundle loading use it."""
+    import acmemodel.models as models
+    from acmemodel import calibrate, pipeline
+
+    assert set(models.MODEL_REGISTRY) <= set(models.__all__)
+    assert {"FailureModel", "RestartModel"} <= set(models.__all__)
+    assert pipeline.model_names() == list(models.DEFAULT_MODELS)
+    assert set(calibrate.DEFAULT_MODELS) == set(models.DEFAULT_MODELS) - {"predictor"}
+    assert all(models.MODELS[m].__name__ in models.MODEL_REGISTRY for m in models.MODELS)
+
+
+def test_import_contract_names_every_top_level_module():
+    """Every module and subpackage of acmemodel sits in a layer of .importlinter (a new module cannot
+    slip past the contract); features/, models/ and evaluation/ are installed as acmemodel.*."""
+    text = (ROOT / ".importlinter").read_text()
+    layer_lines = text.split("layers =", 1)[1].split("\n[", 1)[0]
+    listed = {name.strip() for line in layer_lines.splitlines() for name in line.replace(":", "|").split("|")
+              if name.strip()}
+    tops = {p.stem for p in (ROOT / "acmemodel").glob("*.py") if p.stem != "__init__"}
+    tops |= {p.name for p in (ROOT / "acmemodel").iterdir() if (p / "__init__.py").is_file()}
+    tops |= {"features", "models", "evaluation"}
+    missing = sorted(t for t in tops if f"acmemodel.{t}" not in listed)
+    assert not missing, f"modules outside the import contract: {missing}"
+
+
+# ---------------------------------------------------------------------------------------- consistency
+def test_one_fit_signature():
+    """Every model: fit(trace_or_jobs, *, timezones=None), returning self."""
+    import inspect
+
+    import acmemodel.models as models
+
+    for name, cls in models.MODELS.items():
+        sig = inspect.signature(cls.fit)
+        ps = [p for p in sig.parameters.values() if p.kind is not p.VAR_POSITIONAL]
+        assert ps[1].name == "trace_or_jobs", name
+        tz = sig.parameters.get("timezones")
+        assert tz is not None and tz.kind is tz.KEYWORD_ONLY and tz.default is None, name
+
+
+def test_atom_and_backend_names_are_one_each():
+    from acmemodel.models.queue import QueueModel
+    from acmemodel.planner.cluster_sim import simulate_cluster
+
+    assert "atom_s" in QueueModel().get_params() and RuntimeModel_atom() == 2.0
+    jobs = {"submit_s": np.array([0.0, 1.0]), "run_s": np.array([10.0, 5.0]), "gpu_num": np.array([8, 8]),
+            "type": np.array(["Eval", "Eval"], dtype=object)}
+    a = simulate_cluster(jobs, total_gpus=8, backend="numpy")
+    with pytest.warns(DeprecationWarning, match="engine=.*backend="):
+        b = simulate_cluster(jobs, total_gpus=8, engine="numpy")
+    assert a.backend == b.backend == b.engine == "numpy"
+    assert a.jobs["start_s"].tolist() == b.jobs["start_s"].tolist()
+
+
+def RuntimeModel_atom() -> float:
+    from acmemodel.models.runtime import RuntimeModel
+
+    with pytest.warns(DeprecationWarning, match="zero_s"):
+        m = RuntimeModel(zero_s=2.0)
+    return m.atom_s
+
+
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_checkpoint_kernels_explain_bad_values(backend):
+    """_core checks every value like _cluster does: a ValueError naming argument, row and rule (not status -1);
+    its NumPy twin says the same."""
+    from acmemodel._solver import _core
+    from acmemodel.planner import reference
+
+    k = _core if backend == "c" else reference
+    one = lambda v: np.array([v], dtype=float)  # noqa: E731
+    rn, rw = np.array([[0.0]]), np.array([[1.0]])
+    with pytest.raises(ValueError, match=r"work\[0\] must be > 0"):
+        k.ckpt_expected_time(one(10.0), one(-5.0), one(1.0), 0, np.array([[100.0]]), rn, rw)
+    with pytest.raises(ValueError, match=r"params\[0\]: Weibull failures need shape k > 0"):
+        k.ckpt_optimize(one(100.0), one(1.0), 1, np.array([[0.0, 5.0]]), rn, rw)
+    with pytest.raises(ValueError, match=r"r_weights\[0\] must have a positive sum"):
+        k.ckpt_optimize(one(100.0), one(1.0), 0, np.array([[50.0]]), rn, np.array([[0.0]]))
+    with pytest.raises(ValueError, match=r"last hazard of a piecewise hazard must be > 0"):
+        k.ckpt_optimize(one(100.0), one(1.0), 2, np.array([[0.0, 10.0, 0.01, 0.0]]), rn, rw)
