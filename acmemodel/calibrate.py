@@ -44,7 +44,7 @@ calibration has two steps, both deterministic given the seed:
    failures carry size information in the pseudo-trace; synth draws failures from it for those
    jobs), and the restart model's gap is the failure table's published time-to-restart prior (its
    resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
-   which the pseudo-trace carries as columns like a synthetic trace). ``acmemodel calibrate``
+   which the pseudo-trace carries as explicit ``restart_of`` links in ``Trace.extras``). ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
@@ -101,7 +101,7 @@ class Assumptions:
     #: probability that a failed Pretrain job (or SFT/MLLM job of >= 32 GPUs) is resubmitted by its
     #: owner with the same GPUs (default: the restart model's prior for Pretrain,
     #: acmemodel.models.restart.RESUBMIT_PRIOR), and the resubmission gap (lognormal: median s, sigma).
-    #: The pseudo-trace carries its chains as columns; the bundle's RestartModel fits the
+    #: The pseudo-trace carries its chains (restart_of links); the bundle's RestartModel fits the
     #: resubmission probability per cluster x type from them
     restart_prob: float = RESUBMIT_PRIOR["Pretrain"]
     restart_gap_median_s: float = 600.0
@@ -393,15 +393,10 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
         source_file=f"<calibration:{cluster}>")
     if "uid" not in df.columns:
         return out
-    # the restart chain as data (as synthetic traces carry it): attempt and the previous job's id
+    # the restart chain as data: the previous attempt's job id per row ("" = first attempt), kept
+    # beside the contract columns (published_trace puts it in Trace.extras as ``restart_of``)
     pos = pd.Index(df["uid"].to_numpy()).get_indexer(df["prev_uid"].to_numpy())
-    out["attempt"] = df["attempt"].to_numpy(np.int64)
-    out["prev_job_id"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
-    from acmemodel.features.chains import restart_chains
-
-    ch = restart_chains(out)
-    out["chain_id"] = ch["chain_id"].to_numpy()
-    out["restart_gap_s"] = ch["restart_gap_s"].to_numpy()
+    out.attrs["restart_of"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
     return out
 
 
@@ -417,13 +412,16 @@ def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports."""
     from acmemodel.trace import Trace
 
-    frames, reports = [], {}
+    frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions)
+        links.append(j.attrs.pop("restart_of", np.full(len(j), "", dtype=object)))
         frames.append(j)
         reports[cluster] = rep
     jobs = pd.concat(frames, ignore_index=True)
-    return Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(CLUSTER_TZ)), reports
+    # the pseudo-trace's restart chain, as an imported trace's explicit links (features.chains)
+    extras = pd.DataFrame({"restart_of": np.concatenate(links)}, index=jobs.index)
+    return Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(CLUSTER_TZ), extras=extras), reports
 
 
 def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumptions: Assumptions | None = None,
@@ -468,5 +466,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
         "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
         "restart": "published prior (failure table, time to restart per reason)",
     }
-    return fit_bundle(trace.jobs, trace.timezones, models=models, provenance=provenance, name="acme-2023",
+    from acmemodel.features.names import jobs_with_extras
+
+    return fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance, name="acme-2023",
                       params=params, subsets=subsets, log=log)

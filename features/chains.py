@@ -74,7 +74,10 @@ def _codes(jobs: pd.DataFrame, cols) -> np.ndarray:
 def has_chain_columns(jobs: pd.DataFrame) -> bool:
     """Whether ``jobs`` carries its restart chain (``attempt`` and ``prev_index`` or
     ``prev_job_id``), as synthetic traces do."""
-    return "attempt" in jobs.columns and ("prev_index" in jobs.columns or "prev_job_id" in jobs.columns)
+    if "attempt" in jobs.columns and ("prev_index" in jobs.columns or "prev_job_id" in jobs.columns):
+        return True
+    # a complete restart_of column ("" on first attempts, as the calibration's pseudo-trace has it)
+    return "restart_of" in jobs.columns and len(jobs) > 0 and bool(jobs["restart_of"].notna().all())
 
 
 def _prev_from_columns(jobs: pd.DataFrame) -> np.ndarray:
@@ -87,7 +90,8 @@ def _prev_from_columns(jobs: pd.DataFrame) -> np.ndarray:
         ok = np.isfinite(lab) & (lab >= 0) & (pos >= 0)
         prev[ok] = pos[ok]
         return prev
-    pj = jobs["prev_job_id"].astype(object).where(jobs["prev_job_id"].notna(), "").astype(str).to_numpy()
+    col = "prev_job_id" if "prev_job_id" in jobs.columns else "restart_of"
+    pj = jobs[col].astype(object).where(jobs[col].notna(), "").astype(str).to_numpy()
     has = pj != ""
     if has.any():
         key = pd.MultiIndex.from_arrays([jobs["cluster"].astype(str).to_numpy(), jobs["job_id"].astype(str).to_numpy()])
