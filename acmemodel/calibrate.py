@@ -30,9 +30,15 @@ calibration has two steps, both deterministic given the seed:
      g_ref the failure table's large-job GPU demand, and M_ref solved so that these failures carry
      the table's Infrastructure share (≈ 82 %) of the published failed GPU time. A job it hits before
      its planned end fails then; the state logit below is solved for the remaining jobs;
-   * **queue**: an atom at ≤ 1 s plus a lognormal, solved to the published median and mean queue;
-     Eval waits ``eval_queue_factor`` times longer than the rest (an assumption in the direction the
-     paper reports: evaluation waits longest);
+   * **queue**: by default (``Assumptions.queue_policy``) the waits of the cluster simulator running
+     Acme's policy — the pretraining reservation, priorities by type with evaluation last,
+     best-effort use of idle reserved GPUs — plus a start-up latency, both chosen by
+     :mod:`acmemodel.calibrate_queue` on the pseudo-trace's own jobs to reproduce the published
+     per-type queue shares and the median/mean wait (Kalos run time = published total − that wait);
+     the chosen policy, the latency laws and the search are in the report (``policy``,
+     ``latency``, ``policy_search``).
+     Without it: an atom at ≤ 1 s plus a lognormal solved to the published median and mean queue,
+     Eval waiting ``eval_queue_factor`` times longer than the rest (an assumption);
    * **arrivals** and **restarts**: not published — documented assumptions in
      :class:`Assumptions` (working-hours profile, evaluation bursts, resubmission of failed training
      jobs), overridable.
@@ -119,13 +125,20 @@ class Assumptions:
     infra_g_ref: float | None = None
     #: number of users per cluster (Zipf-distributed activity)
     users: int = 300
+    #: waits from the cluster simulator on the calibrated Acme policy + start-up latency
+    #: (acmemodel.calibrate_queue); False: the independent hurdle draw above
+    queue_policy: bool = True
 
 
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
-                   assumptions: Assumptions | None = None) -> tuple[pd.DataFrame, dict]:
+                   assumptions: Assumptions | None = None,
+                   queue_calibration: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
+    ``queue_calibration``: ``{"policy", "latency"}`` (see :mod:`acmemodel.calibrate_queue`) to use
+    instead of choosing them (``Assumptions.queue_policy``); with either, the GPU jobs' waits are the
+    simulator's on that policy plus latency draws.
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -352,6 +365,27 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         gpu = pd.concat([gpu.drop(index=np.concatenate(drop)), added], ignore_index=True)
         report["restart_attempts"] = int(len(added))
 
+    # --- waits from the cluster simulator on the calibrated policy + start-up latency
+    if queue_calibration is None and a.queue_policy:
+        from acmemodel.calibrate_queue import calibrate_queue_jobs
+
+        queue_calibration = calibrate_queue_jobs(gpu.reset_index(drop=True), cluster, seed=seed)
+    if queue_calibration is not None:
+        from acmemodel.calibrate_queue import simulate_pseudo_waits
+
+        g2 = gpu.reset_index(drop=True)
+        if includes_queue:  # the published total is what the simulated wait is taken from
+            g2 = g2.assign(run_s=g2["queue_s"] + g2["run_s"])
+        g2 = simulate_pseudo_waits(g2, cluster, queue_calibration["policy"], queue_calibration["latency"],
+                                   seed=seed, includes_queue=includes_queue, rho=a.queue_total_rho)
+        gpu = gpu.reset_index(drop=True)
+        gpu["queue_s"] = g2["queue_s"].to_numpy(float)
+        gpu["run_s"] = g2["run_s"].to_numpy(float)
+        report["policy"] = queue_calibration["policy"]
+        report["latency"] = queue_calibration["latency"]
+        report["policy_search"] = queue_calibration.get("search")
+        report.pop("queue_lognormal", None)
+
     # --- CPU jobs: lognormal run time from the published median/mean, published state rates
     mu_c, sg_c = lognormal_from_median_mean(summ["med_run_time_cpu"], summ["avg_run_time_cpu"], 0.0)
     pcs = np.array([summ["complete_rate_cpu"], summ["cancel_rate_cpu"], summ["fail_rate_cpu"]], float)
@@ -408,13 +442,15 @@ DEFAULT_SEED = 2023
 
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
-                    assumptions: Assumptions | None = None):
-    """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports."""
+                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None):
+    """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
+    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them)."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
-        j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions)
+        j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
+                                queue_calibration=(queue_calibration or {}).get(cluster))
         links.append(j.attrs.pop("restart_of", np.full(len(j), "", dtype=object)))
         frames.append(j)
         reports[cluster] = rep

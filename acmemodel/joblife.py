@@ -184,4 +184,19 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
         t_end = np.where(zero, 0.0, t_end)
         state[idx] = st
         run[idx] = t_end
+    _size_law(runtime, cluster, types, gpus, run)
     return state, run
+
+
+def _size_law(runtime, cluster, types, gpus, run) -> None:
+    """Rescale run times within a GPU bucket to each job's own GPU count by the runtime model's
+    size law (``size_factors``) when it has one (in place)."""
+    from acmemodel.features.keys import type_bucket_groups
+
+    factors = getattr(runtime, "size_factors", None)
+    if factors is None:
+        return
+    for ty, _b, idx in type_bucket_groups(types, gpus):
+        f = np.asarray(factors(gpus[idx], cluster=cluster, type=ty), dtype=float)
+        if f[0] > 0:
+            run[idx] *= f / f[0]

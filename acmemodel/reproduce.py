@@ -19,9 +19,16 @@ compares it, side by side, with what was published about the real trace
    Seren's 69.5 % Pretrain share of GPU time puts on it; Kalos 2,048 = 85 %, where Pretrain holds
    95 % of the GPU time) and the rest is ``shared`` by every other type. A non-pretraining job
    larger than the shared partition (Seren/Kalos Debug runs of up to 1,024 GPUs) runs in the
-   pretraining partition, as it could only have on the real cluster. No preemptible best-effort use
-   of idle reserved GPUs (the reservation is what the paper blames for the waits). CPU jobs get no
-   wait (the simulator schedules GPUs only). The cluster size is not scaled, so below ``scale`` ≈ 1
+   pretraining partition, as it could only have on the real cluster. CPU jobs get no
+   wait (the simulator schedules GPUs only).
+
+   **Acme's policy** (:func:`queue_policy`): a calibrated bundle records, per cluster, the policy its
+   calibration chose (``provenance["calibration"][cluster]["policy"]``: the reservation size, the
+   priorities by type — evaluation below the rest — and whether best-effort jobs fill idle reserved
+   GPUs, preemptibly); the simulator runs it, and every GPU job gets a **start-up latency** drawn
+   from the bundle's queue model (:meth:`~acmemodel.models.queue.QueueModel.sample_latency`, per
+   cluster × type), added once to its contention wait. A bundle without a recorded policy uses
+   :data:`PARTITIONS`, FIFO, no best effort and no latency. The cluster size is not scaled, so below ``scale`` ≈ 1
    the cluster is under-loaded and the waits are too short: queue comparisons are meaningful at full
    scale only.
 3. **Description** — :func:`acmemodel.describe.describe` of the synthetic trace, in the package's
@@ -37,6 +44,13 @@ Comparisons (percent values are percentage points of 100):
   FAILED) by job count and by GPU time (``cluster_summary.csv``), ``diff_pp``;
 * ``summary`` — median and mean run time and queue (s), mean GPUs per job, GPU-job count
   (published × scale), with the relative difference; the issue sets no bar for these;
+* ``queue_by_type`` — per type the share of GPU jobs with wait ≤ 1, 10, 100, 1,000 s (and the other
+  published points of ``queue_wait_by_type.csv``: paper Fig. 6 b/d read off the plot), the median
+  and the mean wait, next to the published values (bar 5 pp); ``queue_checks`` — Eval has the lowest
+  ≤ 1 s share and the largest mean wait; the cluster median/mean wait within 50 % of
+  ``cluster_summary.csv``;
+* ``gpu_time_by_size`` — the published facts on GPU time by job size (single-GPU jobs < 2 % of GPU
+  time, jobs of > 8 GPUs < 7 % of jobs, Kalos jobs of ≥ 256 GPUs > 96 % of GPU time), as bounds;
 * ``curves`` — the Kolmogorov–Smirnov distance between the synthetic sample and each published CDF:
   ``duration_cdf_by_type`` (cluster × type), ``gpu_job_duration_cdf_by_cluster`` and
   ``gpu_count_cdf_by_jobs``. A published CDF is known only at its points x_i (powers of two for the
@@ -67,8 +81,8 @@ import pandas as pd
 
 from acmemodel.clusters import CLUSTER_TZ, cluster_gpus
 
-__all__ = ["reproduce", "synthesize_cluster", "to_trace", "ks_at_points", "curve_points",
-           "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS"]
+__all__ = ["reproduce", "synthesize_cluster", "to_trace", "ks_at_points", "curve_points", "queue_policy",
+           "queue_by_type", "gpu_time_by_size", "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS", "WAIT_POINTS"]
 
 #: length of the synthetic traces (days from 2023-03-01 local time; the trace covers Mar–Aug 2023)
 DAYS = 184.0
@@ -76,8 +90,11 @@ DAYS = 184.0
 CLUSTERS: tuple[str, ...] = ("Seren", "Kalos")
 #: reserved partitions per cluster (GPUs); ``shared`` gets the rest (module docstring)
 PARTITIONS: dict[str, dict[str, int]] = {"Seren": {"pretrain": 1536}, "Kalos": {"pretrain": 2048}}
-#: the issue's quality bar: KS distance and share difference in percentage points
-QUALITY_BAR = {"ks": 0.05, "share_pp": 2.0}
+#: the issue's quality bar: KS distance and share difference in percentage points; queue fractions in pp and
+#: medians/means as a relative difference
+QUALITY_BAR = {"ks": 0.05, "share_pp": 2.0, "queue_pp": 5.0, "queue_rel": 0.5}
+#: wait thresholds (s) of the per-type queue table
+WAIT_POINTS: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)
 #: 95 % asymptotic Kolmogorov critical value coefficient (ks_crit95 = KS95 / sqrt(n))
 KS95 = 1.3581
 
@@ -179,8 +196,31 @@ def _home_partitions(df: pd.DataFrame, parts: dict[str, int]) -> np.ndarray:
     return home
 
 
+def queue_policy(bundle, cluster: str, partitions: Mapping[str, int] | None = None) -> dict:
+    """The queueing policy simulated for ``cluster`` (module docstring): ``{"partitions": {name: GPUs},
+    "priorities": {type: int}, "best_effort": bool, "best_effort_types": [type] or None (None: every
+    type not at home in the reservation), "latency": bool, "source": str}``. ``partitions``
+    overrides the reservation."""
+    total = cluster_gpus(cluster)
+    cal = ((getattr(bundle, "provenance", None) or {}).get("calibration") or {}).get(cluster) or {}
+    pol = cal.get("policy")
+    if pol:
+        parts = {"pretrain": int(pol["reservation_gpus"])} if partitions is None else dict(partitions)
+        out = {"priorities": {str(k): int(v) for k, v in (pol.get("priorities") or {}).items()},
+               "best_effort": bool(pol.get("best_effort", False)), "latency": bool(pol.get("latency", True)),
+               "best_effort_types": (None if pol.get("best_effort_types") is None
+                                     else [str(t) for t in pol["best_effort_types"]]),
+               "source": "bundle calibration"}
+    else:
+        parts = None if partitions is None else dict(partitions)
+        out = {"priorities": {}, "best_effort": False, "latency": False, "best_effort_types": None,
+               "source": "default (no calibrated policy)"}
+    out["partitions"] = _partition_layout(cluster, total, parts)
+    return out
+
+
 def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *, mode: str = "simulator",
-                  queue_model=None, seed: int = 0):
+                  queue_model=None, seed: int = 0, policy: dict | None = None):
     """``fill_queue`` callable for :func:`simulate_jobs`.
 
     ``mode="simulator"``: the cluster simulator's waits (module docstring). ``mode="model"``: waits
@@ -213,20 +253,44 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
             return wait
         d = df[["submit_s", "run_s", "gpu_num", "type"]].copy()
         d["partition"] = home
+        pol = policy or {}
+        if pol.get("latency") and queue_model is not None:
+            d["latency_s"] = sample_latency(queue_model, cluster, d["type"].astype(str).to_numpy(),
+                                            np.random.default_rng([int(seed), 29]))
         reserved = "pretrain" if "pretrain" in parts else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
-            res = simulate_cluster(d, total_gpus=total, partitions=parts, reserved_partition=reserved)
+            res = simulate_cluster(d, total_gpus=total, partitions=parts, reserved_partition=reserved,
+                                   priorities=pol.get("priorities") or None,
+                                   best_effort_on_reserved=bool(pol.get("best_effort")) and reserved is not None,
+                                   best_effort_types=pol.get("best_effort_types"))
         wait = np.full(len(df), np.nan)
         pos = df.index.get_indexer(res.jobs.index)
         wait[pos] = res.jobs["wait_s"].to_numpy(float)
         wait[gpus == 0] = 0.0
+        rj = res.jobs
         info.update({"queue": "simulator", "seconds": round(time.perf_counter() - t, 3),
-                     "simulated_jobs": int(len(res.jobs)), "unschedulable": int(len(res.unschedulable)),
+                     "simulated_jobs": int(len(rj)), "unschedulable": int(len(res.unschedulable)),
+                     "preempted_jobs": int((rj["preemptions"] > 0).sum()),
+                     "preemptions": int(rj["preemptions"].sum()),
+                     "lost_gpu_h": float((rj["lost_s"] * rj["gpu_num"]).sum() / 3600.0),
+                     "mean_latency_s": float(rj["latency_s"].mean()) if len(rj) else None,
+                     "mean_contention_s": float(rj["contention_s"].mean()) if len(rj) else None,
                      "utilization": {p: float(u) for p, u in res.utilization["utilization"].items()}})
         return wait
 
     return fill
+
+
+def sample_latency(queue_model, cluster: str, types: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One start-up latency (s) per job of ``types`` from the queue model's latency part (zeros if none)."""
+    out = np.zeros(len(types))
+    if getattr(queue_model, "latency_", None) is None:
+        return out
+    for ty in np.unique(types):
+        m = np.flatnonzero(types == ty)
+        out[m] = queue_model.sample_latency(len(m), rng, cluster=cluster, type=str(ty))
+    return np.round(out)
 
 
 def synthesize_cluster(bundle, cluster: str, *, scale: float = 1.0, seed: int = 0, days: float = DAYS,
@@ -240,20 +304,21 @@ def synthesize_cluster(bundle, cluster: str, *, scale: float = 1.0, seed: int = 
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a positive number, got {scale!r}")
     total = cluster_gpus(cluster)
-    parts = _partition_layout(cluster, total, partitions)
+    policy = queue_policy(bundle, cluster, partitions)
+    parts = policy["partitions"]
     if queue not in ("simulator", "model"):
         raise ValueError(f"queue must be 'simulator' or 'model', got {queue!r}")
-    qm = None
-    if queue == "model":
-        qm = bundle.get("queue")
-        if qm is None:
-            raise ValueError("queue='model' needs a bundle with a 'queue' model")
+    qm = bundle.get("queue") if hasattr(bundle, "get") else None
+    if queue == "model" and qm is None:
+        raise ValueError("queue='model' needs a bundle with a 'queue' model")
     sim: dict = {}
     arrival_scale = scale / _bundle_scale(bundle)
     t = time.perf_counter()
     jobs = simulate_jobs(bundle, days=days, cluster=cluster, seed=seed, scale=arrival_scale,
-                         fill_queue=_queue_filler(cluster, total, parts, sim, mode=queue, queue_model=qm, seed=seed))
+                         fill_queue=_queue_filler(cluster, total, parts, sim, mode=queue, queue_model=qm, seed=seed,
+                                                  policy=policy))
     info = {"total_gpus": total, "partitions": parts, "arrival_scale": arrival_scale, "days": days,
+            "policy": {k: v for k, v in policy.items() if k != "partitions"},
             "restart_prob": _restart_prob(bundle, cluster), "queue": sim,
             "seconds": round(time.perf_counter() - t, 3)}
     return jobs, info
@@ -322,10 +387,83 @@ def _explanations(bundle, cluster: str) -> dict:
                 f"bundle's calibration report")
     if cluster == "Seren":
         out["summary"] = SEREN_SOURCES_NOTE
-    if cluster == "Kalos":
+    if cluster == "Kalos" and not (cal.get("policy") or {}).get("latency"):
         out["queue"] = KALOS_QUEUE_NOTE
         out["kalos_duration"] = KALOS_DURATION_NOTE
     return out
+
+
+def queue_by_type(cluster: str, jobs: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    """Per-type queue rows and the ordering/cluster checks (module docstring) of one cluster's synthetic
+    jobs (``simulate_jobs`` columns; GPU jobs that started)."""
+    from acmemodel.datasets import load_reference
+
+    bar_pp, bar_rel = QUALITY_BAR["queue_pp"], QUALITY_BAR["queue_rel"]
+    pub = load_reference("queue_wait_by_type").query("cluster == @cluster")
+    summ = load_reference("cluster_summary").set_index("id").loc[cluster]
+    g = jobs[(jobs["gpu_num"] > 0) & np.isfinite(jobs["start_s"].to_numpy(float))]
+    w_all = g["queue_s"].to_numpy(float)
+    types = g["type"].astype(str).to_numpy()
+    rows = []
+    order = [t for t in load_reference("workload_mix").query("cluster == @cluster")["type"]]
+    for ty in order:
+        w = w_all[types == ty]
+        pts = sorted(set(WAIT_POINTS) | set(pub.loc[pub["type"] == ty, "x_s"].astype(float)))
+        for x in pts:
+            p = pub[(pub["type"] == ty) & (pub["x_s"].astype(float) == x)]
+            pv = float(p["cdf_percent"].iloc[0]) if len(p) else None
+            rep = 100.0 * float(np.mean(w <= x)) if len(w) else None
+            d = _diff(pv, rep)
+            rows.append({"type": ty, "statistic": f"<= {x:g} s (%)", "x_s": x, "published": pv, "reproduced": rep,
+                         "diff": d, "within_bar": None if d is None else abs(d) <= bar_pp, "n": int(len(w))})
+        for stat, f in (("median_s", np.median), ("mean_s", np.mean)):
+            rows.append({"type": ty, "statistic": stat, "x_s": None, "published": None,
+                         "reproduced": float(f(w)) if len(w) else None, "diff": None, "within_bar": None,
+                         "n": int(len(w))})
+    checks = []
+    by = {ty: w_all[types == ty] for ty in order if np.any(types == ty)}
+    if "Eval" in by and len(by) > 1:
+        f1 = {ty: float(np.mean(w <= 1.0)) for ty, w in by.items()}
+        mean = {ty: float(np.mean(w)) for ty, w in by.items()}
+        checks.append({"check": "Eval has the lowest <= 1 s share",
+                       "value": f"Eval {100 * f1['Eval']:.1f}% vs min other "
+                                f"{100 * min(v for k, v in f1.items() if k != 'Eval'):.1f}%",
+                       "passed": bool(f1["Eval"] <= min(f1.values()))})
+        checks.append({"check": "Eval has the largest mean wait",
+                       "value": f"Eval {mean['Eval']:,.0f} s vs max other "
+                                f"{max(v for k, v in mean.items() if k != 'Eval'):,.0f} s",
+                       "passed": bool(mean["Eval"] >= max(mean.values()))})
+    for name, col, f in (("median wait", "med_que_time_gpu", np.median), ("mean wait", "avg_que_time_gpu", np.mean)):
+        pv, rep = float(summ[col]), float(f(w_all)) if len(w_all) else float("nan")
+        rel = abs(rep - pv) / pv if pv else None
+        checks.append({"check": f"cluster {name} within {100 * bar_rel:.0f}% of {pv:g} s",
+                       "value": f"{rep:,.1f} s", "passed": bool(rel is not None and rel <= bar_rel)})
+    return rows, checks
+
+
+def gpu_time_by_size(cluster: str, jobs: pd.DataFrame, *, includes_queue: bool) -> list[dict]:
+    """The published facts on GPU time by job size as bounds (module docstring); GPU time on the
+    published basis (Kalos ``end − submit``)."""
+    g = jobs[jobs["gpu_num"] > 0]
+    gpus = g["gpu_num"].to_numpy(float)
+    gt = gpus * _duration(g, includes_queue)
+    tot = gt.sum()
+    rows = []
+
+    def add(fact, value, bound, upper):
+        ok = value < bound if upper else value > bound
+        rows.append({"fact": fact, "published": f"{'<' if upper else '>'} {bound:g}%", "reproduced": value,
+                     "within_bar": bool(ok)})
+
+    add("GPU time of 1-GPU jobs (%)", 100 * gt[gpus == 1].sum() / tot, 2.0, True)
+    add("jobs of > 8 GPUs (% of jobs)", 100 * float(np.mean(gpus > 8)), 7.0, True)
+    if cluster == "Kalos":
+        add("GPU time of >= 256-GPU jobs (%)", 100 * gt[gpus >= 256].sum() / tot, 96.0, False)
+    for lo, hi in ((1, 1), (2, 8), (9, 64), (65, 255), (256, None)):
+        m = (gpus >= lo) & (gpus <= (hi if hi is not None else np.inf))
+        rows.append({"fact": f"GPU time of {lo}{'' if hi == lo else ('+' if hi is None else f'-{hi}')} GPU jobs (%)",
+                     "published": None, "reproduced": 100 * gt[m].sum() / tot, "within_bar": None})
+    return rows
 
 
 def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame, scale: float,
@@ -428,7 +566,10 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
                            "ks": ks if math.isfinite(ks) else None, "at_x": at if math.isfinite(at) else None,
                            "n": n, "ks_crit95": KS95 / math.sqrt(n) if n else None, "within_bar": within,
                            "explanation": e, "_sample": sample, "_x": cv["x"], "_cdf": cv["cdf"]})
-    return {"shares": shares, "states": states, "summary": summary, "curves": curve_rows}
+    qrows, qchecks = queue_by_type(cluster, jobs)
+    return {"shares": shares, "states": states, "summary": summary, "curves": curve_rows,
+            "queue_by_type": qrows, "queue_checks": qchecks,
+            "gpu_time_by_size": gpu_time_by_size(cluster, jobs, includes_queue=kalos)}
 
 
 # ----------------------------------------------------------------------------------------- plots
@@ -537,8 +678,12 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
         for row in c["curves"]:
             for k in ("_sample", "_x", "_cdf"):
                 row.pop(k, None)
-        c["passed"] = {k: int(sum(bool(r["within_bar"]) for r in c[k])) for k in ("shares", "states", "curves")}
-        c["compared"] = {k: len(c[k]) for k in ("shares", "states", "curves")}
+        c["passed"] = {k: int(sum(bool(r["within_bar"]) for r in c[k] if r["within_bar"] is not None))
+                       for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size")}
+        c["passed"]["queue_checks"] = int(sum(r["passed"] for r in c["queue_checks"]))
+        c["compared"] = {k: sum(1 for r in c[k] if r["within_bar"] is not None)
+                         for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size")}
+        c["compared"]["queue_checks"] = len(c["queue_checks"])
     out.update({
         "bundle": getattr(b, "name", None), "bundle_scale": _bundle_scale(b), "scale": scale, "seed": seed,
         "queue": queue,

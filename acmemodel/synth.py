@@ -436,18 +436,44 @@ def to_acmetrace(jobs: pd.DataFrame, *, cluster: str | None = None, timezone: st
     return acmetrace_table(schema_columns(jobs, cluster, id_seed=id_seed), cluster=cluster, timezone=timezone)
 
 
+def trace_file_kind(path: str | Path) -> str:
+    """``"csv"`` or ``"parquet"``: what :func:`write_acmetrace` writes to ``path`` (by suffix:
+    ``.csv``, ``.csv.gz``/``.gz``, ``.parquet``); ``ValueError`` for any other suffix or a directory."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    kind = "parquet" if suffix == ".parquet" else "csv" if suffix in (".csv", ".gz") else None
+    if kind is None:
+        raise ValueError(f"output {path}: an AcmeTrace file ends in .csv, .csv.gz or .parquet "
+                         f"(got {''.join(path.suffixes[-2:]) or 'no suffix'}); other formats take --format")
+    if path.is_dir():
+        raise ValueError(f"output {path} is a directory; give a file name (.csv, .csv.gz or .parquet)")
+    return kind
+
+
 def write_acmetrace(table, path: str | Path) -> Path:
-    """Write a :func:`to_acmetrace` table (or a DataFrame of strings) as one CSV file (``.gz`` →
+    """Write a :func:`to_acmetrace` table (or a DataFrame of strings) as one file: ``.csv`` (``.gz`` →
     gzip) with the unquoted header and values of the published files
-    (:func:`acmemodel.export.write_csv`). For a directory of per-cluster files with a README
-    use :func:`acmemodel.export.write_acmetrace`."""
+    (:func:`acmemodel.export.write_csv`), or ``.parquet`` (the same string columns, empty values as
+    nulls; :func:`acmemodel.trace.load_trace` reads both). Any other suffix is refused
+    (``ValueError``). For a directory of per-cluster files with a README use
+    :func:`acmemodel.export.write_acmetrace`."""
+    import pyarrow as pa
+
     from acmemodel.export import write_csv
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    kind = trace_file_kind(path)
     if isinstance(table, pd.DataFrame):
-        return write_csv(path, [str(c) for c in table.columns],
-                         [table[c].astype(str).to_numpy(dtype=object) for c in table.columns])
+        table = pa.table({str(c): pa.array(table[c].astype(str).to_numpy(dtype=object), type=pa.string())
+                          for c in table.columns})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "parquet":
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        cols = [pc.if_else(pc.equal(c, ""), pa.scalar(None, c.type), c) for c in table.columns]
+        pq.write_table(pa.table(cols, names=table.column_names), path)
+        return path
     return write_csv(path, list(table.column_names), list(table.columns))
 
 

@@ -141,5 +141,42 @@ def bench_cluster_sim(n_full: int = 700_000, n_small: int = 100_000, seed: int =
     return out
 
 
+#: Acme's policy as the default bundle's calibration searches it: a pretraining reservation, Eval last, others
+#: best-effort on idle reserved GPUs, a start-up latency per job
+ACME_POLICY = {"reservation_gpus": 1920, "priorities": {"Pretrain": 2, "SFT": 1, "MLLM": 1, "Debug": 1, "Other": 1,
+                                                         "Eval": 0},
+               "best_effort_types": ["SFT", "MLLM", "Debug", "Other"]}
+
+
+def bench_acme_policy(n_full: int = 700_000, seed: int = 0, verbose: bool = True) -> dict:
+    """Six months at Seren scale through :func:`simulate_cluster` (front end included) with Acme's policy
+    (:data:`ACME_POLICY`, plus a start-up latency of 0-30 s per job), against the same workload in plain FIFO on
+    one shared pool, both in this run. Prints ``target cluster_sim_acme_policy c_s=.. fifo_c_s=.. ratio=..``."""
+    from acmemodel.planner.cluster_sim import simulate_cluster
+
+    df = seren_like_workload(n_full, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    df["latency_s"] = rng.integers(0, 31, len(df)).astype(float)
+    t0 = time.perf_counter()
+    r = simulate_cluster(df, total_gpus=SEREN_GPUS, partitions={"pretrain": ACME_POLICY["reservation_gpus"]},
+                         priorities=ACME_POLICY["priorities"], best_effort_on_reserved=True,
+                         best_effort_types=ACME_POLICY["best_effort_types"])
+    policy_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    simulate_cluster(df.drop(columns="latency_s"), total_gpus=SEREN_GPUS)
+    fifo_s = time.perf_counter() - t0
+    j = r.jobs
+    out = {"policy_s": policy_s, "fifo_s": fifo_s, "ratio": policy_s / fifo_s, "jobs": len(j),
+           "preemptions": int(j["preemptions"].sum()), "eval_mean_wait_s": float(j.loc[j["type"] == "Eval",
+                                                                                        "wait_s"].mean())}
+    if verbose:
+        print(f"target cluster_sim_acme_policy c_s={policy_s:.3f} fifo_c_s={fifo_s:.3f} ratio={out['ratio']:.2f}"
+              f"  # goal < 10 s; {len(j)} jobs, 2288 GPUs, 183 days, reservation "
+              f"{ACME_POLICY['reservation_gpus']}, Eval last, best effort, latency; "
+              f"preemptions={out['preemptions']}")
+    return out
+
+
 if __name__ == "__main__":
     bench_cluster_sim()
+    bench_acme_policy()

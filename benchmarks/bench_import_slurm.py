@@ -7,7 +7,7 @@ same file. The file has one job line per job plus ``--steps`` step lines per job
 fresh subprocess, interleaved over ``--repeat`` rounds; reported: the best time of each and the
 median of the per-round ratios.
 
-    python benchmarks/bench_import_slurm.py [--jobs 1000000] [--steps 0.5] [--repeat 3]
+    python benchmarks/bench_import_slurm.py [--jobs 1000000] [--steps 0.5] [--repeat 3] [--file PATH]
 """
 from __future__ import annotations
 
@@ -98,10 +98,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--steps", type=float, default=0.5, help="mean step lines per job")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--file", default=None, help="reuse this sacct file (written there first if missing)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "sacct.txt"
-        make_file(path, a.jobs, a.steps)
+        path = Path(a.file) if a.file else Path(d) / "sacct.txt"
+        if not path.exists():
+            make_file(path, a.jobs, a.steps)
         n_lines = sum(1 for _ in open(path)) - 1
         size = path.stat().st_size / 1e6
         bases, ours = [], []

@@ -8,7 +8,7 @@ take their model lists from here.
 from acmemodel.models.base import BaseModel, MODEL_REGISTRY, register  # noqa: F401
 from acmemodel.models.bundle import Bundle  # noqa: F401
 from acmemodel.models.runtime import RuntimeModel  # noqa: F401,E402
-from acmemodel.models.queue import QueueModel  # noqa: F401,E402
+from acmemodel.models.queue import QueueModel, StartupLatencyModel  # noqa: F401,E402
 from acmemodel.models.failure import FailureModel  # noqa: F401,E402
 from acmemodel.models.restart import RestartModel  # noqa: F401,E402
 from acmemodel.models.predictor import RuntimePredictor  # noqa: F401,E402
@@ -32,5 +32,8 @@ MODELS: dict[str, type] = {
 #: demand by ``acmemodel forecast``
 DEFAULT_MODELS: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts", "predictor")
 
-__all__ = ["BaseModel", "Bundle", "MODELS", "DEFAULT_MODELS", "MODEL_REGISTRY", "register", *(
-    c.__name__ for c in MODELS.values())]
+#: model classes that live inside another model (QueueModel's start-up latency part), not in a bundle slot
+SUBMODELS: tuple[type, ...] = (StartupLatencyModel,)
+
+__all__ = ["BaseModel", "Bundle", "MODELS", "DEFAULT_MODELS", "SUBMODELS", "MODEL_REGISTRY", "register", *(
+    c.__name__ for c in (*MODELS.values(), *SUBMODELS))]

@@ -16,12 +16,14 @@ import datetime as _dt
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from acmemodel.errors import BundleError
 from acmemodel.models.base import BaseModel, _jsonable
+from acmemodel.models.lgbm_text import check_lightgbm_text
 
 SCHEMA_VERSION = "1.0"
 
@@ -33,6 +35,129 @@ MODEL_MODULES: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arr
 def _import_model_modules() -> None:
     """Register every model class for loading (importing the registry imports them all)."""
     import acmemodel.models  # noqa: F401
+
+
+#: largest single file of a bundle (``bundle.json`` or an artifact), bytes
+MAX_FILE_BYTES = 256 << 20
+#: largest total of the files read from one bundle, bytes
+MAX_TOTAL_BYTES = 1 << 30
+#: deepest nesting of JSON values allowed in ``bundle.json``
+MAX_JSON_DEPTH = 64
+#: model and artifact names: plain names (no path separators, no dots)
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$")
+#: the class (or a subclass) each conventional model name must hold: what synth, plan, export... call
+ROLE_CLASSES = {"runtime": "RuntimeModel", "queue": "QueueModel", "failure": "FailureModel",
+                "restart": "RestartModel", "arrival": "ArrivalModel", "gpu_counts": "GpuCountModel",
+                "predictor": "RuntimePredictor", "forecast": "DemandForecaster"}
+
+
+def _check_size(path, fn: str, size: int, budget: list) -> None:
+    if size > MAX_FILE_BYTES:
+        raise BundleError(f"bundle {path}: {fn} is {size:,} bytes; at most {MAX_FILE_BYTES:,} per file")
+    budget[0] -= size
+    if budget[0] < 0:
+        raise BundleError(f"bundle {path}: its files exceed {MAX_TOTAL_BYTES:,} bytes in total")
+
+
+def _parse_json(path, data: bytes) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise BundleError(f"bundle {path}: bundle.json is not UTF-8 text ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise BundleError(f"bundle {path}: bundle.json is not valid JSON ({e})") from None
+    except RecursionError:
+        raise BundleError(f"bundle {path}: bundle.json is nested too deeply") from None
+
+
+def _text_reader(path, names: set, read_bytes):
+    """``read(file name) -> text`` over the bundle's own file list (``KeyError`` for any other name)."""
+    def read(fn: str) -> str:
+        if fn not in names:
+            raise KeyError(fn)
+        try:
+            return read_bytes(fn).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BundleError(f"bundle {path}: {fn} is not UTF-8 text ({e.reason})") from None
+    return read
+
+
+def _depth_ok(doc: Any) -> bool:
+    stack = [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_JSON_DEPTH:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return True
+
+
+def validate_document(doc: Any, source: str = "<memory>") -> None:
+    """Check a parsed ``bundle.json`` against the schema (module docstring): an object with a
+    compatible ``schema_version``, ``models`` an object of plain names to objects with a registered
+    concrete ``class``, ``params``/``fitted`` objects and ``artifacts`` a list of plain names;
+    ``provenance`` an object, ``name`` a string; nesting at most :data:`MAX_JSON_DEPTH`.
+    :class:`BundleError` naming the field."""
+    where = f"bundle {source}"
+    if not isinstance(doc, dict):
+        raise BundleError(f"{where}: bundle.json must hold a JSON object, got {type(doc).__name__}")
+    if "schema_version" not in doc or "models" not in doc:
+        raise BundleError(f"{where}: bundle.json lacks schema_version/models")
+    if not _depth_ok(doc):
+        raise BundleError(f"{where}: bundle.json is nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(doc["schema_version"], bool) or not isinstance(doc["schema_version"], (str, int, float)):
+        raise BundleError(f"{where}: schema_version must be a string like {SCHEMA_VERSION!r}")
+    major = str(doc["schema_version"]).split(".")[0]
+    if major != SCHEMA_VERSION.split(".")[0]:
+        raise BundleError(
+            f"{where}: schema version {doc['schema_version']} is incompatible with this "
+            f"acmemodel (reads {SCHEMA_VERSION}); refit or recalibrate it with this version")
+    if "name" in doc and not isinstance(doc["name"], str):
+        raise BundleError(f"{where}: name must be a string, got {type(doc['name']).__name__}")
+    if "provenance" in doc and not isinstance(doc["provenance"], dict):
+        raise BundleError(f"{where}: provenance must be an object, got {type(doc['provenance']).__name__}")
+    models = doc["models"]
+    if not isinstance(models, dict):
+        raise BundleError(f"{where}: models must be an object of name -> model, got {type(models).__name__}")
+    _import_model_modules()
+    from acmemodel.models.base import MODEL_REGISTRY
+
+    for name, d in models.items():
+        f = f"{where}: models.{name}"
+        if not _PLAIN.match(name):
+            raise BundleError(f"{where}: model name {name!r} is not a plain name (letters, digits, _ and -)")
+        if not isinstance(d, dict):
+            raise BundleError(f"{f} must be an object, got {type(d).__name__}")
+        cls_name = d.get("class")
+        if not isinstance(cls_name, str) or cls_name not in MODEL_REGISTRY:
+            raise BundleError(f"{f}.class {cls_name!r} is not a model class of this acmemodel "
+                              f"({', '.join(sorted(MODEL_REGISTRY))})")
+        for key in ("params", "fitted"):
+            if key in d and not isinstance(d[key], dict):
+                raise BundleError(f"{f}.{key} must be an object, got {type(d[key]).__name__}")
+        if "fitted" not in d:
+            raise BundleError(f"{f}.fitted is missing")
+        arts = d.get("artifacts", [])
+        if not isinstance(arts, list):
+            raise BundleError(f"{f}.artifacts must be a list of names, got {type(arts).__name__}")
+        for a in arts:
+            if not isinstance(a, str) or not _PLAIN.match(a):
+                raise BundleError(f"{f}.artifacts: {a!r} is not a plain name (letters, digits, _ and -)")
+        role = ROLE_CLASSES.get(name)
+        if role is not None and not issubclass(MODEL_REGISTRY[cls_name], MODEL_REGISTRY.get(role, object)):
+            raise BundleError(f"{f}.class is {cls_name}, but a {name!r} model must be a {role}")
+
+
+def _check_role(model: BaseModel, name: str, source: str) -> None:
+    """The model under a conventional name has the class callers need (:data:`ROLE_CLASSES`)."""
+    from acmemodel.models.base import MODEL_REGISTRY
+
+    role = ROLE_CLASSES.get(name)
+    if role is not None and role in MODEL_REGISTRY and not isinstance(model, MODEL_REGISTRY[role]):
+        raise BundleError(f"bundle {source}: models.{name} is a {type(model).__name__}, not a {role}")
 
 
 def file_sha256(path: str | Path) -> str:
@@ -81,8 +206,13 @@ class Bundle:
         files: dict[str, str] = {}
         models = {}
         for name, model in self.models.items():
+            if not isinstance(name, str) or not _PLAIN.match(name):
+                raise BundleError(f"model name {name!r} is not a plain name (letters, digits, _ and -)")
             d = model.to_dict()
             arts = model.artifacts()
+            bad = [a for a in arts if not _PLAIN.match(str(a))]
+            if bad:
+                raise BundleError(f"model {name!r}: artifact name(s) {bad} are not plain names")
             d["artifacts"] = sorted(arts)
             for art, text in arts.items():
                 files[f"{name}.{art}.txt"] = text
@@ -117,51 +247,78 @@ class Bundle:
 
     @classmethod
     def load(cls, path: str | Path) -> "Bundle":
-        """Read a bundle written by :meth:`save`; validate schema version and contents."""
+        """Read a bundle written by :meth:`save`; validate its structure, schema version and files.
+
+        Only ``bundle.json`` and the artifact files it names are read (from a zip: member by member,
+        each at most :data:`MAX_FILE_BYTES`, together at most :data:`MAX_TOTAL_BYTES`); artifact names
+        are plain names that must be among the bundle's own files. Every problem is a
+        :class:`BundleError` naming the file or the ``bundle.json`` field.
+        """
         path = Path(path)
         if not path.exists():
             raise BundleError(f"bundle {path}: no such file or directory")
+        budget = [MAX_TOTAL_BYTES]
         try:
             if path.is_dir():
-                if not (path / "bundle.json").exists():
+                names = {p.name for p in path.iterdir() if p.is_file()}
+                if "bundle.json" not in names:
                     raise BundleError(f"bundle {path}: no bundle.json inside")
-                doc = json.loads((path / "bundle.json").read_text())
-                read = lambda fn: (path / fn).read_text()  # noqa: E731
-            else:
-                with zipfile.ZipFile(path) as z:
-                    names = set(z.namelist())
-                    if "bundle.json" not in names:
-                        raise BundleError(f"bundle {path}: no bundle.json inside the zip")
-                    blobs = {n: z.read(n).decode() for n in names}
-                doc = json.loads(blobs["bundle.json"])
-                read = blobs.__getitem__
-        except (json.JSONDecodeError, zipfile.BadZipFile, UnicodeDecodeError) as e:
-            raise BundleError(f"bundle {path}: not a valid bundle ({e})") from None
-        return cls.from_document(doc, read, source=str(path))
+
+                def read_bytes(fn: str) -> bytes:
+                    f = path / fn
+                    _check_size(path, fn, f.stat().st_size, budget)
+                    return f.read_bytes()
+
+                doc = _parse_json(path, read_bytes("bundle.json"))
+                return cls.from_document(doc, _text_reader(path, names, read_bytes), source=str(path))
+            with zipfile.ZipFile(path) as z:
+                infos = {i.filename: i for i in z.infolist() if not i.is_dir()}
+                if "bundle.json" not in infos:
+                    raise BundleError(f"bundle {path}: no bundle.json inside the zip")
+
+                def read_member(fn: str) -> bytes:
+                    info = infos[fn]
+                    _check_size(path, fn, info.file_size, budget)
+                    with z.open(info) as f:  # the header's size may lie: read at most one byte more
+                        data = f.read(info.file_size + 1)
+                    if len(data) > info.file_size:
+                        raise BundleError(f"bundle {path}: member {fn} is larger than its zip header says")
+                    return data
+
+                doc = _parse_json(path, read_member("bundle.json"))
+                return cls.from_document(doc, _text_reader(path, set(infos), read_member), source=str(path))
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as e:
+            raise BundleError(f"bundle {path}: not a valid bundle zip ({e})") from None
+        except OSError as e:
+            raise BundleError(f"bundle {path}: cannot read it ({e.strerror or e})") from None
 
     @classmethod
     def from_document(cls, doc: dict, read, source: str = "<memory>") -> "Bundle":
-        if not isinstance(doc, dict) or "schema_version" not in doc or "models" not in doc:
-            raise BundleError(f"bundle {source}: bundle.json lacks schema_version/models")
-        major = str(doc["schema_version"]).split(".")[0]
-        if major != SCHEMA_VERSION.split(".")[0]:
-            raise BundleError(
-                f"bundle {source}: schema version {doc['schema_version']} is incompatible with this "
-                f"acmemodel (reads {SCHEMA_VERSION}); refit or recalibrate it with this version")
+        """Build the bundle from a parsed ``bundle.json`` and ``read(file name) -> text``; the document
+        is validated against the schema first (:func:`validate_document`)."""
+        validate_document(doc, source)
         _import_model_modules()
 
         models = {}
         for name, d in doc["models"].items():
-            try:
-                arts = {a: read(f"{name}.{a}.txt") for a in d.get("artifacts", [])}
-            except (KeyError, FileNotFoundError) as e:
-                raise BundleError(f"bundle {source}: model {name!r} misses artifact {e}") from None
+            files = {a: f"{name}.{a}.txt" for a in d.get("artifacts", [])}
+            arts = {}
+            for a, fn in files.items():
+                try:
+                    arts[a] = read(fn)
+                except (KeyError, FileNotFoundError):
+                    raise BundleError(f"bundle {source}: model {name!r} misses artifact file {fn}") from None
+                if arts[a].startswith("tree\n") or not arts[a].strip():
+                    check_lightgbm_text(arts[a], f"bundle {source}: {fn}")
             try:
                 models[name] = BaseModel.from_dict(d, arts)
-            except BundleError:
-                raise
-            except (KeyError, TypeError, ValueError) as e:
-                raise BundleError(f"bundle {source}: model {name!r} is malformed ({e})") from None
+            except BundleError as e:
+                raise BundleError(f"bundle {source}: model {name!r}"
+                                  f"{' (' + ', '.join(files.values()) + ')' if files else ''}: {e}") from None
+            except Exception as e:  # a field of the right name but the wrong shape
+                what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                raise BundleError(f"bundle {source}: models.{name} is malformed ({what.splitlines()[0]})") from None
+            _check_role(models[name], name, source)
         return cls(models, provenance=doc.get("provenance", {}), name=doc.get("name", "bundle"))
 
     def to_bytes(self) -> bytes:

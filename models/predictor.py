@@ -359,9 +359,8 @@ class RuntimePredictor(BaseModel):
                 "offset": self.offset_, "n_calibration": self.n_calibration_}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
-        import lightgbm as lgb
-
         from acmemodel.errors import BundleError
+        from acmemodel.models.lgbm_text import booster_from_text
 
         if d.get("features"):
             self.features_ = list(d["features"])
@@ -370,7 +369,7 @@ class RuntimePredictor(BaseModel):
         for name in d["boosters"]:
             if name not in artifacts:
                 raise BundleError(f"RuntimePredictor: booster {name!r} text missing from the bundle")
-            self.boosters_[name] = lgb.Booster(model_str=artifacts[name])
+            self.boosters_[name] = booster_from_text(artifacts[name], f"RuntimePredictor booster {name!r}")
         self.n_fit_ = int(d["n_fit"])
         self.offset_ = float(d.get("offset", 0.0))
         self.n_calibration_ = int(d.get("n_calibration", 0))

@@ -13,6 +13,19 @@ handling as in :mod:`acmemodel.models._duration`.
 
 The final state is *not* a default key: it is decided after the wait, and every queued-then-
 cancelled job is CANCELLED, so conditioning on it would confound waiting with cancelling.
+
+**Two parts of the wait.** ``W = L + C``: the *start-up latency* ``L`` — the wait a job has even on
+an idle cluster (Kubernetes pod creation on Kalos, the Slurm scheduling cycle on Seren) — and the
+*contention* wait ``C`` (waiting for GPUs). ``L`` is estimated per cluster × type
+(:class:`StartupLatencyModel`, the same hurdle families) from the jobs that started while enough GPUs
+were **free**: a GPU job of ``g`` GPUs submitted at ``t`` counts as submitted to a free cluster when
+the cluster's idle GPUs at ``t`` — capacity minus the GPUs of the jobs running at ``t`` (start < t <=
+end, from the trace's own timestamps) — are at least ``8 * ceil(g / 8) + free_margin_gpus``
+(its whole nodes plus a margin against fragmentation). Capacity: ``cluster_gpus`` (default the
+published sizes of Seren and Kalos, :func:`acmemodel.clusters.cluster_gpus`; other clusters: the
+peak GPUs in use). On such jobs ``C`` ≈ 0, so their wait is the latency. The cluster simulator draws
+``L`` per job (:meth:`QueueModel.sample_latency`) and adds it once to its own contention wait
+(:mod:`acmemodel.planner.cluster_sim`). :meth:`QueueModel.summary` shows both parts per cell.
 """
 from __future__ import annotations
 
@@ -26,27 +39,68 @@ from acmemodel.models._duration import DurationModel
 from acmemodel.models.base import register
 from acmemodel.models.distributions import FAMILIES
 
-__all__ = ["QueueModel"]
+__all__ = ["QueueModel", "StartupLatencyModel", "free_at_submit"]
+
+
+def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 8,
+                   gpus_per_node: int = 8) -> np.ndarray:
+    """Boolean per row of ``jobs``: a started GPU job submitted while enough GPUs were free (module
+    docstring: idle GPUs at submit >= ``gpus_per_node * ceil(g / gpus_per_node) + margin_gpus``).
+
+    ``jobs`` needs ``cluster, gpu_num, submit_s, start_s, end_s``; ``cluster_gpus`` maps cluster ->
+    GPUs (default: the published sizes; unknown clusters: the peak GPUs in use in the trace).
+    """
+    from acmemodel.clusters import cluster_gpus as published_gpus
+
+    out = np.zeros(len(jobs), dtype=bool)
+    cl_all = jobs["cluster"].astype(str).to_numpy()
+    g_all = jobs["gpu_num"].to_numpy(dtype=float)
+    sub_all = jobs["submit_s"].to_numpy(dtype=float)
+    st_all = jobs["start_s"].to_numpy(dtype=float)
+    en_all = jobs["end_s"].to_numpy(dtype=float)
+    for cl in np.unique(cl_all):
+        m = np.flatnonzero((cl_all == cl) & (g_all > 0))
+        run = m[np.isfinite(st_all[m]) & np.isfinite(en_all[m])]
+        if len(run) == 0:
+            continue
+        g, st, en = g_all[run], st_all[run], en_all[run]
+        o_s, o_e = np.argsort(st, kind="stable"), np.argsort(en, kind="stable")
+        s_sorted, e_sorted = st[o_s], en[o_e]
+        cs, ce = np.r_[0.0, np.cumsum(g[o_s])], np.r_[0.0, np.cumsum(g[o_e])]
+
+        def busy(t):
+            return cs[np.searchsorted(s_sorted, t, side="left")] - ce[np.searchsorted(e_sorted, t, side="right")]
+
+        cap = None
+        if cluster_gpus is not None and cl in cluster_gpus:
+            cap = float(cluster_gpus[cl])
+        else:
+            try:
+                cap = float(published_gpus(cl))
+            except (KeyError, ValueError):
+                cap = float(np.max(busy(np.r_[st, en]))) if len(st) else 0.0
+        need = gpus_per_node * np.ceil(g_all[m] / gpus_per_node) + margin_gpus
+        ok = np.isfinite(st_all[m]) & (cap - busy(sub_all[m]) >= need)
+        out[m] = ok
+    return out
 
 
 @register
-class QueueModel(DurationModel):
-    """Queueing delay (seconds) per cell: atom at ``<= atom_s`` + censored-MLE continuous part.
+class StartupLatencyModel(DurationModel):
+    """Start-up latency ``L`` (seconds): the wait of jobs submitted to a free cluster (module
+    docstring), per cell (default cluster × type), as a hurdle: atom ``P(L <= atom_s)`` + a fitted
+    continuous family for the excess (the families and back-off of :class:`QueueModel`).
 
-    Parameters (keyword-only) as :class:`~acmemodel.models.runtime.RuntimeModel`, except the
-    default ``keys=("cluster", "type", "gpu_bucket")`` and ``atom_s`` (default 1.0 s): waits of
-    at most this many seconds form the "immediate start" atom.
-
-    Fitted attributes: ``cells_``, ``n_fit_`` (GPU jobs with a wait, censored ones included).
-    :meth:`p_immediate` gives ``π0`` of a cell.
+    Fitted on the rows flagged by the boolean column ``free`` (see :func:`free_at_submit`). Back-off
+    drops ``type`` before ``cluster`` (the latency is a property of the cluster's scheduler first).
+    Fitted attributes: ``cells_``, ``n_fit_``.
     """
 
-    _required = ("cluster", "type", "gpu_num", "queue_s", "queue_censored")
-    _kind = "queueing delay"
+    _required = ("cluster", "type", "gpu_num", "queue_s", "free")
+    _kind = "start-up latency"
 
-    def __init__(self, *, keys: Sequence[str] = ("cluster", "type", "gpu_bucket"),
-                 min_jobs: int = 200, min_jobs_coarsest: int | None = 30,
-                 backoff: Sequence[str] = DEFAULT_BACKOFF,
+    def __init__(self, *, keys: Sequence[str] = ("cluster", "type"), min_jobs: int = 50,
+                 min_jobs_coarsest: int | None = 10, backoff: Sequence[str] = ("state", "gpu_bucket", "type", "cluster"),
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
                  max_fit_jobs: int = 20000, atom_s: float = 1.0):
@@ -61,10 +115,135 @@ class QueueModel(DurationModel):
         self.max_fit_jobs = max_fit_jobs
         self.atom_s = atom_s
 
+    def _threshold(self) -> float:
+        return float(self.atom_s)
+
+    def _observations(self, jobs: pd.DataFrame) -> pd.DataFrame:
+        ok = jobs["queue_s"].notna().to_numpy() & jobs["free"].fillna(False).astype(bool).to_numpy()
+        if "queue_censored" in jobs.columns:
+            ok &= ~jobs["queue_censored"].fillna(False).astype(bool).to_numpy()
+        sub = jobs.loc[self._gpu_rows(jobs, ok)]
+        return self._frame(sub, np.maximum(sub["queue_s"].to_numpy(dtype=float), 0.0), np.zeros(len(sub), bool))
+
+
+@register
+class QueueModel(DurationModel):
+    """Queueing delay (seconds) per cell: atom at ``<= atom_s`` + censored-MLE continuous part.
+
+    Parameters (keyword-only) as :class:`~acmemodel.models.runtime.RuntimeModel`, except the
+    default ``keys=("cluster", "type", "gpu_bucket")`` and ``atom_s`` (default 1.0 s): waits of
+    at most this many seconds form the "immediate start" atom.
+
+    ``latency`` (default True): also fit the start-up latency part (:class:`StartupLatencyModel`
+    on the jobs submitted to a free cluster, module docstring) with ``free_margin_gpus`` and
+    ``cluster_gpus`` ({cluster: GPUs}, default the published sizes) defining "free".
+
+    Fitted attributes: ``cells_``, ``n_fit_`` (GPU jobs with a wait, censored ones included),
+    ``latency_`` (the fitted :class:`StartupLatencyModel` or None), ``parts_`` (DataFrame per cluster
+    × type: jobs, free jobs, mean and median total wait, latency mean/median, contention mean =
+    total mean − latency mean, s). :meth:`p_immediate` gives ``π0`` of a cell.
+    """
+
+    _required = ("cluster", "type", "gpu_num", "queue_s", "queue_censored")
+    _kind = "queueing delay"
+
+    def __init__(self, *, keys: Sequence[str] = ("cluster", "type", "gpu_bucket"),
+                 min_jobs: int = 200, min_jobs_coarsest: int | None = 30,
+                 backoff: Sequence[str] = DEFAULT_BACKOFF,
+                 families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
+                 gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
+                 max_fit_jobs: int = 20000, atom_s: float = 1.0, latency: bool = True,
+                 free_margin_gpus: int = 8, cluster_gpus=None):
+        self.keys = keys
+        self.min_jobs = min_jobs
+        self.min_jobs_coarsest = min_jobs_coarsest
+        self.backoff = backoff
+        self.families = families
+        self.selection = selection
+        self.gpu_only = gpu_only
+        self.gpu_edges = gpu_edges
+        self.max_fit_jobs = max_fit_jobs
+        self.atom_s = atom_s
+        self.latency = latency
+        self.free_margin_gpus = free_margin_gpus
+        self.cluster_gpus = cluster_gpus
+
     def _validate_params(self) -> None:
         super()._validate_params()
         if not (isinstance(self.atom_s, (int, float)) and 0 <= self.atom_s < np.inf):
             raise ValueError(f"atom_s must be a finite number >= 0, got {self.atom_s!r}")
+        if not isinstance(self.latency, bool):
+            raise ValueError(f"latency must be True or False, got {self.latency!r}")
+        if isinstance(self.free_margin_gpus, bool) or not isinstance(self.free_margin_gpus, (int, np.integer)) \
+                or self.free_margin_gpus < 0:
+            raise ValueError(f"free_margin_gpus must be a non-negative integer, got {self.free_margin_gpus!r}")
+
+    def fit(self, trace_or_jobs, *, timezones=None) -> "QueueModel":
+        """Fit the wait cells, then (``latency=True``) the start-up latency part (class docstring).
+        Returns self; ``timezones`` as in every model's ``fit`` (no calendar covariate: unused)."""
+        super().fit(trace_or_jobs, timezones=timezones)
+        self.latency_ = None
+        self.parts_ = pd.DataFrame()
+        jobs = self._jobs_of(trace_or_jobs)
+        if not self.latency or not {"start_s", "end_s", "submit_s"} <= set(jobs.columns):
+            return self
+        free = free_at_submit(jobs, cluster_gpus=self.cluster_gpus, margin_gpus=int(self.free_margin_gpus))
+        j = jobs.assign(free=free)
+        lat = StartupLatencyModel(families=self.families, selection=self.selection, gpu_edges=self.gpu_edges,
+                                  max_fit_jobs=self.max_fit_jobs, atom_s=self.atom_s)
+        try:
+            lat.fit(j)
+        except ValueError:  # no job was ever submitted to a free cluster
+            return self
+        self.latency_ = lat
+        self.parts_ = self._parts(j)
+        return self
+
+    def _parts(self, j: pd.DataFrame) -> pd.DataFrame:
+        g = j[(j["gpu_num"] > 0) & j["queue_s"].notna()]
+        rows = []
+        for (cl, ty), sub in g.groupby([g["cluster"].astype(str), g["type"].astype(str)], sort=True):
+            w = sub["queue_s"].to_numpy(float)
+            lat = self.latency_.resolve(cluster=cl, type=ty).value
+            lm = float(np.mean(lat.sample(4000, np.random.default_rng(0))))
+            rows.append({"cluster": cl, "type": ty, "n": len(w), "n_free": int(sub["free"].sum()),
+                         "wait_mean_s": float(w.mean()), "wait_median_s": float(np.median(w)),
+                         "latency_median_s": float(lat.median()), "latency_mean_s": lm,
+                         "contention_mean_s": max(float(w.mean()) - lm, 0.0)})
+        return pd.DataFrame(rows)
+
+    def sample_latency(self, n: int, rng: np.random.Generator, **key) -> np.ndarray:
+        """``n`` start-up latencies (s) for cell ``key`` (``cluster``, ``type``); zeros if the model has
+        no latency part."""
+        self._check_fitted()
+        if getattr(self, "latency_", None) is None:
+            return np.zeros(int(n))
+        key = {k: v for k, v in key.items() if k in ("cluster", "type")}
+        return np.maximum(self.latency_.sample(n, rng, **key), 0.0)
+
+    def summary(self) -> pd.DataFrame:
+        """The wait cells (:meth:`DurationModel.summary`) with the two parts of the wait per cluster ×
+        type (class docstring) joined on: ``latency_median_s``, ``latency_mean_s`` (start-up
+        latency), ``contention_mean_s`` (mean wait − mean latency), ``n_free`` (jobs it was fitted on)."""
+        df = super().summary()
+        parts = getattr(self, "parts_", None)
+        if parts is None or parts.empty or not {"cluster", "type"} <= set(df.columns):
+            return df
+        cols = ["cluster", "type", "n_free", "latency_median_s", "latency_mean_s", "contention_mean_s"]
+        return df.merge(parts[cols], on=["cluster", "type"], how="left")
+
+    def _fitted_to_dict(self) -> dict:
+        d = super()._fitted_to_dict()
+        lat = getattr(self, "latency_", None)
+        d["latency"] = None if lat is None else lat.to_dict()
+        parts = getattr(self, "parts_", None)
+        d["parts"] = [] if parts is None else parts.to_dict("records")
+        return d
+
+    def _fitted_from_dict(self, d: dict, artifacts: dict) -> None:
+        super()._fitted_from_dict(d, artifacts)
+        self.latency_ = None if d.get("latency") is None else StartupLatencyModel.from_dict(d["latency"])
+        self.parts_ = pd.DataFrame(d.get("parts") or [])
 
     def _threshold(self) -> float:
         return float(self.atom_s)

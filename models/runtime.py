@@ -59,8 +59,20 @@ class RuntimeModel(DurationModel):
         name as :class:`~acmemodel.models.queue.QueueModel`'s atom. ``zero_s`` is its earlier name
         (accepted for one release, with a DeprecationWarning).
 
+    size_law : run time grows with GPU count inside a cell (default True). Per cluster × type a
+        log-log slope ``β`` is fitted by least squares *within cells*, ``log2(run + 1) = α_cell + β
+        log2(g) + ε`` (the buckets already carry the between-bucket differences), shrunk towards 0 by
+        ``n / (n + 200)`` and clipped to [0, 1] (run time grows or stays; 0 with fewer than 30 jobs or no
+        size variation inside cells); a cell's law is its fitted distribution at the cell's mean ``log2
+        g`` (``lg_ref``), and a query with ``gpus=g`` scales it: ``run(g) = run_cell · 2^(β (log2 g' −
+        lg_ref))`` with ``log2 g'`` clipped to the range of the cell's own jobs (no extrapolation) (so within a
+        GPU bucket, and in a cell that backed off from its bucket, a 512-GPU job runs longer than a
+        64-GPU job when ``β > 0``). Queries without ``gpus`` get the cell's law unscaled.
+
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
     :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
+    ``size_slope_`` ({"cluster/type": β}), ``max_run_`` ({cluster: longest fitted run, s}; samples are
+    capped there), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
     ``n_fit_`` (jobs used).
 
     Example::
@@ -78,7 +90,8 @@ class RuntimeModel(DurationModel):
                  backoff: Sequence[str] = DEFAULT_BACKOFF,
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
-                 max_fit_jobs: int = 20000, atom_s: float = 0.0, zero_s: float | None = None):
+                 max_fit_jobs: int = 20000, atom_s: float = 0.0, zero_s: float | None = None,
+                 size_law: bool = True):
         self.keys = keys
         self.min_jobs = min_jobs
         self.min_jobs_coarsest = min_jobs_coarsest
@@ -96,9 +109,12 @@ class RuntimeModel(DurationModel):
             atom_s = zero_s
         self.atom_s = atom_s
         self.zero_s = None
+        self.size_law = size_law
 
     def _validate_params(self) -> None:
         super()._validate_params()
+        if not isinstance(self.size_law, bool):
+            raise ValueError(f"size_law must be True or False, got {self.size_law!r}")
         if not (isinstance(self.atom_s, (int, float)) and 0 <= self.atom_s < np.inf):
             raise ValueError(f"atom_s must be a finite number >= 0, got {self.atom_s!r}")
 
@@ -116,6 +132,9 @@ class RuntimeModel(DurationModel):
         f = self._frame(sub, x, cens)
         if "state" not in f.columns:
             f["state"] = sub["analysis_state"].astype(str).reindex(f.index)
+        f["_lg"] = np.log2(np.maximum(sub["gpu_num"].to_numpy(dtype=float), 1.0))[sub.index.get_indexer(f.index)]
+        f["_cl"] = sub["cluster"].astype(str).reindex(f.index).to_numpy()
+        f["_ty"] = sub["type"].astype(str).reindex(f.index).to_numpy()
         return f
 
     def _exclude_cells(self) -> dict[str, tuple[str, ...]]:
@@ -134,6 +153,70 @@ class RuntimeModel(DurationModel):
         self.states_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, count)
+        # the longest run seen per cluster: samples never exceed it (a cluster's time limit; heavy-tailed families
+        # such as the log-logistic otherwise draw centuries now and then)
+        self.max_run_ = {str(c): float(v) for c, v in frame.groupby("_cl")["x"].max().items()}
+        # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell. The slope is
+        # the within-cell one (fixed effects: log2 run and log2 GPUs centred in each finest cell), so it does not
+        # count again the size differences the GPU buckets already carry
+        self.size_slope_ = {}
+        if self.size_law:
+            fine = [k for k in self.keys if k in frame.columns]
+            y_all = np.log2(frame["x"].to_numpy(float) + 1.0)
+            lg_all = frame["_lg"].to_numpy(float)
+            grp = frame.groupby(fine, sort=False).ngroup().to_numpy() if fine else np.zeros(len(frame), int)
+            yc = y_all - pd.Series(y_all).groupby(grp).transform("mean").to_numpy()
+            lc = lg_all - pd.Series(lg_all).groupby(grp).transform("mean").to_numpy()
+            for (cl, ty), idx in frame.groupby(["_cl", "_ty"], sort=True).indices.items():
+                n = len(idx)
+                v = float(np.mean(lc[idx] ** 2))
+                if n < 30 or v < 1e-9:
+                    continue
+                b = float(np.mean(lc[idx] * yc[idx]) / v)
+                self.size_slope_[f"{cl}/{ty}"] = float(np.clip(b * n / (n + 200.0), 0.0, 1.0))
+        self.lg_ref_ = CellTable(tuple(self.keys), order=tuple(self.backoff), min_jobs=int(self.min_jobs),
+                                 min_jobs_coarsest=self.min_jobs_coarsest,
+                                 gpu_edges=tuple(self.gpu_edges)).fit(
+            frame, lambda sub, c, p: [float(sub["_lg"].mean()), float(sub["_lg"].min()), float(sub["_lg"].max())])
+
+    # ------------------------------------------------------------------ size law
+    def size_factor(self, **key) -> float:
+        """``2^(β (log2 g − lg_ref))`` for a query with ``gpus=g`` (1.0 without ``gpus``, or without a
+        slope for its cluster × type); class docstring."""
+        self._check_fitted()
+        g = key.get("gpus")
+        slopes = getattr(self, "size_slope_", None) or {}
+        if g is None or not slopes or key.get("cluster") is None or key.get("type") is None:
+            return 1.0
+        b = slopes.get(f"{key['cluster']}/{key['type']}", 0.0)
+        if b == 0.0:
+            return 1.0
+        ref, lo, hi = self.lg_ref_.resolve(**key).value
+        return float(2.0 ** (b * (np.clip(np.log2(max(float(g), 1.0)), lo, hi) - ref)))
+
+    def size_factors(self, gpus, **key) -> np.ndarray:
+        """:meth:`size_factor` for each GPU count of ``gpus`` (same cell ``key`` otherwise)."""
+        g = np.asarray(gpus, dtype=float)
+        out = np.ones(len(g))
+        for v in np.unique(g):
+            out[g == v] = self.size_factor(**{**key, "gpus": int(v)})
+        return out
+
+    def sample(self, n: int, rng: np.random.Generator, **key) -> np.ndarray:
+        """``n`` run times (s) of cell ``key``, scaled by the size law when ``gpus`` is given, at most the
+        longest run the model was fitted on in the cluster (``max_run_``)."""
+        x = super().sample(n, rng, **key) * self.size_factor(**key)
+        cap = (getattr(self, "max_run_", None) or {}).get(str(key.get("cluster")))
+        return np.minimum(x, cap) if cap is not None else x
+
+    def quantile(self, q, **key) -> np.ndarray:
+        return super().quantile(q, **key) * self.size_factor(**key)
+
+    def cdf(self, x, **key) -> np.ndarray:
+        return super().cdf(np.asarray(x, dtype=float) / self.size_factor(**key), **key)
+
+    def median(self, **key) -> float:
+        return float(super().median(**key) * self.size_factor(**key))
 
     # ------------------------------------------------------------------ states
     def state_probabilities(self, **key) -> dict[str, float]:
@@ -174,8 +257,18 @@ class RuntimeModel(DurationModel):
     def _fitted_to_dict(self) -> dict[str, Any]:
         d = super()._fitted_to_dict()
         d["states"] = self.states_.to_dict(lambda v: v)
+        d["size_slope"] = dict(getattr(self, "size_slope_", {}) or {})
+        d["max_run"] = dict(getattr(self, "max_run_", {}) or {})
+        lg = getattr(self, "lg_ref_", None)
+        d["lg_ref"] = None if lg is None else lg.to_dict(lambda v: v)
         return d
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
         super()._fitted_from_dict(d, artifacts)
         self.states_ = CellTable.from_dict(d["states"], lambda v: {k: int(c) for k, c in v.items()})
+        self.size_slope_ = {str(k): float(v) for k, v in (d.get("size_slope") or {}).items()}
+        self.max_run_ = {str(k): float(v) for k, v in (d.get("max_run") or {}).items()}
+        self.lg_ref_ = None if d.get("lg_ref") is None else CellTable.from_dict(
+            d["lg_ref"], lambda v: [float(x) for x in v])
+        if self.lg_ref_ is None:
+            self.size_slope_ = {}

@@ -40,3 +40,11 @@ def sample_trace():
     from acmemodel.trace import load_sample
 
     return load_sample()
+
+
+@pytest.fixture(scope="session")
+def default_bundle():
+    """The shipped default bundle, loaded once per session (JSON + LightGBM text)."""
+    from acmemodel.models.bundle import load_default
+
+    return load_default()

@@ -33,9 +33,11 @@ Z = 5.0  # tolerance in standard errors
 
 @pytest.fixture(scope="session")
 def pseudo():
-    from acmemodel.calibrate import published_trace
+    """The pseudo-trace with the independent hurdle queue draw (queue_policy=False): the statistical checks of the
+    published medians/means below; the simulated-queue mode has its own tests."""
+    from acmemodel.calibrate import Assumptions, published_trace
 
-    return published_trace(scale=PSEUDO_SCALE)
+    return published_trace(scale=PSEUDO_SCALE, assumptions=Assumptions(queue_policy=False))
 
 
 @pytest.fixture(scope="session")
@@ -185,7 +187,7 @@ def test_queue_atom_override():
     """The share of GPU jobs starting within a second follows queue_atom: atom + (1 − atom) P(lognormal < 1.5 s)."""
     from acmemodel.calibrate import Assumptions, published_jobs
 
-    a = Assumptions(queue_atom={"Seren": 0.9, "Kalos": 0.25})
+    a = Assumptions(queue_atom={"Seren": 0.9, "Kalos": 0.25}, queue_policy=False)
     j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=5)
     g = j[j["is_gpu"]]
     ql = rep["queue_lognormal"]
@@ -195,6 +197,32 @@ def test_queue_atom_override():
     expect = 0.9 + 0.1 * p_ln
     obs = float((g["queue_s"] <= 1).mean())
     assert abs(obs - expect) <= Z * math.sqrt(expect * (1 - expect) / len(g)), (obs, expect)
+
+
+def test_simulated_queue_mode_kalos():
+    """queue_policy=True (default): the waits are the simulator's on the chosen policy plus latency draws; Kalos run
+    time is the published total minus that wait (queue + run rebuilds the total); the report names the choice, and
+    the queue model fitted on the pseudo-trace recovers the latency from the jobs submitted to a free cluster."""
+    from acmemodel.calibrate import published_jobs
+    from acmemodel.calibrate_queue import latency_cdf
+    from acmemodel.models.queue import QueueModel
+
+    j, rep = published_jobs("Kalos", scale=0.3, seed=4)
+    pol, lat = rep["policy"], rep["latency"]
+    assert pol["reservation_gpus"] in [c["reservation_gpus"] for c in rep["policy_search"]]
+    assert pol["priorities"]["Eval"] < min(v for t, v in pol["priorities"].items() if t != "Eval")
+    g = j[j["is_gpu"]]
+    assert (g["queue_s"] >= 0).all() and (g["run_s"] >= 1).all()
+    q = QueueModel(keys=("cluster", "type")).fit(j)
+    ev = g[g["type"] == "Eval"]
+    # the latency law chosen for Eval vs the one the queue model estimated from free jobs: CDF at the published
+    # points within 5 binomial standard errors of the free Eval jobs (nearly all Kalos jobs are free)
+    est = q.latency_.resolve(cluster="Kalos", type="Eval").value
+    n = int(q.parts_.set_index("type").loc["Eval", "n_free"])
+    assert n > 0.8 * len(ev)
+    for x in (10.0, 20.0, 100.0):
+        p = float(latency_cdf(x, **lat["Eval"]))
+        assert abs(float(est.cdf(x)) - p) <= Z * math.sqrt(p * (1 - p) / n) + 0.01, x
 
 
 def test_invalid_assumptions():

@@ -205,14 +205,14 @@ def test_priority_order_within_a_partition(engine):
     # one 8-GPU node busy until 10; Eval (submitted first) and SFT queue behind it. FIFO: Eval first; with Eval below
     # SFT the later SFT job goes first, Eval after it.
     df = jobs_df([(0, 8, 10, "Other"), (1, 8, 5, "Eval"), (2, 8, 5, "SFT")])
-    fifo = simulate_cluster(df, total_gpus=8, engine=engine)
+    fifo = simulate_cluster(df, total_gpus=8, backend=engine)
     assert fifo.jobs["start_s"].tolist() == [0, 10, 15]
-    pr = simulate_cluster(df, total_gpus=8, priorities={"Eval": 0, "SFT": 1, "Other": 1}, engine=engine)
+    pr = simulate_cluster(df, total_gpus=8, priorities={"Eval": 0, "SFT": 1, "Other": 1}, backend=engine)
     assert pr.jobs["start_s"].tolist() == [0, 15, 10]
     assert pr.jobs["priority"].tolist() == [1, 0, 1]
     # FIFO within a priority: two SFT jobs keep their submission order
     df2 = jobs_df([(0, 8, 10, "Other"), (1, 8, 5, "SFT"), (2, 8, 5, "Eval"), (3, 8, 5, "SFT")])
-    r = simulate_cluster(df2, total_gpus=8, priorities={"Eval": -1}, engine=engine)
+    r = simulate_cluster(df2, total_gpus=8, priorities={"Eval": -1}, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10, 20, 15]
 
 
@@ -220,7 +220,7 @@ def test_priority_order_within_a_partition(engine):
 def test_priority_order_among_best_effort_candidates(engine):
     # shared node busy; the idle reserved node takes best-effort work: with Eval below SFT the SFT job gets it
     df = jobs_df([(0, 8, 100, "Other"), (1, 8, 5, "Eval"), (1, 8, 5, "SFT")])
-    kw = dict(total_gpus=16, partitions={"pretrain": 8}, best_effort_on_reserved=True, engine=engine)
+    kw = dict(total_gpus=16, partitions={"pretrain": 8}, best_effort_on_reserved=True, backend=engine)
     fifo = simulate_cluster(df, **kw)
     assert fifo.jobs["start_s"].tolist() == [0, 1, 6]
     pr = simulate_cluster(df, priorities={"Eval": 0, "SFT": 1, "Other": 1}, **kw)
@@ -242,8 +242,8 @@ def test_policy_reservation_and_preemption_semantics(seed):
     df = _policy_workload(seed)
     kw = dict(total_gpus=48, partitions={"pretrain": 32}, priorities={"Eval": 0, "Pretrain": 1, "SFT": 1, "Debug": 1},
               window=(0.0, 400.0))
-    rc = simulate_cluster(df, best_effort_on_reserved=True, engine="c", **kw)
-    rn = simulate_cluster(df, best_effort_on_reserved=True, engine="numpy", **kw)
+    rc = simulate_cluster(df, best_effort_on_reserved=True, backend="c", **kw)
+    rn = simulate_cluster(df, best_effort_on_reserved=True, backend="numpy", **kw)
     pd.testing.assert_frame_equal(rc.jobs, rn.jobs)
     j = rc.jobs
     # the reservation: only Pretrain jobs are at home there; others run there only as best effort
@@ -259,21 +259,21 @@ def test_policy_reservation_and_preemption_semantics(seed):
     assert (j["contention_s"] >= 0).all()
     np.testing.assert_allclose(j["end_s"] - j["start_s"], j["run_s"])
     # without best effort nobody leaves home and nothing is preempted
-    r0 = simulate_cluster(df, best_effort_on_reserved=False, engine="c", **kw)
+    r0 = simulate_cluster(df, best_effort_on_reserved=False, backend="c", **kw)
     assert (r0.jobs["ran_in"] == r0.jobs["partition"]).all() and r0.jobs["preemptions"].sum() == 0
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_latency_is_added_once(engine):
     # idle cluster: the wait is the latency
-    one = simulate_cluster(jobs_df([(5, 4, 10)]).assign(latency_s=[7.0]), total_gpus=8, engine=engine).jobs
+    one = simulate_cluster(jobs_df([(5, 4, 10)]).assign(latency_s=[7.0]), total_gpus=8, backend=engine).jobs
     assert one[["start_s", "end_s", "wait_s", "contention_s"]].iloc[0].tolist() == [12, 22, 7, 0]
     # the preemption scenario with a latency of 2 s: GPUs are held for latency + run from each dispatch; the evicted
     # S2 (dispatched at 1, evicted at 10 when P1 is dispatched) is re-dispatched when P1 frees the node at 32, so
     # its wait is 31 s of contention + one latency
     df = jobs_df([(0, 8, 100, "SFT"), (1, 4, 50, "SFT"), (10, 8, 20, "Pretrain")]).assign(latency_s=2.0)
     r = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, best_effort_on_reserved=True,
-                         window=(0.0, 200.0), engine=engine)
+                         window=(0.0, 200.0), backend=engine)
     j = r.jobs
     assert j["start_s"].tolist() == [2, 34, 12]
     assert j["end_s"].tolist() == [102, 84, 32]

@@ -419,3 +419,16 @@ def test_slurm_parsable_trailing_pipe_and_jobidraw_only(tmp_path):
     assert j.loc["12", "state"] == "CANCELLED" and not j.loc["12", "started"]  # space-separated times
     assert j.loc["12", "queue_s"] == 300 and j.loc["12", "queue_censored"]
     assert j.loc["11", "type"] == "Other"  # no partition/QOS: Other
+
+
+def test_running_jobs_in_the_failure_model_fit():
+    from acmemodel.models.failure import FailureModel
+
+    jobs, run = _with_running(800, seed=2)
+    failed_fin = int(((jobs.analysis_state == "FAILED") & jobs.started & (jobs.gpu_num > 0)
+                      & ~jobs.run_censored).sum())
+    m = FailureModel(regimes=1, compare=False).fit(jobs)
+    assert m.n_events_ == failed_fin  # no running job counted as a failure
+    started_gpu = int((jobs.started & (jobs.gpu_num > 0) & jobs.run_s.notna()).sum())
+    assert m.n_fit_ == started_gpu  # none dropped
+    assert m.km_["all"]["n"] == started_gpu if "all" in m.km_ else True

@@ -15,10 +15,8 @@ from acmemodel.models.runtime import RuntimeModel
 
 
 @pytest.fixture(scope="module")
-def bundle():
-    from acmemodel.models.bundle import load_default
-
-    return load_default()
+def bundle(default_bundle):
+    return default_bundle
 
 
 def _two_bucket_jobs(n=3000, seed=0):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -193,3 +194,51 @@ def test_html_report_draws_the_band(tmp_path):
     text = open(path, encoding="utf-8").read()
     assert 'alt="sensitivity band of r" src="data:image/png;base64,' in text
     assert "Energy of the GPU-time loss" in text and "Moves the answer most" in text
+
+
+def test_sweep_over_presets_carries_energy(tmp_path):
+    from acmemodel.planner.sweep import sweep
+    from acmemodel.synth import sample_workload
+
+    cfg = {"name": "tiny", "cluster": {"gpus": 512, "partitions": {"pretrain": 256, "eval": 64}},
+           "workload": {"cluster": "Seren", "scale": 0.05, "days": 0.25, "replicas": 1},
+           "runs": [{"name": "big", "gpus": 256, "work": "5d"}], "simulation": {"replicas": 200, "seed": 1}}
+    df = sweep(cfg, {"axes": {"failures.reliability": {"values": ["meta-rsc1", "meta-rsc2"]}}},
+               sampler=sample_workload)
+    assert list(df["status"]) == ["ok", "ok"] and list(df["failures.reliability"]) == ["meta-rsc1", "meta-rsc2"]
+    m = PowerModel()
+    kwh = ((df["big.gpu_h_lost_work"] + df["big.gpu_h_lost_checkpoint"]) * m.kwh_per_gpu_hour
+           + df["big.gpu_h_lost_restart"] * m.kwh_per_idle_gpu_hour)
+    np.testing.assert_allclose(df["big.kwh_lost"], kwh, rtol=1e-9)
+    np.testing.assert_allclose(df["tco2e_lost"], df["kwh_lost"] / 1000 * m.carbon_t_per_mwh, rtol=1e-9)
+    assert df["big.expected_failures"][0] > df["big.expected_failures"][1]     # RSC-1 fails more often
+    # --reliability on the base config (API): every point takes the preset's rate
+    one = sweep(cfg, {"axes": {"runs.*.work": {"values": ["5d"]}}}, reliability="llama3-405b",
+                sampler=sample_workload)
+    assert one["big.expected_failures"][0] == pytest.approx(5 * 86400 / PRESETS["llama3-405b"].mttf_s(256), rel=0.35)
+
+
+def test_sweep_cli_unknown_preset_is_one_error_line(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(EXAMPLE.read_text())
+    grid = tmp_path / "g.yaml"
+    grid.write_text("axes:\n  checkpoint.sync_cost: {values: [30s]}\n")
+    with pytest.raises(SystemExit) as e:
+        main(["sweep", str(cfg), "--grid", str(grid), "-o", str(tmp_path / "o.parquet"), "--reliability", "zz"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "failures.reliability must be one of" in err[0]
+
+
+def test_default_workload_sampler_comes_from_the_package_metadata():
+    """Planner() and sweep(config, grid) without a sampler use the registered one (the synthesiser's)."""
+    from acmemodel.planner.planner import registered_sampler
+    from acmemodel.synth import sample_workload
+
+    assert registered_sampler() is sample_workload
+    cfg = ClusterConfig.from_dict({"cluster": {"gpus": 512, "partitions": {"pretrain": 256, "eval": 64}},
+                                   "workload": {"cluster": "Seren", "scale": 0.05, "days": 0.25},
+                                   "runs": [{"name": "big", "gpus": 256, "work": "2d"}],
+                                   "simulation": {"replicas": 100}, "sensitivity": False})
+    cl = Planner().plan(cfg).to_dict()["cluster"]
+    assert cl["available"], cl.get("reason")
+    assert sum(q["count"] for t, q in cl["queue_s"].items() if "planned" not in t) > 0   # a sampled workload

@@ -18,10 +18,8 @@ CFG = {
 
 
 @pytest.fixture(scope="module")
-def bundle():
-    from acmemodel.models.bundle import load_default
-
-    return load_default()
+def bundle(default_bundle):
+    return default_bundle
 
 
 def test_from_bundle_is_what_the_planner_uses(bundle):

@@ -83,6 +83,7 @@ typedef struct {
     int Q;
     double *r, *w, *I;      /* Q kept nodes (caller buffers) */
     double *hmin;           /* piecewise: least hazard from piece j on (m) */
+    double *omq, *stop;     /* piecewise, per tau: 1 - exp(-h_j x), 1 - exp(-hmin_j x) (m each) */
     long evals;
 } renewal;
 
@@ -241,10 +242,10 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
 
 /* ---------------------------------------------------------------- piecewise-constant hazard */
 
-/* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta); c < 0 means infinity */
-static void geometric_sums(double delta, double c, double *A, double *B, double *D) {
+/* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta), omq = 1 - q (given); c < 0 means infinity */
+static void geometric_sums(double delta, double omq, double c, double *A, double *B, double *D) {
+    double q = 1.0 - omq;
     if (c < 0) {
-        double omq = -expm1(-delta), q = exp(-delta);
         *A = 1.0 / omq;
         *B = q / (omq * omq);
         *D = q * (1.0 + q) / (omq * omq * omq);
@@ -253,20 +254,20 @@ static void geometric_sums(double delta, double c, double *A, double *B, double 
         *B = 0.5 * c * (c - 1.0);
         *D = (c - 1.0) * c * (2.0 * c - 1.0) / 6.0;
     } else if (c * delta < 0.05 && c <= 4096.0) {  /* avoid cancellation: sum directly */
-        double sa = 0.0, sb = 0.0, sd = 0.0, q = exp(-delta), qm = 1.0;
+        double sa = 0.0, sb = 0.0, sd = 0.0, qq = exp(-delta), qm = 1.0;
         long m, ci = (long)c;
         for (m = 0; m < ci; m++) {
             sa += qm;
             sb += (double)m * qm;
             sd += (double)m * (double)m * qm;
-            qm *= q;
+            qm *= qq;
         }
         *A = sa;
         *B = sb;
         *D = sd;
     } else {
-        double omq = -expm1(-delta), qc = exp(-c * delta);
-        *A = -expm1(-c * delta) / omq;
+        double em = expm1(-c * delta), qc = 1.0 + em;
+        *A = -em / omq;
         *B = (*A - 1.0 - (c - 1.0) * qc) / omq;
         *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * qc) / omq;
     }
@@ -292,8 +293,8 @@ static void piecewise_sums(const renewal *R, double r, double x, double *acc) {
             if (c <= 0.0) continue;
         }
         S_lo = exp(-(f->H[j] + hj * (r + ilo * x - f->b[j])));
-        if (S_lo == 0.0 || (hm > 0 && S_lo <= ACME_STOP * acc[0] * -expm1(-hm * x))) break;
-        geometric_sums(hj * x, c, &A, &B, &D);
+        if (S_lo == 0.0 || (hm > 0 && S_lo <= ACME_STOP * acc[0] * R->stop[j])) break;
+        geometric_sums(hj * x, R->omq[j], c, &A, &B, &D);
         acc[0] += S_lo * A;
         acc[1] += hj * S_lo * (ilo * A + B);
         acc[2] += -hj * hj * S_lo * (ilo * ilo * A + 2 * ilo * B + D);
@@ -312,6 +313,8 @@ static void renewal_init(renewal *R, const acme_failure *f, double C, const doub
     R->w = buf + Q;
     R->I = buf + 2 * Q;
     R->hmin = buf + 3 * Q;
+    R->omq = R->hmin + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->stop = R->omq + (f->family == ACME_PIECEWISE ? f->m : 1);
     R->evals = 0;
     R->gk = (f->family == ACME_WEIBULL) ? tgamma(1.0 / f->k) : 0.0;
     for (q = 0; q < Q; q++) {
@@ -347,6 +350,13 @@ static void renewal_terms(renewal *R, double tau, int want, double *EN, double *
     double x = tau + R->C, acc[3] = {0.0, 0.0, 0.0}, s[3];
     int q;
     R->evals++;
+    if (R->f->family == ACME_PIECEWISE) {  /* per-piece constants shared by every node */
+        int j;
+        for (j = 0; j < R->f->m; j++) {
+            R->omq[j] = -expm1(-R->f->h[j] * x);
+            R->stop[j] = -expm1(-R->hmin[j] * x);
+        }
+    }
     for (q = 0; q < R->Q; q++) {
         double w = R->w[q];
         if (w * R->I[q] / x <= ACME_PRUNE * acc[0]) continue;
@@ -562,10 +572,10 @@ static double expected_time_one(const acme_failure *f, renewal *R, double tau, d
 
 static int max_pieces(int family, int P) { return family == ACME_PIECEWISE ? P / 2 : 1; }
 
-/* scratch: H (m) for the failure law, then 3 Q + m for the renewal */
+/* scratch: H (m) for the failure law, then 3 Q + 3 m for the renewal */
 static double *scratch(int family, int P, int Q) {
     int m = max_pieces(family, P);
-    return (double *)malloc(sizeof(double) * ((size_t)m + 3 * (size_t)Q + (size_t)m + 1));
+    return (double *)malloc(sizeof(double) * ((size_t)m + 3 * (size_t)Q + 3 * (size_t)m + 1));
 }
 
 void acme_ckpt_expected_time(int n, const double *tau, const double *work, const double *ckpt,

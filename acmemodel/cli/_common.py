@@ -72,6 +72,18 @@ def check_bundle_out(out: Path, option: str = "-o/--out") -> None:
         raise ValueError(f"{option}: {out} is a directory; a .zip bundle path must be a file")
 
 
+def check_output_not_input(out: Path, inputs, option: str = "-o/--output") -> None:
+    """Refuse an output path that is one of the command's inputs or lies inside an input directory (a
+    directory bundle), e.g. ``synth --bundle B -o B/bundle.json`` (``ValueError`` naming the option)."""
+    o = Path(out).resolve()
+    for i in inputs:
+        if i is None:
+            continue
+        r = Path(i).resolve()
+        if o == r or (r.is_dir() and r in o.parents):
+            raise ValueError(f"{option}: {out} would overwrite the input {i}; write the output elsewhere")
+
+
 def check_dir_out(out: Path | None, option: str) -> None:
     """Refuse an output directory path that is an existing file (``ValueError`` naming the option)."""
     if out is not None and out.exists() and not out.is_dir():

@@ -92,7 +92,7 @@ def progress(description: str, *, enabled: bool = True) -> Iterator:
     """``with progress("fitting", enabled=not json_out) as update: ... update(done, total)``: a rich
     progress bar on stderr; a no-op callable when disabled."""
     if not enabled:
-        yield lambda done, total=None: None
+        yield lambda done, total=None, description=None: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import check_output_not_input, console, load_traces
 from acmemodel.errors import ConfigError
 
 
@@ -98,6 +98,8 @@ def export_cmd(
         raise ConfigError(f"--batsim-profile must be 'delay' or 'DelayProfile', got {batsim_profile!r}")
     if include_cpu is not None and name in ("acmetrace", "batsim", "airesim"):
         raise ConfigError(f"--include-cpu/--no-cpu does not apply to --format {name}")
+    if bundle is not None:
+        check_output_not_input(out, [bundle], "--out/-o")
     opts: dict = {}
     jobs = None
     if name == "airesim":
@@ -129,7 +131,10 @@ def export_cmd(
             opts.update(rebase_to=rebase_to, large_gpus=vc_large)
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
                     vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
-    res = write(jobs, name, out, **opts)
+    from acmemodel.export._common import protect
+
+    with protect(list(paths or []) + ([bundle / "bundle.json" if bundle.is_dir() else bundle] if bundle else [])):
+        res = write(jobs, name, out, **opts)
     if json_out:
         print_json(res)
         return

@@ -163,6 +163,10 @@ def _print_human(d: dict) -> None:
             t.add_row(ty, num(q["count"]), _wait(q["p50"]), _wait(q["p90"]), _wait(q.get("mean")), target)
         console.print(t)
         qs = cl.get("quota_search")
+        if qs is not None and qs.get("evaluations"):
+            from acmemodel.cli.tradeoff import quota_tradeoff_table
+
+            console.print(quota_tradeoff_table(qs, cl.get("target")))
         if qs is not None and not qs["feasible"]:
             notes.append(f"quota target not met: {qs['reason']}")
         wl = cl.get("workload") or {}

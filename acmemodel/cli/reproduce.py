@@ -72,6 +72,7 @@ def _render(doc: dict) -> None:
                       _f(None if r["rel_diff"] is None else 100 * r["rel_diff"], "{:+.1f}%"),
                       note(r.get("explanation")))
         console.print(t)
+        render_queue_by_type(name, c)
         t = Table(title=f"{name}: KS distance to the published CDFs")
         for col in ("curve", "basis", "n", "KS", "at x", "KS noise 95%", "", "note"):
             t.add_column(col, justify="right" if col in ("n", "KS", "at x", "KS noise 95%") else "left")
@@ -90,6 +91,55 @@ def _render(doc: dict) -> None:
             console.print(f"[{i}] {text}")
     console.print("\nKS = max over the published points x_i of |F_synthetic(x_i) − F_published(x_i)| "
                   "(a published CDF is known only at its points); 'KS noise 95%' = 1.358/√n.")
+
+
+def render_queue_by_type(name: str, c: dict) -> None:
+    """Per-type queue table (share of jobs with wait <= x, median, mean; reproduced over published),
+    the queue checks and GPU time by size of one cluster of a reproduce document."""
+    rows = c.get("queue_by_type") or []
+    if rows:
+        xs = sorted({r["x_s"] for r in rows if r["x_s"] is not None})
+        t = Table(title=f"{name}: wait by type, reproduced / published (% of jobs with wait <= x; s)")
+        t.add_column("type")
+        t.add_column("")
+        for x in xs:
+            t.add_column(f"<={x:g}s", justify="right")
+        t.add_column("median", justify="right")
+        t.add_column("mean", justify="right")
+        for ty in dict.fromkeys(r["type"] for r in rows):
+            rr = [r for r in rows if r["type"] == ty]
+            by_x = {r["x_s"]: r for r in rr if r["x_s"] is not None}
+            stat = {r["statistic"]: r for r in rr if r["x_s"] is None}
+
+            def cell(r):
+                if r is None or r["reproduced"] is None:
+                    return ""
+                v = f"{r['reproduced']:.0f}"
+                return v if r["within_bar"] is None else (f"[green]{v}[/green]" if r["within_bar"]
+                                                          else f"[red]{v}[/red]")
+            t.add_row(ty, "rep", *[cell(by_x.get(x)) for x in xs],
+                      _f(stat.get("median_s", {}).get("reproduced"), "{:,.0f}"),
+                      _f(stat.get("mean_s", {}).get("reproduced"), "{:,.0f}"))
+            pubs = [by_x.get(x, {}).get("published") for x in xs]
+            if any(p is not None for p in pubs):
+                t.add_row("", "pub", *[_f(p, "{:g}") for p in pubs], "", "")
+        console.print(t)
+    checks = c.get("queue_checks") or []
+    if checks:
+        t = Table(title=f"{name}: queue checks")
+        for col in ("check", "reproduced", ""):
+            t.add_column(col)
+        for r in checks:
+            t.add_row(r["check"], r["value"], _mark(r["passed"]))
+        console.print(t)
+    size = [r for r in (c.get("gpu_time_by_size") or []) if r["published"] is not None]
+    if size:
+        t = Table(title=f"{name}: GPU time by job size (published bounds)")
+        for col in ("fact", "published", "reproduced", ""):
+            t.add_column(col, justify="right" if col in ("published", "reproduced") else "left")
+        for r in size:
+            t.add_row(r["fact"], r["published"], _f(r["reproduced"], "{:.2f}%"), _mark(r["within_bar"]))
+        console.print(t)
 
 
 @app.command("reproduce")

@@ -50,6 +50,9 @@ def sweep_cmd(
     yes: bool = typer.Option(False, "--yes", help="Run grids of more than 1,000,000 points."),
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="Fitted bundle (default: the embedded default)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Sweep seed (default: the grid's, else simulation.seed)."),
+    reliability: Optional[str] = typer.Option(
+        None, "--reliability", help="Published failure rate of the base config: acme-2023, meta-rsc1, "
+                                    "meta-rsc2 or llama3-405b (a grid axis failures.reliability varies it)."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """One row per grid point: completion time, failures, ETTR, GPU-hours lost by cause and failure
@@ -64,14 +67,14 @@ def sweep_cmd(
         raise ValueError(f"-o/--out: {out} is a directory; give a .parquet file path")
     if seed is not None and seed < 0:
         raise ValueError(f"--seed must be >= 0, got {seed}")
-    plan = plan_sweep(config, grid, seed=seed, allow_large=yes)  # bad grid: one error line, before any work
+    plan = plan_sweep(config, grid, seed=seed, allow_large=yes, reliability=reliability)  # bad grid: one error line, before any work
     client, cluster = _client(workers, scheduler)
     t0 = time.perf_counter()
     try:
         from acmemodel.synth import sample_workload
 
         df = sweep(config, grid, client=client, bundle=bundle, seed=seed, out=out, resume=resume,
-                   progress=not json_out, allow_large=yes, sampler=sample_workload)
+                   progress=not json_out, allow_large=yes, sampler=sample_workload, reliability=reliability)
     except KeyboardInterrupt:
         sys.stderr.write(f"interrupted: finished points are in {out.name}.partial/; rerun with --resume\n")
         raise typer.Exit(130)

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import check_output_not_input, console
 from acmemodel.cli.export import Fmt
 
 
@@ -76,7 +76,8 @@ def synth_cmd(
     import numpy as np
 
     from acmemodel.clusters import cluster_gpus
-    from acmemodel.synth import cluster_queue, resolve_bundle, simulate_jobs, to_acmetrace, write_acmetrace
+    from acmemodel.synth import (cluster_queue, resolve_bundle, simulate_jobs, to_acmetrace, trace_file_kind,
+                                 write_acmetrace)
 
     if not (days > 0):
         raise ValueError(f"--days must be > 0, got {days}")
@@ -88,6 +89,9 @@ def synth_cmd(
         raise ValueError(f"--queue must be 'none' or 'sim', got {queue!r}")
     if gpus is not None and gpus <= 0:
         raise ValueError(f"--gpus must be > 0, got {gpus}")
+    check_output_not_input(out, [bundle])
+    if fmt is SynthFormat.acmetrace:
+        trace_file_kind(out)
     fill = None
     if queue == "sim":
         fill = cluster_queue(total_gpus=gpus if gpus is not None else cluster_gpus(cluster))

@@ -55,6 +55,7 @@ def load_failure_table() -> pd.DataFrame:
 REFERENCE_TABLES: tuple[str, ...] = (
     "cluster_summary", "clusters", "workload_mix", "duration_cdf_by_type", "gpu_job_duration_cdf_by_cluster",
     "gpu_count_cdf_by_jobs", "gpu_count_box_by_type", "gpu_count_outliers_by_type", "power_cdf",
+    "queue_wait_by_type",
 )
 
 

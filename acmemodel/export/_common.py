@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import gzip
+from contextlib import contextmanager
+from contextvars import ContextVar
 import math
 import re
 import warnings
@@ -201,7 +203,8 @@ def split_clusters(df: pd.DataFrame, cluster: str | None = None) -> list[tuple[s
     if len(df) == 0:
         raise ValueError("no jobs to export")
     out = []
-    names = df["cluster"].unique()
+    # a set, not Series.unique(): pandas hashes object strings as C strings ('a\x00b' == 'a')
+    names = set(df["cluster"].tolist())
     for name in sorted(names):
         sub = df if len(names) == 1 else df[df["cluster"] == name]
         t = sub["submit_s"].to_numpy()
@@ -259,9 +262,58 @@ class GpuGroups:
                 yield name, sub, n_cpu
 
 
-def safe_name(s: str) -> str:
-    """A file-name-safe lower-case version of a cluster name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(s)).strip("_").lower() or "cluster"
+def safe_name(s: str, *, lower: bool = True) -> str:
+    """A file-name-safe version of a cluster name (lower case unless ``lower=False``): runs of
+    characters other than letters, digits, ``_``, ``.``, ``-`` become ``_``; leading/trailing ``_`` and
+    ``.`` are stripped, so the result is never empty, ``.``, ``..``, absolute or a path with ``/``;
+    at most 100 characters (file names are limited to 255 bytes)."""
+    n = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(s))[:100].strip("_.")
+    return (n.lower() if lower else n) or "cluster"
+
+
+def safe_names(names: Iterable[str], *, lower: bool = True) -> dict[str, str]:
+    """:func:`safe_name` of every cluster name, made unique (``_2``, ``_3``... on a clash, compared
+    case-insensitively) so two clusters never write the same file."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        base = cand = safe_name(name, lower=lower)
+        i = 1
+        while cand.lower() in used:
+            i += 1
+            cand = f"{base}_{i}"
+        used.add(cand.lower())
+        out[name] = cand
+    return out
+
+
+#: files the writers must not overwrite (the command's inputs; set with :func:`protect`)
+_PROTECTED: ContextVar[frozenset] = ContextVar("acmemodel_export_protected", default=frozenset())
+
+
+@contextmanager
+def protect(paths: Iterable[str | Path]):
+    """Within the block, :func:`out_path` refuses to return any of ``paths`` (resolved), e.g. the trace
+    files an export reads from the same directory it writes to."""
+    token = _PROTECTED.set(_PROTECTED.get() | {Path(p).resolve() for p in paths if p is not None})
+    try:
+        yield
+    finally:
+        _PROTECTED.reset(token)
+
+
+def out_path(out: Path, *parts: str) -> Path:
+    """``out / parts...``, refused (``ValueError``) if it resolves outside ``out`` (a ``..`` or an
+    absolute part, or a symbolic link inside ``out`` pointing elsewhere) or onto a :func:`protect`-ed
+    input. Every writer builds its file paths here."""
+    out = Path(out)
+    p = out.joinpath(*parts)
+    root, real = out.resolve(), p.resolve()
+    if real != root and root not in real.parents:
+        raise ValueError(f"refusing to write {p}: it resolves outside the output directory {out} ({real})")
+    if real in _PROTECTED.get():
+        raise ValueError(f"refusing to write {p}: it is an input of this command; write elsewhere")
+    return p
 
 
 # --------------------------------------------------------------------------- times
@@ -536,7 +588,7 @@ def write_readme(out: Path, title: str, sections: list[tuple[str, str]], name: s
              f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}.", ""]
     for head, body in sections:
         lines += [f"## {head}", "", body.rstrip(), ""]
-    p = out / name
+    p = out_path(out, name)
     p.write_text("\n".join(lines))
     return p
 

@@ -197,13 +197,14 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     with_chain = carries_chain(jobs)
     df, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, notes, rows, desc, chains = [], [], 0, [], 0
+    stems = C.safe_names([g for g, _ in groups])
     for name, sub in groups:
         sch = _schema_for(name, schema)
         header, cols, adj = format_rows(sub, sch, offsets[name], fail_known=not no_fail_col)
         if with_chain:
             h2, c2 = chain_file_columns(sub)
             header, cols = list(header) + h2, list(cols) + c2
-        path = out / f"trace_{C.safe_name(name)}.csv"
+        path = C.out_path(out, f"trace_{stems[name]}.csv")
         C.write_csv(path, header, cols)
         files.append(path)
         rows += len(sub)

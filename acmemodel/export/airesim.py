@@ -334,7 +334,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
         if k in _COMMENTS:
             lines.append(f"# {_COMMENTS[k]}")
         lines.append(yaml.safe_dump({k: v}, default_flow_style=False).strip())
-    path = out / "config.yaml"
+    path = C.out_path(out, "config.yaml")
     path.write_text("\n".join(lines) + "\n")
     sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params)} fields)."),
                 ("Inputs", "\n".join(f"- {k}: {v}" for k, v in prov.items()))]

@@ -63,6 +63,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
     if profile_type not in ("delay", "DelayProfile"):
         raise ValueError(f"profile_type must be 'delay' or 'DelayProfile', got {profile_type!r}")
     _, chain_src, out, groups, _ = C.prepare(jobs, out, cluster=cluster, local_time=False)
+    stems = C.safe_names([g for g, _ in groups])
     files, desc, frames, n_jobs = [], [], [], 0
     gpu_groups = C.GpuGroups(groups)
     for name, sub, n_cpu in gpu_groups:
@@ -102,7 +103,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
                        f"times rounded to 1 ms; no walltime field = no limit; "
                        f"{n_cpu} CPU-only jobs omitted"
                        + (f"; nb_res raised from {want} to the largest job ({nb_res})" if nb_res > want else ""))
-        path = out / f"{C.safe_name(name)}_workload.json"
+        path = C.out_path(out, f"{stems[name]}_workload.json")
         with open(path, "wb") as f:
             f.write(('{\n"nb_res": %d,\n"description": %s,\n"jobs": [\n' % (nb_res, json.dumps(description)))
                     .encode())

@@ -147,6 +147,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     if large_gpus is not None and int(large_gpus) < 0:
         raise ValueError(f"large_gpus must be >= 0, got {large_gpus!r}")
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    dirs = C.safe_names([g for g, _ in groups], lower=False)
     epoch = window[1] if window else (rebase_to or HELIOS_EPOCH)
     rebase = bool(rebase or rebase_to)
     files, desc, notes, frames = [], [], [], []
@@ -176,9 +177,9 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
                 C.format_times(s + shift, offset_s=off), C.format_times(st + shift, st_miss, offset_s=off),
                 C.format_times(en + shift, offset_s=off), C.int_strings(dur),
                 C.int_strings(np.where(started, st - s, en - s))]
-        d = out / name
+        d = C.out_path(out, dirs[name])
         d.mkdir(parents=True, exist_ok=True)
-        log, vcp = d / "cluster_log.csv", d / "vc_config.csv"
+        log, vcp = C.out_path(d, "cluster_log.csv"), C.out_path(d, "vc_config.csv")
         header_line = None
         if window:
             anchor_vc = str(cfg.idxmax())
@@ -191,9 +192,9 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         C.write_csv(vcp, ["", "num"], [np.array(cfg.index, dtype=object), C.int_strings(cfg.to_numpy())])
         files += [log, vcp]
         frames.append(sub)
-        lines = [f"- `{name}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
+        lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
                  f" (largest rounding {rounding:.3f} s).",
-                 f"- `{name}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
+                 f"- `{dirs[name]}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
                  f"jobs assigned {vc_desc}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()) + "."]
         lines.append(f"- {int(raised.sum())} durations raised to {MIN_DURATION_S} s ({int(st_miss.sum())} jobs "
                      f"that never started, {int((raised & started).sum())} shorter runs): the simulators "

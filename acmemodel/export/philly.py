@@ -77,6 +77,7 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
                  rebase_to: str | None = None) -> dict[str, Any]:
     """Write ``OUT/<Cluster>/cluster_job_log`` per cluster (module docstring)."""
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    dirs = C.safe_names([g for g, _ in groups], lower=False)
     epoch = rebase_to or PHILLY_EPOCH
     rebase = bool(rebase or rebase_to)
     files, desc, frames, n_entries = [], [], [], 0
@@ -114,16 +115,16 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
                         json_strings(sub["job_id"].to_numpy()[fi]), ', "attempts": [', joined,
                         '], "submitted_time": "', C.format_times(s[fi] + shift, offset_s=off), '", "user": ',
                         json_strings(sub["user"].to_numpy()[fi]), "},\n")
-        d = out / name
+        d = C.out_path(out, dirs[name])
         d.mkdir(parents=True, exist_ok=True)
-        path = d / "cluster_job_log"
+        path = C.out_path(out, dirs[name], "cluster_job_log")
         with open(path, "wb") as f:
             f.write(b"[\n")
             C.write_joined(f, entries, ",\n", terminated=True)
             f.write(b"\n]\n")
         # sidecar: every attempt with its logical jobid
         jobid_of_row = sub["job_id"].to_numpy(dtype=object)[fi][ccode]
-        mpath = d / "cluster_job_log_attempts.csv"
+        mpath = C.out_path(out, dirs[name], "cluster_job_log_attempts.csv")
         C.write_csv(mpath, ["jobid", "attempt", "job_id", "type", "state", "started"], [
             jobid_of_row, C.int_strings(attempt), sub["job_id"].to_numpy(dtype=object),
             sub["type"].to_numpy(dtype=object), sub["state"].astype(str).to_numpy(dtype=object),
@@ -131,7 +132,7 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         files += [path, mpath]
         frames.append(sub)
         n_entries += len(cuniq)
-        line = (f"- `{name}/cluster_job_log`: {len(cuniq)} logical jobs, {int(started.sum())} recorded attempts "
+        line = (f"- `{dirs[name]}/cluster_job_log`: {len(cuniq)} logical jobs, {int(started.sum())} recorded attempts "
                 f"({len(sub)} trace rows; chains from {chain_src}); local time {C.format_offset(off)}; "
                 f"vc {vc_desc}.")
         if rebase:

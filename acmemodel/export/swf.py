@@ -137,6 +137,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
     from acmemodel._version import __version__
 
     _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    stems = C.safe_names([g for g, _ in groups])
     files, desc, written, n_jobs, frames = [], [], 0, 0, []
     gpu_groups = C.GpuGroups(groups, drop=not include_cpu, keep_empty=True)
     for name, sub, n_cpu in gpu_groups:
@@ -194,12 +195,12 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) omitted.")
         else:
             hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) kept with 0 processors.")
-        path = out / f"{C.safe_name(name)}.swf"
+        path = C.out_path(out, f"{stems[name]}.swf")
         table = pa.table({f"f{i + 1}": F[:, i] for i in range(18)})
         with open(path, "wb") as f:
             f.write(("".join(f"; {h}\n" for h in hdr)).encode())
             pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=" "))
-        mpath = out / f"{C.safe_name(name)}_swf_jobs.csv"
+        mpath = C.out_path(out, f"{stems[name]}_swf_jobs.csv")
         C.write_csv(mpath, ["job_number", "job_id", "user_id", "user", "type", "state", "chain_id", "attempt"], [
             C.int_strings(F[:, 0]), sub["job_id"].to_numpy(dtype=object), C.int_strings(F[:, 11]),
             sub["user"].to_numpy(dtype=object), sub["type"].to_numpy(dtype=object),

@@ -17,6 +17,9 @@ quota question)::
         eval: auto
       routing: {Debug: shared}    # job type -> partition (default: Pretrain->pretrain, Eval->eval, else shared)
       best_effort_on_reserved: false   # other jobs may run preemptibly on idle pretrain GPUs
+      best_effort_types: [SFT, Debug]  # which types may (default: every type not routed to pretrain)
+      priorities: {Pretrain: 2, Eval: 0}   # per type, higher first; FIFO within a priority (default 0)
+      latency: true               # add the bundle's start-up latency (queue model) to every job's wait
       backfill: true
       include_runs: true          # the runs below occupy the pretrain partition in the cluster simulation
     checkpoint:
@@ -83,6 +86,82 @@ def parse_duration(value, field_name: str = "duration", *, allow_zero: bool = Fa
     return sec
 
 
+# ------------------------------------------------------------------------------------------ limits
+#: largest config file read (bytes)
+MAX_CONFIG_BYTES = 1 << 20
+#: most YAML aliases (``*name``) a config may use; anchors/aliases beyond that are refused
+MAX_ALIASES = 100
+#: most values (mapping entries, list items, scalars) a parsed config may hold, counting every
+#: use of an aliased value again (so a "billion laughs" document is refused, not expanded)
+MAX_NODES = 100_000
+#: longest string value or key in a config (characters)
+MAX_STRING = 1_000
+
+
+def _yaml_loader():
+    """A ``yaml.SafeLoader`` subclass that refuses duplicate mapping keys and more than
+    :data:`MAX_ALIASES` aliases (the safe loader itself constructs only plain data)."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        _aliases = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                self._aliases += 1
+                if self._aliases > MAX_ALIASES:
+                    mark = self.peek_event().start_mark
+                    raise ConfigError(f"more than {MAX_ALIASES} YAML aliases (line {mark.line + 1}); "
+                                      "write the values out")
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise ConfigError(f"line {key_node.start_mark.line + 1}: a mapping key must be a "
+                                      "plain value") from None
+                if key in seen:
+                    raise ConfigError(f"duplicate key {key!r} (line {key_node.start_mark.line + 1}; first "
+                                      f"on line {seen[key] + 1})")
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
+
+    return _Loader
+
+
+def _check_size(data: Any) -> None:
+    """Refuse a parsed config with more than :data:`MAX_NODES` values (shared values counted at
+    every use) or a string longer than :data:`MAX_STRING`; iterative, stops at the limit."""
+    stack, n = [("config", data)], 0
+    while stack:
+        where, v = stack.pop()
+        n += 1
+        if n > MAX_NODES:
+            raise ConfigError(f"config holds more than {MAX_NODES:,} values (YAML aliases expand to "
+                              "copies); refusing to expand it")
+        if isinstance(v, str):
+            if len(v) > MAX_STRING:
+                raise ConfigError(f"{where}: string of {len(v):,} characters (at most {MAX_STRING:,})")
+        elif isinstance(v, Mapping):
+            for k, x in v.items():
+                if isinstance(k, str) and len(k) > MAX_STRING:
+                    raise ConfigError(f"{where}: key of {len(k):,} characters (at most {MAX_STRING:,})")
+                stack.append((f"{where}.{k}" if where != "config" else str(k), x))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+
+
+def _str(v, where: str) -> str:
+    """A plain string field (job type, cluster, name): not a list/mapping, not empty."""
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)) or not str(v).strip():
+        raise ConfigError(f"{where} must be a non-empty string, got {v!r}")
+    return str(v)
+
+
 # ------------------------------------------------------------------------------------------ helpers
 def _check_keys(d: Any, allowed: set[str], where: str) -> dict:
     if d is None:
@@ -141,21 +220,49 @@ def read_config_file(path: str | Path) -> Any:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"config file not found: {p}")
+    size = p.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {p.name} is {size:,} bytes; at most {MAX_CONFIG_BYTES:,}")
     text = p.read_text()
     suffix = p.suffix.lower()
     try:
         if suffix in (".yaml", ".yml"):
             import yaml
 
-            return yaml.safe_load(text)
+            # a SafeLoader subclass: plain data only, duplicate keys and alias floods refused
+            data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506
+            _check_size(data)
+            return data
         if suffix == ".toml":
             import tomllib
 
-            return tomllib.loads(text)
+            data = tomllib.loads(text)
+            _check_size(data)
+            return data
+    except ConfigError as e:
+        raise ConfigError(f"{p.name}: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot parse {p.name}: nested too deeply") from None
     except Exception as e:  # parser errors
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ConfigError(f"cannot parse {p.name}: {first}") from None
     raise ConfigError(f"config file must end in .yaml, .yml or .toml, got {p.name}")
+
+
+def with_reliability(data: Any, preset: str, *, where: str = "config") -> dict:
+    """A copy of a raw configuration whose failure rate is the reliability preset ``preset`` (the
+    ``--reliability`` option): ``failures.reliability`` set, ``failures.mttf/reference_gpus/shape``
+    dropped. The preset name is validated when the result is."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: the configuration must be a mapping")
+    data = dict(data)
+    fs = data.get("failures") or {}
+    if not isinstance(fs, Mapping):
+        raise ConfigError("failures must be a mapping")
+    fs = {k: v for k, v in fs.items() if k not in ("mttf", "reference_gpus", "shape")}
+    fs["reliability"] = preset
+    data["failures"] = fs
+    return data
 
 
 # ------------------------------------------------------------------------------------------ sections
@@ -170,6 +277,9 @@ class ClusterSpec:
     best_effort_on_reserved: bool = False
     backfill: bool = True
     include_runs: bool = True
+    priorities: dict = field(default_factory=dict)
+    best_effort_types: list | None = None
+    latency: bool = False
 
     @property
     def auto_partition(self) -> str | None:
@@ -279,17 +389,7 @@ class ClusterConfig:
         p = Path(path)
         data = read_config_file(p)
         if reliability is not None:
-            if not isinstance(data, Mapping):
-                raise ConfigError(f"{p.name}: the configuration must be a mapping")
-            data = dict(data)
-            fs = data.get("failures") or {}
-            if not isinstance(fs, Mapping):
-                raise ConfigError("failures must be a mapping")
-            fs = dict(fs)
-            for k in ("mttf", "reference_gpus", "shape"):
-                fs.pop(k, None)
-            fs["reliability"] = reliability
-            data["failures"] = fs
+            data = with_reliability(data, reliability, where=p.name)
         cfg = cls.from_dict(data, base_dir=p.parent)
         cfg.source = str(p)
         return cfg
@@ -298,15 +398,17 @@ class ClusterConfig:
     def from_dict(cls, data: Mapping, *, base_dir: Path | None = None) -> "ClusterConfig":
         """Validate a plain dict (as parsed from YAML/TOML); ``base_dir``: where relative paths (an
         evaluation batch CSV) are resolved."""
+        _check_size(data)
         top = _check_keys(data, {"name", "cluster", "checkpoint", "restart", "failures", "workload",
                                  "queue_target", "runs", "simulation", "evaluation", "energy", "sensitivity"},
                           "config")
         if "cluster" not in top:
             raise ConfigError("config.cluster is required (at least cluster.gpus)")
-        name = str(top.get("name", "cluster"))
+        name = _str(top.get("name", "cluster"), "name")
 
         c = _check_keys(top["cluster"], {"gpus", "gpus_per_node", "partitions", "routing",
-                                         "best_effort_on_reserved", "backfill", "include_runs"}, "cluster")
+                                         "best_effort_on_reserved", "backfill", "include_runs", "priorities",
+                                         "best_effort_types", "latency"}, "cluster")
         if "gpus" not in c:
             raise ConfigError("cluster.gpus is required")
         gpn = _pos_int(c.get("gpus_per_node", 8), "cluster.gpus_per_node")
@@ -341,16 +443,39 @@ class ClusterConfig:
             raise ConfigError("cluster.routing must be a mapping of job type to partition")
         known = set(parts) | {"shared"}
         for t, p in routing.items():
+            _str(t, "cluster.routing key (a job type)")
+            if not isinstance(p, str):
+                raise ConfigError(f"cluster.routing.{t} must be one partition name ({sorted(known)}), "
+                                  f"got {p!r}")
             if p not in known:
                 raise ConfigError(f"cluster.routing.{t} = {p!r} is not a partition ({sorted(known)})")
         flags = {}
-        for k, d in (("best_effort_on_reserved", False), ("backfill", True), ("include_runs", True)):
+        for k, d in (("best_effort_on_reserved", False), ("backfill", True), ("include_runs", True),
+                     ("latency", False)):
             v = c.get(k, d)
             if not isinstance(v, bool):
                 raise ConfigError(f"cluster.{k} must be true or false, got {v!r}")
             flags[k] = v
+        prios = c.get("priorities") or {}
+        if not isinstance(prios, Mapping):
+            raise ConfigError("cluster.priorities must be a mapping of job type to an integer priority")
+        priorities = {}
+        for t, v in prios.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v \
+                    or abs(v) > 1e6:
+                raise ConfigError(f"cluster.priorities.{t} must be an integer (higher runs first), got {v!r}")
+            priorities[str(t)] = int(v)
+        bet = c.get("best_effort_types")
+        if bet is not None:
+            if not isinstance(bet, list) or not all(isinstance(t, str) for t in bet):
+                raise ConfigError(f"cluster.best_effort_types must be a list of job types, got {bet!r}")
+            if not flags["best_effort_on_reserved"]:
+                raise ConfigError("cluster.best_effort_types needs cluster.best_effort_on_reserved: true")
+        if flags["best_effort_on_reserved"] and "pretrain" not in parts:
+            raise ConfigError("cluster.best_effort_on_reserved needs a cluster.partitions.pretrain reservation")
         cluster = ClusterSpec(gpus=gpus, gpus_per_node=gpn, partitions=parts,
-                              routing={str(k): str(v) for k, v in routing.items()}, **flags)
+                              routing={str(k): str(v) for k, v in routing.items()}, priorities=priorities,
+                              best_effort_types=None if bet is None else [str(t) for t in bet], **flags)
 
         ck = _check_keys(top.get("checkpoint"), {"mode", "sync_cost", "async_cost", "interval"}, "checkpoint")
         interval = ck.get("interval", "auto")
@@ -381,7 +506,7 @@ class ClusterConfig:
                                                                                   "failures.reference_gpus"),
             shape=None if fs.get("shape") is None else _num(fs["shape"], "failures.shape", lo=0.1, hi=50.0),
             model=_choice(fs.get("model", "weibull"), "failures.model", ("weibull", "piecewise")),
-            job_type=str(fs.get("job_type", "Pretrain")),
+            job_type=_str(fs.get("job_type", "Pretrain"), "failures.job_type"),
             reliability=None if preset is None else preset.name)
         if preset is not None and preset.ckpt_cost_s is not None:
             # the preset's published checkpoint write cost, unless the config sets the cost of its mode
@@ -395,7 +520,7 @@ class ClusterConfig:
         days = ws.get("days", 7.0)  # a number of days or a duration string
         days = (_num(days, "workload.days", lo=0.0, lo_open=True) if isinstance(days, (int, float))
                 and not isinstance(days, bool) else parse_duration(days, "workload.days") / 86400.0)
-        workload = WorkloadSpec(cluster=str(ws.get("cluster", "Seren")),
+        workload = WorkloadSpec(cluster=_str(ws.get("cluster", "Seren"), "workload.cluster"),
                                 scale=_num(ws.get("scale", 1.0), "workload.scale", lo=0.0, lo_open=True),
                                 days=days, replicas=_pos_int(ws.get("replicas", 1), "workload.replicas"))
 
@@ -403,7 +528,7 @@ class ClusterConfig:
         q = _num(qt.get("quantile", 0.9), "queue_target.quantile", lo=0.0, lo_open=True, hi=1.0)
         if q >= 1.0:
             raise ConfigError(f"queue_target.quantile must be < 1, got {q!r}")
-        target = QueueTarget(type=str(qt.get("type", "Eval")), quantile=q,
+        target = QueueTarget(type=_str(qt.get("type", "Eval"), "queue_target.type"), quantile=q,
                              max_wait_s=parse_duration(qt.get("max_wait", 600.0), "queue_target.max_wait",
                                                        allow_zero=True))
 
@@ -417,7 +542,7 @@ class ClusterConfig:
             for req in ("gpus", "work"):
                 if req not in r:
                     raise ConfigError(f"{where}.{req} is required")
-            nm = str(r.get("name", f"run{i + 1}"))
+            nm = _str(r.get("name", f"run{i + 1}"), f"{where}.name")
             if nm in names:
                 raise ConfigError(f"{where}.name {nm!r} is used twice")
             names.add(nm)

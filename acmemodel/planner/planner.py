@@ -144,7 +144,9 @@ class Planner:
     sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
         the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
         run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload`. The planner does not
-        import the synthesiser: without a sampler the cluster part needs an explicit ``workload=``.
+        import the synthesiser: ``None`` takes the sampler the installed package registers
+        (:func:`registered_sampler`, the synthesiser's); without one the cluster part needs an explicit
+        ``workload=``.
     """
 
     def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
@@ -275,23 +277,33 @@ class Planner:
     def workload_sampler(self, config: ClusterConfig) -> Callable:
         """``rng -> job list`` for ``config.workload`` from the planner's ``sampler`` and bundle (GPU jobs
         that started: ``submit_s, run_s, gpu_num, type``). ConfigError without a sampler."""
-        if self.sampler is None:
+        sampler = self.sampler if self.sampler is not None else registered_sampler()
+        if sampler is None:
             raise ConfigError("no workload sampler: pass Planner(..., sampler=acmemodel.synth.sample_workload) "
                               "or an explicit workload=")
         wl = config.workload
         bundle = self.bundle
-        sampler = self.sampler
+
+        qm = bundle.get("queue") if config.cluster.latency and hasattr(bundle, "get") else None
 
         def sample(rng: np.random.Generator) -> pd.DataFrame:
             df = sampler(bundle, wl, rng)
-            return df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+            df = df.loc[df["gpu_num"] > 0, ["submit_s", "run_s", "gpu_num", "type"]].dropna(subset=["run_s"])
+            if qm is not None:  # start-up latency per job (cluster x type law of the queue model)
+                ty = df["type"].astype(str).to_numpy()
+                lat = np.zeros(len(df))
+                for t in np.unique(ty):
+                    m = ty == t
+                    lat[m] = qm.sample_latency(int(m.sum()), rng, cluster=wl.cluster, type=str(t))
+                df["latency_s"] = np.round(lat)
+            return df
 
         return sample
 
     def quota(self, config: ClusterConfig, *, workload=None) -> dict:
         """Cluster part of the plan: quota search for an ``auto`` partition, then queue delays.
 
-        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition]``), a list of
+        ``workload``: a job list (DataFrame with ``submit_s, run_s, gpu_num, type[, partition, latency_s]``), a list of
         them (replicas) or a callable ``rng -> job list``; default :meth:`workload_sampler`. Returns
         ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
         "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
@@ -309,7 +321,17 @@ class Planner:
         else:
             reps = [jobs]
         reps = [_prepare_workload(r, config) for r in reps]
+        seen = set().union(*(set(r["type"].astype(str).unique()) for r in reps)) if reps else set()
+        if workload is not None and qt.type not in seen:  # the bundle's types are checked by plan()
+            raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type of the workload "
+                              f"(it has: {', '.join(sorted(seen - {PLANNED_TYPE})) or 'no jobs'})")
         sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
+        if cl.priorities:
+            sim_kw["priorities"] = dict(cl.priorities)
+            if "Pretrain" in cl.priorities:  # the planned runs are pretraining
+                sim_kw["priorities"].setdefault(PLANNED_TYPE, cl.priorities["Pretrain"])
+        if cl.best_effort_types is not None:
+            sim_kw["best_effort_types"] = list(cl.best_effort_types)
         if cl.routing:
             sim_kw["routing"] = dict(cl.routing)
         if cl.best_effort_on_reserved and "pretrain" not in cl.partitions:
@@ -364,6 +386,7 @@ class Planner:
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
+        _check_config_against_bundle(planner, config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
         from acmemodel.planner.sensitivity import sensitivity_band
 
@@ -387,6 +410,8 @@ class Planner:
         else:
             try:
                 cl = {"available": True, **planner.quota(config, workload=workload)}
+            except ConfigError:
+                raise
             except AcmeModelError as e:
                 if workload is not None:
                     raise
@@ -439,7 +464,7 @@ class Planner:
         bundle_arg = None if preset.uses_bundle else self._bundle_arg
         p = Planner(bundle_arg, mix=self.mix, restart_source=source,
                     failure_model=fs.model if fs is not None else self.failure_model,
-                    job_type=fs.job_type if fs is not None else self.job_type, **kw)
+                    job_type=fs.job_type if fs is not None else self.job_type, sampler=self.sampler, **kw)
         if bundle_arg is self._bundle_arg:
             p._bundle = self._bundle
         return p
@@ -456,6 +481,50 @@ class Planner:
 
 
 # ------------------------------------------------------------------------------------------ helpers
+def _check_config_against_bundle(planner: "Planner", config: ClusterConfig, *, cluster: bool) -> None:
+    """Refuse config values the bundle does not know instead of silently falling back:
+    ``failures.job_type`` (a type of the bundle's failure model, when that model is used) and, when the
+    cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
+    and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
+    fs, wl, qt = config.failures, config.workload, config.queue_target
+    if fs.mttf_s is None and planner.mttf is None and planner._has_bundle():
+        design = getattr(planner.bundle.get("failure"), "design_", None)
+        known = sorted(getattr(design, "type_map", None) or [])
+        if known and fs.job_type not in known:
+            raise ConfigError(f"failures.job_type = {fs.job_type!r} is not a job type of the bundle's failure "
+                              f"model (known: {', '.join(known)})")
+    if not cluster or not planner._has_bundle():
+        return
+    arrival = planner.bundle.get("arrival")
+    if arrival is None:
+        return
+    clusters = list(arrival.clusters_)
+    if wl.cluster not in clusters:
+        raise ConfigError(f"workload.cluster = {wl.cluster!r} is not a cluster of the bundle's arrival model "
+                          f"(known: {', '.join(clusters)})")
+    types = list(arrival.types(wl.cluster))
+    if qt.type not in types:
+        raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
+                          f"{wl.cluster} (known: {', '.join(types)})")
+
+
+#: entry-point group of workload samplers (``pyproject.toml`` registers ``default`` =
+#: :func:`acmemodel.synth.sample_workload`): the planner finds its default sampler through the package's
+#: metadata, so it never imports the synthesiser that sits above it
+SAMPLER_ENTRY_POINTS = "acmemodel.workload_samplers"
+
+
+def registered_sampler(name: str = "default") -> Callable | None:
+    """The workload sampler registered under ``name`` in the :data:`SAMPLER_ENTRY_POINTS` group, or
+    ``None`` (e.g. when running from a source tree that was never installed)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=SAMPLER_ENTRY_POINTS):
+        if ep.name == name:
+            return ep.load()
+    return None
+
+
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
     return [r for r in config.runs if _run_exclusion(config, r) is None]
@@ -488,7 +557,7 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
     from acmemodel.planner.cluster_sim import default_routing, prepare_jobs
 
     df, _ = prepare_jobs(jobs)
-    df = df[["submit_s", "run_s", "gpu_num", "type"] + (["partition"] if "partition" in df.columns else [])]
+    df = df[["submit_s", "run_s", "gpu_num", "type"] + [c for c in ("partition", "latency_s") if c in df.columns]]
     cl = config.cluster
     names = set(cl.partitions) | {"shared"}
     if "partition" not in df.columns:
@@ -501,6 +570,8 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
         span = float(df["submit_s"].max() - t0) if len(df) else DAY
         extra = pd.DataFrame({"submit_s": t0, "run_s": 2 * max(span, DAY), "gpu_num": [r.gpus for r in planned],
                               "type": PLANNED_TYPE, "partition": "pretrain"})
+        if "latency_s" in df.columns:
+            extra["latency_s"] = 0.0
         df = pd.concat([extra, df], ignore_index=True)
     return df.reset_index(drop=True)
 

@@ -24,6 +24,7 @@ import pandas as pd
 from ..errors import DataWarning
 from .cluster_sim import _backend_arg, default_routing, prepare_jobs, simulate_cluster
 from .cluster_sim import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
+from .cluster_sim import pooled_wait_quantile as _report_quantile  # the trade-off columns (not the search metric)
 
 __all__ = ["QuotaResult", "find_quota"]
 
@@ -39,7 +40,8 @@ class QuotaResult:
     candidate one step towards the cheap end, which misses the target (None if the answer is the cheap end itself);
     ``partitions`` the full layout {name: GPUs} at the answer; ``evaluations`` one row per simulated candidate in
     evaluation order (``gpus``, ``wait_s``, ``meets``, ``pretrain_throughput`` GPU-s/s averaged over replicas,
-    ``partitions``); ``monotone`` False if the evaluated points contradict the assumed monotonicity.
+    ``partitions``, and the p50/p90 waits of the target type and of ``pretrain_type``: ``target_p50_s``,
+    ``target_p90_s``, ``pretrain_p50_s``, ``pretrain_p90_s``); ``monotone`` False if the evaluated points contradict the assumed monotonicity.
     """
 
     search: str
@@ -74,7 +76,10 @@ class QuotaResult:
             "target_wait_s": self.target_wait_s, "achieved_wait_s": num(self.achieved_wait_s),
             "neighbour_gpus": self.neighbour_gpus, "neighbour_wait_s": num(self.neighbour_wait_s),
             "partitions": self.partitions, "monotone": self.monotone, "reason": self.reason,
-            "evaluations": [{"gpus": int(r.gpus), "wait_s": num(r.wait_s), "meets": bool(r.meets)}
+            "evaluations": [{"gpus": int(r.gpus), "wait_s": num(r.wait_s), "meets": bool(r.meets),
+                             "pretrain_throughput": num(r.pretrain_throughput),
+                             "target_p50_s": num(r.target_p50_s), "target_p90_s": num(r.target_p90_s),
+                             "pretrain_p50_s": num(r.pretrain_p50_s), "pretrain_p90_s": num(r.pretrain_p90_s)}
                             for r in self.evaluations.itertuples()],
         }
 
@@ -131,6 +136,7 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
                target_type: str = "Eval", quantile: float = 0.9, target_wait_s: float = 600.0,
                partitions: dict | None = None, step: int | None = None, lo: int | None = None, hi: int | None = None,
                n_replicas: int = 1, seed: int | None = 0, backend: str = "c", engine: str | None = None,
+               pretrain_type: str = "Pretrain",
                **sim_kwargs) -> QuotaResult:
     """Find the quota that meets ``quantile``-wait of ``target_type`` jobs <= ``target_wait_s`` seconds.
 
@@ -228,12 +234,17 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DataWarning)  # unschedulable jobs are inf waits here
                 res = [simulate_cluster(p, total_gpus=total_gpus, gpus_per_node=gpus_per_node, partitions=layout,
-                                        backend=backend, **sim_kwargs) for p in prepared]
+                                        backend=backend, pretrain_type=pretrain_type, **sim_kwargs)
+                       for p in prepared]
             w = _wait_quantile(res, target_type, float(quantile))
             cache[g] = w
-            rows.append({"gpus": int(g), "wait_s": w, "meets": bool(w <= target_wait_s),
-                         "pretrain_throughput": float(np.mean([r.pretrain_throughput for r in res])),
-                         "partitions": layout})
+            row = {"gpus": int(g), "wait_s": w, "meets": bool(w <= target_wait_s),
+                   "pretrain_throughput": float(np.mean([r.pretrain_throughput for r in res])),
+                   "partitions": layout}
+            for ty, tag in ((target_type, "target"), (pretrain_type, "pretrain")):
+                for q in (0.5, 0.9):
+                    row[f"{tag}_p{int(q * 100)}_s"] = _report_quantile(res, ty, q)
+            rows.append(row)
         return cache[g] <= target_wait_s
 
     # bracket: gallop from the cheap end until the target is met
@@ -259,7 +270,8 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
             else:
                 bad = mid
 
-    ev = pd.DataFrame(rows, columns=["gpus", "wait_s", "meets", "pretrain_throughput", "partitions"])
+    ev = pd.DataFrame(rows, columns=["gpus", "wait_s", "meets", "pretrain_throughput", "partitions",
+                                     "target_p50_s", "target_p90_s", "pretrain_p50_s", "pretrain_p90_s"])
     monotone = _is_monotone(ev, increasing_good=cheap_first)
     if not monotone:
         warnings.warn(f"quota search {search}: the simulated {target_type} p{quantile * 100:g} waits are not "

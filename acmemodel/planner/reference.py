@@ -230,12 +230,13 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
     return acc
 
 
-def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]:
-    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``; ``c`` None = infinity.
-    Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
-    if c is None:
+def _geometric_sums(delta: float, c: float | None, omq: float | None = None) -> tuple[float, float, float]:
+    """``(Σ_{m<c} q^m, Σ m q^m, Σ m² q^m)``, ``q = e^{−δ}``, ``omq = 1 − q`` (computed if not given);
+    ``c`` None = infinity. Closed forms: ``(1−q) B = A − 1 − (c−1) q^c``, ``(1−q) D = 2B − A + 1 − (c−1)² q^c``."""
+    if omq is None:
         omq = -math.expm1(-delta)
-        q = math.exp(-delta)
+    q = 1.0 - omq
+    if c is None:
         return 1.0 / omq, q / omq ** 2, q * (1.0 + q) / omq ** 3
     if delta == 0.0:
         return c, 0.5 * c * (c - 1.0), (c - 1.0) * c * (2.0 * c - 1.0) / 6.0
@@ -243,9 +244,9 @@ def _geometric_sums(delta: float, c: float | None) -> tuple[float, float, float]
         m = np.arange(int(c), dtype=float)
         qm = np.exp(-delta) ** m
         return float(qm.sum()), float((m * qm).sum()), float((m * m * qm).sum())
-    omq = -math.expm1(-delta)
-    qc = math.exp(-c * delta)
-    A = -math.expm1(-c * delta) / omq
+    em = math.expm1(-c * delta)
+    qc = 1.0 + em
+    A = -em / omq
     B = (A - 1.0 - (c - 1.0) * qc) / omq
     D = (2.0 * B - A + 1.0 - (c - 1.0) ** 2 * qc) / omq
     return A, B, D

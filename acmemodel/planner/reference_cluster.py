@@ -35,7 +35,8 @@ Model
   latest started first, until the job fits; ``g > G`` -- fully free nodes first, then nodes that are free apart from
   best-effort jobs in order (most free GPUs, lowest number), and all best-effort jobs on them are evicted.
   Best-effort candidates are examined in global queue order (priority, then FIFO) over the other partitions'
-  queues (at most ``backfill_depth`` of them per pass), and use only GPUs that are really free.
+  queues: the first ``backfill_depth`` queued jobs per pass (jobs not allowed best effort count towards the
+  depth, as Slurm's ``bf_max_job_test`` counts every job it tests), and use only GPUs that are really free.
   With ``backfill=False`` best-effort jobs start only while the reserved queue is empty.
 * Event processing: at each event time ``t`` first every run ending at ``t`` completes, then every job submitted at
   ``t`` arrives; then the reserved partition is scheduled (if something changed in it), then the other changed
@@ -324,8 +325,10 @@ class _Sim:
             has_r = True
         else:
             T, has_r = None, False
-        cands = sorted((j for p in range(self.P) if p != rp for j in self.queue[p] if self.be_ok[j]), key=self._order)
-        for j in cands[:self.depth]:
+        cands = sorted((j for p in range(self.P) if p != rp for j in self.queue[p]), key=self._order)
+        for j in cands[:self.depth]:  # the first `depth` queued jobs in queue order, eligible or not
+            if not self.be_ok[j]:
+                continue
             if sum(self.free[n] for n in self.nodes[rp]) == 0:
                 break
             short = (not has_r) or t + self.run[j] <= T

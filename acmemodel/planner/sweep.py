@@ -9,8 +9,8 @@ A **grid** (YAML/TOML file or mapping) crosses named axes of the planner configu
       failures.rate_multipliers.Infrastructure: {range: {start: 0.5, stop: 2, num: 4, scale: log}}
       runs.llm-123b.gpus: {range: {start: 1024, stop: 2048, step: 512}}  # arange, stop included
 
-An axis is a dotted path into the configuration (:data:`AXES` lists the accepted ones: cluster GPUs and
-partitions, checkpoint mode/costs/interval, restart automation and failure-rate multipliers per failure
+An axis is a dotted path into the configuration (:data:`AXES` lists the accepted ones: cluster GPUs,
+partitions, scheduling priorities per job type and start-up latency, checkpoint mode/costs/interval, restart automation and failure-rate multipliers per failure
 category or type, the explicit failure law or a published reliability preset, workload scale/days/replicas, the queue target, run sizes and
 work — ``runs.NAME.FIELD`` or ``runs.*.FIELD`` for every run). ``values:`` is a list (numbers, durations
 like ``"30s"``, or words like ``auto``); ``range:`` is numeric (``start``, ``stop`` and ``num`` or
@@ -34,7 +34,9 @@ same simulated workload (common random numbers).
 (``ok``/``error``), ``error``; per run ``RUN.completion_mean_s`` / ``_p50_s`` / ``_p90_s``,
 ``RUN.expected_failures``, ``RUN.ettr``, ``RUN.gpu_h_lost`` (GPU-hours) split into ``_work``,
 ``_restart``, ``_checkpoint`` and by failure category (``RUN.gpu_h_lost.Infrastructure`` ...),
-``RUN.interval_s`` (used), ``RUN.optimal_interval_s``; totals over runs ``gpu_h_lost*``; the cluster's
+``RUN.interval_s`` (used), ``RUN.optimal_interval_s``, ``RUN.kwh_lost`` / ``RUN.tco2e_lost`` (energy and
+carbon of the loss, :mod:`acmemodel.planner.energy`); totals over runs ``gpu_h_lost*``, ``kwh_lost``,
+``tco2e_lost``; the cluster's
 ``eval_wait_p50_s`` / ``eval_wait_p90_s`` (``inf`` when some Eval jobs never run), ``quota.PARTITION``
 GPUs, ``quota_feasible``. The Parquet file's metadata (key ``acmemodel.sweep``) holds the grid, the base
 configuration, the seed, the bundle's name and provenance and the package version.
@@ -43,280 +45,36 @@ configuration, the seed, the bundle's name and provenance and the package versio
 a ``dask.distributed.Client`` (e.g. of a ``LocalCluster`` or an existing scheduler) runs them as
 tasks. With ``out=`` rows are checkpointed to ``OUT.partial/`` as points complete and ``resume=True``
 reuses the successful rows of ``OUT`` and ``OUT.partial/`` (errored points run again).
+
+The grid (axes, parsing, point ids, seeds) is in :mod:`.sweep_grid` and the plots in :mod:`.sweep_plots`;
+their public names are re-exported here.
 """
 from __future__ import annotations
 
 import copy
-import hashlib
-import itertools
 import json
-import math
 import shutil
 import sys
 import time
 import types
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from acmemodel.errors import ConfigError
+from acmemodel.planner.sweep_grid import (  # noqa: F401  (the grid's names are part of this API)
+    AXES, Axis, AxisSpec, _apply, _canon, _check_axes_against_config, _hash, _read_mapping, derive_seed,
+    grid_points, load_grid, point_id, register_axis,
+)
+from acmemodel.planner.sweep_plots import pareto_front, plot_sweep  # noqa: F401
 
 #: largest grid run without ``allow_large`` (``--yes``)
 MAX_POINTS = 1_000_000
 #: metadata key of the Parquet file
 META_KEY = b"acmemodel.sweep"
 
-
-# ------------------------------------------------------------------------------------------ axes
-@dataclass(frozen=True)
-class AxisSpec:
-    """An accepted grid axis: a dotted ``pattern`` into the configuration (``*`` = a key of a mapping:
-    failure category/type, partition or run name), the plan ``part`` it changes (``"runs"``,
-    ``"cluster"`` or ``"both"``) and what ``*`` may be (``"failure_key"``, ``"partition"``, ``"run"``)."""
-
-    pattern: str
-    part: str
-    key_kind: str = ""
-    doc: str = ""
-
-
-#: the axes a grid may name (other modules may :func:`register_axis` more, e.g. reliability presets)
-AXES: list[AxisSpec] = [
-    AxisSpec("cluster.gpus", "cluster", doc="total GPUs"),
-    AxisSpec("cluster.partitions.*", "cluster", "partition", "GPUs of a partition (pretrain reservation, "
-                                                             "eval lane) or auto"),
-    AxisSpec("checkpoint.mode", "runs", doc="sync | async"),
-    AxisSpec("checkpoint.sync_cost", "runs", doc="blocking cost of a synchronous checkpoint"),
-    AxisSpec("checkpoint.async_cost", "runs", doc="blocking part of an asynchronous checkpoint"),
-    AxisSpec("checkpoint.interval", "runs", doc="work between checkpoints or auto"),
-    AxisSpec("restart.automation.*", "runs", "failure_key", "restart-time factor per failure category/type"),
-    AxisSpec("failures.rate_multipliers.*", "runs", "failure_key", "failure-rate factor per category/type"),
-    AxisSpec("failures.mttf", "runs", doc="explicit job MTTF at reference_gpus"),
-    AxisSpec("failures.shape", "runs", doc="explicit Weibull shape"),
-    AxisSpec("failures.reference_gpus", "runs", doc="GPU count of the explicit MTTF"),
-    AxisSpec("failures.reliability", "runs", doc="published reliability preset (acmemodel.planner.reliability)"),
-    AxisSpec("workload.scale", "cluster", doc="arrival-intensity multiplier"),
-    AxisSpec("workload.days", "cluster", doc="simulated horizon"),
-    AxisSpec("workload.replicas", "cluster", doc="workload replicas"),
-    AxisSpec("queue_target.max_wait", "cluster", doc="queue target"),
-    AxisSpec("queue_target.quantile", "cluster", doc="queue-target quantile"),
-    AxisSpec("runs.*.gpus", "both", "run", "GPUs of a run (* = every run)"),
-    AxisSpec("runs.*.work", "runs", "run", "failure-free work of a run (* = every run)"),
-    AxisSpec("runs.*.ckpt_cost", "runs", "run", "checkpoint cost override of a run"),
-    AxisSpec("runs.*.checkpoint_interval", "runs", "run", "checkpoint interval override of a run"),
-    AxisSpec("simulation.replicas", "runs", doc="Monte Carlo replicas per run"),
-]
-
-
-def register_axis(spec: AxisSpec) -> None:
-    """Accept one more grid axis (kept in :data:`AXES`)."""
-    if spec.part not in ("runs", "cluster", "both"):
-        raise ValueError(f"AxisSpec.part must be runs, cluster or both, got {spec.part!r}")
-    AXES.append(spec)
-
-
-def _match(name: str) -> tuple[AxisSpec, str | None] | None:
-    parts = name.split(".")
-    for spec in AXES:
-        pat = spec.pattern.split(".")
-        if spec.key_kind == "run":  # runs.NAME.FIELD: NAME may contain dots
-            if len(parts) >= 3 and parts[0] == "runs" and parts[-1] == pat[-1]:
-                return spec, ".".join(parts[1:-1])
-            continue
-        if len(pat) != len(parts):
-            continue
-        key = None
-        for p, q in zip(pat, parts):
-            if p == "*":
-                key = q
-            elif p != q:
-                break
-        else:
-            return spec, key
-    return None
-
-
-@dataclass(frozen=True)
-class Axis:
-    """One resolved grid axis: its name, spec, the mapping key (``*``) and its values."""
-
-    name: str
-    spec: AxisSpec
-    key: str | None
-    values: tuple
-
-
-# ------------------------------------------------------------------------------------------ grid
-def _read_mapping(obj, what: str) -> dict:
-    if isinstance(obj, Mapping):
-        return copy.deepcopy(dict(obj))
-    from acmemodel.planner.config import read_config_file
-
-    data = read_config_file(obj)
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{what} {Path(obj).name} must be a mapping")
-    return dict(data)
-
-
-def _number(v, where: str) -> float:
-    from acmemodel.planner.config import parse_duration
-
-    if isinstance(v, bool):
-        raise ConfigError(f"{where} must be a number, got {v!r}")
-    if isinstance(v, (int, float)):
-        if not math.isfinite(v):
-            raise ConfigError(f"{where} must be a finite number, got {v!r}")
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return parse_duration(v, where, allow_zero=True)
-        except ConfigError:
-            raise ConfigError(f"{where} must be a number or a duration like 30s, got {v!r}") from None
-    raise ConfigError(f"{where} must be a number, got {v!r}")
-
-
-def _tidy(x: float):
-    """Range values as ints when integral (GPUs, seconds)."""
-    r = round(x, 9)
-    return int(r) if float(r).is_integer() else float(x)
-
-
-def _axis_values(name: str, spec) -> tuple:
-    where = f"grid axis {name}"
-    if not isinstance(spec, Mapping) or len(set(spec) & {"values", "range"}) != 1:
-        raise ConfigError(f"{where} needs exactly one of values: [...] or range: {{start, stop, num|step}}")
-    if "values" in spec:
-        vals = spec["values"]
-        if not isinstance(vals, (list, tuple)) or not vals:
-            raise ConfigError(f"{where}: values must be a non-empty list")
-        for v in vals:
-            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-                raise ConfigError(f"{where}: values must be numbers or words, got {v!r}")
-        if len(set(map(repr, vals))) != len(vals):
-            raise ConfigError(f"{where}: values repeat")
-        return tuple(vals)
-    rg = spec["range"]
-    if not isinstance(rg, Mapping):
-        raise ConfigError(f"{where}: range must be a mapping {{start, stop, num | step[, scale]}}")
-    bad = sorted(set(rg) - {"start", "stop", "num", "step", "scale"})
-    if bad or "start" not in rg or "stop" not in rg or len(set(rg) & {"num", "step"}) != 1:
-        raise ConfigError(f"{where}: range needs start, stop and one of num or step (optional scale: log)")
-    a, b = _number(rg["start"], f"{where}: range.start"), _number(rg["stop"], f"{where}: range.stop")
-    scale = rg.get("scale", "linear")
-    if scale not in ("linear", "log"):
-        raise ConfigError(f"{where}: range.scale must be linear or log, got {scale!r}")
-    if "num" in rg:
-        n = rg["num"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"{where}: range.num must be a positive integer, got {n!r}")
-        if scale == "log":
-            if not (a > 0 and b > 0):
-                raise ConfigError(f"{where}: a log range needs start and stop > 0")
-            xs = np.geomspace(a, b, n)
-        else:
-            xs = np.linspace(a, b, n)
-    else:
-        step = _number(rg["step"], f"{where}: range.step")
-        if scale == "log":
-            raise ConfigError(f"{where}: scale: log needs num, not step")
-        if step <= 0 or b < a:
-            raise ConfigError(f"{where}: range is empty (needs step > 0 and stop >= start)")
-        n = int(math.floor((b - a) / step + 1e-9)) + 1
-        xs = a + step * np.arange(n)
-    if len(xs) == 0:
-        raise ConfigError(f"{where}: range is empty")
-    return tuple(_tidy(float(x)) for x in xs)
-
-
-def load_grid(grid) -> dict:
-    """Parse and check a grid (path or mapping): ``{"axes": [Axis...], "seed": int|None, "spec": dict}``.
-    :class:`ConfigError` naming the axis for an axis that names no configuration field or a bad range."""
-    data = _read_mapping(grid, "grid")
-    top_keys = set(data)
-    if "axes" in data:
-        bad = sorted(top_keys - {"axes", "seed"})
-        if bad:
-            raise ConfigError(f"grid has unknown key(s) {bad}; allowed: axes, seed")
-        axes_in = data["axes"]
-        seed = data.get("seed")
-    else:
-        axes_in, seed = {k: v for k, v in data.items() if k != "seed"}, data.get("seed")
-    if not isinstance(axes_in, Mapping) or not axes_in:
-        raise ConfigError("grid has no axes (axes: {NAME: {values: [...]} | {range: {...}}})")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ConfigError(f"grid seed must be a non-negative integer, got {seed!r}")
-    axes = []
-    for name, spec in axes_in.items():
-        name = str(name)
-        m = _match(name)
-        if m is None:
-            raise ConfigError(f"grid axis {name} names no configuration field; accepted axes: "
-                              + ", ".join(a.pattern for a in AXES))
-        axes.append(Axis(name, m[0], m[1], _axis_values(name, spec)))
-    return {"axes": axes, "seed": seed, "spec": {"seed": seed, "axes": {a.name: list(a.values) for a in axes}}}
-
-
-def _check_axes_against_config(axes, raw: dict) -> None:
-    """Keys of ``*`` axes must exist: a run name, a known failure category/type, a partition."""
-    from acmemodel.planner.montecarlo import FailureMix
-
-    run_names = [str(r.get("name", f"run{i + 1}")) for i, r in enumerate(raw.get("runs") or [])
-                 if isinstance(r, Mapping)]
-    mix = FailureMix.from_failure_table(1024)
-    failure_keys = set(mix.names) | set(mix.categories)
-    for a in axes:
-        if a.spec.key_kind == "run" and a.key != "*" and a.key not in run_names:
-            raise ConfigError(f"grid axis {a.name} names no configuration field: no run {a.key!r} "
-                              f"(runs: {run_names})")
-        if a.spec.key_kind == "failure_key" and a.key not in failure_keys:
-            raise ConfigError(f"grid axis {a.name} names no configuration field: {a.key!r} is not a failure "
-                              f"category or type (categories: {sorted(set(mix.categories))})")
-        if a.spec.key_kind == "partition" and a.key not in ("pretrain", "eval") and \
-                a.key not in ((raw.get("cluster") or {}).get("partitions") or {}):
-            raise ConfigError(f"grid axis {a.name} names no configuration field: partition {a.key!r} "
-                              "is neither pretrain, eval nor a partition of the config")
-
-
-def _apply(raw: dict, axis: Axis, value) -> None:
-    if axis.spec.key_kind == "run":
-        field = axis.name.split(".")[-1]
-        for i, r in enumerate(raw.get("runs") or []):
-            if axis.key == "*" or str(r.get("name", f"run{i + 1}")) == axis.key:
-                r[field] = value
-        return
-    parts = axis.name.split(".")
-    d = raw
-    for p in parts[:-1]:
-        if not isinstance(d.get(p), dict):
-            d[p] = {}
-        d = d[p]
-    d[parts[-1]] = value
-
-
-def grid_points(axes) -> list[dict]:
-    """The Cartesian product of the axes (last axis fastest): one ``{axis name: value}`` per point."""
-    return [dict(zip([a.name for a in axes], combo)) for combo in itertools.product(*[a.values for a in axes])]
-
-
-def _canon(obj) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _hash(*parts) -> str:
-    return hashlib.sha256("|".join(_canon(p) for p in parts).encode()).hexdigest()
-
-
-def point_id(values: Mapping) -> str:
-    """Stable identifier of a grid point: a hash of its axis values."""
-    return _hash(dict(values))[:16]
-
-
-def derive_seed(sweep_seed: int, kind: str, key: str) -> int:
-    """The seed of one plan part: 31 bits of SHA-256 of (sweep seed, part kind, the part's inputs)."""
-    return int(hashlib.sha256(f"{int(sweep_seed)}|{kind}|{key}".encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
 
 
 # ------------------------------------------------------------------------------------------ parts
@@ -398,6 +156,8 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
                         "gpu_h_lost_checkpoint": _num(loss["checkpoint"]),
                         "interval_s": _num(r["checkpoint_interval_s"]),
                         "optimal_interval_s": _num(r["optimal_interval_s"]),
+                        "kwh_lost": _num(((r.get("energy") or {}).get("total") or {}).get("kwh")),
+                        "tco2e_lost": _num(((r.get("energy") or {}).get("total") or {}).get("tco2e")),
                     }
                     bycat: dict = {}
                     for t, v in (loss.get("by_failure_type") or {}).items():
@@ -407,7 +167,7 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
                         cols[f"gpu_h_lost.{c}"] = bycat.get(c, 0.0 if r["finishes"] else float("nan"))
                     for k, v in cols.items():
                         out[f"{n}.{k}"] = v
-                        if k.startswith("gpu_h_lost"):
+                        if k.startswith("gpu_h_lost") or k in ("kwh_lost", "tco2e_lost"):
                             tot[k] = tot.get(k, 0.0) + v
                 out.update(tot)
                 return out
@@ -426,9 +186,10 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
 
 
 # ------------------------------------------------------------------------------------------ sweep
-def _raw_config(config) -> tuple[dict, str | None, str | None]:
-    """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig."""
-    from acmemodel.planner.config import ClusterConfig
+def _raw_config(config, reliability: str | None = None) -> tuple[dict, str | None, str | None]:
+    """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig; ``reliability``:
+    a preset that replaces the config's failure rate (:func:`~acmemodel.planner.config.with_reliability`)."""
+    from acmemodel.planner.config import ClusterConfig, with_reliability
 
     if isinstance(config, ClusterConfig):
         if not config.source:
@@ -437,18 +198,24 @@ def _raw_config(config) -> tuple[dict, str | None, str | None]:
         config = config.source
     if isinstance(config, Mapping):
         raw = copy.deepcopy(dict(config))
+        if reliability is not None:
+            raw = with_reliability(raw, reliability)
         ClusterConfig.from_dict(raw)  # the base must be valid
         return raw, None, None
     p = Path(config)
     raw = _read_mapping(p, "config")
+    if reliability is not None:
+        raw = with_reliability(raw, reliability, where=p.name)
     ClusterConfig.from_dict(raw, base_dir=p.parent)
     return raw, str(p.parent), str(p)
 
 
-def plan_sweep(config, grid, *, seed: int | None = None, allow_large: bool = False) -> dict:
+def plan_sweep(config, grid, *, seed: int | None = None, allow_large: bool = False,
+               reliability: str | None = None) -> dict:
     """Check a sweep before any work: the base config, the grid, the point count (> :data:`MAX_POINTS`
-    needs ``allow_large``). Returns the sweep description used by :func:`sweep`."""
-    raw, base_dir, source = _raw_config(config)
+    needs ``allow_large``). ``reliability``: a preset for the base config's failure rate. Returns the
+    sweep description used by :func:`sweep`."""
+    raw, base_dir, source = _raw_config(config, reliability)
     g = load_grid(grid)
     _check_axes_against_config(g["axes"], raw)
     n = int(np.prod([len(a.values) for a in g["axes"]]))
@@ -555,7 +322,8 @@ class _Progress:
 
 def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, out=None, resume: bool = False,
           progress: bool = False, allow_large: bool = False, flush_every: int = 50,
-          sampler: Callable | None = None, _on_point: Callable | None = None) -> pd.DataFrame:
+          sampler: Callable | None = None, reliability: str | None = None,
+          _on_point: Callable | None = None) -> pd.DataFrame:
     """Evaluate the planner configuration ``config`` (path or mapping) over ``grid`` (path or mapping, see
     the module docstring); one row per point, in grid order.
 
@@ -565,9 +333,11 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
     ``OUT.partial/`` every ``flush_every`` points); ``resume``: reuse the successful rows already in
     ``out``; ``progress``: a progress bar on stderr; ``allow_large``: run grids over :data:`MAX_POINTS`;
     ``sampler``: the workload sampler of the cluster parts (``acmemodel sweep`` passes
-    :func:`acmemodel.synth.sample_workload`; without one the cluster columns report the error).
+    :func:`acmemodel.synth.sample_workload`; without one the cluster columns report the error);
+    ``reliability``: a reliability preset for the base config's failure rate (a grid axis
+    ``failures.reliability`` varies it per point).
     """
-    plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large)
+    plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large, reliability=reliability)
     bundle_ref = None if bundle is None else str(bundle)
     meta = _metadata(plan, bundle_ref)
     meta["fingerprint"] = _fingerprint(meta)
@@ -718,84 +488,6 @@ def _frame(rows: list, axes) -> pd.DataFrame:
         if df[a.name].map(type).nunique() > 1:
             df[a.name] = df[a.name].astype(str)
     return df
-
-
-# ------------------------------------------------------------------------------------------ plots
-def _numeric_axes(df: pd.DataFrame, meta: dict) -> list[str]:
-    names = list((meta.get("grid") or {}).get("axes", {}))
-    return [a for a in names if a in df.columns and pd.api.types.is_numeric_dtype(df[a]) and df[a].nunique() > 1]
-
-
-def pareto_front(df: pd.DataFrame, x: str = "gpu_h_lost", y: str = "eval_wait_p90_s") -> pd.DataFrame:
-    """Rows not dominated in (``x``, ``y``), both minimised, sorted by ``x``."""
-    d = df[np.isfinite(df[x].astype(float)) & np.isfinite(df[y].astype(float))].sort_values([x, y])
-    keep, best = [], np.inf
-    for idx, v in zip(d.index, d[y].astype(float)):
-        if v < best:
-            keep.append(idx)
-            best = v
-    return d.loc[keep]
-
-
-def plot_sweep(df: pd.DataFrame, meta: dict, outdir) -> list[str]:
-    """PNG plots of a sweep in ``outdir``: heat maps of GPU-hours lost, Eval p90 wait and the first run's
-    mean completion over the first two numeric axes (mean over the other axes), and the Pareto front of
-    GPU-hours lost against Eval p90 wait. Returns the written paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    ok = df[df["status"] == "ok"]
-    written = []
-    axes = _numeric_axes(ok, meta)
-    runs = [c[: -len(".completion_mean_s")] for c in ok.columns if c.endswith(".completion_mean_s")]
-    metrics = [("gpu_h_lost", "GPU-hours lost (all runs)"), ("eval_wait_p90_s", "Eval p90 wait (min)")]
-    if runs:
-        metrics.append((f"{runs[0]}.completion_mean_s", f"{runs[0]} mean completion (d)"))
-    if len(axes) >= 2 and len(ok):
-        a, b = axes[0], axes[1]
-        for col, label in metrics:
-            if col not in ok.columns:
-                continue
-            scale = 60.0 if col.endswith("wait_p90_s") else (86400.0 if col.endswith("completion_mean_s") else 1.0)
-            piv = ok.assign(_v=ok[col].astype(float) / scale).pivot_table(index=a, columns=b, values="_v",
-                                                                          aggfunc="mean")
-            fig, ax = plt.subplots(figsize=(6.4, 4.8))
-            finite = piv.to_numpy(float)
-            im = ax.imshow(np.where(np.isfinite(finite), finite, np.nan), origin="lower", aspect="auto",
-                           cmap="viridis")
-            ax.set_xticks(range(piv.shape[1]), [f"{v:g}" for v in piv.columns], rotation=45, ha="right")
-            ax.set_yticks(range(piv.shape[0]), [f"{v:g}" for v in piv.index])
-            ax.set_xlabel(b)
-            ax.set_ylabel(a)
-            others = [x for x in axes[2:]] + [x for x in (meta.get("grid") or {}).get("axes", {})
-                                              if x not in axes]
-            ax.set_title(label + (" (mean over other axes)" if others else ""), fontsize=10)
-            fig.colorbar(im, ax=ax, label=label)
-            fig.tight_layout()
-            p = outdir / f"heatmap_{col.replace('.', '_')}.png"
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            written.append(str(p))
-    if {"gpu_h_lost", "eval_wait_p90_s"} <= set(ok.columns) and len(ok):
-        front = pareto_front(ok)
-        fig, ax = plt.subplots(figsize=(6.4, 4.8))
-        fin = ok[np.isfinite(ok["eval_wait_p90_s"].astype(float))]
-        ax.scatter(fin["gpu_h_lost"], fin["eval_wait_p90_s"] / 60.0, s=12, alpha=0.5, label="grid points")
-        ax.plot(front["gpu_h_lost"], front["eval_wait_p90_s"] / 60.0, "o-", color="C3", label="Pareto front")
-        ax.set_xlabel("GPU-hours lost (all runs)")
-        ax.set_ylabel("Eval p90 wait (min)")
-        ax.set_title("Pareto front: GPU-hours lost vs Eval p90 wait", fontsize=10)
-        ax.legend()
-        fig.tight_layout()
-        p = outdir / "pareto_gpu_h_lost_vs_eval_p90.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(str(p))
-    return written
 
 
 # ``acmemodel.planner.sweep(config, grid)`` must work whether the name resolves to this function (the

@@ -55,6 +55,13 @@ dictionary-encoded in a background thread (Arrow releases the GIL) and validated
 few distinct values; ``job_id`` stays Arrow-backed; checks that cannot fail on a column Arrow already
 typed are skipped; duplicate ids are ruled out on their integer values, or else by an Arrow sort.
 
+Other schedulers' logs and public GPU traces (Slurm ``sacct``, SWF, Helios, Philly, PAI 2020,
+Kubernetes pod lists) are read with ``load_trace(paths, format=NAME)`` through
+:mod:`.importers`, which map them onto these columns (plus their ``job_name``/``partition``/``qos``/
+``vc``/``restart_of`` in ``Trace.extras``) and report what they mapped how (``Trace.imports``). Jobs
+unfinished at extraction (RUNNING, SUSPENDED, PENDING) are kept as right-censored observations
+(``run_censored`` / ``queue_censored``, censoring time ``Trace.extracted_at_s``).
+
 Modules: :mod:`.schema` (the contract: columns, :class:`Reason`, :class:`Trace`), :mod:`.readers`
 (file sniffing, the Arrow read, :func:`load_trace`), :mod:`.arrow` (Arrow → numpy conversion),
 :mod:`.validation` (row checks, quarantine), :mod:`.sample` (:func:`load_sample`, the shipped

@@ -113,6 +113,33 @@ def _normalise_strings(table, names: Sequence[str] = ("job_id", "user", "type", 
 
 
 _NAT = np.iinfo(np.int64).min  # numpy/pandas NaT as int64
+#: plausible timestamps of a job trace, Unix seconds [1970-01-01, 2100-01-01) UTC: a value outside
+#: is quarantined (``timestamp_out_of_range``) instead of stretching every calendar-sized array
+PLAUSIBLE_S = (0, 4_102_444_800)
+_UNIT_PER_S = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _out_of_range(i8: np.ndarray, na: np.ndarray | None, per_s: int = 1_000_000_000) -> np.ndarray | None:
+    """Mask of present values outside :data:`PLAUSIBLE_S` (``i8`` in units of ``1/per_s`` s), or None."""
+    lo, hi = PLAUSIBLE_S
+    m = (i8 < lo * per_s) | (i8 >= hi * per_s)
+    if na is not None:
+        m &= ~na
+    return m if m.any() else None
+
+
+def _without_out_of_range(col):
+    """A timestamp column in s/ms/us (parquet) checked in its own unit — a cast to nanoseconds would
+    wrap values beyond 1677-2262 — with the implausible values nulled: ``(column in ns, mask or None)``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    raw, na = _arrow_i8(col)
+    oor = _out_of_range(raw, na, _UNIT_PER_S[t.unit])
+    if oor is not None:
+        col = pc.if_else(pa.array(oor), pa.scalar(None, type=t), col)
+    return col.cast(pa.timestamp("ns", tz=t.tz)), oor
 
 
 @dataclass
@@ -125,6 +152,8 @@ class _Time:
     na: np.ndarray | None
     fail: np.ndarray | None
     ts: pd.Series | None = None
+    #: values outside :data:`PLAUSIBLE_S` (or outside what nanoseconds hold), None if none
+    oor: np.ndarray | None = None
 
     def seconds(self) -> np.ndarray:
         v = self.i8.astype(np.float64)
@@ -237,9 +266,13 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
         col = table.column(c)
         if c in TIME_COLUMNS:
             t = col.type
+            oor0 = None
+            if pa.types.is_timestamp(t) and t.unit != "ns":
+                col, oor0 = _without_out_of_range(col)
+                t = col.type
             if pa.types.is_timestamp(t) and t.unit == "ns" and t.tz in ("UTC", "+00:00"):
                 i8, na = _arrow_i8(col)  # fast path: already UTC ns
-                out[c] = _Time(i8, na, None)
+                out[c] = _Time(i8, na, None, None, _or_masks(oor0, _out_of_range(i8, na)))
                 continue
             s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
             fail = None
@@ -250,9 +283,20 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
                 warn.append(f"{path}: column {c} has no time zone; read as local time {tz}")
             else:
                 ts, fail = _parse_time_strings(s, tz, path, c, warn)
+                if fail is not None and fail.any():  # a well-formed date beyond what ns can hold
+                    idx = np.flatnonzero(fail)
+                    yr = pd.to_numeric(s.iloc[idx].astype("string").str.strip().str.extract(
+                        r"^(\d{4})-\d{2}-\d{2}", expand=False), errors="coerce").to_numpy(dtype=float)
+                    far = (yr < 1678) | (yr > 2261)
+                    if far.any():
+                        fail = fail.copy()
+                        fail[idx[far]] = False
+                        far_mask = np.zeros(len(fail), dtype=bool)
+                        far_mask[idx[far]] = True
+                        oor0 = _or_masks(oor0, far_mask)
             na = ts.isna().to_numpy()
             i8 = ts.to_numpy(dtype="datetime64[ns]").view("int64")
-            out[c] = _Time(i8, na if na.any() else None, fail, ts)
+            out[c] = _Time(i8, na if na.any() else None, fail, ts, _or_masks(oor0, _out_of_range(i8, na)))
         elif c in NUMERIC_COLUMNS:
             if pa.types.is_floating(col.type) or (pa.types.is_integer(col.type) and not col.null_count):
                 out[c] = (_writable(np.asarray(col.to_numpy(), dtype=float)), None)  # (nulls → NaN)
@@ -268,6 +312,10 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
         elif c == "job_id":
             out[c] = col
     return out
+
+
+def _or_masks(a, b):
+    return b if a is None else (a if b is None else a | b)
 
 
 def _tzinfo(offset: str):

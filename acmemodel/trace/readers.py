@@ -304,6 +304,12 @@ def _read_table(path: Path, notes: list[str] | None = None):
             table = pq.read_table(path)
         except (pa.ArrowException, OSError) as e:
             raise TraceFormatError(f"{path}: not a readable parquet file ({e})") from None
+        for name, typ in zip(table.column_names, table.schema.types):
+            if pa.types.is_nested(typ) or pa.types.is_dictionary(typ) and pa.types.is_nested(typ.value_type):
+                raise TraceFormatError(f"{path}: column {name!r} has the nested type {typ}; a trace column "
+                                       "holds strings, numbers or timestamps")
+            if pa.types.is_dictionary(typ):
+                table = table.set_column(table.column_names.index(name), name, table.column(name).cast(typ.value_type))
         return table.rename_columns(_canonical_names(table.column_names)), [], True
 
     with open(path, "rb") as f:
@@ -331,7 +337,15 @@ def _read_table(path: Path, notes: list[str] | None = None):
 
     compression = "gzip" if _is_gzip(path) else None
     block_size = 1 << 20  # (pyarrow's default; raised when a row is longer than a block)
-    repaired = None  # the file's bytes with invalid UTF-8 replaced (rare path)
+    repaired = None  # the file's bytes with invalid UTF-8 replaced or unterminated quotes masked (rare)
+    unbalanced: dict[int, str] = {}  # line number -> text of the lines with an unterminated quote
+    try:
+        if _has_quote(path, compression):  # (one scan; most files have no quote at all)
+            masked, unbalanced = _mask_unbalanced_quotes(_file_bytes(path, compression))
+            if unbalanced:
+                repaired = masked
+    except (OSError, EOFError) as e:
+        raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
 
     def read(types, threads=True):
         bad: list[tuple] = []
@@ -368,8 +382,10 @@ def _read_table(path: Path, notes: list[str] | None = None):
                 if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
                     block_size *= 8
                     continue
-                if "invalid UTF8" in str(e) and repaired is None:
+                if "invalid UTF8" in str(e) and (repaired is None or unbalanced):
                     repaired, n_bad = _utf8_repaired(path, compression)
+                    if unbalanced:
+                        repaired, unbalanced = _mask_unbalanced_quotes(repaired)
                     if notes is not None:
                         notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
                                      "replaced by U+FFFD")
@@ -386,7 +402,76 @@ def _read_table(path: Path, notes: list[str] | None = None):
         raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
     except pa.ArrowInvalid as e:
         raise TraceFormatError(f"{path}: not a readable CSV file ({str(e).splitlines()[0]})") from None
+    if unbalanced:  # the masked lines came back as one-field rows: quarantine them with their text
+        bad = [(b[0], unbalanced[b[0]], b[2], b[3], Reason.UNBALANCED_QUOTE,
+                "a quote opened on this line is not closed on it")
+               if b[0] in unbalanced and b[1] == _QUOTE_MASK else b for b in bad]
     return table, bad, fast
+
+
+#: what a line with an unterminated quote is replaced by before the CSV read: one field, no quote
+_QUOTE_MASK = "\x01"
+#: a complete CSV line under Arrow's rules: fields separated by commas; a field is either quoted
+#: (``"..."`` with ``""`` for a quote, then any unquoted rest) or unquoted (a quote inside it is literal)
+#: (after the closing quote a further quote would be an escaped one, hence the look-ahead)
+_FIELD = rb'(?:"(?:[^"]|"")*"(?!")[^,]*|[^",][^,]*|)'
+_CLOSED_LINE = re.compile(_FIELD + rb"(?:," + _FIELD + rb")*")
+
+
+def _has_quote(path: Path, compression: str | None) -> bool:
+    """Whether the file holds a ``"`` anywhere (streamed in 16 MiB chunks; stops at the first)."""
+    import pyarrow as pa
+
+    with pa.input_stream(str(path), compression=compression) as f:
+        while True:
+            chunk = f.read(1 << 24)
+            if not chunk:
+                return False
+            if b'"' in chunk:
+                return True
+
+
+def _file_bytes(path: Path, compression: str | None) -> bytes:
+    import pyarrow as pa
+
+    with pa.input_stream(str(path), compression=compression) as f:
+        return f.read()
+
+
+def _mask_unbalanced_quotes(data: bytes) -> tuple[bytes, dict[int, str]]:
+    """Count by physical line: every line whose quotes do not close on that line (it would swallow
+    the lines after it into one value) is replaced by :data:`_QUOTE_MASK`, so the CSV reader sees it as
+    a one-field row and resumes on the next line. Returns ``(bytes, {line number: original text})``;
+    the header (line 1) is masked too but not reported (the column names are read separately)."""
+    import numpy as np
+
+    buf = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], nl + 1))
+    ends = np.concatenate((nl, [len(data)]))
+    q = np.flatnonzero(buf == 34)
+    if not len(q):
+        return data, {}
+    cand = np.unique(np.searchsorted(starts, q, side="right") - 1)  # lines holding a quote
+    bad_lines: list[int] = []
+    for i in cand.tolist():
+        a, b = int(starts[i]), int(ends[i])
+        line = data[a:b]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not _CLOSED_LINE.fullmatch(line):
+            bad_lines.append(i)
+    if not bad_lines:
+        return data, {}
+    parts, texts, pos = [], {}, 0
+    for i in bad_lines:
+        a, b = int(starts[i]), int(ends[i])
+        parts += [data[pos:a], _QUOTE_MASK.encode()]
+        if i > 0:
+            texts[i + 1] = data[a:b].decode("utf-8", errors="replace").rstrip("\r").lstrip("\ufeff")
+        pos = b
+    parts.append(data[pos:])
+    return b"".join(parts), texts
 
 
 #: leading bytes of formats that are not read (with what to tell the user)
@@ -508,9 +593,13 @@ def _read_one(path: Path, cluster: str | None, imported=None):
     jobs, rej_mask, reasons, details, inc, type_counts, int_ids = _build_jobs(
         p, factors, cluster, str(path), lines, table)
 
+    # bad rows: wrong field count, or (5-tuples with a reason) a line with an unterminated quote
     rej = [_rejected_frame(np.full(len(bad), str(path), dtype=object),
                            np.array([b[0] for b in bad], dtype=np.int64), Reason.FIELD_COUNT,
-                           [f"{b[2]} fields, expected {b[3]}" for b in bad], [b[1] for b in bad])]
+                           [b[5] if len(b) > 4 else f"{b[2]} fields, expected {b[3]}" for b in bad],
+                           [b[1] for b in bad])]
+    if any(len(b) > 4 for b in bad):
+        rej[0]["reason"] = [b[4].value if len(b) > 4 else Reason.FIELD_COUNT.value for b in bad]
     keep = ~rej_mask
     if rej_mask.any():
         idx = np.flatnonzero(rej_mask)

@@ -73,6 +73,8 @@ class Reason(str, enum.Enum):
     """Why a row was quarantined."""
 
     FIELD_COUNT = "wrong_field_count"
+    UNBALANCED_QUOTE = "unbalanced_quote"
+    TIME_OUT_OF_RANGE = "timestamp_out_of_range"
     MISSING_JOB_ID = "missing_job_id"
     BAD_TIMESTAMP = "unparsable_timestamp"
     MISSING_TIMESTAMP = "missing_timestamp"

@@ -126,6 +126,9 @@ def _build_jobs(p: dict, factors: "_Background", cluster: str, path: str, lines:
     for c in ("submit_time", "start_time", "end_time", "fail_time", "stop_time"):
         if c in p:
             flag(p[c].fail, Reason.BAD_TIMESTAMP, f"{c} is not a timestamp")
+    for c in ("submit_time", "start_time", "end_time", "fail_time", "stop_time"):
+        if c in p:
+            flag(p[c].oor, Reason.TIME_OUT_OF_RANGE, f"{c} outside 1970-01-01 .. 2100-01-01 UTC")
     flag(submit.na, Reason.MISSING_TIMESTAMP, "submit_time is empty")
     # unfinished jobs (RUNNING, SUSPENDED, PENDING) have no end: kept, censored at the extraction time
     # (readers._censor_unfinished)

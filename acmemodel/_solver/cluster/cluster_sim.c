@@ -365,10 +365,10 @@ static void be_pass(S *s, double t) {
         if (bp < 0) break;
         int64_t j = s->cur[bp];
         s->cur[bp] = s->qnext[j];
-        if (!in->be_ok[j]) continue;
         if (examined >= s->depth) break;
+        examined++; /* every queued job in queue order counts towards the depth, eligible or not */
+        if (!in->be_ok[j]) continue;
         if (s->tot_free[rp] == 0) break;
-        examined++;
         int shrt = !has_r || t + in->run[j] <= T;
         if (fits(s, rp, in->gpus[j], 0, !shrt)) {
             int64_t home = in->part[j];

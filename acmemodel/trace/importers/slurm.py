@@ -109,6 +109,16 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     read_names = [f"c{i}" for i in range(len(names) + (1 if trailing else 0))]
     wanted = sorted(set(col.values()))
 
+    # times and counts are converted by the (multithreaded) CSV reader; a column with a value it cannot
+    # convert is re-read as text and parsed value by value (only the offending rows are quarantined)
+    types = {n: pa.string() for n in read_names}
+    for k in ("submit", "start", "end"):
+        if k in col:
+            types[read_names[col[k]]] = pa.timestamp("s")
+    for k in ("nnodes", "alloccpus", "reqcpus"):
+        if k in col:
+            types[read_names[col[k]]] = pa.float64()
+
     def do_read(threads: bool):
         bad: list[tuple] = []
 
@@ -122,13 +132,21 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
             parse_options=pcsv.ParseOptions(delimiter="|", quote_char=False, invalid_row_handler=handler,
                                             ignore_empty_lines=False),
             convert_options=pcsv.ConvertOptions(
-                column_types={n: pa.string() for n in read_names},
-                include_columns=[read_names[i] for i in wanted], strings_can_be_null=False),
+                column_types=types, include_columns=[read_names[i] for i in wanted], strings_can_be_null=False,
+                null_values=list(_MISSING_TIME), timestamp_parsers=[pcsv.ISO8601]),
         )
         return t, bad
 
     try:
-        table, bad = do_read(True)
+        for _ in range(8):
+            try:
+                table, bad = do_read(True)
+                break
+            except pa.ArrowInvalid as e:
+                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                if not m or int(m.group(1)) >= len(read_names) or types[read_names[int(m.group(1))]] == pa.string():
+                    raise
+                types[read_names[int(m.group(1))]] = pa.string()
         if bad and any(b[0] is None for b in bad):
             table, bad = do_read(False)
     except (OSError, EOFError) as e:
@@ -146,8 +164,17 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         offs = bad_lines - 2 - np.arange(len(bad_lines))
         lines = lines + np.searchsorted(offs, np.arange(n_read), side="right")
 
+    picked: dict[str, object] = {}  # columns of the job rows, taken when first used
+
     def column(k):
-        return table.column(read_names[col[k]]) if k in col else None
+        if k not in col:
+            return None
+        if k not in picked:
+            c = table.column(read_names[col[k]])
+            picked[k] = c if job_rows is None else c.take(job_rows)
+        return picked[k]
+
+    job_rows = None
 
     jid = pc.utf8_trim_whitespace(column("jobid"))
     # blank lines (read as one empty field): skipped, not records
@@ -156,13 +183,15 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         others = [column(k) for k in ("state", "submit") if k in col]
         all_empty = empty.copy()
         for o in others:
-            all_empty &= np.asarray(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(o)), 0)
-                                    .to_numpy(zero_copy_only=False), dtype=bool)
+            e = (o.is_null() if not pa.types.is_string(o.type)
+                 else pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(o)), 0))
+            all_empty &= np.asarray(e.to_numpy(zero_copy_only=False), dtype=bool)
         n_blank = int(all_empty.sum())
         idx = np.flatnonzero(empty & ~all_empty)
         q.add(lines[idx], "missing_job_id", "JobID is empty", _raw(table, read_names, wanted, idx))
         keep = ~empty
         table, lines, jid = table.filter(pa.array(keep)), lines[keep], jid.filter(pa.array(keep))
+        picked.clear()
     else:
         n_blank = 0
     records_in = table.num_rows + len(bad) + int(empty.sum()) - n_blank
@@ -195,25 +224,30 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
         oom = np.asarray(pc.starts_with(st_steps, "OUT_OF_MEMORY").to_numpy(zero_copy_only=False), dtype=bool)
         if oom.any():
             oom_jobs = set(step_base.filter(pa.array(oom)).to_pylist())
-        keep = pa.array(~is_step)
-        table, lines, jid = table.filter(keep), lines[~is_step], jid.filter(keep)
+        job_rows = pa.array(np.flatnonzero(~is_step))
+        picked.clear()
+        lines, jid = lines[~is_step], jid.take(job_rows)
         n_orphans = int(orphan.sum())
-    state_raw = pc.utf8_upper(pc.utf8_trim_whitespace(column("state")))
-    state_word = pc.list_element(pc.split_pattern(state_raw, " ", max_splits=1), 0)  # "CANCELLED by 1"
-    n = table.num_rows
+    n = len(jid)
 
-    # ---- states (mapped on the few distinct values)
-    st_dict = pc.dictionary_encode(state_word).combine_chunks()
-    cats = np.array(st_dict.dictionary.to_pylist(), dtype=object)
+    # ---- states, normalised and mapped on their few distinct values ("CANCELLED by 1234" → CANCELLED)
+    st_dict = pc.dictionary_encode(column("state"))
+    if isinstance(st_dict, pa.ChunkedArray):
+        st_dict = st_dict.combine_chunks()
+    raw_cats = st_dict.dictionary.to_pylist()
+    words = [(c or "").strip().upper().split(" ")[0] for c in raw_cats]
+    uniq = sorted(set(words))
+    pos = {w: i for i, w in enumerate(uniq)}
+    cats = np.array(uniq, dtype=object)
+    idx = pa.array(np.array([pos[w] for w in words], dtype=np.int32)).take(st_dict.indices)
     mapped = pa.array([STATE_ALIASES.get(c, c) for c in cats], type=pa.string())
-    idx = st_dict.indices
     state = pc.take(mapped, idx)
     if oom_jobs:
         fo = pc.and_(pc.equal(state, "FAILED"), pc.is_in(jid, value_set=pa.array(sorted(oom_jobs))))
         state = pc.if_else(fo, "OUT_OF_MEMORY", state)
     raw_counts = np.bincount(np.asarray(idx.to_numpy(zero_copy_only=False)), minlength=len(cats))
     state_counts = {str(c): {"state": STATE_ALIASES.get(c, c), "rows": int(k)} for c, k in zip(cats, raw_counts)}
-    if any("CANCELLED BY" in x for x in _few(state_raw)):
+    if any(str(c or "").strip().upper().startswith("CANCELLED BY") for c in raw_cats):
         state_counts.setdefault("CANCELLED", {})["note"] = "'CANCELLED by <uid>' read as CANCELLED"
 
     # ---- times
@@ -281,7 +315,7 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     # ---- special ids (few rows, in pandas): array ranges 123_[5-9], het components 123+k, requeues
     ids = cols["job_id"]
     special = np.asarray(pc.match_substring_regex(ids, r"[\[+]").to_numpy(zero_copy_only=False), dtype=bool)
-    n_unique = len(pc.unique(ids))
+    n_unique = _n_distinct(ids, column("jobidraw") if "jobid" in col and "jobidraw" in col else None)
     n_expanded = n_het = n_attempts = 0
     extra_cols = {"array_job_id": None, "restart_of": None}
     if special.any() or n_unique < len(ids):
@@ -358,6 +392,24 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
                       warnings=warnings)
 
 
+def _n_distinct(ids, raw) -> int:
+    """Distinct job ids; when every JobIDRaw is an integer and they are all distinct (the usual
+    case: one raw id per job and array task), ``len(ids)`` without hashing the strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if raw is not None:
+        try:
+            r = np.asarray(pc.cast(raw, pa.int64()).to_numpy(zero_copy_only=False))
+            if len(r) < 2 or bool((np.diff(r) > 0).all()) or len(np.unique(r)) == len(r):
+                # distinct raw ids: two records of one JobID would share their raw id, except a
+                # pending array range (its raw id is the array's); those rows are special anyway
+                return len(ids)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return len(pc.unique(ids))
+
+
 def _np(v) -> np.ndarray:
     return v if isinstance(v, np.ndarray) else np.asarray(v.to_numpy(zero_copy_only=False), dtype=float)
 
@@ -405,6 +457,10 @@ def _times(c, tz: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_timestamp(c.type):  # converted by the CSV reader: naive local seconds, null = unknown
+        null = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        sec = np.asarray(pc.fill_null(c.cast(pa.int64()), 0).to_numpy(zero_copy_only=False), dtype=float)
+        return np.where(null, np.nan, sec - C.utc_offset_seconds(tz)), np.zeros(len(sec), dtype=bool)
     c = pc.utf8_trim_whitespace(c)
     missing = np.asarray(pc.is_in(c, value_set=pa.array(list(_MISSING_TIME))).to_numpy(zero_copy_only=False),
                          dtype=bool)
@@ -428,6 +484,8 @@ def _num(c, n: int) -> np.ndarray:
 
     if c is None:
         return np.full(n, np.nan)
+    if pa.types.is_floating(c.type) or pa.types.is_integer(c.type):
+        return np.asarray(c.to_numpy(zero_copy_only=False), dtype=float)
     t = pc.utf8_trim_whitespace(c)
     try:  # (the usual case: every value a number or empty)
         v = pc.cast(pc.if_else(pc.equal(t, ""), pa.scalar(None, pa.string()), t), pa.float64())

@@ -1,0 +1,147 @@
+"""Acme's queue policy around the simulator: the start-up latency part of QueueModel, the policy fields of
+ClusterConfig, the quota trade-off table, reproduce's per-type queue comparison."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from acmemodel.errors import ConfigError
+from acmemodel.models.queue import QueueModel, free_at_submit
+from acmemodel.planner.config import ClusterConfig
+
+
+def _trace(seed=0, n_free=3000, n_busy=1500):
+    """Kalos (2,416 GPUs): small jobs on an idle cluster wait a latency ~ LogNormal(log 15, 0.3); jobs submitted
+    while a 2,416-GPU job holds the cluster wait for it (hours)."""
+    rng = np.random.default_rng(seed)
+    t_free = np.sort(rng.uniform(0, 1e6, n_free))
+    lat = np.exp(np.log(15.0) + 0.3 * rng.standard_normal(n_free))
+    t_busy = np.sort(rng.uniform(2e6 + 10, 2e6 + 3e4, n_busy))
+    big_end = 2e6 + 4e4
+    sub = np.r_[t_free, [2e6], t_busy]
+    start = np.r_[t_free + lat, [2e6], big_end + rng.uniform(0, 100, n_busy)]
+    run = np.r_[rng.uniform(10, 100, n_free), [4e4], rng.uniform(10, 100, n_busy)]
+    g = np.r_[rng.choice([1, 2, 8], n_free), [2416], rng.choice([1, 2, 8], n_busy)]
+    n = len(sub)
+    return pd.DataFrame({"cluster": "Kalos", "type": "Eval", "state": "COMPLETED", "analysis_state": "COMPLETED",
+                         "gpu_num": g, "is_gpu": True, "submit_s": sub, "start_s": start, "end_s": start + run,
+                         "queue_s": start - sub, "queue_censored": np.zeros(n, bool), "run_s": run})
+
+
+def test_free_definition_and_latency_recovered_from_free_jobs():
+    j = _trace()
+    free = free_at_submit(j)
+    assert free[:3000].all() and not free[3001:].any()
+    q = QueueModel(keys=("cluster", "type")).fit(j)
+    lat = q.latency_.resolve(cluster="Kalos", type="Eval").value
+    assert lat.median() == pytest.approx(15.0, rel=0.05)  # n=3000: sd of the log median ~0.007
+    parts = q.parts_.set_index("type").loc["Eval"]
+    assert parts["n_free"] == 3000
+    assert parts["wait_mean_s"] > 10 * parts["latency_mean_s"]  # the busy period is contention, not latency
+    s = q.summary()
+    assert {"latency_median_s", "latency_mean_s", "contention_mean_s"} <= set(s.columns)
+    q2 = QueueModel.from_dict(q.to_dict())
+    x = q2.sample_latency(2000, np.random.default_rng(1), cluster="Kalos", type="Eval")
+    assert np.median(x) == pytest.approx(15.0, rel=0.1)
+
+
+def test_latency_part_off():
+    q = QueueModel(keys=("cluster", "type"), latency=False).fit(_trace(n_free=500, n_busy=200))
+    assert q.latency_ is None
+    assert (q.sample_latency(3, np.random.default_rng(0), cluster="Kalos", type="Eval") == 0).all()
+    with pytest.raises(ValueError, match="free_margin_gpus"):
+        QueueModel(free_margin_gpus=-1).fit(_trace(n_free=500, n_busy=200))
+
+
+BASE = {"cluster": {"gpus": 64, "partitions": {"pretrain": 32}}, "runs": [{"gpus": 8, "work": "1d"}]}
+
+
+def _cfg(**cluster):
+    d = {"cluster": {**BASE["cluster"], **cluster}, "runs": BASE["runs"]}
+    return ClusterConfig.from_dict(d)
+
+
+def test_cluster_config_policy_fields():
+    c = _cfg(priorities={"Pretrain": 2, "Eval": 0}, best_effort_on_reserved=True, best_effort_types=["SFT"],
+             latency=True).cluster
+    assert c.priorities == {"Pretrain": 2, "Eval": 0} and c.best_effort_types == ["SFT"] and c.latency
+    for bad, match in (({"priorities": {"Eval": 0.5}}, r"cluster\.priorities\.Eval"),
+                       ({"priorities": ["Eval"]}, r"cluster\.priorities must be a mapping"),
+                       ({"latency": "yes"}, r"cluster\.latency"),
+                       ({"best_effort_types": ["SFT"]}, r"cluster\.best_effort_types needs"),
+                       ({"best_effort_on_reserved": True, "best_effort_types": "SFT"}, r"cluster\.best_effort_types"),
+                       ({"partitions": {}, "best_effort_on_reserved": True}, r"pretrain reservation")):
+        with pytest.raises(ConfigError, match=match):
+            _cfg(**bad)
+
+
+def test_quota_search_rows_carry_the_tradeoff():
+    from rich.console import Console
+
+    from acmemodel.cli.tradeoff import quota_tradeoff_table
+    from acmemodel.planner.quota import find_quota
+
+    rng = np.random.default_rng(3)
+    n = 600
+    types = rng.choice(["Eval", "Pretrain", "SFT"], n, p=[0.6, 0.1, 0.3])
+    jobs = pd.DataFrame({"submit_s": np.sort(rng.uniform(0, 5e4, n)), "run_s": rng.uniform(60, 3000, n),
+                         "gpu_num": np.where(types == "Pretrain", 16, rng.choice([1, 2, 8], n)), "type": types})
+    qr = find_quota(jobs, total_gpus=96, search="eval_lane", partitions={"pretrain": 32}, target_wait_s=60.0,
+                    priorities={"Eval": 0, "SFT": 1, "Pretrain": 2})
+    ev = qr.evaluations
+    assert {"target_p50_s", "target_p90_s", "pretrain_p50_s", "pretrain_p90_s"} <= set(ev.columns)
+    np.testing.assert_allclose(ev["target_p90_s"], ev["wait_s"])  # the target is Eval p90
+    d = qr.to_dict()
+    con = Console(width=80, record=True)
+    con.print(quota_tradeoff_table(d))
+    text = con.export_text()
+    assert "Eval p90" in text and "Pretrain" in text and "p50" in text
+    assert text.count("met") + text.count("missed") >= len(ev)
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_reproduce_queue_by_type_rows_and_checks():
+    from acmemodel.reproduce import gpu_time_by_size, queue_by_type
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    types = rng.choice(["Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other"], n)
+    q = np.where(types == "Eval", rng.exponential(600, n), rng.exponential(5, n))
+    jobs = pd.DataFrame({"type": types, "gpu_num": rng.choice([1, 8, 64], n), "submit_s": 0.0, "start_s": q,
+                         "end_s": q + 100.0, "queue_s": q, "run_s": 100.0})
+    rows, checks = queue_by_type("Seren", jobs)
+    ev1 = [r for r in rows if r["type"] == "Eval" and r["x_s"] == 1.0][0]
+    assert ev1["published"] == 47 and ev1["reproduced"] == pytest.approx(100 * np.mean(q[types == "Eval"] <= 1))
+    assert ev1["within_bar"] == (abs(ev1["diff"]) <= 5)
+    c = {r["check"]: r["passed"] for r in checks}
+    assert c["Eval has the lowest <= 1 s share"] and c["Eval has the largest mean wait"]
+    size = {r["fact"]: r for r in gpu_time_by_size("Seren", jobs, includes_queue=False)}
+    one = size["GPU time of 1-GPU jobs (%)"]
+    g = jobs["gpu_num"].to_numpy()
+    assert one["reproduced"] == pytest.approx(100 * (g == 1).sum() / g.sum())
+
+
+def test_runtime_size_law_grows_with_gpus():
+    from acmemodel.models.runtime import RuntimeModel
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    g = rng.choice([1, 4, 16, 64, 256], n)
+    run = 100.0 * g ** 0.5 * np.exp(0.5 * rng.standard_normal(n))
+    jobs = pd.DataFrame({"cluster": "Seren", "type": "Pretrain", "analysis_state": "COMPLETED", "gpu_num": g,
+                         "is_gpu": True, "started": True, "run_s": run, "submit_s": np.arange(n, dtype=float)})
+    m = RuntimeModel(keys=("cluster", "type"), families=("lognormal",)).fit(jobs)
+    b = m.size_slope_["Seren/Pretrain"]
+    # OLS slope of log(run+1) on log2 g is ~0.5 * ln 2 per doubling in log2 units -> 0.5 in exponent of g;
+    # shrunk by n / (n + 200); its standard error at n=5000 is ~0.5 / (sqrt(n) * sd(log2 g)) < 0.003
+    assert b == pytest.approx(0.5 * n / (n + 200), abs=0.02)
+    r = m.median(cluster="Seren", type="Pretrain", gpus=256) / m.median(cluster="Seren", type="Pretrain", gpus=4)
+    assert r == pytest.approx(64 ** b, rel=1e-9)
+    assert m.median(cluster="Seren", type="Pretrain") == pytest.approx(
+        m.median(cluster="Seren", type="Pretrain", gpus=2 ** m.lg_ref_.resolve(cluster="Seren", type="Pretrain").value[0]))
+    x = m.sample(4000, np.random.default_rng(0), cluster="Seren", type="Pretrain", gpus=64)
+    assert np.median(x) == pytest.approx(100 * 8 * (64 ** b / 64 ** 0.5), rel=0.1)
+    m2 = RuntimeModel.from_dict(m.to_dict())
+    assert m2.size_factor(cluster="Seren", type="Pretrain", gpus=64) == pytest.approx(
+        m.size_factor(cluster="Seren", type="Pretrain", gpus=64))
+    off = RuntimeModel(keys=("cluster", "type"), families=("lognormal",), size_law=False).fit(jobs)
+    assert off.size_factor(cluster="Seren", type="Pretrain", gpus=256) == 1.0
