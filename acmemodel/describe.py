@@ -68,6 +68,8 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
         "files": [f.as_dict() for f in trace.files],
         "rejected": {"total": int(len(trace.rejected)), "by_reason": trace.rejected_by_reason()},
         "inconsistencies": {k: int(v) for k, v in trace.inconsistencies.items()},
+        "value_problems": {c: {k: int(v) for k, v in d.items()}
+                           for c, d in getattr(trace, "value_problems", {}).items()},
         "warnings": list(trace.warnings),
         "extracted_at_utc": (None if getattr(trace, "extracted_at_s", None) is None else
                              pd.Timestamp(trace.extracted_at_s, unit="s", tz="UTC").isoformat()),

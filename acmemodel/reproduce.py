@@ -586,9 +586,14 @@ def plot_curve(row: dict, ax, *, cluster: str = "") -> None:
     gpu = row["kind"] == "gpu_count_cdf_by_jobs"
     ax.plot(x, cdf, "o-" if not gpu else "o", ms=3, label="published", color="tab:orange",
             drawstyle="default")
-    ax.set_xscale("log", base=2)
+    if gpu:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("GPUs requested")
+    else:  # ticks in s/min/h/d, not 2^21 s
+        from acmemodel.plotting import duration_axis
+
+        duration_axis(ax, label=f"duration ({row['basis']})")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("GPUs requested" if gpu else f"duration (s, {row['basis']})")
     ax.set_ylabel("CDF (fraction of GPU jobs)")
     ks = row["ks"]
     ax.set_title(f"{row['name']}  KS={ks:.3f}" if ks is not None else row["name"], fontsize=9)

@@ -195,6 +195,11 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     t0 = (float(to_unix_seconds(start)) if start is not None and not isinstance(start, str)
           else _local_start(start, off))
     t1 = t0 + days * 86400.0
+    from acmemodel.trace.arrow import PLAUSIBLE_S
+
+    if not (PLAUSIBLE_S[0] <= t0 and t1 <= PLAUSIBLE_S[1]):
+        raise ValueError(f"start/days: the synthetic trace would reach outside 1970-01-01 .. 2100-01-01 "
+                         "(the range of trace timestamps load_trace accepts)")
 
     arr = arrival.sample(t0, t1, rng, scale=scale, mix=mix, gpu_scale=gpu_scale, cluster=cluster)
     arr = arr[arr["submit_s"].to_numpy() < t1]
@@ -339,10 +344,19 @@ def cluster_queue(*, total_gpus: int, gpus_per_node: int = GPUS_PER_NODE, **sim_
 
 def _local_start(start, off: int) -> float:
     """Unix seconds of a local date/time string (default 2023-03-01 00:00 local, AcmeTrace's start)."""
-    ts = pd.Timestamp(start or "2023-03-01")
-    if ts.tzinfo is not None:
-        return ts.value / 1e9
-    return ts.value / 1e9 - off
+    from acmemodel.trace.arrow import PLAUSIBLE_S
+
+    try:
+        ts = pd.Timestamp(start or "2023-03-01")
+    except (ValueError, TypeError, OverflowError) as e:
+        raise ValueError(f"start: cannot read {start!r} as a date ({str(e).splitlines()[0]})") from None
+    if ts is pd.NaT:
+        raise ValueError(f"start: cannot read {start!r} as a date")
+    t0 = ts.timestamp() if ts.tzinfo is not None else ts.tz_localize("UTC").timestamp() - off
+    if not PLAUSIBLE_S[0] <= t0 < PLAUSIBLE_S[1]:
+        raise ValueError(f"start: {start!r} is outside 1970-01-01 .. 2100-01-01 (the range of trace "
+                         "timestamps load_trace accepts)")
+    return t0
 
 
 # ---------------------------------------------------------------------- formatting

@@ -565,6 +565,8 @@ class DurationModel(BaseModel):
         """Fitted CDF of cell ``key`` (line) over the cell's empirical CDF (steps) on a log-x axis."""
         import matplotlib.pyplot as plt
 
+        from acmemodel.plotting import duration_axis
+
         r = self.resolve(**key)
         v: DurationCell = r.value
         if ax is None:
@@ -574,8 +576,7 @@ class DurationModel(BaseModel):
             hi = max(float(v.quantile(0.999)), lo * 10)
             xs = np.geomspace(lo / 2, hi, 400)
             ax.plot(xs, v.cdf(xs), label=f"mixture of {len(v.components)} cells")
-            ax.set_xscale("log")
-            ax.set_xlabel(f"{self._kind} (s)")
+            duration_axis(ax, label=self._kind)
             ax.set_ylabel("CDF")
             ax.set_ylim(0, 1)
             ax.set_title(f"{r.cell.label()} (marginalised, n={r.n})", fontsize=9)
@@ -589,8 +590,7 @@ class DurationModel(BaseModel):
         q = v.quantiles
         ok = np.isfinite(q)
         ax.step(np.maximum(q[ok], lo / 2), EMPIRICAL_LEVELS[ok], where="post", label="empirical", alpha=0.7)
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{self._kind} (s)")
+        duration_axis(ax, label=self._kind)
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1)
         ax.set_title(f"{r.cell.label()} (back-off {r.level}, n={r.n})", fontsize=9)

@@ -614,6 +614,8 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         self._check_fitted()
         import matplotlib.pyplot as plt
 
+        from acmemodel.plotting import duration_axis
+
         if ax is None:
             _, ax = plt.subplots()
         if kind == "mttf":
@@ -631,16 +633,14 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
                 tab = self.km_table(type=ty, **key)
                 ax.step(tab["t_s"], tab["survival"], where="post", label=f"{ty} (n={self.km_[tab['cell'][0]]['n']})")
                 ax.fill_between(tab["t_s"], tab["lower"], tab["upper"], step="post", alpha=0.2)
-            ax.set_xscale("log")
-            ax.set_xlabel("run time (s)")
+            duration_axis(ax, label="run time")
             ax.set_ylabel("P(no failure)")
         elif kind == "cif":
             tab = self.cif_table(**key)
             for cause, g in tab.groupby("cause", sort=False):
                 ax.step(g["t_s"], g["cif"], where="post", label=cause)
                 ax.fill_between(g["t_s"], g["lower"], g["upper"], step="post", alpha=0.2)
-            ax.set_xscale("log")
-            ax.set_xlabel("run time (s)")
+            duration_axis(ax, label="run time")
             ax.set_ylabel("cumulative incidence")
         else:
             raise ValueError(f"kind must be 'mttf', 'km' or 'cif', got {kind!r}")

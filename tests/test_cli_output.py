@@ -211,3 +211,31 @@ def test_evaluate_runtime_fits_80_columns():
     assert r.returncode == 0, r.stderr
     _fits_80(r.stdout)
     assert "mae" in r.stdout and "runtime_model_nostate" in r.stdout.replace("\n", "")
+
+
+def test_duration_axes_in_human_units():
+    """Plots labelled durations in seconds on log-2 ticks (2^21 s); now 1 min ... 30 d."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from acmemodel.reproduce import plot_curve
+
+    fig, ax = plt.subplots()
+    row = {"_sample": [30.0, 600.0, 4000.0, 90000.0, 2.1e6], "_x": [60.0, 3600.0, 86400.0],
+           "_cdf": [0.2, 0.5, 0.9], "kind": "duration_cdf", "basis": "run", "ks": 0.1, "name": "x"}
+    plot_curve(row, ax)
+    fig.canvas.draw()
+    labels = {t.get_text() for t in ax.get_xticklabels() if t.get_text()}
+    from acmemodel.plotting import DURATION_TICKS
+
+    assert {"1 min", "1 h", "1 d"} <= labels <= {name for _, name in DURATION_TICKS}  # no 2^21 or 10^5
+    assert ax.get_xlabel() == "duration (run)"
+    plt.close(fig)
+
+
+def test_fit_json_runs_without_a_progress_bar(tmp_path):
+    r = runner.invoke(app, ["fit", "-o", str(tmp_path / "b"), "--model", "gpu_counts", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["models"] == ["gpu_counts"]

@@ -154,6 +154,7 @@ def test_helios_rebase_to_window_selects_the_trace(tmp_path, month):
         assert "acmemodel-anchor" not in set(sel["user"]) and (sel["duration"] >= 1).all()
     assert res["window"] == "Sept"
     readme = (tmp_path / "w" / "README.md").read_text()
+    assert f"{len(in_window)} GPU jobs (the simulators read GPU jobs only) fall inside" in readme
     for needed in ("vc_dict_homo.pkl", "_lgb.csv", "cluster_full_log.csv", "gmem_util", "_ebm_weekly_updated.csv"):
         assert needed in readme
     with pytest.raises(ValueError, match="Sept"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 import warnings
 
 import numpy as np
@@ -360,9 +359,7 @@ def test_big_file_with_a_few_bad_rows(tmp_path):
     lines[150000] = lines[150000].replace("COMPLETED", "WEIRD")
     lines[199999] = lines[199999].replace(str(ids[199998]), str(ids[4]), 1)  # = the id at line 6
     p = put(tmp_path, "big_seren.csv", lines)
-    t0 = time.perf_counter()
-    t = load_trace(p)
-    elapsed = time.perf_counter() - t0
+    t = load_trace(p)   # speed: benchmarks/bench_load.py (not a timed test)
     assert reasons(t) == bad
     assert len(t.jobs) == n - len(bad)
     assert t.jobs["source_line"].iloc[[0, 9, 10, 4998, 4999]].tolist() == [2, 12, 13, 5002, 5003]
@@ -370,7 +367,6 @@ def test_big_file_with_a_few_bad_rows(tmp_path):
     assert "line 6" in t.rejected.set_index("line").loc[200000, "detail"]
     # the quarantined rows as written in the file (not re-formatted parsed values)
     assert t.rejected["raw"].tolist() == [lines[ln - 1] for ln in sorted(bad)]
-    assert elapsed < 10, elapsed  # (about 0.5 s; generous for a shared machine)
     out = tmp_path / "rej.csv"
     code, err, doc = cli("describe", p, "--json", "--rejects", out)
     assert code == 0, err

@@ -22,6 +22,9 @@ class _Console(Console):
 
 
 console = _Console()
+
+#: largest ``--seed`` (numpy's legacy seeds and the C kernels' are 32-bit unsigned)
+SEED_MAX = 2**32 - 1
 err_console = _Console(stderr=True)
 
 # Options shared by the commands that fit or evaluate models on a trace (typer copies them per command).

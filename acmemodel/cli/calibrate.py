@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import check_bundle_out, console, err_console
+from acmemodel.cli._common import SEED_MAX, check_bundle_out, console, err_console
 from acmemodel.errors import ConfigError
 
 
@@ -37,7 +37,7 @@ def parse_assumptions(items: list[str]):
 def calibrate_cmd(
     out: Path = typer.Option(..., "-o", "--out", help="Where to write the bundle (directory or .zip)."),
     scale: float = typer.Option(1.0, "--scale", help="Fraction of the published job volume to materialise."),
-    seed: int = typer.Option(2023, "--seed", help="Random seed of the pseudo-trace."),
+    seed: int = typer.Option(2023, "--seed", min=0, max=SEED_MAX, help="Random seed of the pseudo-trace."),
     assume: Optional[List[str]] = typer.Option(None, "--set", help="Override an assumption: name=value."),
     json_out: bool = typer.Option(False, "--json", help="Print the calibration report as JSON."),
 ) -> None:

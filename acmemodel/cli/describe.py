@@ -72,6 +72,11 @@ def _render(doc: dict, by: list[str]) -> None:
     if inc:
         console.print("File columns that disagree with the timestamps (run time and queue are recomputed): "
                       + ", ".join(f"{k}={v}" for k, v in inc.items()))
+    vp = doc.get("value_problems") or {}
+    if vp:
+        console.print("Unusable optional values (kept as missing; the rows are accepted): "
+                      + "; ".join(f"{escape(c)}: " + ", ".join(f"{v:,} {k}" for k, v in d.items())
+                                  for c, d in vp.items()))
     for w in doc["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")  # (data values may look like markup)
     for name, c in doc["clusters"].items():

@@ -7,14 +7,14 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import evaluate_app, print_json
-from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, load_traces
+from acmemodel.cli._common import SEED_MAX, CLUSTER, TRACE_PATHS, console, load_traces
 
 
 @evaluate_app.command("arrival")
 def evaluate_arrival_cmd(
     paths: Optional[List[Path]] = TRACE_PATHS,
     test_days: float = typer.Option(30.0, "--test-days", help="Held-out days at the end of each cluster."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sampled held-out window."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the sampled held-out window."),
     cluster: Optional[str] = CLUSTER,
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Skip the forecast metrics."),
     json_out: bool = typer.Option(False, "--json",

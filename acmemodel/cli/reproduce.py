@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import check_dir_out, console
+from acmemodel.cli._common import SEED_MAX, check_dir_out, console
 from acmemodel.cli._fmt import CompactTable as Table
 
 
@@ -148,7 +148,7 @@ def reproduce_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
     plots: Optional[Path] = typer.Option(None, "--plots", help="Directory for PNG overlays of every curve."),
     scale: float = typer.Option(1.0, "--scale", help="Fraction of the real job volume (1.0 ≈ 1.1 M jobs)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Random seed."),
     queue: QueueMode = typer.Option(QueueMode.simulator, "--queue",
                                     help="Queue times from the cluster simulator, or from the bundle's queue "
                                          "model (a diagnostic)."),

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import SEED_MAX, console
 
 #: how long --scheduler waits for the scheduler to answer
 CONNECT_TIMEOUT = "10s"
@@ -49,7 +49,7 @@ def sweep_cmd(
     resume: bool = typer.Option(False, "--resume", help="Keep the points already computed in OUT (and OUT.partial/)."),
     yes: bool = typer.Option(False, "--yes", help="Run grids of more than 1,000,000 points."),
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="Fitted bundle (default: the embedded default)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Sweep seed (default: the grid's, else simulation.seed)."),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Sweep seed (default: the grid's, else simulation.seed)."),
     reliability: Optional[str] = typer.Option(
         None, "--reliability", help="Published failure rate of the base config: acme-2023, meta-rsc1, "
                                     "meta-rsc2 or llama3-405b (a grid axis failures.reliability varies it)."),

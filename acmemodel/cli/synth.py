@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import check_output_not_input, console
+from acmemodel.cli._common import SEED_MAX, check_output_not_input, console
 from acmemodel.cli.export import Fmt
 
 
@@ -48,7 +48,7 @@ def synth_cmd(
         None, "--bundle", help="Fitted bundle (acmemodel fit); default: the embedded default bundle."),
     days: float = typer.Option(30.0, "--days", help="Length of the synthetic trace in days."),
     cluster: str = typer.Option("Seren", "--cluster", help="Cluster whose schema and models to use."),
-    seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same file)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Random seed (same seed, same file)."),
     scale: float = typer.Option(1.0, "--scale", help="Multiply every arrival intensity."),
     mix: Optional[str] = typer.Option(None, "--mix", help="Job-share override, e.g. Eval=0.7,Pretrain=0.05 "
                                                           "(unlisted types share the rest)."),

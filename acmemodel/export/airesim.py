@@ -288,6 +288,15 @@ _COMMENTS = {
 }
 
 
+def _human(key: str, v: Any) -> str:
+    """A provenance value for the README: seconds with h/min, other floats to 4 significant digits."""
+    if isinstance(v, float) and key.endswith("_s") and math.isfinite(v):
+        return f"{v:,.0f} s ({v / 3600:,.1f} h)" if v >= 3600 else f"{v:,.1f} s ({v / 60:,.1f} min)"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
 def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = None, restart: Any = None,
                   gpus: int | None = None, cluster: str | None = None, **opts: Any) -> dict[str, Any]:
     """Write ``OUT/config.yaml`` (AIReSim ``--params`` file) and ``OUT/README.md``.
@@ -337,7 +346,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
     path = C.out_path(out, "config.yaml")
     path.write_text("\n".join(lines) + "\n")
     sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params)} fields)."),
-                ("Inputs", "\n".join(f"- {k}: {v}" for k, v in prov.items()))]
+                ("Inputs", "\n".join(f"- {k}: {_human(k, v)}" for k, v in prov.items()))]
     if frame is not None:  # the empirical restart time averages over these chains
         ch, src = C.ensure_chains(frame)
         sections.append(("Restart chains", C.chain_note(src, int((C.prev_positions(ch) >= 0).sum()))))

@@ -200,7 +200,8 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
                      f"that never started, {int((raised & started).sum())} shorter runs): the simulators "
                      "never finish a 0-second job.")
         if window:
-            lines.append(_window_text(name, shift, s + shift, off, window, anchor[0], anchor_vc))
+            gpu = sub["gpu_num"].to_numpy() > 0
+            lines.append(_window_text(name, shift, (s + shift)[gpu], off, window, anchor[0], anchor_vc))
         elif rebase:
             lines.append(_rebase_text(name, shift, off, epoch))
         else:
@@ -248,7 +249,8 @@ def _window_text(name: str, shift: int, submit_local: np.ndarray, off: int, wind
     after = int((loc > hi).sum())
     return (f"- Placed in the **{label}** window ({a[:16]} .. {b[:16]}): every timestamp of {name} shifted "
             f"by {shift} s ({shift / 86400:+.0f} days, whole weeks: hour of day and weekday kept); "
-            f"{inside} jobs fall inside the window, {after} after its end (not simulated). Anchor row "
+            f"{inside} GPU jobs (the simulators read GPU jobs only) fall inside the window, {after} after "
+            f"its end (not simulated). Anchor row "
             f"first: job `{anchor_id}` of user `{ANCHOR_USER}` in vc `{anchor_vc}`, submitted {HELIOS_EPOCH} "
             f"(1 GPU, 1 s) so the simulators count days from 2020-04-01; it is outside the window and "
             f"never simulated. Run with an experiment name containing `{label}` (e.g. `-e {name}_{label}`).")
@@ -268,12 +270,15 @@ def _needs_text(clusters: list[str], label: str) -> str:
         f"  `{py} \"import pandas as pd; pd.to_pickle(pd.read_csv('data/{c}/vc_config.csv', "
         f"index_col=0)['num'].to_dict(), 'data/{c}/vc_dict_homo.pkl')\"`",
         f"- `estimators/{exp}_lgb.csv` (columns `job_id,priority`: the predicted duration, s, of every "
-        "job) for `-s qssf`; the authors' file holds LightGBM predictions. A stand-in from the true "
+        "job): read at start-up whatever the scheduler (the simulator always builds its estimator), "
+        "used by `qssf`; the authors' file holds LightGBM predictions. A stand-in from the true "
         "durations (an oracle — say so when you report results):",
         f"  `{py} \"import pandas as pd; d = pd.read_csv('data/{c}/cluster_log.csv'); "
         f"d[['job_id', 'duration']].rename(columns={{'duration': 'priority'}})"
         f".to_csv('estimators/{exp}_lgb.csv', index=False)\"`",
-        "- `fifo`, `sjf` and `srtf` need only the two files above.",
+        "- Checked: Helios' `trace_process` selects the window's GPU jobs from these files, and its `fifo` "
+        "and `qssf` schedulers run them (its closing `cluster_analysis` step expects the logs of all "
+        "four schedulers, i.e. `--sweep`). Helios' estimator calls `DataFrame.append`: use pandas < 2.",
         "",
         f"Lucid (`python simulator.py -e {exp} -t ./data/{c} -s <scheduler>`):",
         f"- `data/{c}/cluster_full_log.csv`: `cluster_log.csv` plus Lucid's profiled columns `dataset, "
@@ -283,7 +288,8 @@ def _needs_text(clusters: list[str], label: str) -> str:
         f"  `{py} \"import pandas as pd; d = pd.read_csv('data/{c}/cluster_log.csv'); "
         "d = d.assign(dataset='none', model='none', batchsize=0, amp=0, speed=1.0, gpu_util=100.0, "
         f"gmem_util=100.0, gmem=80000); d.to_csv('data/{c}/cluster_full_log.csv', index=False)\"`",
-        f"- `estimator/lgb/{exp}_lgb.csv` (QSSF; same command as above, written to that path) and, for "
+        f"- `estimator/lgb/{exp}_lgb.csv` (read at start-up for every scheduler but `lucid`; same command "
+        "as above, written to that path) and, for "
         f"`-s lucid`, `estimator/ebm/{exp}_ebm_weekly_updated.csv` (same columns). Lucid's own code only "
         "accepts `-s lucid` for experiments whose name contains `Venus`, and its profiler subtracts a "
         "node from the Venus VCs `vc8Gr` and `vcefl`; `predictor/<Cluster>_throughput_pred.csv` "

@@ -214,8 +214,9 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
                     f"{facts['t0']}, TimeZoneString {tzname}); `{mpath.name}`: job number → job id map.\n"
                     f"  **Cancelled jobs (status 5) hold {cancel_share:.1%} of this file's GPU time.** Many "
                     "SWF tools and simulators drop status 5 by default (cancelled = never ran on classic "
-                    "HPC logs); here most cancelled jobs ran for hours before being stopped, so dropping "
-                    "them loses that share of the load: keep status 5.\n"
+                    "HPC logs; e.g. evalys' `Workload.from_csv` keeps status 0 and 1 only); here most "
+                    "cancelled jobs ran for hours before being stopped, so dropping them loses that share "
+                    "of the load: keep status 5.\n"
                     f"  {int(((F[:, 3] == 0) & (F[:, 4] > 0)).sum())} jobs ran for under 0.5 s (run time 0, which "
                     "SWF allows); converters that need a positive run time skip them (Batsim's "
                     "`swf_to_batsim_workload_delay.py` does): `--format batsim` writes them as 1 s instead.")

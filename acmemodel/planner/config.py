@@ -189,6 +189,18 @@ def _pos_int(v, where: str, *, allow_zero: bool = False, hi: int = MAX_INT) -> i
     return int(v)
 
 
+#: largest seed (numpy's legacy seeds and the C kernels' are 32-bit unsigned)
+SEED_MAX = 2**32 - 1
+
+
+def _seed(v, where: str) -> int:
+    """A seed: an integer in 0 .. :data:`SEED_MAX`."""
+    v = _pos_int(v, where, allow_zero=True)
+    if v > SEED_MAX:
+        raise ConfigError(f"{where} must be at most {SEED_MAX:,} (2**32 - 1), got {v!r}")
+    return v
+
+
 def _num(v, where: str, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise ConfigError(f"{where} must be a finite number, got {v!r}")
@@ -559,7 +571,7 @@ class ClusterConfig:
 
         ss = _check_keys(top.get("simulation"), {"replicas", "seed", "threads"}, "simulation")
         sim = SimulationSpec(replicas=_pos_int(ss.get("replicas", 10_000), "simulation.replicas"),
-                             seed=_pos_int(ss.get("seed", 0), "simulation.seed", allow_zero=True),
+                             seed=_seed(ss.get("seed", 0), "simulation.seed"),
                              threads=_pos_int(ss.get("threads", 1), "simulation.threads"))
         evaluation = None
         if top.get("evaluation") is not None:

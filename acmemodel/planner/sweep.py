@@ -185,6 +185,11 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
         return {"error": f"{kind}: {type(e).__name__}: {msg}"}
 
 
+def evaluate_parts(arglist: list) -> list:
+    """:func:`evaluate_part` of each argument tuple (one Dask task for several parts)."""
+    return [evaluate_part(*a) for a in arglist]
+
+
 # ------------------------------------------------------------------------------------------ sweep
 def _raw_config(config, reliability: str | None = None) -> tuple[dict, str | None, str | None]:
     """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig; ``reliability``:
@@ -454,15 +459,22 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
         else:
             from dask.distributed import as_completed
 
-            futs = {client.submit(evaluate_part, *args(tk), key=f"acmemodel-sweep-{tk[0]}-{tk[1]}", pure=False): tk
-                    for tk in order}
+            # a run part takes ~10-100 ms: parts go to the workers in chunks so that the per-task overhead
+            # of the scheduler does not dominate (chunks of up to 25, at least ~64 chunks when there are more)
+            size = max(1, min(25, len(order) // 64))
+            chunks = [order[j:j + size] for j in range(0, len(order), size)]
+            futs = {client.submit(evaluate_parts, [args(tk) for tk in ch],
+                                  key=f"acmemodel-sweep-{_hash([list(tk) for tk in ch])[:24]}", pure=False): ch
+                    for ch in chunks}
             for fut in as_completed(list(futs)):
-                tk = futs[fut]
+                ch = futs[fut]
                 try:
-                    res = fut.result()
+                    out_ch = fut.result()
                 except Exception as e:  # a worker died or the task could not run
-                    res = {"error": f"{tk[0]}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
-                on_result(tk, res)
+                    msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    out_ch = [{"error": f"{tk[0]}: {msg}"} for tk in ch]
+                for tk, res in zip(ch, out_ch):
+                    on_result(tk, res)
     except BaseException:
         flush()
         bar.close()

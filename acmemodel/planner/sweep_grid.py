@@ -200,8 +200,8 @@ def load_grid(grid) -> dict:
         axes_in, seed = {k: v for k, v in data.items() if k != "seed"}, data.get("seed")
     if not isinstance(axes_in, Mapping) or not axes_in:
         raise ConfigError("grid has no axes (axes: {NAME: {values: [...]} | {range: {...}}})")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ConfigError(f"grid seed must be a non-negative integer, got {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32):
+        raise ConfigError(f"grid seed must be an integer in 0 .. 2**32 - 1, got {seed!r}")
     axes = []
     for name, spec in axes_in.items():
         name = str(name)

@@ -136,8 +136,14 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     for w in warn:
         warnings.warn(w, DataWarning, stacklevel=2)
     jobs = _with_chain_columns(jobs, extra_df)
+    problems: dict[str, dict[str, int]] = {}
+    for info in infos:
+        for c, d in info.value_problems.items():
+            for k, v in d.items():
+                problems.setdefault(c, {})[k] = problems.get(c, {}).get(k, 0) + v
     return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
-                 timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports)
+                 timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports,
+                 value_problems=problems)
 
 
 def _extraction_seconds(value) -> float:
@@ -339,13 +345,6 @@ def _read_table(path: Path, notes: list[str] | None = None):
     block_size = 1 << 20  # (pyarrow's default; raised when a row is longer than a block)
     repaired = None  # the file's bytes with invalid UTF-8 replaced or unterminated quotes masked (rare)
     unbalanced: dict[int, str] = {}  # line number -> text of the lines with an unterminated quote
-    try:
-        if _has_quote(path, compression):  # (one scan; most files have no quote at all)
-            masked, unbalanced = _mask_unbalanced_quotes(_file_bytes(path, compression))
-            if unbalanced:
-                repaired = masked
-    except (OSError, EOFError) as e:
-        raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
 
     def read(types, threads=True):
         bad: list[tuple] = []
@@ -372,32 +371,43 @@ def _read_table(path: Path, notes: list[str] | None = None):
 
     fast = True
     try:
-        # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
-        # later), one column at a time: the other columns keep their typed fast path
-        for _ in range(len(header) + 8):
-            try:
-                table, bad = read(col_types)
+        for attempt in range(2):
+            # a column with a value Arrow cannot convert is re-read as text (and parsed value by value
+            # later), one column at a time: the other columns keep their typed fast path
+            for _ in range(len(header) + 8):
+                try:
+                    table, bad = read(col_types)
+                    break
+                except pa.ArrowInvalid as e:
+                    if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
+                        block_size *= 8
+                        continue
+                    if "invalid UTF8" in str(e) and (repaired is None or unbalanced):
+                        repaired, n_bad = _utf8_repaired(path, compression)
+                        if unbalanced:
+                            repaired, unbalanced = _mask_unbalanced_quotes(repaired)
+                        if notes is not None:
+                            notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
+                                         "replaced by U+FFFD")
+                        continue
+                    m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                    if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
+                        raise
+                    fast = False
+                    col_types[header[int(m.group(1))]] = pa.string()
+            if bad and any(b[0] is None for b in bad):
+                # line numbers are only known when reading single-threaded: re-read (rare path)
+                table, bad = read(col_types, threads=False)
+            # records swallowed by a quote that does not close on its line (the reader counted fewer
+            # records than the file has lines): mask those lines and read once more (rare path)
+            if (attempt or unbalanced or not _has_quote(path, compression)
+                    or _physical_lines(path, compression, repaired) == 1 + table.num_rows + len(bad)):
                 break
-            except pa.ArrowInvalid as e:
-                if "straddl" in str(e) and block_size < (1 << 31) // 4:  # a row longer than a block
-                    block_size *= 8
-                    continue
-                if "invalid UTF8" in str(e) and (repaired is None or unbalanced):
-                    repaired, n_bad = _utf8_repaired(path, compression)
-                    if unbalanced:
-                        repaired, unbalanced = _mask_unbalanced_quotes(repaired)
-                    if notes is not None:
-                        notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
-                                     "replaced by U+FFFD")
-                    continue
-                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
-                if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
-                    raise
-                fast = False
-                col_types[header[int(m.group(1))]] = pa.string()
-        if bad and any(b[0] is None for b in bad):
-            # line numbers are only known when reading single-threaded: re-read (rare path)
-            table, bad = read(col_types, threads=False)
+            masked, unbalanced = _mask_unbalanced_quotes(
+                repaired if repaired is not None else _file_bytes(path, compression))
+            if not unbalanced:
+                break
+            repaired = masked
     except (OSError, EOFError) as e:
         raise TraceFormatError(f"{path}: unreadable file or compression ({e})") from None
     except pa.ArrowInvalid as e:
@@ -419,9 +429,15 @@ _CLOSED_LINE = re.compile(_FIELD + rb"(?:," + _FIELD + rb")*")
 
 
 def _has_quote(path: Path, compression: str | None) -> bool:
-    """Whether the file holds a ``"`` anywhere (streamed in 16 MiB chunks; stops at the first)."""
+    """Whether the file holds a ``"`` anywhere (a memory map of a plain file; a compressed one is
+    streamed in 16 MiB chunks; stops at the first)."""
+    import mmap
+
     import pyarrow as pa
 
+    if compression is None:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m.find(b'"') >= 0
     with pa.input_stream(str(path), compression=compression) as f:
         while True:
             chunk = f.read(1 << 24)
@@ -429,6 +445,23 @@ def _has_quote(path: Path, compression: str | None) -> bool:
                 return False
             if b'"' in chunk:
                 return True
+
+
+def _physical_lines(path: Path, compression: str | None, data: bytes | None = None) -> int:
+    """Lines of the file (or of ``data``): newlines, plus one for a last line without one."""
+    import pyarrow as pa
+
+    if data is not None:
+        return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    n, last = 0, b""
+    with pa.input_stream(str(path), compression=compression) as f:
+        while True:
+            chunk = f.read(1 << 24)
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (0 if last == b"\n" else 1)
 
 
 def _file_bytes(path: Path, compression: str | None) -> bytes:
@@ -592,6 +625,11 @@ def _read_one(path: Path, cluster: str | None, imported=None):
     p["job_id_int"] = int_ids
     jobs, rej_mask, reasons, details, inc, type_counts, int_ids = _build_jobs(
         p, factors, cluster, str(path), lines, table)
+    problems = _value_problems(p, rej_mask, jobs)
+    if problems:
+        warn.append(f"{path}: optional values not usable (kept as missing, the rows are accepted): "
+                    + "; ".join(f"{c}: " + ", ".join(f"{v} {k}" for k, v in d.items())
+                                for c, d in problems.items()))
 
     # bad rows: wrong field count, or (5-tuples with a reason) a line with an unterminated quote
     rej = [_rejected_frame(np.full(len(bad), str(path), dtype=object),
@@ -618,6 +656,7 @@ def _read_one(path: Path, cluster: str | None, imported=None):
         extra = pd.DataFrame(index=jobs.index)
     del table
     info.rows = n + len(bad)
+    info.value_problems = problems
     info.accepted = len(jobs)
     info.rejected = len(rejected)
     if info.accepted == 0:
@@ -632,6 +671,42 @@ def _read_one(path: Path, cluster: str | None, imported=None):
     if isinstance(int_ids, _Background):
         int_ids = int_ids.result()
     return jobs, rejected, info, extra, inc, warn, tz, type_counts, int_ids
+
+
+#: optional numeric columns whose unparsable values are counted (the row is kept, the value missing)
+_OPTIONAL_NUMERIC = ("cpu_num", "duration", "queue", "gpu_time", "mem_per_pod_GB", "shared_mem_per_pod")
+
+
+def _value_problems(p: dict, rej_mask: np.ndarray, jobs: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per optional column, the accepted rows whose value is unusable: ``not a number`` (present but
+    unparsable), for ``cpu_num``/``mem_per_pod_GB``/``shared_mem_per_pod`` ``negative or infinite``
+    (set to NaN in ``jobs``), for ``fail_time`` ``before start_time`` or ``not a timestamp`` (set to NaN).
+    Timestamps are sound, so the rows stay accepted."""
+    out: dict[str, dict[str, int]] = {}
+    keep = ~rej_mask
+    for c in _OPTIONAL_NUMERIC:
+        if c in p and p[c][1] is not None:
+            n = int(np.count_nonzero(p[c][1] & keep))
+            if n:
+                out.setdefault(c, {})["not a number"] = n
+    for c in ("cpu_num", "mem_per_pod_GB", "shared_mem_per_pod"):
+        if c in jobs.columns:
+            v = jobs[c].to_numpy(dtype=float)
+            bad = (v < 0) | np.isinf(v)
+            if bad.any():
+                out.setdefault(c, {})["negative or infinite"] = int(bad.sum())
+                jobs[c] = np.where(bad, np.nan, v)
+    if "fail_time" in p:
+        f = p["fail_time"].fail
+        if f is not None and (f & keep).any():  # (the row is quarantined only for the required times)
+            out.setdefault("fail_time", {})["not a timestamp"] = int(np.count_nonzero(f & keep))
+        if "fail_time_s" in jobs.columns:
+            v = jobs["fail_time_s"].to_numpy(dtype=float)
+            bad = v < 0
+            if bad.any():
+                out.setdefault("fail_time", {})["before start_time"] = int(bad.sum())
+                jobs["fail_time_s"] = np.where(bad, np.nan, v)
+    return out
 
 
 def _original_text(rejected: pd.DataFrame, infos: Sequence[FileInfo]) -> pd.DataFrame:

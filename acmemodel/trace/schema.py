@@ -100,6 +100,8 @@ class FileInfo:
     extra_columns: list[str] = field(default_factory=list)
     missing_optional: list[str] = field(default_factory=list)
     fast_path: bool = True
+    #: optional column → problem → count of accepted rows whose value was unusable (kept as missing)
+    value_problems: dict = field(default_factory=dict)
     #: records in the file (header included) as the CSV reader counted them; 0 for parquet
     _records: int = field(default=0, repr=False, compare=False)
 
@@ -136,6 +138,9 @@ class Trace:
     extracted_at_s: float | None = None
     #: per imported file, the importer's report (what was mapped how, records in / accepted / rejected)
     imports: list[dict] = field(default_factory=list)
+    #: optional column → problem → count of accepted rows whose value was unusable and is kept as
+    #: missing (``cpu_num``: not a number / negative or infinite; ``fail_time``: before start_time...)
+    value_problems: dict = field(default_factory=dict)
 
     @property
     def clusters(self) -> list[str]:
