@@ -46,8 +46,11 @@ calibration has two steps, both deterministic given the seed:
 2. :func:`calibrate` fits every model family of the package on that pseudo-trace with its ordinary
    ``fit`` and returns the :class:`~acmemodel.models.bundle.Bundle`; MLE on stratified draws of a
    published curve is the minimum-distance fit of the family to the curve. Two exceptions: the
-   failure model is fitted on the jobs of ≥ 64 GPUs (only their failures carry size information in
-   the pseudo-trace), and the restart model is the failure table's published time-to-restart prior. ``acmemodel calibrate``
+   failure model is fitted on the jobs of ≥ 64 GPUs (its ``min_gpus`` parameter: only their
+   failures carry size information in the pseudo-trace; synth draws failures from it for those
+   jobs), and the restart model's gap is the failure table's published time-to-restart prior (its
+   resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
+   which the pseudo-trace carries as explicit ``restart_of`` links in ``Trace.extras``). ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
@@ -73,6 +76,7 @@ from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
+from acmemodel.models.restart import RESUBMIT_PRIOR
 from acmemodel.trace import jobs_from_times
 
 START = "2023-03-01"
@@ -101,8 +105,11 @@ class Assumptions:
     #: Kalos (published duration includes the queue): rank correlation of queue and total duration
     queue_total_rho: float = 0.8
     #: probability that a failed Pretrain job (or SFT/MLLM job of >= 32 GPUs) is resubmitted by its
-    #: owner with the same GPUs, and the resubmission gap (lognormal: median s, sigma)
-    restart_prob: float = 0.7
+    #: owner with the same GPUs (default: the restart model's prior for Pretrain,
+    #: acmemodel.models.restart.RESUBMIT_PRIOR), and the resubmission gap (lognormal: median s, sigma).
+    #: The pseudo-trace carries its chains (restart_of links); the bundle's RestartModel fits the
+    #: resubmission probability per cluster x type from them
+    restart_prob: float = RESUBMIT_PRIOR["Pretrain"]
     restart_gap_median_s: float = 600.0
     restart_gap_sigma: float = 1.5
     #: infrastructure failures of jobs of >= infra_min_gpus GPUs: Weibull with this shape and a mean time
@@ -316,7 +323,9 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     user[ev_sorted] = user[head]
 
     gpu = pd.DataFrame({"type": jobs["type"], "gpu_num": jobs["gpu_num"], "state": jobs["state"],
-                        "user": user, "submit_s": sub, "queue_s": queue, "run_s": run})
+                        "user": user, "submit_s": sub, "queue_s": queue, "run_s": run,
+                        "uid": np.arange(n, dtype=np.int64), "prev_uid": -1, "attempt": 1})
+    next_uid = n
     # --- restarts of failed training jobs (same user, type and GPUs), up to three attempts
     extra, cur = [], gpu[gpu["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"])
                         & ((gpu["type"] == "Pretrain")
@@ -326,6 +335,11 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         if cur.empty:
             break
         nxt = cur.copy()
+        # the chain is recorded (prev_uid, attempt) and written as the trace's chain columns
+        nxt["prev_uid"] = cur["uid"].to_numpy()
+        nxt["attempt"] = cur["attempt"].to_numpy() + 1
+        nxt["uid"] = next_uid + np.arange(len(nxt), dtype=np.int64)
+        next_uid += len(nxt)
         gap = np.exp(np.log(a.restart_gap_median_s) + a.restart_gap_sigma * rng.standard_normal(len(cur)))
         nxt["submit_s"] = (cur["submit_s"] + cur["queue_s"] + cur["run_s"] + gap).to_numpy()
         donors = gpu.loc[gpu["type"].isin(nxt["type"].unique())]
@@ -386,6 +400,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         "queue_s": np.where(rng.uniform(0, 1, n_cpu) < 0.6, 0.0,
                             np.exp(np.log(max(summ["med_que_time_cpu"], 1.0)) + 1.5 * rng.standard_normal(n_cpu))),
         "run_s": np.exp(mu_c + sg_c * rng.standard_normal(n_cpu)),
+        "uid": next_uid + np.arange(n_cpu, dtype=np.int64), "prev_uid": -1, "attempt": 1,
     })
     df = pd.concat([gpu, cpu], ignore_index=True)
     return _to_contract(df, cluster, rng), report
@@ -401,14 +416,22 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
     end = start + np.round(df["run_s"].to_numpy(float))
     gpu = df["gpu_num"].to_numpy(np.int64)
     failed = df["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()
-    return jobs_from_times(
-        cluster=cluster, job_id=[f"{cluster[0].lower()}{i:07d}" for i in range(n)],
+    job_id = np.array([f"{cluster[0].lower()}{i:07d}" for i in range(n)], dtype=object)
+    out = jobs_from_times(
+        cluster=cluster, job_id=job_id,
         user=df["user"].to_numpy(object), type=df["type"].to_numpy(object), state=df["state"].to_numpy(object),
         gpu_num=gpu, submit_s=sub, start_s=start, end_s=end,
         # (assumed: 16 CPUs per GPU, 8 for a CPU job; Kalos files give fail_time for failed jobs)
         cpu_num=np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
         fail_time_s=np.where(failed & (cluster == "Kalos"), end - start, np.nan),
         source_file=f"<calibration:{cluster}>")
+    if "uid" not in df.columns:
+        return out
+    # the restart chain as data: the previous attempt's job id per row ("" = first attempt), kept
+    # beside the contract columns (published_trace puts it in Trace.extras as ``restart_of``)
+    pos = pd.Index(df["uid"].to_numpy()).get_indexer(df["prev_uid"].to_numpy())
+    out.attrs["restart_of"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
+    return out
 
 
 # ------------------------------------------------------------------------------ the bundle
@@ -424,14 +447,17 @@ def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
     (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them)."""
     from acmemodel.trace import Trace
 
-    frames, reports = [], {}
+    frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
                                 queue_calibration=(queue_calibration or {}).get(cluster))
+        links.append(j.attrs.pop("restart_of", np.full(len(j), "", dtype=object)))
         frames.append(j)
         reports[cluster] = rep
     jobs = pd.concat(frames, ignore_index=True)
-    return Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(CLUSTER_TZ)), reports
+    # the pseudo-trace's restart chain, as an imported trace's explicit links (features.chains)
+    extras = pd.DataFrame({"restart_of": np.concatenate(links)}, index=jobs.index)
+    return Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(CLUSTER_TZ), extras=extras), reports
 
 
 def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumptions: Assumptions | None = None,
@@ -469,10 +495,14 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     # duration curves, which are not conditioned on size. The restart model is the published
     # time-to-restart prior of the failure table (restart gaps were not published in trace form).
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
-    subsets = ({"failure": trace.jobs["gpu_num"] >= a.infra_min_gpus} if "failure" in models else {})
+    if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
+        params["failure"] = {"min_gpus": float(a.infra_min_gpus)}
+    subsets = {}
     provenance["model_notes"] = {
         "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
         "restart": "published prior (failure table, time to restart per reason)",
     }
-    return fit_bundle(trace.jobs, trace.timezones, models=models, provenance=provenance, name="acme-2023",
+    from acmemodel.features.names import jobs_with_extras
+
+    return fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance, name="acme-2023",
                       params=params, subsets=subsets, log=log)

@@ -8,8 +8,8 @@ compares it, side by side, with what was published about the real trace
    restart chains) over :data:`DAYS` days from 2023-03-01 local time, with the arrival intensities
    multiplied by ``scale / bundle scale`` (``scale`` = fraction of the real job volume; a calibrated
    bundle records the volume it was fitted at in ``provenance["scale"]``, any other bundle counts as
-   fitted at full volume). Failed Pretrain jobs are resubmitted as ``simulate_jobs`` does (with the
-   arrival model's estimated resubmission probability when it has one).
+   fitted at full volume). Failed jobs are resubmitted as ``simulate_jobs`` does (with the bundle's
+   ``RestartModel.resubmit_probability`` per cluster × type).
 2. **Queueing** — the waits are the cluster simulator's
    (:func:`acmemodel.planner.cluster_sim.simulate_cluster`: gang scheduling on 8-GPU nodes, FIFO with
    EASY backfill per partition) on the cluster's published size (``clusters.csv``: Seren 2,288 GPUs,
@@ -168,12 +168,12 @@ def _bundle_scale(bundle) -> float:
 
 
 def _restart_prob(bundle, cluster: str) -> float | None:
-    """The resubmission probability of failed Pretrain jobs the bundle's arrival model estimated (what
-    :func:`simulate_jobs` uses), or None."""
-    arr = bundle.get("arrival") if hasattr(bundle, "get") else None
-    cells = getattr(arr, "cells_", None) or {}
-    p = (cells.get((cluster, "Pretrain")) or {}).get("restart_prob")
-    return float(p) if p is not None and math.isfinite(float(p)) else None
+    """The resubmission probability of failed Pretrain jobs (``RestartModel.resubmit_probability``,
+    what :func:`simulate_jobs` uses), or None without a restart model."""
+    rm = bundle.get("restart") if hasattr(bundle, "get") else None
+    if rm is None or not hasattr(rm, "resubmit_probability"):
+        return None
+    return float(rm.resubmit_probability(cluster=cluster, type="Pretrain"))
 
 
 def _partition_layout(cluster: str, total: int, partitions: Mapping[str, int] | None) -> dict[str, int]:

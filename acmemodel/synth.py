@@ -6,21 +6,24 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    submission times from the compound NHPP of each type (batches of evaluation jobs included),
    GPU count per job, a user per batch. Knobs: ``scale`` (multiplies every arrival intensity),
    ``mix`` (``{type: share of jobs}``), ``gpu_scale`` (GPU requests, whole nodes above 8 GPUs).
-2. **State and run time** — ``RuntimeModel.sample_jobs(n, rng, cluster=, type=, gpus=)`` →
-   ``(state, run_s)`` per job (vectorised by type × GPU bucket). A NaN run time means the job never
-   started.
-3. **Restart chains** — a FAILED job of ``restart_types`` (default Pretrain) is resubmitted with
-   probability ``restart_prob`` (default: the share of failed jobs of that type the arrival model saw
-   resubmitted in its training trace; :data:`DEFAULT_RESTART_PROB` = 0.9, an assumption, when it has
-   none) after a restart gap (failure end → resubmission), same user, type and
-   GPU count, up to ``max_attempts`` attempts; each attempt gets its own (state, run time). The gap is
-   drawn from the bundle's ``"restart"`` model when it has one (its ``"gap"`` component — failure end
-   to resubmission — given the failure's GPUs, type, attempt, local hour and weekend; the ``"total"``
-   time to restart when that model fell back to the published prior); otherwise from the default
-   :data:`DEFAULT_RESTART_GAP`: a lognormal with the median (1.5 min) and mean (102.8 min) of the
-   time-to-restart of the paper's Table 3 reasons seen on pretraining-scale jobs (median GPU demand
-   ≥ 256; job-count weighted median of the medians, weighted mean of the means). The arrival model
-   excludes restart attempts from its fit, so restarts are not double-counted.
+2. **State and run time** — competing risks (the generative story, with its formulas, is told once
+   in :mod:`acmemodel.joblife`): latent failure time from the bundle's ``"failure"`` model (for
+   jobs of at least its ``min_gpus_``; the runtime model's cause-specific failure law below that),
+   latent completion and cancellation times from the runtime model's cause-specific laws; the
+   earliest decides the state and the run time. A NaN run time means the job never started.
+3. **Restart chains** — a FAILED job is resubmitted with the bundle's ``"restart"`` model's
+   probability ``RestartModel.resubmit_probability(cluster=, type=, gpus=)`` (``restart_prob`` overrides it
+   for ``restart_types``) after a restart gap (failure end → resubmission), same user, type and GPU
+   count, up to ``max_attempts`` attempts; each attempt draws its own latent times again
+   (renewal). The gap is drawn from the restart model (its ``"gap"`` component given the failure's
+   GPUs, type, attempt, local hour and weekend; the ``"total"`` time to restart when that model fell
+   back to the published prior); without a restart model from :data:`DEFAULT_RESTART_GAP`: a
+   lognormal with the median (1.5 min) and mean (102.8 min) of the time-to-restart of the paper's
+   Table 3 reasons seen on pretraining-scale jobs (median GPU demand ≥ 256). The arrival model
+   excludes restart attempts from its fit, so restarts are not double-counted. The chain travels
+   with the data: columns ``chain_id``, ``attempt``, ``prev_job_id`` (job id of the attempt this one
+   restarts, empty if none) and ``restart_gap_s``, written after the schema's columns of the
+   AcmeTrace file and kept by :func:`acmemodel.load_trace`.
 4. **Queueing is not simulated**: by default every job starts at its submission (``queue = 0``,
    ``start_time = submit_time``), so the file round-trips through :func:`acmemodel.load_trace` as
    started jobs with run time ``end − start``. Pass ``fill_queue=callable`` (e.g. a wrapper of the
@@ -61,16 +64,15 @@ from acmemodel.errors import DataWarning
 from acmemodel.export.acmetrace import KALOS_COLUMNS, SEREN_COLUMNS
 
 __all__ = ["simulate_jobs", "synthesize", "to_acmetrace", "write_acmetrace", "format_timestamps", "cluster_queue",
-           "schema_columns", "synthetic_job_ids", "DEFAULT_RESTART_GAP", "DEFAULT_RESTART_PROB",
-           "SEREN_COLUMNS", "KALOS_COLUMNS", "resolve_bundle", "sample_workload"]
+           "schema_columns", "synthetic_job_ids", "DEFAULT_RESTART_GAP", "resubmit_probabilities",
+           "SEREN_COLUMNS", "KALOS_COLUMNS", "CHAIN_FILE_COLUMNS", "resolve_bundle", "sample_workload"]
 
 #: default restart gap (seconds): lognormal from paper Table 3, see module docstring
 DEFAULT_RESTART_GAP = {"median_s": 1.5 * 60, "mean_s": 102.8 * 60,
                        "source": "NSDI'24 Table 3, reasons with median GPU demand >= 256: weighted "
                                  "median of median time-to-restart, weighted mean of mean"}
-#: default probability that a failed job of a restart type is resubmitted (an assumption: the paper
-#: reports pretraining runs are restarted after failures but gives no abandonment rate)
-DEFAULT_RESTART_PROB = 0.9
+#: restart-chain columns written after the AcmeTrace schema's (read back by load_trace)
+CHAIN_FILE_COLUMNS = ("chain_id", "attempt", "prev_job_id", "restart_gap_s")
 
 
 # ---------------------------------------------------------------------- bundle and models
@@ -122,32 +124,33 @@ def _restart_gap_sampler(restart, timezone: str) -> Callable[[pd.DataFrame, np.r
     return default
 
 
-def _sample_runtime(runtime, cluster: str, types: np.ndarray, gpus: np.ndarray,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(state, run_s) per job, one ``sample_jobs`` call per type × GPU bucket; run times rescaled to
-    each job's own GPU count by the runtime model's size law (``size_factors``) when it has one."""
+def resubmit_probabilities(restart, cluster: str, types, gpus, *, restart_prob: float | None = None,
+                           restart_types: tuple[str, ...] = ("Pretrain",)) -> np.ndarray:
+    """Per failed job (aligned ``types``, ``gpus``): the probability that it is resubmitted —
+    ``restart_prob`` for ``restart_types`` when given, else the restart model's
+    ``resubmit_probability(cluster=, type=, gpus=)`` (its prior without a fitted model)."""
     from acmemodel.features.keys import type_bucket_groups
+    from acmemodel.models.restart import resubmit_prior
 
-    n = len(types)
-    state = np.empty(n, dtype=object)
-    run = np.empty(n, dtype=float)
-    factors = getattr(runtime, "size_factors", None)
+    types = np.asarray(types, dtype=object)
+    gpus = np.asarray(gpus)
+    out = np.zeros(len(types))
     for ty, _b, idx in type_bucket_groups(types, gpus):
-        g0 = int(gpus[idx[0]])
-        out = runtime.sample_jobs(len(idx), rng, cluster=cluster, type=ty, gpus=g0)
-        state[idx] = out["state"].to_numpy(dtype=object)
-        run[idx] = out["run_s"].to_numpy(dtype=float)
-        if factors is not None:
-            f = factors(gpus[idx], cluster=cluster, type=ty)
-            run[idx] *= f / f[0] if f[0] > 0 else 1.0
-    return state, run
+        if restart_prob is not None:
+            p = float(restart_prob) if ty in restart_types else 0.0
+        elif restart is not None and hasattr(restart, "resubmit_probability"):
+            p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
+        else:
+            p = resubmit_prior(ty)
+        out[idx] = p
+    return out
 
 
 # ---------------------------------------------------------------------- simulation
 def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", seed: int | None = None,
                   rng: np.random.Generator | None = None, start=None, scale: float = 1.0,
                   mix: Mapping[str, float] | None = None, gpu_scale: float = 1.0,
-                  arrival=None, runtime=None, restart=None,
+                  arrival=None, runtime=None, restart=None, failure=None,
                   restart_types: tuple[str, ...] = ("Pretrain",), restart_prob: float | None = None,
                   max_attempts: int = 20, fill_queue: Callable[[pd.DataFrame], Any] | None = None,
                   id_seed: int | None = None) -> pd.DataFrame:
@@ -157,11 +160,12 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     end_s, run_s`` (seconds, Unix UTC; ``start_s`` NaN = never started), ``batch_id``, the restart
     chain columns of :func:`acmemodel.features.chains.restart_chains` — ``chain_id``, ``attempt``
     (1 = fresh submission), ``prev_index`` (row label of the failed attempt this one restarts, −1
-    if none), ``restart_gap_s`` — and the placeholder columns of :func:`schema_columns`
+    if none), ``prev_job_id`` (its job id, ``""`` if none), ``restart_gap_s`` — and the
+    placeholder columns of :func:`schema_columns`
     (``job_id``, ``cpu_num``; Kalos ``mem_per_pod_GB``, ``shared_mem_per_pod``), sorted by
     submission, index 0..n−1: a jobs frame every :mod:`acmemodel.export` writer takes as is.
-    Models come from ``bundle`` (``"arrival"``, ``"runtime"``, optional ``"restart"``) unless given
-    directly. ``id_seed`` (default ``seed``, else 0) seeds the Kalos job ids.
+    Models come from ``bundle`` (``"arrival"``, ``"runtime"``, optional ``"failure"`` and
+    ``"restart"``) unless given directly; ``restart_types`` only matters with ``restart_prob``. ``id_seed`` (default ``seed``, else 0) seeds the Kalos job ids.
     """
     days = float(days)
     if not (np.isfinite(days) and days > 0):
@@ -180,6 +184,9 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
         runtime = runtime if runtime is not None else b["runtime"]
         if restart is None:
             restart = b.get("restart")
+        if failure is None:
+            failure = b.get("failure")
+    from acmemodel.joblife import sample_lives
     from acmemodel.models.arrival import to_unix_seconds
 
     if cluster not in arrival.clusters_:
@@ -199,7 +206,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     n = len(arr)
     types = arr["type"].astype(str).to_numpy(dtype=object)
     gpus = arr["gpu_num"].to_numpy(dtype=np.int64)
-    state, run = _sample_runtime(runtime, cluster, types, gpus, rng)
+    state, run = sample_lives(runtime, failure, cluster, types, gpus, rng)
     jobs = {
         "user": arr["user"].astype(str).to_numpy(dtype=object), "type": types, "state": state,
         "gpu_num": gpus, "submit_s": np.floor(arr["submit_s"].to_numpy(dtype=float)), "run_s": run,
@@ -209,12 +216,6 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     }
     # ---- restart chains (queue 0 while generating)
     gap_sampler = _restart_gap_sampler(restart, arrival.timezones_[cluster])
-    rtypes = tuple(restart_types or ())
-    p_restart = {}
-    for ty in rtypes:
-        fitted = arrival.cells_.get((cluster, ty), {}).get("restart_prob", float("nan"))
-        p_restart[ty] = (float(restart_prob) if restart_prob is not None
-                         else (fitted if np.isfinite(fitted) else DEFAULT_RESTART_PROB))
     cols = {k: [v] for k, v in jobs.items()}
     cur = {k: v for k, v in jobs.items()}
     cur_idx = np.arange(n, dtype=np.int64)
@@ -222,8 +223,9 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     next_batch = int(jobs["batch_id"].max()) + 1 if n else 0
     for _ in range(int(max_attempts) - 1):
         end = cur["submit_s"] + np.nan_to_num(cur["run_s"], nan=0.0)
-        pick = (cur["state"] == "FAILED") & np.isin(cur["type"], rtypes)
-        p_row = pd.Series(cur["type"]).map(p_restart).fillna(0.0).to_numpy(dtype=float)
+        pick = cur["state"] == "FAILED"
+        p_row = resubmit_probabilities(restart, cluster, cur["type"], cur["gpu_num"], restart_prob=restart_prob,
+                                       restart_types=tuple(restart_types or ()))
         pick &= rng.random(len(pick)) < p_row
         if not pick.any():
             break
@@ -240,7 +242,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
         if len(idx) == 0:
             break
         k = len(idx)
-        st, rn = _sample_runtime(runtime, cluster, cur["type"][idx], cur["gpu_num"][idx], rng)
+        st, rn = sample_lives(runtime, failure, cluster, cur["type"][idx], cur["gpu_num"][idx], rng)
         new = {"user": cur["user"][idx], "type": cur["type"][idx], "state": st, "gpu_num": cur["gpu_num"][idx],
                "submit_s": np.floor(sub), "run_s": rn, "batch_id": next_batch + np.arange(k, dtype=np.int64),
                "chain_id": cur["chain_id"][idx], "attempt": cur["attempt"][idx] + 1, "restart_gap_s": gaps,
@@ -279,7 +281,12 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     df["state"] = df["state"].astype(str)
     if id_seed is None:
         id_seed = int(seed) if isinstance(seed, (int, np.integer)) else 0
-    return schema_columns(df, cluster, id_seed=id_seed)
+    df = schema_columns(df, cluster, id_seed=id_seed)
+    pi = df["prev_index"].to_numpy()
+    ids = df["job_id"].to_numpy(dtype=object)
+    df.insert(df.columns.get_loc("prev_index") + 1, "prev_job_id",
+              np.where(pi >= 0, ids[np.maximum(pi, 0)] if len(df) else ids, "").astype(object))
+    return df
 
 
 def _time_jobs(df: pd.DataFrame) -> None:

@@ -127,7 +127,8 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
     def add(model_name, metric, cell, value):
         rows.append({"model": model_name, "metric": metric, "cell": cell, "value": float(value)})
 
-    rtypes = tuple(model.restart_types or ())
+    rtypes = (sorted(set(jobs["type"].astype(str))) if model.restart_types is None
+              else tuple(model.restart_types or ()))
     for cl, cut in cutoffs.items():
         jc = jobs[jobs["cluster"].astype(str) == cl]
         off = utc_offset_seconds(tzs.get(cl, "+00:00"))

@@ -32,8 +32,9 @@ Weibull shape ``k`` (``shape_``; k < 1 = decreasing hazard, infant mortality) an
 (p ≡ 0): a plain Weibull PH model. ``β_x`` holds the optional ``late_covariates`` (cluster / type
 dummies; none by default, so the late hazard depends on size only). Parameters are fitted by
 maximum likelihood (analytic gradient, L-BFGS-B; events contribute the density, censored jobs the
-survival) with a weak normal prior N(0, ``ridge_sd``² = 10²) on the cluster/type dummy coefficients
-only, so a level without failures cannot drift to ±∞; the covariance is the inverse of the observed
+survival) with a weak normal prior N(0, ``ridge_sd``² = 10²) on the cluster/type dummy coefficients,
+so a level without failures cannot drift to ±∞, and N(0, 1) on log k, so a late regime with few
+events cannot collapse to a spike (a parameter left at a bound gets an unbounded interval); the covariance is the inverse of the observed
 (penalised) information (finite differences of the analytic gradient), and every interval (α, k,
 MTTF) is a Wald / delta-method interval, on the log scale for positive quantities. The early median
 ``t_ref·exp(μ_E)`` is bounded by ``early_median_max_s`` so the components cannot swap roles. On more
@@ -87,6 +88,18 @@ from acmemodel.models.failure_mle import (  # noqa: F401  (re-exported)
 
 
 
+#: GPU thresholds at which the fit counts failures (identifiability report)
+IDENTIFIABILITY_SIZES: tuple[int, ...] = (8, 64, 256, 1024)
+#: an MTTF interval wider than this ratio (upper / lower) is reported as poorly identified
+MAX_MTTF_RATIO = 10.0
+
+
+def _human_s(s: float) -> str:
+    if not math.isfinite(s):
+        return "inf"
+    return f"{s / 3600:,.3g} h" if s < 86400 * 3 else f"{s / 86400:,.3g} d"
+
+
 @register
 class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
     """Time to failure of GPU jobs, censoring-aware (math in the module docstring).
@@ -111,6 +124,10 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
     t_floor_s : floor of event/censoring times (s).
     ridge_sd : sd of a normal prior on the cluster/type dummy coefficients (``None`` = plain MLE).
     gpu_edges : GPU bucket edges of the Kaplan–Meier cells.
+    min_gpus : the model's domain: jobs with fewer GPUs are left out of the fit (counted in
+        ``n_excluded_``); the default bundle uses 64 (only large jobs' failures carry size
+        information in its pseudo-trace) and :mod:`acmemodel.joblife` draws failures from this
+        model for jobs of at least ``min_gpus_`` GPUs only.
     random_state : seed of subsampling and lifelines' tie jitter.
 
     Planner interface (``bundle["failure"]``)
@@ -132,7 +149,9 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
     ``early_share_`` (training-average p), ``early_median_s_``, ``params_`` / ``cov_``,
     ``comparison_`` (DataFrame), ``selected_``, ``aft_alpha_`` / ``aft_alpha_ci_`` / ``aft_shape_``
     (Weibull AFT cross-check), ``km_`` / ``cif_`` (curves on :data:`CURVE_GRID_S`), ``n_fit_`` (jobs),
-    ``n_events_``, ``n_excluded_``, ``max_gpus_`` (largest job of the trace).
+    ``n_events_``, ``n_excluded_``, ``max_gpus_`` / ``min_gpus_`` (largest / smallest job fitted on:
+    the synthetic generator of :mod:`acmemodel.joblife` uses this model for jobs of at least
+    ``min_gpus_`` GPUs).
     """
 
     def __init__(self, *, regimes: int = 2, g_ref: float = 8.0, t_ref: float = 3600.0,
@@ -142,7 +161,8 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
                  aj_max_rows: int = 20_000, km_min_jobs: int = 20, compare: bool = True,
                  holdout_fraction: float = 0.2, early_median_max_s: float = 7200.0,
                  t_floor_s: float = 1.0, ridge_sd: float | None = 10.0,
-                 gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int | None = 0):
+                 gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int | None = 0,
+                 min_gpus: float = 1.0):
         self.regimes = regimes
         self.g_ref = g_ref
         self.t_ref = t_ref
@@ -160,12 +180,13 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         self.ridge_sd = ridge_sd
         self.gpu_edges = gpu_edges
         self.random_state = random_state
+        self.min_gpus = min_gpus
 
     # ------------------------------------------------------------------ validation
     def _validate(self) -> None:
         if self.regimes not in (1, 2):
             raise ValueError(f"regimes must be 1 or 2, got {self.regimes!r}")
-        for name in ("g_ref", "t_ref", "early_median_max_s", "t_floor_s"):
+        for name in ("g_ref", "t_ref", "early_median_max_s", "t_floor_s", "min_gpus"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ValueError(f"{name} must be a positive number, got {v!r}")
@@ -206,6 +227,7 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         if hasattr(jobs, "jobs"):
             jobs = jobs.jobs
         frame = survival_frame(jobs, t_floor_s=self.t_floor_s, gpu_edges=self.gpu_edges)
+        frame = frame[frame["gpus"].to_numpy(float) >= float(self.min_gpus)]
         if len(frame) == 0:
             raise ValueError("no started GPU jobs to fit the failure model on")
         n_ev = int(frame["E"].sum())
@@ -217,7 +239,10 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         rng = np.random.default_rng(self.random_state)
         self.n_excluded_ = int(len(jobs) - len(frame))
         self.n_events_ = n_ev
+        ev_g = frame["gpus"].to_numpy(float)[frame["E"].to_numpy(bool)]
+        self.events_by_gpus_ = {int(t): int((ev_g >= t).sum()) for t in IDENTIFIABILITY_SIZES}
         self.max_gpus_ = float(frame["gpus"].max())
+        self.min_gpus_ = float(self.min_gpus)
         self.design_ = _Design.build(frame, self.min_level_jobs)
         combo = frame.assign(type=[self.design_.type_map[t] for t in frame["type"]])
         w = combo.groupby(["cluster", "type"]).size()
@@ -419,6 +444,29 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         r = self.mttf_curve([gpus], level=level, component=component, **key).iloc[0]
         return float(r["lower_s"]), float(r["upper_s"])
 
+    def identifiability(self, gpus: float | None = None, *, max_ratio: float = MAX_MTTF_RATIO) -> str | None:
+        """One line when the size law is too uncertain to be useful, else ``None``: the 95 %
+        interval of the late MTTF at ``gpus`` (default the largest fitted job, ``max_gpus_``)
+        spans more than ``max_ratio`` (10×), named with its cause — how few failures the fit saw on
+        large jobs (``events_by_gpus_``) — and the size exponent's interval."""
+        self._check_fitted()
+        g = float(self.max_gpus_ if gpus is None else gpus)
+        lo, hi = self.mttf_interval(g)
+        ratio = hi / lo if lo > 0 and math.isfinite(hi) else math.inf
+        if ratio <= max_ratio:
+            return None
+        ev = getattr(self, "events_by_gpus_", {}) or {}
+        sizes = [t for t in sorted(ev) if t <= g and t >= getattr(self, "min_gpus_", 1.0)]
+        if sizes:
+            t = sizes[-1]
+            cause = f"only {ev[t]:,} failures on >= {t:,} GPUs ({self.n_events_:,} in all)"
+        else:
+            cause = f"only {self.n_events_:,} failures in all"
+        span = "unbounded" if not math.isfinite(ratio) else f"{ratio:,.0f}x"
+        return (f"failure model poorly identified: {cause}; MTTF at {g:,.0f} GPUs spans {span} "
+                f"(95% {_human_s(lo)} to {_human_s(hi)}), alpha {self.alpha_:.2f} "
+                f"[{self.alpha_ci_[0]:.2f}, {self.alpha_ci_[1]:.2f}]")
+
     def survival(self, t, gpus, *, component: str = "all", **key):
         """P(no failure by run time ``t`` s) for a job of ``gpus`` GPUs (t, gpus broadcast).
 
@@ -603,8 +651,9 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
     def _fitted_to_dict(self) -> dict[str, Any]:
         return {
             "n_fit": self.n_fit_, "n_events": self.n_events_, "n_excluded": self.n_excluded_,
+            "events_by_gpus": {str(k): v for k, v in self.events_by_gpus_.items()},
             "n_mixture_rows": self.n_mixture_rows_, "max_gpus": self.max_gpus_, "loglik": self.loglik_,
-            "design": self.design_.to_dict(), "combos": [list(c) for c in self.combos_],
+            "min_gpus": self.min_gpus_, "design": self.design_.to_dict(), "combos": [list(c) for c in self.combos_],
             "mix": {"regimes": self._mix.regimes, "nz": self._mix.nz, "nx": self._mix.nx},
             "params": self.params_, "cov": self.cov_, "at_bound": self.at_bound_,
             "km": self.km_, "cif": self.cif_, "grid": CURVE_GRID_S,
@@ -616,8 +665,10 @@ class FailureModel(TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
         if not np.allclose(np.asarray(d["grid"], float), CURVE_GRID_S):
             raise ValueError("curve grid of the saved failure model differs from this version")
         self.n_events_, self.n_excluded_ = int(d["n_events"]), int(d["n_excluded"])
+        self.events_by_gpus_ = {int(k): int(v) for k, v in (d.get("events_by_gpus") or {}).items()}
         self.n_mixture_rows_ = int(d["n_mixture_rows"])
         self.max_gpus_, self.loglik_ = unjson_float(d["max_gpus"]), unjson_float(d["loglik"])
+        self.min_gpus_ = unjson_float(d.get("min_gpus", 1.0))
         self.design_ = _Design.from_dict(d["design"])
         self.combos_ = [(str(c), str(t), float(w)) for c, t, w in d["combos"]]
         m = d["mix"]

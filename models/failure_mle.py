@@ -83,6 +83,9 @@ def _curve_on_grid(timeline: np.ndarray, values: np.ndarray, before: float) -> n
 
 
 # ============================================================================ mixture likelihood
+#: sd of the weak normal prior on log k, the late Weibull shape (see _set_penalty)
+SHAPE_PRIOR_SD = 1.0
+
 class _Design:
     """Levels and dummy coding of cluster/type (reference = most frequent level)."""
 
@@ -382,10 +385,18 @@ class TwoRegimeFitMixin:
         self._set_derived()
 
     def _set_penalty(self, mix: "_Mixture") -> None:
-        """Ridge prior N(0, ridge_sd²) on the cluster/type dummy coefficients only."""
+        """Ridge prior N(0, ridge_sd²) on the cluster/type dummy coefficients, and a weak prior
+        N(0, SHAPE_PRIOR_SD²) on the log Weibull shape (k within e^±2 at two sd) so that a late
+        regime with few events cannot run to a degenerate spike (k at its bound of 20)."""
         names = self._theta_names()
-        mix.pen_mask = np.array([("cluster[" in n or "type[" in n) for n in names], float)
-        mix.pen_prec = 0.0 if self.ridge_sd is None else 1.0 / float(self.ridge_sd) ** 2
+        mask = np.array([("cluster[" in n or "type[" in n) for n in names], float)
+        if self.ridge_sd is None:
+            mask[:] = 0.0
+            prec = 1.0
+        else:
+            prec = 1.0 / float(self.ridge_sd) ** 2
+        mask[[n == "log_shape" for n in names]] = 1.0 / (SHAPE_PRIOR_SD ** 2 * prec)
+        mix.pen_mask, mix.pen_prec = mask, prec
 
     def _idx(self):
         mix = self._mix
@@ -400,11 +411,13 @@ class TwoRegimeFitMixin:
         th, V = self.params_, self.cov_
         z = stats.norm.ppf(0.975)
         self.alpha_ = float(th[i_a])
-        se_a = math.sqrt(max(V[i_a, i_a], 0.0))
+        # a parameter stuck at its bound has no Wald interval: reported as unbounded, not as exact
+        bound = set(getattr(self, "at_bound_", []) or [])
+        se_a = math.inf if "late:alpha(log_gpus)" in bound else math.sqrt(max(V[i_a, i_a], 0.0))
         self.alpha_se_ = se_a
         self.alpha_ci_ = (self.alpha_ - z * se_a, self.alpha_ + z * se_a)
         k = math.exp(th[i_lk])
-        se_lk = math.sqrt(max(V[i_lk, i_lk], 0.0))
+        se_lk = math.inf if "log_shape" in bound else math.sqrt(max(V[i_lk, i_lk], 0.0))
         self.shape_ = k
         self.shape_ci_ = (k * math.exp(-z * se_lk), k * math.exp(z * se_lk))
         self.scale_s_ = float(self.t_ref * math.exp(-th[i_b0] / k))

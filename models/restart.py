@@ -27,6 +27,22 @@ trace does not). LightGBM also gets the raw local hour.
   prior: ``fallback_`` is True, ``fallback_reason_`` says why, a :class:`DataWarning` is issued and
   :meth:`summary` reports it.
 
+**Resubmission probability** ``q(c, y) = P(a failed GPU job of cluster c and type y is attempted
+again)`` — the restart model owns it (synth, reproduce, calibrate and the planner ask
+:meth:`RestartModel.resubmit_probability`). Fitted per cluster × type on the failed GPU jobs of the
+training trace whatever ``method`` is (the chain's links: the data's chain columns, else the
+conservative inference of :mod:`acmemodel.features.chains`) as the posterior mean under a
+Beta prior of strength ``resubmit_prior_n`` pseudo-failures centred on the prior
+``RESUBMIT_PRIOR[y]``::
+
+    q(c, y) = (k + m · q0(y)) / (n + m),   n failures, k of them resubmitted, m = resubmit_prior_n
+
+and, within it, per GPU bucket (edges 1, 8, 64, 256, 1,024) with at least ``resubmit_min_failed``
+(30) failures, shrunk the same way towards ``q(c, y)``: ``q(c, y, b) = (k_b + m q(c, y)) / (n_b + m)``
+(owners restart large training jobs, not small trials of the same type).
+``q0``: 0.7 for Pretrain (:data:`RESUBMIT_PRIOR`; the paper reports that failed pretraining runs
+are restarted but publishes no abandonment rate: an assumption) and :data:`DEFAULT_RESUBMIT_PROB`
+(0) for every other type. A (cluster, type) without failures in the training data gets ``q0(y)``.
 Modules: this one (the model) and :mod:`.restart_dist` (the distributions and the published prior).
 
 ``predict(X or **key)`` returns a :class:`RestartDistribution` (per-row distributions with ``mean``,
@@ -55,6 +71,17 @@ from acmemodel.models.restart_dist import (  # noqa: E402,F401  (re-exported)
     prior_distribution, prior_table,
 )
 
+#: prior resubmission probability per job type (module docstring; an assumption)
+RESUBMIT_PRIOR: dict[str, float] = {"Pretrain": 0.7}
+#: prior resubmission probability of every type not in RESUBMIT_PRIOR
+DEFAULT_RESUBMIT_PROB = 0.0
+
+
+def resubmit_prior(type_: str) -> float:
+    """Prior resubmission probability of a job type (:data:`RESUBMIT_PRIOR`, else
+    :data:`DEFAULT_RESUBMIT_PROB`)."""
+    return float(RESUBMIT_PRIOR.get(str(type_), DEFAULT_RESUBMIT_PROB))
+
 
 # ============================================================================ the model
 @register
@@ -72,15 +99,20 @@ class RestartModel(BaseModel):
     lgbm_params : extra LightGBM parameters (merged into the defaults).
     num_boost_round : LightGBM boosting rounds.
     random_state : seed of LightGBM and the out-of-fold split.
+    resubmit_prior_n : strength (pseudo-failures) of the prior of the resubmission probability.
 
-    Fitted attributes: ``fallback_`` (bool), ``fallback_reason_``, ``n_chains_``, ``glm_`` (per
+    Fitted attributes: ``resubmit_`` (per ``(cluster, type)``: ``n_failed``, ``n_resubmitted``,
+    ``p``; see :meth:`resubmit_probability`), ``fallback_`` (bool), ``fallback_reason_``, ``n_chains_``, ``glm_`` (per
     component: coefficient table and dispersion), ``lgbm_sigma_``, ``levels_``, ``population_``
     (training covariate rows used to marginalise :meth:`restart_distribution`).
     """
 
     def __init__(self, *, method: str = "glm", min_chains: int = 30, min_lgbm_chains: int = 200,
                  min_level_chains: int = 10, clip_s: float = 1.0, lgbm_params: dict | None = None,
-                 num_boost_round: int = 200, random_state: int = 0):
+                 num_boost_round: int = 200, random_state: int = 0, resubmit_prior_n: float = 2.0,
+                 resubmit_min_failed: int = 30):
+        self.resubmit_prior_n = resubmit_prior_n
+        self.resubmit_min_failed = resubmit_min_failed
         self.method = method
         self.min_chains = min_chains
         self.min_lgbm_chains = min_lgbm_chains
@@ -100,6 +132,9 @@ class RestartModel(BaseModel):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if not (isinstance(self.clip_s, (int, float)) and self.clip_s > 0):
             raise ValueError(f"clip_s must be a positive number, got {self.clip_s!r}")
+        m = self.resubmit_prior_n
+        if not (isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) and m >= 0):
+            raise ValueError(f"resubmit_prior_n must be a number >= 0, got {m!r}")
         if self.lgbm_params is not None and not isinstance(self.lgbm_params, dict):
             raise ValueError(f"lgbm_params must be a dict or None, got {self.lgbm_params!r}")
 
@@ -124,7 +159,8 @@ class RestartModel(BaseModel):
         if not {"next_restart_gap_s", "next_queue_s", "attempt"} <= set(jobs.columns):
             from acmemodel.features.chains import restart_chains
 
-            jobs = jobs.join(restart_chains(jobs)[["attempt", "next_restart_gap_s", "next_queue_s"]])
+            ch = restart_chains(jobs)[["attempt", "next_restart_gap_s", "next_queue_s"]]
+            jobs = jobs.drop(columns=[c for c in ch.columns if c in jobs.columns]).join(ch)
         rows = jobs[(jobs["analysis_state"] == "FAILED") & np.isfinite(jobs["next_restart_gap_s"])
                     & np.isfinite(jobs["next_queue_s"])]
         cal = calendar_features(rows, timezones, time_col="end_s")
@@ -172,6 +208,15 @@ class RestartModel(BaseModel):
 
     def _fit(self, jobs, timezones) -> "RestartModel":
         self._validate()
+        if hasattr(jobs, "jobs") and hasattr(jobs, "timezones"):
+            timezones = {**jobs.timezones, **(timezones or {})}
+            jobs = jobs.jobs
+        if not {"next_restart_gap_s", "next_queue_s", "attempt"} <= set(jobs.columns) and len(jobs):
+            from acmemodel.features.chains import restart_chains
+
+            ch = restart_chains(jobs)
+            jobs = jobs.drop(columns=[c for c in ch.columns if c in jobs.columns]).join(ch)
+        self._fit_resubmit(jobs)
         fr = self.restart_frame(jobs, timezones=timezones)
         fr = fr[np.isfinite(fr["gpu_num"]) & np.isfinite(fr["attempt"])]
         self.n_chains_ = int(len(fr))
@@ -217,6 +262,64 @@ class RestartModel(BaseModel):
         self.population_ = pop.reset_index(drop=True)
         self.n_fit_ = self.n_chains_
         return self
+
+    def _fit_resubmit(self, jobs: pd.DataFrame) -> None:
+        """``resubmit_`` from the failed GPU jobs and their chain links (module docstring)."""
+        self.resubmit_, self.resubmit_buckets_ = {}, {}
+        if not len(jobs) or "next_restart_gap_s" not in jobs.columns:
+            return
+        f = jobs[(jobs["analysis_state"] == "FAILED").to_numpy() & (jobs["gpu_num"].to_numpy(float) > 0)]
+        again = np.isfinite(f["next_restart_gap_s"].to_numpy(float))
+        m = float(self.resubmit_prior_n)
+        g = pd.DataFrame({"cluster": f["cluster"].astype(str).to_numpy(), "type": f["type"].astype(str).to_numpy(),
+                          "k": again.astype(float)}).groupby(["cluster", "type"], sort=True)["k"].agg(["size", "sum"])
+        for (cl, ty), r in g.iterrows():
+            n, k = int(r["size"]), int(r["sum"])
+            q0 = resubmit_prior(ty)
+            self.resubmit_[(cl, ty)] = {"n_failed": n, "n_resubmitted": k, "p": (k + m * q0) / (n + m)}
+        from acmemodel.features.keys import gpu_bucket
+
+        self.resubmit_buckets_ = {}
+        gb = pd.DataFrame({"cluster": f["cluster"].astype(str).to_numpy(), "type": f["type"].astype(str).to_numpy(),
+                           "b": np.asarray(gpu_bucket(f["gpu_num"].to_numpy(float)), dtype=object).astype(str),
+                           "k": again.astype(float)}).groupby(["cluster", "type", "b"], sort=True)["k"].agg(["size", "sum"])
+        for (cl, ty, bk), r in gb.iterrows():
+            n, k = int(r["size"]), int(r["sum"])
+            if n >= int(self.resubmit_min_failed):
+                q = self.resubmit_[(cl, ty)]["p"]
+                self.resubmit_buckets_[(cl, ty, bk)] = {"n_failed": n, "n_resubmitted": k, "p": (k + m * q) / (n + m)}
+
+    def resubmit_probability(self, *, cluster: str | None = None, type: str | None = None,
+                             gpus: float | None = None) -> float:
+        """``q(cluster, type[, GPU bucket of gpus])``: probability that a failed GPU job is
+        resubmitted (module docstring). A missing key is marginalised (failure-weighted over the
+        fitted cells); a (cluster, type) without training failures gets the prior of its type; a
+        bucket without its own estimate gets the (cluster, type) one."""
+        self._check_fitted()
+        cells = getattr(self, "resubmit_", {}) or {}
+        if gpus is not None and cluster is not None and type is not None:
+            from acmemodel.features.keys import gpu_bucket
+
+            bk = str(np.asarray(gpu_bucket(np.array([float(gpus)])), dtype=object)[0])
+            c = (getattr(self, "resubmit_buckets_", {}) or {}).get((str(cluster), str(type), bk))
+            if c:
+                return float(c["p"])
+        if cluster is not None and type is not None:
+            c = cells.get((str(cluster), str(type)))
+            return float(c["p"]) if c else resubmit_prior(str(type))
+        sel = [c for (cl, ty), c in cells.items()
+               if (cluster is None or cl == str(cluster)) and (type is None or ty == str(type))]
+        n = sum(c["n_failed"] for c in sel)
+        if not sel or n == 0:
+            return resubmit_prior(str(type)) if type is not None else DEFAULT_RESUBMIT_PROB
+        return float(sum(c["p"] * c["n_failed"] for c in sel) / n)
+
+    def resubmit_table(self) -> pd.DataFrame:
+        """The fitted resubmission probabilities: cluster, type, n_failed, n_resubmitted, p, prior."""
+        self._check_fitted()
+        rows = [{"cluster": cl, "type": ty, **c, "prior": resubmit_prior(ty)}
+                for (cl, ty), c in sorted((getattr(self, "resubmit_", {}) or {}).items())]
+        return pd.DataFrame(rows, columns=["cluster", "type", "n_failed", "n_resubmitted", "p", "prior"])
 
     def _fit_glm(self, X: pd.DataFrame, y: np.ndarray) -> dict:
         import statsmodels.api as sm
@@ -445,6 +548,10 @@ class RestartModel(BaseModel):
                 "fallback_reason": self.fallback_reason_, "glm": self.glm_,
                 "glm_columns": getattr(self, "glm_columns_", []), "lgbm_sigma": self.lgbm_sigma_,
                 "levels": self.levels_,
+                "resubmit": [{"cluster": cl, "type": ty, **c} for (cl, ty), c in
+                             sorted((getattr(self, "resubmit_", {}) or {}).items())],
+                "resubmit_buckets": [{"cluster": cl, "type": ty, "bucket": bk, **c} for (cl, ty, bk), c in
+                                     sorted((getattr(self, "resubmit_buckets_", {}) or {}).items())],
                 "population": None if self.population_ is None else self.population_.to_dict(orient="list")}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
@@ -455,6 +562,12 @@ class RestartModel(BaseModel):
         self.glm_columns_ = list(d["glm_columns"])
         self.lgbm_sigma_ = {c: float(v) for c, v in d["lgbm_sigma"].items()}
         self.levels_ = {k: list(v) for k, v in d["levels"].items()}
+        self.resubmit_ = {(r["cluster"], r["type"]): {"n_failed": int(r["n_failed"]),
+                                                      "n_resubmitted": int(r["n_resubmitted"]),
+                                                      "p": float(r["p"])} for r in d.get("resubmit", [])}
+        self.resubmit_buckets_ = {(r["cluster"], r["type"], r["bucket"]): {
+            "n_failed": int(r["n_failed"]), "n_resubmitted": int(r["n_resubmitted"]), "p": float(r["p"])}
+            for r in d.get("resubmit_buckets", [])}
         self.population_ = None if d["population"] is None else pd.DataFrame(d["population"])
         from acmemodel.models.lgbm_text import booster_from_text
 

@@ -187,10 +187,14 @@ def test_restart_attempts_are_excluded():
     jobs = pd.DataFrame({"cluster": "Seren", "type": np.where(np.arange(n) % 2, "Pretrain", "Eval"),
                          "user": "u1", "gpu_num": 8, "submit_s": _t0() + np.sort(rng.uniform(0, 20 * DAY, n)),
                          "batch_id": np.arange(n), "attempt": np.where(np.arange(n) % 4 >= 2, 2, 1)})
-    f = ArrivalModel(profile="const").fit(jobs)
+    f = ArrivalModel(profile="const", restart_types=("Pretrain",)).fit(jobs)
     assert f.cells_[("Seren", "Pretrain")]["n_jobs"] == 100
     assert f.cells_[("Seren", "Eval")]["n_jobs"] == 200
     assert f.n_restarts_excluded_ == 100
+    # default: restart attempts of every type are left to the restart process
+    f = ArrivalModel(profile="const").fit(jobs)
+    assert f.cells_[("Seren", "Pretrain")]["n_jobs"] == 100 and f.cells_[("Seren", "Eval")]["n_jobs"] == 100
+    assert f.n_restarts_excluded_ == 200
 
 
 def test_batches_from_features_when_absent():

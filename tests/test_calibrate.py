@@ -314,10 +314,6 @@ def test_round_trip_arrival_counts(bundle, synth_trace):
             assert abs(n1 - n0) <= Z * math.sqrt(n0 * eb2 / eb), (cl, ty, n0, n1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "simulate_jobs draws failed jobs' run times from the runtime model's FAILED cells (type x GPU bucket); the "
-    "failure model's size exponent alpha and Weibull shape are not used by the generator, so they do not round-trip "
-    "(refit alpha ~ 0 and shape ~ 0.4 vs the bundle's ~0.5 and ~1.7 at 5% scale)"))
 def test_round_trip_failure_alpha_and_shape(bundle, synth_trace):
     """Refitted size exponent and Weibull shape within 5 of the refit's standard errors of the bundle's values."""
     from acmemodel.models.failure import FailureModel

@@ -18,7 +18,8 @@ from acmemodel.clusters import utc_offset_seconds
 from acmemodel.models.arrival import ArrivalModel
 from acmemodel.models.bundle import Bundle
 from acmemodel.models.gpu_counts import GpuCountModel
-from acmemodel.synth import (DEFAULT_RESTART_GAP, DEFAULT_RESTART_PROB, KALOS_COLUMNS, SEREN_COLUMNS,
+from acmemodel.models.restart import RESUBMIT_PRIOR
+from acmemodel.synth import (CHAIN_FILE_COLUMNS, DEFAULT_RESTART_GAP, KALOS_COLUMNS, SEREN_COLUMNS,
                              _restart_gap_sampler, format_timestamps, simulate_jobs, synthesize, to_acmetrace, write_acmetrace)
 
 DAY = 86400.0
@@ -94,11 +95,12 @@ def seren_file(tmp_path_factory):
 def test_output_is_the_exact_schema(seren_file):
     path, jobs = seren_file
     lines = path.read_text().splitlines()
-    assert lines[0] == ",".join(SEREN_COLUMNS)
+    # the schema's columns, then the restart chain (read back by load_trace)
+    assert lines[0] == ",".join(SEREN_COLUMNS + list(CHAIN_FILE_COLUMNS))
     assert len(lines) == len(jobs) + 1
     ts = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+08:00$")
     row = lines[1].split(",")
-    assert len(row) == 13 and ts.match(row[7]) and ts.match(row[8]) and ts.match(row[9])
+    assert len(row) == 17 and ts.match(row[7]) and ts.match(row[8]) and ts.match(row[9])
     assert re.match(r"^\d+\.0$", row[12]) and re.match(r"^\d+$", row[10]) and row[11] == "0"
 
 
@@ -139,9 +141,10 @@ def test_fitting_the_generated_file_recovers_the_generating_parameters(seren_fil
     n_pre = fitted.cells_[("Seren", "Pretrain")]["n_jobs"]
     assert abs(n_pre - 6.0 * days) < 5 * np.sqrt(6.0 * days)
     assert fitted.n_restarts_excluded_ > 0
-    # resubmission probability of failed Pretrain jobs (generated with the default 0.9)
+    # resubmission probability of failed Pretrain jobs (no restart model: the prior of RestartModel)
     pr, nf = fitted.cells_[("Seren", "Pretrain")]["restart_prob"], fitted.cells_[("Seren", "Pretrain")]["n_failed"]
-    assert abs(pr - DEFAULT_RESTART_PROB) < 5 * np.sqrt(0.09 / nf)
+    q0 = RESUBMIT_PRIOR["Pretrain"]
+    assert abs(pr - q0) < 5 * np.sqrt(q0 * (1 - q0) / nf)
     # GPU-count pmf per type
     for (cl, ty), pm in GPU_PMF.items():
         got = fitted.gpu_counts_.pmf(cluster=cl, type=ty)
@@ -160,7 +163,7 @@ def test_same_seed_same_file(tmp_path):
     b = synthesize(arrival=_arrival(eval_rate=100), runtime=FakeRuntime(), days=3, seed=5,
                    output=tmp_path / "b.csv")
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    assert list(a.columns) == SEREN_COLUMNS and a.equals(b)
+    assert list(a.columns) == SEREN_COLUMNS + list(CHAIN_FILE_COLUMNS) and a.equals(b)
 
 
 # ------------------------------------------------------------------ restarts, queue hook, knobs
@@ -218,7 +221,7 @@ def test_fill_queue_hook_and_never_started_jobs(tmp_path):
     # Kalos publishes duration = end - submit: the loader notices it
     assert tr.inconsistencies["duration_includes_queue"] == started.sum()
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    assert list(raw.columns) == KALOS_COLUMNS
+    assert list(raw.columns) == KALOS_COLUMNS + list(CHAIN_FILE_COLUMNS)
     assert ((raw["fail_time"] != "") == (raw["state"] == "FAILED")).all()
     assert ((raw["stop_time"] != "") == (raw["state"] == "CANCELLED")).all()
     assert raw["job_id"].str.match(r"^dlc[0-9a-z]{13}$").all() and raw["job_id"].is_unique

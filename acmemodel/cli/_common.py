@@ -91,3 +91,18 @@ def check_dir_out(out: Path | None, option: str) -> None:
     """Refuse an output directory path that is an existing file (``ValueError`` naming the option)."""
     if out is not None and out.exists() and not out.is_dir():
         raise ValueError(f"{option}: {out} is an existing file, not a directory")
+
+
+def identifiability_note(bundle) -> str | None:
+    """The failure model's one-line identifiability warning (``FailureModel.identifiability``) of a
+    bundle, or None (no failure model, or a usable one)."""
+    f = bundle.get("failure") if bundle is not None else None
+    if f is None or not hasattr(f, "identifiability"):
+        return None
+    return f.identifiability()
+
+
+def print_identifiability(note: str | None) -> None:
+    """Print the identifiability note as one ``warning:`` line (nothing when None)."""
+    if note:
+        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False, soft_wrap=True)

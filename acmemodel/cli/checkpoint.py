@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import console, identifiability_note, print_identifiability
 from acmemodel.cli._fmt import num
 
 
@@ -94,10 +94,14 @@ def checkpoint_cmd(
     if doc.get("gpu_hours_lost_per_day") is not None:
         doc["energy_lost_per_day"] = power.price(doc["gpu_hours_lost_per_day"])
     doc["power_model"] = power.to_dict()
+    note = None if mttf is not None else identifiability_note(planner.bundle)
+    if note:
+        doc["identifiability"] = note
     if json_out:
         print_json(doc)
         return
     _print_human(doc)
+    print_identifiability(note)
 
 
 def _print_human(d: dict) -> None:

@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_bundle_out, console, load_traces
+from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, identifiability_note,
+                                   load_traces, print_identifiability)
 
 
 def trace_provenance(trace) -> dict:
@@ -56,6 +57,9 @@ def fit_cmd(
                             progress=lambda i, n, d: upd(i, n, d))
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
+    note = identifiability_note(bundle)
+    if note:
+        doc["identifiability"] = note
     if json_out:
         print_json(doc)
         return
@@ -65,3 +69,4 @@ def fit_cmd(
     for m in bundle.models:
         t.add_row(m, dur(secs.get(m)), " ".join(fit_notes.get(m, [])))
     console.print(t)
+    print_identifiability(note)

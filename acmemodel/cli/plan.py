@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import console, identifiability_note, print_identifiability
 from acmemodel.cli._fmt import dur, num, table
 
 
@@ -53,10 +53,24 @@ def plan_cmd(
     doc = result.to_dict()
     if report is not None:
         doc["report"] = str(report)
+    note = _note(planner)
+    if note:
+        doc["identifiability"] = note
     if json_out:
         print_json(doc)
         return
     _print_human(doc)
+    print_identifiability(note)
+
+
+def _note(planner) -> str | None:
+    """The identifiability line of the plan's bundle's failure model (None without one)."""
+    from acmemodel.errors import AcmeModelError
+
+    try:
+        return identifiability_note(planner.bundle)
+    except (AcmeModelError, ValueError, OSError):  # explicit parameters, no bundle to ask
+        return None
 
 
 def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:

@@ -56,7 +56,8 @@ def synth_cmd(
     start: Optional[str] = typer.Option(None, "--start", help="First day, local time (default 2023-03-01)."),
     restart_prob: Optional[float] = typer.Option(
         None, "--restart-prob",
-        help="Probability a failed Pretrain job is resubmitted (default: fitted share, else 0.9)."),
+        help="Probability a failed Pretrain job is resubmitted (default: the bundle's restart model, "
+             "per cluster x type)."),
     queue: str = typer.Option("none", "--queue",
                               help="none: every job starts at submission; sim: waits from the cluster simulator."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim, and the cluster size "

@@ -32,6 +32,11 @@ end − submit), ``queue`` = end − submit (the wait until cancellation), ``gpu
 
 Rounding: every timestamp is rounded to the nearest second (half to even) and durations are
 computed from the rounded timestamps.
+
+Restart chains: jobs that carry their chain as data (synthetic traces; :func:`carries_chain`) get
+four more columns after the schema's — ``chain_id``, ``attempt``, ``prev_job_id`` (job id of the
+attempt this one restarts, empty on first attempts), ``restart_gap_s`` (whole seconds, empty on
+first attempts) — which :func:`acmemodel.load_trace` keeps, so the chain survives the file.
 """
 from __future__ import annotations
 
@@ -113,6 +118,34 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
     return KALOS_COLUMNS, [common[c] for c in KALOS_COLUMNS], adj
 
 
+def carries_chain(jobs: Any) -> bool:
+    """Whether the caller's jobs carry their restart chain as data (``attempt`` and ``prev_job_id``
+    or ``prev_index``: synthetic traces, or a trace loaded from a file with those columns)."""
+    cols = jobs.jobs.columns if hasattr(jobs, "jobs") else jobs.columns
+    return "attempt" in cols and ("prev_job_id" in cols or "prev_index" in cols)
+
+
+def chain_file_columns(df: pd.DataFrame) -> tuple[list[str], list[Any]]:
+    """The restart-chain columns written after the schema's (``chain_id``, ``attempt``,
+    ``prev_job_id`` — empty on first attempts — and ``restart_gap_s`` in whole seconds, empty on
+    first attempts), as :func:`acmemodel.load_trace` reads them back."""
+    n = len(df)
+    if "prev_job_id" in df.columns:
+        prev = df["prev_job_id"].astype(object).where(df["prev_job_id"].notna(), "").astype(str).to_numpy(dtype=object)
+    else:
+        pos = C.prev_positions(df)
+        ids = df["job_id"].astype(str).to_numpy(dtype=object)
+        prev = np.where(pos >= 0, ids[np.maximum(pos, 0)] if n else ids, "").astype(object)
+    chain = (pd.to_numeric(df["chain_id"], errors="coerce").fillna(-1).to_numpy(dtype="int64")
+             if "chain_id" in df.columns else np.arange(n, dtype="int64"))
+    gap = (pd.to_numeric(df["restart_gap_s"], errors="coerce").to_numpy(dtype=float)
+           if "restart_gap_s" in df.columns else np.full(n, np.nan))
+    gmiss = ~np.isfinite(gap)
+    cols = [C.int_strings(chain), C.int_strings(df["attempt"].to_numpy(dtype="int64")), prev,
+            C.int_strings(np.rint(np.where(gmiss, 0.0, gap)).astype("int64"), gmiss)]
+    return ["chain_id", "attempt", "prev_job_id", "restart_gap_s"], cols
+
+
 def _has_fail_times(jobs: Any) -> bool:
     """Whether the caller's jobs carry ``fail_time_s`` (before :func:`_common.normalize_jobs` adds it)."""
     return "fail_time_s" in (jobs.jobs.columns if hasattr(jobs, "jobs") else jobs.columns)
@@ -140,6 +173,9 @@ def acmetrace_table(jobs: Any, *, cluster: str | None = None, schema: str | None
     name, sub = groups[0]
     off = utc_offset_seconds(timezone) if timezone is not None else C.cluster_offsets([name], tzs)[name]
     header, cols, _ = format_rows(sub, _schema_for(name, schema), off, fail_known=_has_fail_times(jobs))
+    if carries_chain(jobs):
+        h2, c2 = chain_file_columns(sub)
+        header, cols = list(header) + h2, list(cols) + c2
     empty = pa.scalar("", type=pa.large_string())
     arrays = [C.to_arrow(c) for c in cols]
     return pa.table({h: pc.fill_null(a, empty) if a.null_count else a for h, a in zip(header, arrays)})
@@ -158,12 +194,16 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     timezones : cluster → UTC offset (``"+08:00"``); default the trace's, then the published zones.
     """
     no_fail_col = not _has_fail_times(jobs)
-    df, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    with_chain = carries_chain(jobs)
+    df, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     files, notes, rows, desc, chains = [], [], 0, [], 0
     stems = C.safe_names([g for g, _ in groups])
     for name, sub in groups:
         sch = _schema_for(name, schema)
         header, cols, adj = format_rows(sub, sch, offsets[name], fail_known=not no_fail_col)
+        if with_chain:
+            h2, c2 = chain_file_columns(sub)
+            header, cols = list(header) + h2, list(cols) + c2
         path = C.out_path(out, f"trace_{stems[name]}.csv")
         C.write_csv(path, header, cols)
         files.append(path)
@@ -174,6 +214,9 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
                     f"{adj:.3f} s.")
     sections = [
         ("Files", "\n".join(desc)),
+        ("Restart chains", C.chain_note(chain_src, rows - chains) + (
+            " Written as the columns chain_id, attempt, prev_job_id, restart_gap_s after the schema's."
+            if with_chain else "")),
         ("Format", _FORMAT_NOTES),
     ]
     files.append(C.write_readme(out, "AcmeTrace CSV export", sections))

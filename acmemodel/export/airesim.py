@@ -346,8 +346,13 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
     path = C.out_path(out, "config.yaml")
     path.write_text("\n".join(lines) + "\n")
     sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params)} fields)."),
-                ("Inputs", "\n".join(f"- {k}: {_human(k, v)}" for k, v in prov.items())),
-                ("Format", __doc__.split("\n", 2)[2])]
+                ("Inputs", "\n".join(f"- {k}: {_human(k, v)}" for k, v in prov.items()))]
+    if frame is not None:  # the empirical restart time averages over these chains
+        ch, src = C.ensure_chains(frame)
+        sections.append(("Restart chains", C.chain_note(src, int((C.prev_positions(ch) >= 0).sum()))))
+    else:
+        sections.append(("Restart chains", "no trace given: restart times come from the restart model."))
+    sections.append(("Format", __doc__.split("\n", 2)[2]))
     readme = C.write_readme(out, "AIReSim configuration export", sections)
     n_rows = 0 if frame is None else len(frame)
     return {"format": "airesim", "out": str(out), "files": [str(path), str(readme)],

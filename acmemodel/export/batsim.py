@@ -120,8 +120,9 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
                     "shorter runs).")
     if not frames:
         raise ValueError("no GPU jobs to write as a Batsim workload")
-    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
-    files.append(C.write_readme(out, "Batsim workload export", sections))
     allj = pd.concat(frames)
+    sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, len(allj) - n_jobs)),
+                ("Format", __doc__.split("\n", 2)[2])]
+    files.append(C.write_readme(out, "Batsim workload export", sections))
     return C.result("batsim", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
                     clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped}, chains=chain_src)

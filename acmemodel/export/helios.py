@@ -146,7 +146,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         experiment_window(rebase_to)  # neither a window nor an epoch date: raises, naming the windows
     if large_gpus is not None and int(large_gpus) < 0:
         raise ValueError(f"large_gpus must be >= 0, got {large_gpus!r}")
-    _, _, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
+    _, chain_src, out, groups, offsets = C.prepare(jobs, out, cluster=cluster, timezones=timezones)
     dirs = C.safe_names([g for g, _ in groups], lower=False)
     epoch = window[1] if window else (rebase_to or HELIOS_EPOCH)
     rebase = bool(rebase or rebase_to)
@@ -212,15 +212,15 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         desc.append("\n".join(lines))
     if not frames:
         raise ValueError("no jobs to write")
-    sections = [("Files", "\n".join(desc)),
+    allj = pd.concat(frames)
+    n_jobs = int(allj["chain_id"].nunique())
+    sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, len(allj) - n_jobs)),
                 ("What the simulators need that this export does not write", _needs_text(
                     [g for g, _ in groups], window[0] if window else "Sept")),
                 ("Format", __doc__.split("\n", 2)[2])]
     if notes:
         sections.append(("Warnings", "\n".join(f"- {n}" for n in notes)))
     files.append(C.write_readme(out, "Helios / Lucid export", sections))
-    allj = pd.concat(frames)
-    n_jobs = int(allj["chain_id"].nunique())
     return C.result("helios", out, files, jobs=n_jobs, attempts=len(allj), df=allj,
                     clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},
                     notes=notes, rebased=rebase, window=window[0] if window else None)

@@ -140,11 +140,12 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         desc.append(line)
     if not frames:
         raise ValueError("no jobs to write as Philly JSON (CPU-only jobs are omitted; use include_cpu=True)")
-    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
+    allj = pd.concat(frames)
+    sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, len(allj) - n_entries)),
+                ("Format", __doc__.split("\n", 2)[2])]
     if not include_cpu:
         sections.append(("Omitted", f"{gpu_groups.dropped} CPU-only jobs (gpu_num = 0)."))
     files.append(C.write_readme(out, "Philly cluster_job_log export", sections))
-    allj = pd.concat(frames)
     return C.result("philly", out, files, jobs=n_entries, attempts=len(allj), df=allj,
                     clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},
                     chains=chain_src, rebased=rebase)

@@ -222,7 +222,8 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
                     "`swf_to_batsim_workload_delay.py` does): `--format batsim` writes them as 1 s instead.")
     if not frames:
         raise ValueError("no GPU jobs to write as SWF (CPU-only jobs are omitted; use include_cpu=True)")
-    sections = [("Files", "\n".join(desc)), ("Format", __doc__.split("\n", 2)[2])]
+    sections = [("Files", "\n".join(desc)), ("Restart chains", C.chain_note(chain_src, written - n_jobs)),
+                ("Format", __doc__.split("\n", 2)[2])]
     files.append(C.write_readme(out, "SWF v2.2 export", sections))
     return C.result("swf", out, files, jobs=n_jobs, attempts=written, df=pd.concat(frames),
                     clusters=[g for g, _ in groups], dropped={"cpu_jobs": gpu_groups.dropped} if not include_cpu else {},

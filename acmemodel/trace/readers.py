@@ -135,6 +135,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         rejected = _original_text(rejected, infos)
     for w in warn:
         warnings.warn(w, DataWarning, stacklevel=2)
+    jobs = _with_chain_columns(jobs, extra_df)
     problems: dict[str, dict[str, int]] = {}
     for info in infos:
         for c, d in info.value_problems.items():
@@ -226,6 +227,31 @@ def _censor_unfinished(jobs: pd.DataFrame, extra: pd.DataFrame, rejected: pd.Dat
     jobs["run_censored"] = unf & started
     jobs["queue_censored"] = jobs["queue_censored"].to_numpy(dtype=bool) | (unf & ~started)
     return jobs, extra, rejected, t_x
+
+
+#: restart-chain columns a synthetic trace carries beyond the published schema (acmemodel.synth)
+CHAIN_FILE_COLUMNS: tuple[str, ...] = ("chain_id", "attempt", "prev_job_id", "restart_gap_s")
+
+
+def _with_chain_columns(jobs: pd.DataFrame, extras: pd.DataFrame) -> pd.DataFrame:
+    """``jobs`` plus the typed restart-chain columns when every file carried them (``attempt`` and
+    ``prev_job_id``; :func:`acmemodel.features.chains.restart_chains` then uses the links as
+    written instead of inferring them): ``chain_id`` (int, −1 if empty), ``attempt`` (int),
+    ``prev_job_id`` (str, ``""`` = first attempt), ``restart_gap_s`` (float, NaN if empty)."""
+    if extras is None or not {"attempt", "prev_job_id"} <= set(extras.columns) or len(extras) != len(jobs):
+        return jobs
+    ex = extras.reset_index(drop=True)
+    att = pd.to_numeric(ex["attempt"], errors="coerce")
+    if att.isna().any():  # a file without the columns (NaN after concat) or unparsable values
+        return jobs
+    jobs = jobs.copy(deep=False)
+    jobs["attempt"] = att.to_numpy(dtype=np.int64)
+    jobs["prev_job_id"] = ex["prev_job_id"].fillna("").astype(str).to_numpy(dtype=object)
+    if "chain_id" in ex.columns:
+        jobs["chain_id"] = pd.to_numeric(ex["chain_id"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    if "restart_gap_s" in ex.columns:
+        jobs["restart_gap_s"] = pd.to_numeric(ex["restart_gap_s"], errors="coerce").to_numpy(dtype=float)
+    return jobs
 
 
 # ------------------------------------------------------------------------------------------ reading

@@ -1,0 +1,139 @@
+"""The competing-risks job life (acmemodel.joblife), the restart model's resubmission probability and
+the failure model's identifiability line."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+
+@pytest.fixture(scope="module")
+def default():
+    from acmemodel import load_default
+
+    return load_default()
+
+
+@pytest.mark.parametrize("ty, gpus", [("Eval", 1), ("SFT", 8), ("Pretrain", 8)])
+def test_outside_the_failure_domain_the_runtime_model_is_reproduced(default, ty, gpus):
+    """Below the failure model's min_gpus_ the latent causes come from the runtime model's
+    cause-specific hazards: their minimum has the runtime model's state probabilities and per-state
+    medians (binomial / order-statistic tolerances for n draws)."""
+    from acmemodel.joblife import sample_lives
+
+    rm = default["runtime"]
+    assert gpus < default["failure"].min_gpus_
+    n = 20_000
+    st, run = sample_lives(rm, default["failure"], "Seren", np.full(n, ty, object), np.full(n, gpus),
+                           np.random.default_rng(3))
+    probs = rm.state_probabilities(cluster="Seren", type=ty, gpus=gpus)
+    for s, p in probs.items():
+        got = float((st == s).mean())
+        assert abs(got - p) <= 4 * math.sqrt(p * (1 - p) / n) + 0.002, (s, p, got)
+        x = run[st == s]
+        if p < 0.05:
+            continue
+        q = rm.quantile(np.array([0.4, 0.5, 0.6]), cluster="Seren", type=ty, gpus=gpus, state=s)
+        # 4 SE of the sample median in probability terms: |F(m_hat) - 0.5| <= 4 sqrt(1/4k)
+        lo = rm.cdf(np.median(x), cluster="Seren", type=ty, gpus=gpus, state=s)
+        assert abs(float(lo) - 0.5) <= 4 * math.sqrt(0.25 / len(x)) + 0.01, (s, np.median(x), q)
+
+
+def test_inside_the_failure_domain_failures_follow_the_failure_model(default):
+    """For 256-GPU Pretrain jobs, the failed share and failure times follow the failure model's
+    latent law censored by the other causes: P(FAILED) = E[F_fail(T_other)] checked by simulation
+    against the failure model's own survival."""
+    from acmemodel.joblife import CAUSES, cause_hazards, sample_latent, sample_lives
+
+    rm, fm = default["runtime"], default["failure"]
+    n = 20_000
+    rng = np.random.default_rng(5)
+    st, run = sample_lives(rm, fm, "Seren", np.full(n, "Pretrain", object), np.full(n, 256), rng)
+    law = cause_hazards(rm, cluster="Seren", type="Pretrain", gpus=256)
+    r2 = np.random.default_rng(6)
+    other = np.minimum(sample_latent(law["H"]["COMPLETED"], n, r2), sample_latent(law["H"]["CANCELLED"], n, r2))
+    other = np.where(np.isfinite(other), other, 2.0 ** 25)
+    p_fail = float(np.mean(1 - fm.survival(other, np.full(n, 256.0), cluster="Seren", type="Pretrain")))
+    got = float((st == "FAILED").mean())
+    assert abs(got - p_fail) <= 4 * math.sqrt(p_fail * (1 - p_fail) / n) * math.sqrt(2), (got, p_fail)
+    assert set(np.unique(st)) <= set(CAUSES)
+
+
+def test_resubmit_probability_is_owned_by_the_restart_model(tmp_path):
+    from acmemodel.models.restart import RESUBMIT_PRIOR, RestartModel
+
+    rows = []
+    t = 1.68e9
+    for i in range(200):  # 200 failed Pretrain jobs, 150 resubmitted 60 s after their end
+        rows.append(dict(job_id=f"f{i}", type="Pretrain", gpu_num=256, state="FAILED", submit_s=t, end_s=t + 3600,
+                         attempt=1, prev_job_id=""))
+        if i < 150:
+            rows.append(dict(job_id=f"r{i}", type="Pretrain", gpu_num=256, state="COMPLETED", submit_s=t + 3660,
+                             end_s=t + 9000, attempt=2, prev_job_id=f"f{i}"))
+        t += 86400
+    j = pd.DataFrame(rows).assign(cluster="Seren", user="u1", queue_s=0.0)
+    j["analysis_state"] = j["state"]
+    j["start_s"] = j["submit_s"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = RestartModel(method="prior").fit(j, timezones={"Seren": "+08:00"})
+    q = m.resubmit_probability(cluster="Seren", type="Pretrain")
+    assert q == pytest.approx((150 + 2 * RESUBMIT_PRIOR["Pretrain"]) / (200 + 2))
+    assert m.resubmit_probability(type="Pretrain") == pytest.approx(q)  # cluster marginalised
+    assert m.resubmit_probability(cluster="Kalos", type="Pretrain") == RESUBMIT_PRIOR["Pretrain"]  # prior
+    assert m.resubmit_probability(cluster="Seren", type="Eval") == 0.0
+    from acmemodel.models.bundle import Bundle
+
+    path = Bundle({"restart": m}).save(tmp_path / "r")
+    assert Bundle.load(path)["restart"].resubmit_probability(cluster="Seren", type="Pretrain") == pytest.approx(q)
+
+
+def _poor_failure_model():
+    """A failure model fitted on a handful of large-job failures: its MTTF interval at the top is
+    wide. Returns the model and the number of failures on >= 256 GPUs."""
+    from acmemodel.models.failure import FailureModel
+
+    rng = np.random.default_rng(0)
+    n = 300
+    g = rng.choice([64, 128, 256, 512], n)
+    t = rng.weibull(0.9, n) * 1e7 * (g / 64.0) ** -1.0
+    cens = rng.uniform(0, 1e5, n)
+    fail = t < cens
+    jobs = pd.DataFrame({"cluster": "Seren", "type": "Pretrain", "gpu_num": g, "is_gpu": True, "started": True,
+                         "run_s": np.where(fail, t, cens), "analysis_state": np.where(fail, "FAILED", "COMPLETED"),
+                         "submit_s": np.arange(n) * 1000.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return FailureModel(compare=False, min_gpus=64).fit(jobs), int((fail & (g >= 256)).sum())
+
+
+def test_identifiability_line_names_the_cause(default):
+    fm, n_fail = _poor_failure_model()
+    note = fm.identifiability()
+    assert note is not None and "\n" not in note
+    assert f"only {n_fail} failures on >= 256 GPUs" in note and "spans" in note
+    lo, hi = fm.mttf_interval(fm.max_gpus_)
+    assert hi / lo > 10
+    assert default["failure"].identifiability() is None  # the default bundle's law is usable
+
+
+def test_cli_prints_the_identifiability_line(tmp_path):
+    from acmemodel.cli import app
+    from acmemodel.models.bundle import Bundle
+
+    fm, n_fail = _poor_failure_model()
+    path = Bundle({"failure": fm}).save(tmp_path / "poor")
+    r = CliRunner().invoke(app, ["checkpoint", "--gpus", "512", "--ckpt-cost", "60s", "--restart", "20m",
+                                 "--bundle", str(path)])
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.output.splitlines() if "poorly identified" in ln]
+    assert len(lines) == 1 and f"only {n_fail} failures on >= 256 GPUs" in lines[0]
+    r = CliRunner().invoke(app, ["checkpoint", "--gpus", "512", "--ckpt-cost", "60s", "--restart", "20m",
+                                 "--bundle", str(path), "--json"])
+    import json
+
+    assert "only" in json.loads(r.stdout)["identifiability"]
