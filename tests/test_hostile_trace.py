@@ -37,6 +37,15 @@ def test_issue_example_stray_quote_keeps_the_rest(tmp_path, seren_lines):
     assert rej["raw"].iloc[0] == lines[100]
 
 
+def test_stray_quote_on_the_last_line_is_named_too(tmp_path, seren_lines):
+    lines = list(seren_lines)
+    lines[-1] = lines[-1].replace(",us", ',"us', 1)
+    t = _load(tmp_path, lines)
+    info = t.files[0]
+    assert info.rows == len(lines) - 1 and info.accepted + info.rejected == info.rows
+    assert list(t.rejected["reason"]) == ["unbalanced_quote"] and list(t.rejected["line"]) == [len(lines)]
+
+
 def test_quoted_values_that_close_are_fine(tmp_path, seren_lines):
     lines = [seren_lines[0]] + [ln.replace(",us", ',"us', 1).replace(",", '",', 2).replace('"",', '",', 1)
                                 for ln in seren_lines[1:20]]

@@ -416,6 +416,12 @@ def _read_table(path: Path, notes: list[str] | None = None):
         bad = [(b[0], unbalanced[b[0]], b[2], b[3], Reason.UNBALANCED_QUOTE,
                 "a quote opened on this line is not closed on it")
                if b[0] in unbalanced and b[1] == _QUOTE_MASK else b for b in bad]
+    # a quote left open on the file's last line swallows nothing (the line counts agree), so the reader
+    # reports a short row: name the cause as for any other line
+    bad = [(b[0], b[1], b[2], b[3], Reason.UNBALANCED_QUOTE, "a quote opened on this line is not closed on it")
+           if len(b) == 4 and isinstance(b[1], str) and '"' in b[1]
+           and not _CLOSED_LINE.fullmatch(b[1].rstrip("\r\n").encode("utf-8", errors="replace")) else b
+           for b in bad]
     return table, bad, fast
 
 
