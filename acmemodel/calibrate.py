@@ -403,7 +403,11 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         "uid": next_uid + np.arange(n_cpu, dtype=np.int64), "prev_uid": -1, "attempt": 1,
     })
     df = pd.concat([gpu, cpu], ignore_index=True)
-    return _to_contract(df, cluster, rng), report
+    out = _to_contract(df, cluster, rng)
+    # the restart links travel in the report, not in DataFrame.attrs (pandas compares attrs with == when
+    # it combines frames, which an array cannot answer)
+    report["restart_of"] = out.attrs.pop("restart_of", np.full(len(out), "", dtype=object))
+    return out, report
 
 
 def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
@@ -451,7 +455,7 @@ def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
                                 queue_calibration=(queue_calibration or {}).get(cluster))
-        links.append(j.attrs.pop("restart_of", np.full(len(j), "", dtype=object)))
+        links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
     jobs = pd.concat(frames, ignore_index=True)
