@@ -149,8 +149,11 @@ static inline double acme_inv_cumhaz(const acme_failure *f, double e) {
 /* Gamma(a, z) = integral_z^inf t^(a-1) e^(-t) dt (not regularised), a > 0, z >= 0.
  * Series for the lower function when z < a + 1, Lentz continued fraction otherwise
  * (Numerical Recipes 6.2); relative accuracy ~1e-15. */
-static inline double acme_upper_gamma(double a, double z) {
-    double ga = tgamma(a);
+static inline double acme_upper_gamma_with(double a, double z, double ga);
+static inline double acme_upper_gamma(double a, double z) { return acme_upper_gamma_with(a, z, tgamma(a)); }
+
+/* the same with ga = Gamma(a) given (callers that reuse it across many z) */
+static inline double acme_upper_gamma_with(double a, double z, double ga) {
     if (z <= 0.0) return ga;
     if (z < a + 1.0) {
         double ap = a, sum = 1.0 / a, del = sum;
