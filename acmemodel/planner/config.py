@@ -211,6 +211,14 @@ def _num(v, where: str, *, lo: float | None = None, hi: float | None = None, lo_
     return float(v)
 
 
+
+#: the field-named checks of the configuration, public for the planner's other validated inputs
+#: (evaluation batch, power model): ``check_number(v, where, lo=, hi=, lo_open=)``,
+#: ``check_int(v, where, allow_zero=)``
+check_number = _num
+check_int = _pos_int
+
+
 def _factors(d, where: str) -> dict[str, float]:
     if d is None:
         return {}

@@ -81,11 +81,11 @@ class PowerModel:
     cluster: str = "Seren"
 
     def __post_init__(self):
+        from acmemodel.planner.config import check_number
+
         for f in ("gpu_idle_w", "gpu_max_w", "gpus_per_server", "pue", "carbon_t_per_mwh", "gpu_share_of_server",
                   "idle_share"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ConfigError(f"energy.{f} must be a finite number >= 0, got {v!r}")
+            check_number(getattr(self, f), f"energy.{f}", lo=0.0)
         if not 0 < self.gpu_share_of_server <= 1:
             raise ConfigError(f"energy.gpu_share_of_server must be in (0, 1], got {self.gpu_share_of_server!r}")
         if not 0 <= self.idle_share < 1:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import ConfigError
+from acmemodel.planner.config import check_int, check_number
 
 
 # ----------------------------------------------------------------------------------------- inputs
@@ -28,9 +29,7 @@ class Dataset:
         if not self.name:
             raise ConfigError("a dataset has an empty name")
         for f in ("preprocess_s", "generate_s", "metric_s"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ConfigError(f"dataset {self.name!r}: {f} must be a finite number >= 0 seconds, got {v!r}")
+            check_number(getattr(self, f), f"dataset {self.name!r}: {f}", lo=0.0)
         if self.generate_s <= 0:
             raise ConfigError(f"dataset {self.name!r}: generate_s must be > 0 seconds, got {self.generate_s!r}")
         return self
@@ -52,13 +51,9 @@ class EvalHardware:
 
     def validate(self) -> "EvalHardware":
         for f in ("model_size_gb", "storage_gbit_s", "pcie_gbyte_s", "gpu_memory_gb", "node_memory_gb"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise ConfigError(f"hardware.{f} must be a finite number > 0, got {v!r}")
+            check_number(getattr(self, f), f"hardware.{f}", lo=0.0, lo_open=True)
         for f in ("gpus_per_node", "cpu_slots_per_node"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 1:
-                raise ConfigError(f"hardware.{f} must be a positive integer, got {v!r}")
+            check_int(getattr(self, f), f"hardware.{f}")
         if self.model_size_gb > self.gpu_memory_gb:
             raise ConfigError(f"model_size_gb = {self.model_size_gb:g} does not fit in one GPU's memory "
                               f"(hardware.gpu_memory_gb = {self.gpu_memory_gb:g}); trials are single-GPU")
@@ -97,9 +92,7 @@ class PackingRules:
 
     def validate(self) -> "PackingRules":
         for f in ("merge_below_s", "long_metric_s"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ConfigError(f"packing.{f} must be a finite number >= 0 seconds, got {v!r}")
+            check_number(getattr(self, f), f"packing.{f}", lo=0.0)
         v = self.split_above_s
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                               or v <= 0):
