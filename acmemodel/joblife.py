@@ -35,13 +35,29 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
 
 3. **Observed end**: ``T = min(T_F, T_C, T_X)`` and the state is the cause that came first
    (FAILED / COMPLETED / CANCELLED); ``end = start + T`` (the queue of :mod:`acmemodel.synth`
-   decides ``start``). The runtime model's state probabilities and per-state run times are therefore
-   not drawn independently: ``P(FAILED, T ≤ t) = ∫_0^t h_F(u) S_F(u) S_C(u) S_X(u) du`` etc.
-   Outside the failure model's domain this reproduces the runtime model's ``(π_j, G_j)`` exactly
-   (up to the grid); inside it, failures follow the failure model and the calibration
-   (:func:`acmemodel.calibrate.calibrate`) draws its pseudo-trace's large jobs through this same
-   generator before fitting, so the shipped bundle is a fixed point: fitting the synthetic data
-   back gives the same models.
+   decides ``start``). With independent latent times this pair is drawn without the latent times
+   themselves: ``T`` by inverting the all-cause survival ``S(t) = exp(−H(t))``,
+   ``H = H_C + H_X + H_F`` (``H_F = −log S_F`` of the failure model inside its domain), at
+   ``E = −log(1 − U)``, and the cause with probability ``ΔH_j / ΔH`` of the grid interval ``T``
+   falls in (the hazards are constant inside an interval, so this is the law of the argmin).
+   **Stratified draws** (``stratified=True``, default): within a type × GPU bucket the ``k`` jobs'
+   ``U`` take one value in each stratum ``[i/k, (i+1)/k)`` in random order, and the cause
+   uniforms run along the sorted end times as ``frac(v0 + φ·rank)`` (φ the golden ratio, ``v0 ~
+   U(0, 1)``): every job's (state, run time) keeps its law, while sums over many jobs (GPU time by
+   type and state, which a few long large-job runs dominate) have the noise of a stratified sample.
+   Run times are capped at the cluster's longest fitted run (``RuntimeModel.max_run_``, as
+   ``RuntimeModel.sample`` does), after the runtime model's size law rescales each run to its own
+   GPU count within the bucket. The runtime model's state probabilities and per-state run times are
+   therefore not drawn independently: ``P(FAILED, T ≤ t) = ∫_0^t h_F(u) S_F(u) S_C(u) S_X(u) du``
+   etc. Outside the failure model's domain this reproduces the runtime model's ``(π_j, G_j)``
+   exactly (up to the grid). Inside it, failures follow the failure model, which is not the
+   runtime cell's own failure law, so the generator and the trace it was fitted on differ there; the
+   calibration (:func:`acmemodel.calibrate.calibrate`) closes that gap with the generator in the
+   loop: it draws this generator on its pseudo-trace's own jobs and re-solves the pseudo-trace's
+   GPU-time targets until the generator, not the pseudo-trace, meets the published GPU-time shares
+   by type and state; fitting a synthetic trace back gives the same models (the round-trip test).
+   CPU jobs (0 GPUs) of a runtime model fitted on GPU jobs only (``gpu_only``) take their type's
+   single-GPU law (there is no CPU cell to query; the smallest GPU job is the nearest one).
 4. **Restarts** (:class:`~acmemodel.models.restart.RestartModel`): a FAILED job of cluster *c*,
    type *y* and *g* GPUs is resubmitted with probability ``q(c, y, bucket(g))``
    (``RestartModel.resubmit_probability``; the cluster × type value where a bucket had too few
@@ -132,12 +148,49 @@ def _failure_key(failure, cluster: str, type_: str) -> dict:
     return key
 
 
-def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Generator
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _uniforms(k: int, rng: np.random.Generator, stratified: bool) -> np.ndarray:
+    """``k`` U(0, 1) draws; ``stratified``: one in each of the ``k`` strata ``[i/k, (i+1)/k)`` in random
+    order (each draw is still U(0, 1); their empirical CDF is within 1/k of the uniform)."""
+    if not stratified or k < 2:
+        return rng.random(k)
+    return (rng.permutation(k) + rng.random(k)) / k
+
+
+def _invert(H: np.ndarray, dHc: np.ndarray, e: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Observed end of the continuous part (module docstring, step 3): time (s) where the all-cause
+    cumulative hazard ``H`` (on :data:`LIFE_GRID_S`, linear in between) reaches ``e``, and the index of
+    the cause in :data:`CAUSES` chosen by ``v`` with the probabilities ``dHc[:, i] / ΔH_i`` of the grid
+    interval ``i`` it falls in (``dHc``: (3, K) per-cause increments); ``inf`` / -1 past the grid."""
+    t = LIFE_GRID_S
+    i = np.searchsorted(H, e, side="left")
+    out = np.full(len(e), np.inf)
+    cause = np.full(len(e), -1)
+    ok = i < len(H)
+    i = np.clip(i[ok], 1, len(H) - 1)
+    h0, h1 = H[i - 1], H[i]
+    dh = h1 - h0
+    w = np.where(dh > 0, (e[ok] - h0) / np.where(dh > 0, dh, 1.0), 1.0)
+    out[ok] = t[i - 1] + np.clip(w, 0.0, 1.0) * (t[i] - t[i - 1])
+    share = dHc[:, i - 1] / np.where(dh > 0, dh, 1.0)
+    cum = np.cumsum(share, axis=0)
+    c = (v[ok][None, :] >= cum[:-1]).sum(axis=0)  # 0 (COMPLETED) .. 2 (FAILED)
+    cause[ok] = np.where(dh > 0, c, 0)
+    return out, cause
+
+
+def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Generator, *,
+                 stratified: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(state, run_s) per job by competing risks (module docstring), vectorised per
     type × GPU bucket; ``failure=None`` uses the runtime model's failure law for every job. A
     runtime object without ``state_probabilities``/``cdf`` (only ``sample_jobs(n, rng, **key)``,
-    e.g. a test double) is sampled directly."""
+    e.g. a test double) is sampled directly.
+
+    ``stratified`` (default True): within a type × GPU bucket the all-cause draws are stratified and
+    the causes assigned along the sorted end times by a golden-ratio sequence (module docstring,
+    step 3): every job's (state, run time) still has the model's law; sums over many jobs (GPU time
+    by state) get the sampling noise of a stratified sample instead of an iid one. CPU jobs (0 GPUs)
+    of a runtime model fitted on GPU jobs only take their type's single-GPU law.
+    """
     from acmemodel.features.keys import type_bucket_groups
 
     types = np.asarray(types, dtype=object)
@@ -147,8 +200,14 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
     run = np.empty(n, dtype=float)
     g_min = failure_domain(failure)
     direct = not (hasattr(runtime, "state_probabilities") and hasattr(runtime, "cdf"))
+    cap = (getattr(runtime, "max_run_", None) or {}).get(str(cluster))
+    gpu_only = bool(getattr(runtime, "gpu_only", False))
+    causes = np.asarray(CAUSES, dtype=object)
     for ty, _b, idx in type_bucket_groups(types, gpus):
-        key = {"cluster": cluster, "type": ty, "gpus": int(gpus[idx[0]])}
+        g0 = int(gpus[idx[0]])
+        key = {"cluster": cluster, "type": ty, "gpus": g0}
+        if g0 == 0 and gpu_only:  # no CPU cell in a GPU-only fit: the type's single-GPU law
+            key["gpus"] = 1
         if direct:  # a runtime with only the sample_jobs interface: its (state, run time) pairs
             out = runtime.sample_jobs(len(idx), rng, **key)
             state[idx] = out["state"].to_numpy(dtype=object)
@@ -161,31 +220,60 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
         # zero-second atom (failure's only outside the failure model's domain)
         atom = law["atom"]
         a_c, a_x, a_f = atom["COMPLETED"], atom["CANCELLED"], atom["FAILED"]
-        u = rng.random(k)
         a_f_row = np.where(in_fm, 0.0, a_f)
+        a_tot = a_c + a_x + a_f_row
+        u = _uniforms(k, rng, stratified)
         # the continuous part conditions on surviving the atom; inside the failure model's domain
         # the failure atom's mass is left to the failure model's own law
-        zero = u < a_c + a_x + a_f_row
+        zero = u < a_tot
         z_state = np.where(u < a_c, "COMPLETED", np.where(u < a_c + a_x, "CANCELLED", "FAILED"))
-        T = {s: sample_latent(law["H"][s], k, rng) for s in CAUSES}
+        uc = np.clip((u - a_tot) / np.maximum(1.0 - a_tot, 1e-300), 0.0, 1.0 - 1e-16)
+        e = -np.log1p(-uc)
+        # the cause along the sorted end times: v_i = frac(v0 + φ·rank_i) (each v_i ~ U(0, 1))
+        v = rng.random(k)
+        dH = {c: np.diff(law["H"][c]) for c in CAUSES}
+        t_end = np.empty(k)
+        first = np.empty(k, dtype=np.int64)
+        laws = [(np.flatnonzero(~in_fm), dH["FAILED"])]
         if in_fm.any():
             fk = _failure_key(failure, cluster, ty)
             for gv in np.unique(g[in_fm]):
-                m = np.flatnonzero(g == gv)
-                T["FAILED"][m] = failure.sample(len(m), float(gv), rng, **fk)
-        Tm = np.column_stack([T[s] for s in CAUSES])
-        first = np.argmin(Tm, axis=1)
-        t_end = Tm[np.arange(k), first]
-        st = np.asarray(CAUSES, dtype=object)[first]
+                t1 = LIFE_GRID_S[1:]
+                S_F = np.asarray(failure.survival(t1, np.full(len(t1), float(gv)), **fk), float)
+                H_F = np.r_[0.0, -np.log(np.clip(S_F, 1e-300, 1.0))]  # S_F(0) = 1: no failure atom
+                H_F = np.maximum.accumulate(H_F)
+                laws.append((np.flatnonzero(g == gv), np.diff(H_F)))
+        for m, dHf in laws:
+            if not len(m):
+                continue
+            dHc = np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf])
+            H = np.r_[0.0, np.cumsum(dHc.sum(axis=0))]
+            t_end[m], first[m] = _invert(H, dHc, e[m], v[m])
+        if stratified and k > 1:
+            rank = np.argsort(np.argsort(t_end, kind="stable"), kind="stable")
+            v0 = rng.random()
+            v = np.mod(v0 + _PHI * rank, 1.0)
+            for m, dHf in laws:
+                if len(m):
+                    dHc = np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf])
+                    H = np.r_[0.0, np.cumsum(dHc.sum(axis=0))]
+                    _, first[m] = _invert(H, dHc, e[m], v[m])
         never = ~np.isfinite(t_end)  # no cause within the grid: the run ends at its last point
         t_end[never] = LIFE_GRID_S[-1]
+        st = causes[np.maximum(first, 0)]
         st[never] = "COMPLETED"
         st = np.where(zero, z_state, st)
         t_end = np.where(zero, 0.0, t_end)
         state[idx] = st
         run[idx] = t_end
     _size_law(runtime, cluster, types, gpus, run)
+    if cap is not None:  # the cluster's longest fitted run (RuntimeModel.max_run_), as RuntimeModel.sample caps
+        np.minimum(run, float(cap), out=run)
     return state, run
+
+
+#: golden-ratio step of the low-discrepancy cause assignment
+_PHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 def _size_law(runtime, cluster, types, gpus, run) -> None:
@@ -197,6 +285,8 @@ def _size_law(runtime, cluster, types, gpus, run) -> None:
     if factors is None:
         return
     for ty, _b, idx in type_bucket_groups(types, gpus):
+        if gpus[idx[0]] == 0:  # CPU jobs: no size law
+            continue
         f = np.asarray(factors(gpus[idx], cluster=cluster, type=ty), dtype=float)
         if f[0] > 0:
             run[idx] *= f / f[0]
