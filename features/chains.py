@@ -17,10 +17,12 @@ user's next experiment); COMPLETED jobs are never restarted, so they measure tha
 ``r_F(w)`` / ``r_C(w)`` the shares of FAILED / COMPLETED jobs of the stratum followed by a job of
 their key within ``w``, the estimated precision of linking at window w is::
 
-    precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C) / n_C
+    precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C + ½) / n_C
 
 (``k_C`` of the stratum's ``n_C`` COMPLETED jobs followed within ``w``: the chance rate with a
-one-sigma margin on its count, so small strata stay conservative)
+one-sigma margin on its count and half a follower counted in every stratum, so small strata stay
+conservative: a stratum whose few COMPLETED jobs were never followed is not taken as proof that its
+failures' followers are restarts)
 
 and ``w(s)`` is the largest of 16 log-spaced windows from 30 s to ``window_s`` (24 h) whose
 estimated precision is at least ``min_precision`` (0.95); a stratum where no window
@@ -60,6 +62,9 @@ DEFAULT_WINDOW_S = 24 * 3600.0
 DEFAULT_MIN_PRECISION = 0.95
 #: margin (in Poisson standard deviations of its count) added to the chance rate of COMPLETED jobs
 CHANCE_MARGIN_SIGMA = 1.0
+#: one chance follower counted in every stratum (module docstring): a stratum whose few COMPLETED jobs
+#: were never followed is not taken as proof that its failures' followers are restarts
+CHANCE_PRIOR_COUNT = 0.5
 #: candidate inference windows (s): 16 log-spaced from 30 s to 24 h (those below window_s, then window_s)
 WINDOW_GRID_S = tuple(float(w) for w in np.round(np.geomspace(30.0, 86400.0, 16)))
 #: columns that carry a known chain (``prev_job_id`` in files, ``prev_index`` in frames)
@@ -144,7 +149,7 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) ->
         r_f = (gap[f][:, None] <= grid[None, :]).mean(axis=0)
         # chance rate with a margin (Poisson sigmas) on its count: small strata stay conservative
         k_c = (gap[k][:, None] <= grid[None, :]).sum(axis=0) if k.any() else np.zeros(len(grid))
-        r_c = (k_c + CHANCE_MARGIN_SIGMA * np.sqrt(k_c)) / max(int(k.sum()), 1)
+        r_c = (k_c + CHANCE_MARGIN_SIGMA * np.sqrt(k_c) + CHANCE_PRIOR_COUNT) / max(int(k.sum()), 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             prec = np.where(r_f > 0, 1.0 - r_c / r_f, 0.0)
         good = np.flatnonzero((prec >= min_precision) & (r_f > 0))
