@@ -293,10 +293,18 @@ class RestartModel(BaseModel):
                              gpus: float | None = None) -> float:
         """``q(cluster, type[, GPU bucket of gpus])``: probability that a failed GPU job is
         resubmitted (module docstring). A missing key is marginalised (failure-weighted over the
-        fitted cells); a (cluster, type) without training failures gets the prior of its type; a
-        bucket without its own estimate gets the (cluster, type) one."""
+        fitted cells); a type that is neither in the fit nor one of the AcmeTrace job types
+        (``KNOWN_TYPES``, which the prior covers) raises ``ValueError`` naming the known types; a
+        (cluster, type) without training failures gets the prior of its type; a bucket without its
+        own estimate gets the (cluster, type) one."""
         self._check_fitted()
         cells = getattr(self, "resubmit_", {}) or {}
+        if type is not None and cells:  # a type neither fitted nor an AcmeTrace type is an error, not a prior
+            from acmemodel.models.cells import check_key_values
+            from acmemodel.trace.schema import KNOWN_TYPES
+
+            seen = {ty for _, ty in cells} | set(self.levels_.get("seen_type") or []) | set(KNOWN_TYPES)
+            check_key_values({"type": type}, {"type": sorted(seen)}, "RestartModel")
         if gpus is not None and cluster is not None and type is not None:
             from acmemodel.features.keys import gpu_bucket
 
@@ -380,6 +388,10 @@ class RestartModel(BaseModel):
             X = X.rename(columns={"gpus": "gpu_num"})
         defaults = {"type": self.levels_["type"][0] if self.levels_["type"] else "Other", "attempt": 1,
                     "hour": 12, "weekend": False}
+        if "type" not in X.columns and self.levels_.get("type"):
+            self._warn_once("frame_type", f"RestartModel.predict: X has no 'type' column; every row is predicted "
+                            f"as type {defaults['type']!r} (give the column, or ask with keyword covariates to "
+                            f"marginalise over the fitted population)")
         for c, v in defaults.items():
             if c not in X.columns:
                 X[c] = v
@@ -392,6 +404,13 @@ class RestartModel(BaseModel):
         if "failure_category" in self.levels_ and "failure_category" not in X.columns:
             X["failure_category"] = self.levels_["failure_category"][0]
         return X
+
+    def _warn_once(self, what: str, message: str) -> None:
+        """One :class:`DataWarning` per model and kind of substitution."""
+        done = self.__dict__.setdefault("_warned", set())
+        if what not in done:
+            done.add(what)
+            warnings.warn(message, DataWarning, stacklevel=4)
 
     def _check_types(self, types) -> None:
         """ValueError naming the key and the known values for a type the fit never saw."""
@@ -406,12 +425,18 @@ class RestartModel(BaseModel):
             check_key_values({"type": t}, {"type": seen}, "RestartModel")
 
     def predict(self, X: pd.DataFrame | None = None, *, component: str = "total",
-                method: str | None = None, **key) -> RestartDistribution:
-        """Predictive distribution per row of ``X`` (or one row from keyword covariates).
+                method: str | None = None, **key) -> RestartDistribution | MixtureDistribution:
+        """Predictive distribution per row of ``X`` (or for the keyword covariates).
 
-        Covariates: ``gpu_num`` (or ``gpus``), ``type``, ``attempt`` (default 1), ``hour`` (local hour
-        of the failure, default 12), ``weekend`` (default False), ``night`` (derived from hour if
-        absent), ``failure_category`` (only if fitted with it). In fallback mode, or with
+        Covariates: ``gpu_num`` (or ``gpus``), ``type``, ``attempt``, ``hour`` (local hour of the
+        failure), ``weekend``, ``night`` (derived from hour if absent), ``failure_category`` (only if
+        fitted with it). Keyword covariates follow the package's key semantics: those not given are
+        **marginalised** over the fitted population of restarted failures (the answer is then the
+        :class:`MixtureDistribution` of :meth:`restart_distribution`); with ``gpu_num``, ``type``,
+        ``attempt``, ``hour`` and ``weekend`` all given, a one-row :class:`RestartDistribution`. An
+        unseen ``type`` raises ``ValueError`` naming the known types. A frame ``X`` is predicted row
+        by row; a missing column is filled (``attempt`` 1, ``hour`` 12, ``weekend`` False; ``type``
+        the first fitted level, with a :class:`DataWarning`). In fallback mode, or with
         ``method="prior"``, each row gets the published prior given its GPUs (total only).
         """
         self._check_fitted()
@@ -420,6 +445,18 @@ class RestartModel(BaseModel):
         method = method or self.method
         if method not in METHODS + ("prior",):
             raise ValueError(f"method must be one of {METHODS + ('prior',)}, got {method!r}")
+        if X is None and key and not (self.fallback_ or method == "prior"):
+            given = {"gpu_num" if k == "gpus" else k for k in key}
+            if not {"gpu_num", "type", "attempt", "hour", "weekend"} <= given:  # marginalise the rest
+                cov = {k: v for k, v in key.items() if k not in ("gpu_num", "gpus", "failure_category")}
+                bad = sorted(set(cov) - {"type", "attempt", "hour", "weekend", "night"})
+                if bad:
+                    raise ValueError(f"unknown covariate(s) {bad}; known: gpu_num (gpus), type, attempt, hour, "
+                                     f"weekend, night, failure_category")
+                g = key.get("gpu_num", key.get("gpus"))
+                cat = key.get("failure_category") if "failure_category" in self.levels_ else None
+                return self.restart_distribution(cat, None if g is None else float(g), component=component,
+                                                 method=method, **cov)
         df = self._rows_from(X, key)
         if self.fallback_ or method == "prior":
             if component != "total":
