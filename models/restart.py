@@ -70,6 +70,7 @@ from acmemodel.models.restart_dist import (  # noqa: E402,F401  (re-exported)
     PRIOR_MINUTES_FLOOR, PRIOR_SIGMA_MIN, MixtureDistribution, RestartDistribution, _check_rng_n,
     prior_distribution, prior_table,
 )
+from acmemodel.models.restart_reports import RestartReportsMixin  # noqa: E402
 
 #: prior resubmission probability per job type (module docstring; an assumption)
 RESUBMIT_PRIOR: dict[str, float] = {"Pretrain": 0.7}
@@ -85,7 +86,7 @@ def resubmit_prior(type_: str) -> float:
 
 # ============================================================================ the model
 @register
-class RestartModel(BaseModel):
+class RestartModel(RestartReportsMixin, BaseModel):
     """Time to restart after a failure (module docstring states the math).
 
     Parameters
@@ -530,51 +531,6 @@ class RestartModel(BaseModel):
             h = pop["hour"].to_numpy(float)
             pop["night"] = (h >= 22) | (h < 8)
         return self.predict(pop, component=component, method=method).mixture()
-
-    # ------------------------------------------------------------------ reports
-    def summary(self) -> pd.DataFrame:
-        """GLM coefficient table (component, term, coef, std_error, lower, upper, exp_coef, p_value)
-        plus dispersion rows; in fallback mode the prior per category (mean_s, median_s) with the
-        fallback reason in column ``note``."""
-        self._check_fitted()
-        if self.fallback_:
-            rows = []
-            for cat in (None, "Infrastructure", "Framework", "Script"):
-                d = prior_distribution(cat)
-                rows.append({"component": "total", "term": f"prior:{cat or 'all'}", "mean_s": d.mean(),
-                             "median_s": d.median(), "note": self.fallback_reason_})
-            return pd.DataFrame(rows)
-        rows = []
-        for comp, g in self.glm_.items():
-            for j, term in enumerate(g["columns"]):
-                rows.append({"component": comp, "term": term, "coef": g["coef"][j],
-                             "std_error": g["se"][j], "lower": g["lower"][j], "upper": g["upper"][j],
-                             "exp_coef": math.exp(g["coef"][j]), "p_value": g["pvalue"][j]})
-            rows.append({"component": comp, "term": "dispersion (Gamma phi)", "coef": g["scale"]})
-            if comp in self.lgbm_sigma_:
-                rows.append({"component": comp, "term": "lgbm residual sigma (log s)",
-                             "coef": self.lgbm_sigma_[comp]})
-        out = pd.DataFrame(rows)
-        out["note"] = f"fitted on {self.n_chains_} restart chains"
-        return out
-
-    def plot(self, ax=None, *, component: str = "total", gpus: float | None = None):
-        """CDF of the fitted (or prior) time to restart and of the per-category priors, log time."""
-        self._check_fitted()
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots()
-        x = np.geomspace(1.0, 7 * 86400.0, 200)
-        d = self.restart_distribution(gpus=gpus, component=component)
-        ax.plot(x, d.cdf(x), label=f"{d.source} ({component})", lw=2)
-        for cat in ("Infrastructure", "Framework", "Script"):
-            ax.plot(x, prior_distribution(cat, gpus=gpus).cdf(x), ls="--", label=f"prior: {cat}")
-        ax.set_xscale("log")
-        ax.set_xlabel("time to restart (s)")
-        ax.set_ylabel("CDF")
-        ax.legend(fontsize="small")
-        return ax
 
     # ------------------------------------------------------------------ serialisation
     def artifacts(self) -> dict[str, str]:
