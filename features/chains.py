@@ -17,10 +17,10 @@ user's next experiment); COMPLETED jobs are never restarted, so they measure tha
 ``r_F(w)`` / ``r_C(w)`` the shares of FAILED / COMPLETED jobs of the stratum followed by a job of
 their key within ``w``, the estimated precision of linking at window w is::
 
-    precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C + ½) / n_C
+    precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C + ¼) / n_C
 
 (``k_C`` of the stratum's ``n_C`` COMPLETED jobs followed within ``w``: the chance rate with a
-one-sigma margin on its count and half a follower counted in every stratum, so small strata stay
+one-sigma margin on its count and a quarter of a follower counted in every stratum, so small strata stay
 conservative: a stratum whose few COMPLETED jobs were never followed is not taken as proof that its
 failures' followers are restarts)
 
@@ -62,9 +62,9 @@ DEFAULT_WINDOW_S = 24 * 3600.0
 DEFAULT_MIN_PRECISION = 0.95
 #: margin (in Poisson standard deviations of its count) added to the chance rate of COMPLETED jobs
 CHANCE_MARGIN_SIGMA = 1.0
-#: one chance follower counted in every stratum (module docstring): a stratum whose few COMPLETED jobs
+#: a quarter of a chance follower counted in every stratum (module docstring): a stratum whose few COMPLETED jobs
 #: were never followed is not taken as proof that its failures' followers are restarts
-CHANCE_PRIOR_COUNT = 0.5
+CHANCE_PRIOR_COUNT = 0.25
 #: candidate inference windows (s): 16 log-spaced from 30 s to 24 h (those below window_s, then window_s)
 WINDOW_GRID_S = tuple(float(w) for w in np.round(np.geomspace(30.0, 86400.0, 16)))
 #: columns that carry a known chain (``prev_job_id`` in files, ``prev_index`` in frames)

@@ -118,11 +118,14 @@ def test_restart_chains():
         ("a", "Pretrain", 256, "COMPLETED", 1100, 10),       # 3: other size: not a restart
         ("b", "Pretrain", 512, "FAILED", 0, 10),             # 4: never restarted within 24 h
         ("b", "Pretrain", 512, "COMPLETED", 10 + 90000, 10),  # 5: too late (25 h)
-    ])
+        # the chance rate needs evidence: 16 completed jobs of the same stratum that nobody followed
+    ] + [(f"u{k}", "Pretrain", 512, "COMPLETED", 200000.0 * (2 * k + i), 10) for k in range(8) for i in range(2)])
     c = restart_chains(j)
-    assert c["attempt"].tolist() == [1, 2, 3, 1, 1, 1]
+    assert c["attempt"].tolist() == [1, 2, 3, 1, 1, 1] + [1] * 16
     assert c.loc[0, "chain_id"] == c.loc[1, "chain_id"] == c.loc[2, "chain_id"]
-    assert len(set(c["chain_id"])) == 4
+    assert len(set(c["chain_id"][:6])) == 4
+    # without that evidence (two completed jobs) the stratum's links are not trusted
+    assert restart_chains(j.iloc[:6].reset_index(drop=True))["attempt"].max() == 1
     assert c.loc[1, "restart_gap_s"] == 600 and c.loc[2, "restart_gap_s"] == 2500 - 2200
     assert c.loc[0, "next_restart_gap_s"] == 600 and c.loc[0, "next_queue_s"] == 100
     assert c.loc[0, "next_index"] == 1 and c.loc[1, "prev_index"] == 0 and c.loc[2, "next_index"] == -1
