@@ -419,7 +419,8 @@ class TwoRegimeFitMixin:
         k = math.exp(th[i_lk])
         se_lk = math.inf if "log_shape" in bound else math.sqrt(max(V[i_lk, i_lk], 0.0))
         self.shape_ = k
-        self.shape_ci_ = (k * math.exp(-z * se_lk), k * math.exp(z * se_lk))
+        ez = math.exp(min(z * se_lk, 700.0))  # an unidentified shape: an unbounded interval, not an overflow
+        self.shape_ci_ = (k / ez, k * ez)
         self.scale_s_ = float(self.t_ref * math.exp(-th[i_b0] / k))
         if self.regimes == 2:
             mix = self._mix
