@@ -21,15 +21,6 @@ calibration has two steps, both deterministic given the seed:
      (Gaussian copula) is solved by bisection so that the type's GPU time is its published share
      (``workload_mix.csv``) of the published total GPU time (``cluster_summary.csv``); where no ρ in
      [−0.95, 0.95] reaches it (Seren MLLM, Kalos Eval) ρ stays at the bound and the report says so;
-   * **GPU time by job size**: where the jobs of at most ``Assumptions.small_job_gpus`` GPUs (Seren:
-     1; Kalos: 255) would hold more than ``small_job_gt_share`` of the GPU time (1.5 % / 3.3 %,
-     inside the published bounds: single-GPU jobs < 2 %, jobs of ≥ 256 GPUs > 96 % of Kalos's), each
-     type with small and larger jobs gets a second copula parameter δ — its small jobs' duration
-     scores are shifted down by δ before the durations are assigned by rank, so the type's duration
-     curve is kept — solved with ρ so that the type's GPU time stays and its small jobs' GPU time is
-     scaled by one common factor (the share is a target of the generator loop of step 3, from its
-     second round on: the first round, on which the queue policy is chosen, is solved to the
-     published values only);
    * **final states**: a multinomial logit in the standardised log GPU time z,
      ``P(FAILED) ∝ exp(a_f + b_f z)``, ``P(CANCELLED) ∝ exp(a_c + b_c z)``, ``P(COMPLETED) ∝ 1``,
      with (a_f, b_f, a_c, b_c) solved so that the state rates by count *and* by GPU time match
@@ -61,23 +52,6 @@ calibration has two steps, both deterministic given the seed:
    resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
    which the pseudo-trace carries as explicit ``restart_of`` links in ``Trace.extras``). ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
-
-3. **The generator in the loop.** What reproduces the published facts must be the bundle's
-   *generator* (:mod:`acmemodel.joblife`: competing risks with the failure model's law inside its
-   domain, cell laws with back-off, the size law, restarts), not only the pseudo-trace it was fitted
-   on: the two differ where the fitted families cannot hold the pseudo-trace exactly (failures of
-   ≥ 64-GPU jobs follow the parametric failure model; a few long large-job runs carry most of the GPU
-   time). So :func:`calibrate` runs ``Assumptions.generator_iterations`` rounds of indirect
-   inference before the final fit: fit the runtime and failure models on the pseudo-trace (arrival
-   and restart models once), draw ``generator_replicates`` synthetic traces of the clusters
-   (:func:`generator_shares`: ``simulate_jobs``, restarts included, no queue) and move the GPU-time
-   targets the pseudo-trace is solved to (per type, failed, cancelled, small jobs) by a secant step
-   towards "generated = published" (:func:`_corrected`); the pseudo-trace is then rebuilt on the
-   same seed and queue policy. The pseudo-trace of the final round therefore misses the published
-   GPU-time shares by what the generator adds back; the report keeps every round's targets and
-   generated shares (``generator_loop``) and the targets used (``targets``). The generator's GPU
-   time is the run time (Kalos: the published basis adds the queue, which comes from the cluster
-   simulator in ``reproduce``).
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
 122 s, 5.68) the run-time and GPU-count shapes target the figures and the counts and state rates
@@ -154,34 +128,17 @@ class Assumptions:
     #: waits from the cluster simulator on the calibrated Acme policy + start-up latency
     #: (acmemodel.calibrate_queue); False: the independent hurdle draw above
     queue_policy: bool = True
-    #: GPU time by job size (published: single-GPU jobs < 2 % of the GPU time in both clusters, jobs of
-    #: >= 256 GPUs > 96 % of Kalos's): jobs of at most small_job_gpus[cluster] GPUs are solved to hold
-    #: small_job_gt_share[cluster] of the cluster's GPU time where they would hold more (a value inside
-    #: the published bound, with room for sampling noise; an assumption)
-    small_job_gpus: dict[str, int] = field(default_factory=lambda: {"Seren": 1, "Kalos": 255})
-    small_job_gt_share: dict[str, float] = field(default_factory=lambda: {"Seren": 0.015, "Kalos": 0.033})
-    #: rounds of the generator-in-the-loop correction of calibrate() (module docstring, step 3):
-    #: 0 = the pseudo-trace solved to the published values, fitted as is
-    generator_iterations: int = 2
-    #: replicate draws of the generator per round and cluster (stratified; the same seeds every round,
-    #: so the rounds differ by the targets only; their mean is the round's estimate)
-    generator_replicates: dict[str, int] = field(default_factory=lambda: {"Seren": 2, "Kalos": 10})
 
 
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                    assumptions: Assumptions | None = None,
-                   queue_calibration: dict | None = None,
-                   targets: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                   queue_calibration: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
     ``queue_calibration``: ``{"policy", "latency"}`` (see :mod:`acmemodel.calibrate_queue`) to use
     instead of choosing them (``Assumptions.queue_policy``); with either, the GPU jobs' waits are the
     simulator's on that policy plus latency draws.
-    ``targets``: the GPU-time targets the pseudo-trace is solved to, instead of the published ones
-    (:func:`published_targets`): ``{"gpu_time_share": {type: fraction of the total},
-    "fail_gt": fraction, "cancel_gt": fraction}`` (any subset); :func:`calibrate` sets them so that
-    the *fitted generator* meets the published values (module docstring, step 3).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -207,11 +164,6 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     counts[np.argsort(-(share * n_gpu - counts))[: n_gpu - counts.sum()]] += 1
     types = mix["type"].to_numpy()
     gt_share = dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0))
-    tg = dict(targets or {})
-    gt_share.update({t: float(v) for t, v in (tg.get("gpu_time_share") or {}).items() if t in gt_share})
-    fail_gt = float(tg.get("fail_gt", summ["fail_rate_gpu_time"]))
-    cancel_gt = float(tg.get("cancel_gt", summ["cancel_rate_gpu_time"]))
-    report["targets"] = {"gpu_time_share": dict(gt_share), "fail_gt": fail_gt, "cancel_gt": cancel_gt}
     parts = {}
     for t, k in zip(types, counts):
         parts[t] = dict(n=int(k), qdur=_inverse_cdf(curves[curves["type"] == t]),
@@ -232,73 +184,36 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         parts[t]["g_sorted"] = np.sort(mapped[start:start + k]).astype(np.int64)
         start += k
 
-    small_max = a.small_job_gpus.get(cluster)
-
-    def draw(t, rho, delta=0.0):
+    def draw(t, rho):
         p = parts[t]
         r = np.random.default_rng(p["seed"])
         ug, ud = _copula_pair(r, p["n"], rho)
         rank = np.argsort(np.argsort(ug, kind="stable"), kind="stable")
-        g = p["g_sorted"][rank]
-        if delta and small_max is not None:  # small jobs' duration scores shifted down by delta
-            zd = stats.norm.ppf(ud) - delta * (g <= small_max)
-            ud = (np.argsort(np.argsort(zd, kind="stable"), kind="stable") + 1.0) / (len(zd) + 1.0)
-        return g, p["qdur"](ud)
-
-    def solve_rho(t, target, delta=0.0):
-        def f(r):
-            g, d = draw(t, r, delta)
-            return float((g * d).sum()) - target
-
-        lo, hi = f(-0.95), f(0.95)
-        if lo >= 0:
-            return -0.95
-        if hi <= 0:
-            return 0.95
-        return float(optimize.brentq(f, -0.95, 0.95, xtol=1e-3))
+        return p["g_sorted"][rank], p["qdur"](ud)
 
     # --- GPU-time calibration: each type's rank correlation rho solved by bisection so that its GPU
     #     time is its published share of the published total GPU time (cluster_summary, x scale)
     total_gt = float(summ["complete_gpu_time"] + summ["cancel_gpu_time"] + summ["fail_gpu_time"]) * scale
-    rho = {t: solve_rho(t, gt_share[t] * total_gt) for t in types}
-    delta = {t: 0.0 for t in types}
-    # --- GPU time by job size (Assumptions.small_job_gpus / small_job_gt_share): where the jobs of
-    #     <= small_max GPUs hold more than the assumed share of the GPU time, each type with small and
-    #     larger jobs gets a shift delta of its small jobs' duration scores (a second copula parameter)
-    #     and rho is re-solved, so its total stays and its small jobs' GPU time is scaled by one
-    #     common factor that brings the cluster to the share
-    if small_max is not None:
-        def small_gt(t, r, dl):
-            g, d = draw(t, r, dl)
-            return float((g * d)[g <= small_max].sum())
+    rho = {}
+    for t in types:
+        target = gt_share[t] * total_gt
 
-        # a target of the generator loop (calibrate, step 3): the first round, on which the queue policy is
-        # chosen, is solved to the published values only
-        small_share = float(tg.get("small_gt", np.inf))
-        report["targets"]["small_gt"] = small_share if np.isfinite(small_share) else None
-        cap = small_share * total_gt
-        now = {t: small_gt(t, rho[t], 0.0) for t in types}
-        mixed = [t for t in types if 0 < (parts[t]["g_sorted"] <= small_max).mean() < 1]
-        fixed_small = sum(v for t, v in now.items() if t not in mixed)
-        adj = sum(now[t] for t in mixed)
-        if np.isfinite(cap) and sum(now.values()) > cap and adj > 0:
-            factor = max((cap - fixed_small) / adj, 0.05)
-            for t in mixed:
-                goal = factor * now[t]
-                for _ in range(5):  # alternate: delta for the small jobs' GPU time, rho for the total
-                    fs = lambda dl, t=t, goal=goal: small_gt(t, rho[t], dl) - goal  # noqa: E731
-                    delta[t] = 4.0 if fs(4.0) > 0 else (0.0 if fs(0.0) <= 0 else
-                                                         float(optimize.brentq(fs, 0.0, 4.0, xtol=1e-3)))
-                    rho[t] = solve_rho(t, gt_share[t] * total_gt, delta[t])
-            report["small_jobs"] = {"max_gpus": small_max, "share_before": sum(now.values()) / total_gt,
-                                    "share_target": small_share,
-                                    "share_after": sum(small_gt(t, rho[t], delta[t]) for t in types) / total_gt,
-                                    "factor": factor}
+        def f(r, t=t, target=target):
+            g, d = draw(t, r)
+            return float((g * d).sum()) - target
+
+        lo, hi = f(-0.95), f(0.95)
+        if lo >= 0:
+            rho[t] = -0.95
+        elif hi <= 0:
+            rho[t] = 0.95
+        else:
+            rho[t] = float(optimize.brentq(f, -0.95, 0.95, xtol=1e-3))
     frames = []
     for t in types:
-        g, d = draw(t, rho[t], delta[t])
+        g, d = draw(t, rho[t])
         frames.append(pd.DataFrame({"type": t, "gpu_num": g, "dur": d}))
-        report["types"][t] = {"jobs": parts[t]["n"], "rho_gpus_duration": rho[t], "small_job_shift": delta[t]}
+        report["types"][t] = {"jobs": parts[t]["n"], "rho_gpus_duration": rho[t]}
     jobs = pd.concat(frames, ignore_index=True)
     jobs = jobs.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
     n = len(jobs)
@@ -324,7 +239,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         gt = g_arr * np.maximum(d, 1.0)
         return hit, d, gt
 
-    target_infra = infra_share * fail_gt
+    target_infra = infra_share * summ["fail_rate_gpu_time"]
     if a.infra_mttf_ref_s is not None:
         m_ref = float(a.infra_mttf_ref_s)
     else:
@@ -356,8 +271,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     z = (lz - lz[rest].mean()) / lz[rest].std()
     targets = {"fail": (summ["fail_rate_gpu"] * n - n_hit) / (n - n_hit),
                "cancel": summ["cancel_rate_gpu"] * n / (n - n_hit),
-               "fail_gt": (fail_gt * g_tot - g_hit) / (g_tot - g_hit),
-               "cancel_gt": cancel_gt * g_tot / (g_tot - g_hit)}
+               "fail_gt": (summ["fail_rate_gpu_time"] * g_tot - g_hit) / (g_tot - g_hit),
+               "cancel_gt": summ["cancel_rate_gpu_time"] * g_tot / (g_tot - g_hit)}
     th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
     ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
     ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
@@ -528,114 +443,18 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
 DEFAULT_MODELS: tuple[str, ...] = tuple(m for m in _REGISTRY_DEFAULT if m != "predictor")
 DEFAULT_SCALE = 1.0
 DEFAULT_SEED = 2023
-#: smallest runtime cell of the default bundle (jobs; RuntimeModel(min_jobs=...))
-RUNTIME_MIN_JOBS = 50
-#: run-time families of the default bundle: the kernel-smoothed empirical law per cell. The pseudo-trace's
-#: run times are stratified draws from published curves; a parametric family chosen by held-out likelihood
-#: (which does not see the upper tail) can add or drop the few long large-job runs that carry most of a
-#: cell's GPU time, and flips between fits of nearly the same data (a lognormal mixture against the empirical
-#: law moved Seren's cancelled 257-1024-GPU Pretrain mean from 11,800 s to 19,800 s)
-RUNTIME_FAMILIES = ("empirical",)
-
-
-def published_targets(cluster: str, assumptions: Assumptions | None = None) -> dict:
-    """The published GPU-time facts the calibration is solved to, in the form of
-    :func:`published_jobs`' ``targets``: GPU-time share per type (``workload_mix.csv``) and the failed
-    and cancelled shares of GPU time (``cluster_summary.csv``), fractions; ``small_gt``: the share of
-    GPU time of jobs of at most ``Assumptions.small_job_gpus`` GPUs (an assumed value inside the
-    published bound)."""
-    summ = _summary(cluster)
-    mix = load_reference("workload_mix").query("cluster == @cluster")
-    out = {"gpu_time_share": dict(zip(mix["type"], mix["gpu_time_percent"].to_numpy(float) / 100.0)),
-           "fail_gt": float(summ["fail_rate_gpu_time"]), "cancel_gt": float(summ["cancel_rate_gpu_time"])}
-    a = assumptions or Assumptions()
-    if a.small_job_gpus.get(cluster) is not None:  # the assumed share inside the published bound
-        out["small_gt"] = float(a.small_job_gt_share[cluster])
-    return out
-
-
-def generator_shares(models: dict, cluster: str, *, days: float, scale: float = 1.0, replicates: int = 3,
-                     seed: int = 0, small_gpus: int | None = None) -> dict:
-    """What the generator gives with these models (``{"arrival", "runtime", "failure", "restart"}``):
-    the mean over ``replicates`` synthetic traces (:func:`acmemodel.synth.simulate_jobs`, ``days``
-    days at ``scale``, restart chains included, no queue) of the GPU-time share per type and of failed
-    and cancelled GPU jobs (and ``small_gt``, of jobs of at most ``small_gpus`` GPUs), fractions of
-    the GPU jobs' run time × GPUs."""
-    import warnings
-
-    from acmemodel.errors import DataWarning
-    from acmemodel.synth import simulate_jobs
-
-    out: dict = {"gpu_time_share": {}, "fail_gt": 0.0, "cancel_gt": 0.0}
-    for r in range(int(replicates)):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DataWarning)
-            j = simulate_jobs(days=days, cluster=cluster, seed=[seed, r], scale=scale, **models)
-        j = j[j["gpu_num"] > 0]
-        gt = j["gpu_num"].to_numpy(float) * np.nan_to_num(j["run_s"].to_numpy(float))
-        ty, st = j["type"].astype(str).to_numpy(), j["state"].astype(str).to_numpy()
-        tot = float(gt.sum())
-        for t in np.unique(ty):
-            out["gpu_time_share"][str(t)] = out["gpu_time_share"].get(str(t), 0.0) + gt[ty == t].sum() / tot / replicates
-        out["fail_gt"] += float(gt[st == "FAILED"].sum() / tot / replicates)
-        out["cancel_gt"] += float(gt[st == "CANCELLED"].sum() / tot / replicates)
-        if small_gpus is not None:
-            small = j["gpu_num"].to_numpy() <= small_gpus
-            out["small_gt"] = out.get("small_gt", 0.0) + float(gt[small].sum() / tot / replicates)
-    return out
-
-
-def _corrected(history: list[tuple[dict, dict]], published: dict) -> dict:
-    """The next targets of the fixed-point correction from the rounds so far (``[(targets,
-    generated)]``): per figure a secant step towards ``generated = published`` (the slope of the last
-    two rounds, clipped to [0.3, 3]; a first round steps by 0.7 × the miss), each target kept within
-    [½, 1½] × its published value (and in [0.1 %, 95 %]); the types' shares are scaled down to sum to
-    at most 1 (the published total GPU time). The small-job share (a bound) enters from the second
-    round on and only moves while the generator exceeds it."""
-    def step(get):
-        (t1, g1), p = (get(history[-1][0]), get(history[-1][1])), get(published)
-        slope = 1.0 / 0.7
-        prev = history[-2] if len(history) > 1 else None
-        if prev is not None:
-            try:
-                t0, g0 = get(prev[0]), get(prev[1])
-            except KeyError:  # the figure was not a target in the previous round
-                t0 = g0 = t1
-            if abs(t1 - t0) > 1e-4:
-                slope = float(np.clip((g1 - g0) / (t1 - t0), 0.3, 3.0))
-        return float(np.clip(t1 + (p - g1) / slope, max(0.5 * p, 1e-3), min(1.5 * p, 0.95)))
-
-    used = history[-1][0]
-    share = {t: step(lambda d, t=t: d["gpu_time_share"].get(t, used["gpu_time_share"][t]))
-             for t in used["gpu_time_share"]}
-    tot = sum(share.values())
-    if tot > 1.0:  # the types' targets never ask for more than the published total GPU time
-        share = {t: v / tot for t, v in share.items()}
-    out = {"gpu_time_share": share, "fail_gt": step(lambda d: d["fail_gt"]),
-           "cancel_gt": step(lambda d: d["cancel_gt"])}
-    if "small_gt" in published and "small_gt" in history[-1][1]:  # a bound: moved only while exceeded
-        if "small_gt" not in used:  # first round: the assumed share itself
-            out["small_gt"] = published["small_gt"]
-        elif history[-1][1]["small_gt"] > published["small_gt"]:
-            out["small_gt"] = step(lambda d: d["small_gt"])
-        else:
-            out["small_gt"] = used["small_gt"]
-    return out
 
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
-                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None,
-                    targets: dict | None = None):
+                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None):
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
-    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them;
-    ``targets``: {cluster: targets of :func:`published_jobs`})."""
+    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them)."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
-                                queue_calibration=(queue_calibration or {}).get(cluster),
-                                targets=(targets or {}).get(cluster))
+                                queue_calibration=(queue_calibration or {}).get(cluster))
         links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
@@ -659,56 +478,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     from acmemodel.datasets.reference import REFERENCE_TABLES, _data_path
     from acmemodel.pipeline import fit_bundle
 
-    a = assumptions or Assumptions()
-    models = list(models)
-    # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
-    # size information (the infrastructure process); small jobs' failures follow the published
-    # duration curves, which are not conditioned on size. Its late hazard has a cluster level (the
-    # pseudo-trace's infrastructure MTTF is solved per cluster). The runtime model keeps cells of 50
-    # jobs (large-job cells carry most of the GPU time with a few hundred jobs: backing off their state
-    # would lose what distinguishes a cancelled from a completed 512-GPU run) and fits each cell's
-    # empirical law (RUNTIME_FAMILIES). The restart model is
-    # the published time-to-restart prior of the failure table (restart gaps were not published in
-    # trace form).
-    params = {"restart": {"method": "prior"}} if "restart" in models else {}
-    if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
-        params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": ("cluster",)}
-    if "runtime" in models:
-        params["runtime"] = {"min_jobs": RUNTIME_MIN_JOBS, "families": RUNTIME_FAMILIES}
-    from acmemodel.features.names import jobs_with_extras
-
-    # step 3: the generator in the loop. Each round fits the runtime and failure models on the
-    # pseudo-trace, draws the generator on the pseudo-trace's own GPU jobs and moves the targets the
-    # pseudo-trace is solved to by what the generator missed; the queue policy is chosen once
-    published = {c: published_targets(c, a) for c in CLUSTER_TZ}
-    targets = {c: {k: v for k, v in published[c].items() if k != "small_gt"} for c in CLUSTER_TZ}
-    qcal, loop, fixed = None, {c: [] for c in CLUSTER_TZ}, None
-    rounds = int(a.generator_iterations) if {"runtime", "failure", "arrival"} <= set(models) else 0
-    for it in range(rounds + 1):
-        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qcal,
-                                         targets=targets)
-        if qcal is None and all("policy" in reports[c] for c in CLUSTER_TZ):
-            qcal = {c: {"policy": reports[c]["policy"], "latency": reports[c]["latency"],
-                        "search": reports[c].get("policy_search")} for c in CLUSTER_TZ}
-        if it == rounds:
-            break
-        if log is not None:
-            log(f"generator loop: round {it + 1} of {rounds}")
-        jobs = jobs_with_extras(trace)
-        if fixed is None:  # arrivals, GPU counts and restarts do not depend on the GPU-time targets
-            fixed = fit_bundle(jobs, trace.timezones, models=[m for m in ("arrival", "restart") if m in models],
-                               params={m: params[m] for m in ("restart",) if m in params})
-        part = fit_bundle(jobs, trace.timezones, models=["runtime", "failure"],
-                          params={m: params[m] for m in ("runtime", "failure")})
-        gen = {"arrival": fixed["arrival"], "runtime": part["runtime"], "failure": part["failure"],
-               "restart": fixed.get("restart")}
-        for c in CLUSTER_TZ:
-            got = generator_shares(gen, c, days=a.days, replicates=int(a.generator_replicates.get(c, 2)),
-                                   seed=seed, small_gpus=a.small_job_gpus.get(c))
-            loop[c].append((targets[c], got))
-            targets[c] = _corrected(loop[c], published[c])
-    for c in CLUSTER_TZ:
-        reports[c]["generator_loop"] = [{"round": i + 1, "targets": t, "generated": g} for i, (t, g) in enumerate(loop[c])]
+    trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions)
     hashes = {}
     for name in (*REFERENCE_TABLES, "failure_table"):
         rel = f"reference/{name}.csv" if name != "failure_table" else "failure_table.csv"
@@ -722,10 +492,21 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
         "assumptions": asdict(assumptions or Assumptions()),
         "calibration": reports,
     }
+    a = assumptions or Assumptions()
+    models = list(models)
+    # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
+    # size information (the infrastructure process); small jobs' failures follow the published
+    # duration curves, which are not conditioned on size. The restart model is the published
+    # time-to-restart prior of the failure table (restart gaps were not published in trace form).
+    params = {"restart": {"method": "prior"}} if "restart" in models else {}
+    if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
+        params["failure"] = {"min_gpus": float(a.infra_min_gpus)}
     subsets = {}
     provenance["model_notes"] = {
         "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
         "restart": "published prior (failure table, time to restart per reason)",
     }
+    from acmemodel.features.names import jobs_with_extras
+
     return fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance, name="acme-2023",
                       params=params, subsets=subsets, log=log)

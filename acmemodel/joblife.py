@@ -51,11 +51,11 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
    therefore not drawn independently: ``P(FAILED, T ≤ t) = ∫_0^t h_F(u) S_F(u) S_C(u) S_X(u) du``
    etc. Outside the failure model's domain this reproduces the runtime model's ``(π_j, G_j)``
    exactly (up to the grid). Inside it, failures follow the failure model, which is not the
-   runtime cell's own failure law, so the generator and the trace it was fitted on differ there; the
-   calibration (:func:`acmemodel.calibrate.calibrate`) closes that gap with the generator in the
-   loop: it draws this generator on its pseudo-trace's own jobs and re-solves the pseudo-trace's
-   GPU-time targets until the generator, not the pseudo-trace, meets the published GPU-time shares
-   by type and state; fitting a synthetic trace back gives the same models (the round-trip test).
+   runtime cell's own failure law, so the generator and the trace it was fitted on differ there:
+   the shipped bundle is *not* a fixed point of fit → synth (the calibration,
+   :func:`acmemodel.calibrate.calibrate`, fits its pseudo-trace as is; fitting a synthetic trace
+   back gives the same models — the round-trip test — but the synthetic GPU time by state departs
+   from the pseudo-trace's where large jobs fail).
    CPU jobs (0 GPUs) of a runtime model fitted on GPU jobs only (``gpu_only``) take their type's
    single-GPU law (there is no CPU cell to query; the smallest GPU job is the nearest one).
 4. **Restarts** (:class:`~acmemodel.models.restart.RestartModel`): a FAILED job of cluster *c*,
