@@ -34,7 +34,9 @@ calibration has two steps, both deterministic given the seed:
      Acme's policy — the pretraining reservation, priorities by type with evaluation last,
      best-effort use of idle reserved GPUs — plus a start-up latency, both chosen by
      :mod:`acmemodel.calibrate_queue` on the pseudo-trace's own jobs to reproduce the published
-     per-type queue shares and the median/mean wait (Kalos run time = published total − that wait);
+     per-type queue shares and the median/mean wait (Kalos: the wait is independent of the job's run,
+     as in the simulator, and the run-time law is the deconvolution of the published total law by
+     that wait law, :func:`acmemodel.calibrate_queue.deconvolve_run`);
      the chosen policy, the latency laws and the search are in the report (``policy``,
      ``latency``, ``policy_search``).
      Without it: an atom at ≤ 1 s plus a lognormal solved to the published median and mean queue,
@@ -102,7 +104,9 @@ class Assumptions:
     queue_atom: dict[str, float] = field(default_factory=lambda: {"Seren": 0.5, "Kalos": 0.25})
     #: Eval waits this many times longer than other types (paper: evaluation waits longest)
     eval_queue_factor: float = 3.0
-    #: Kalos (published duration includes the queue): rank correlation of queue and total duration
+    #: Kalos (published duration includes the queue), hurdle-draw queue only (queue_policy=False): rank
+    #: correlation of queue and total duration (with queue_policy the wait is independent of the run and
+    #: the run-time law is deconvolved, acmemodel.calibrate_queue.deconvolve_run)
     queue_total_rho: float = 0.8
     #: probability that a failed Pretrain job (or SFT/MLLM job of >= 32 GPUs) is resubmitted by its
     #: owner with the same GPUs (default: the restart model's prior for Pretrain,
@@ -377,7 +381,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         if includes_queue:  # the published total is what the simulated wait is taken from
             g2 = g2.assign(run_s=g2["queue_s"] + g2["run_s"])
         g2 = simulate_pseudo_waits(g2, cluster, queue_calibration["policy"], queue_calibration["latency"],
-                                   seed=seed, includes_queue=includes_queue, rho=a.queue_total_rho)
+                                   seed=seed, includes_queue=includes_queue)
         gpu = gpu.reset_index(drop=True)
         gpu["queue_s"] = g2["queue_s"].to_numpy(float)
         gpu["run_s"] = g2["run_s"].to_numpy(float)

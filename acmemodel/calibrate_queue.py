@@ -24,9 +24,14 @@ chooses, per cluster:
    sigma) with the cluster's other types (Seren: evaluation's) and a type with none also shares the
    atom (the mean of the others').
 
+The latency fit counts the draws as whole seconds (``round(L) + C <= x``), as the simulator adds them.
+
 :func:`simulate_pseudo_waits` then gives the calibration's pseudo-trace its waits from the same
 simulator (policy + latency draws), so that the queue model fitted on it recovers the latency from
-the jobs that started on a free cluster. Everything is deterministic given the seed.
+the jobs that started on a free cluster. Where the published duration includes the wait (Kalos) the
+wait stays independent of the job's own run and the run-time law is deconvolved
+(:func:`deconvolve_run`) so that run + wait has the published total law. Everything is
+deterministic given the seed.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ import pandas as pd
 from scipy import optimize, special
 
 __all__ = ["policy_candidates", "calibrate_queue_jobs", "latency_sample", "latency_cdf", "fit_latency",
-           "simulate_pseudo_waits", "TYPES_PRIORITY"]
+           "simulate_pseudo_waits", "deconvolve_run", "TYPES_PRIORITY"]
 
 #: the policy must also fit a workload whose non-pretraining run times are this much longer (the synthetic
 #: traces of a bundle differ from its pseudo-trace by about this much in GPU time per type)
@@ -131,7 +136,8 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
         r = []
         for t in types:
             for x, c in pts[t]:
-                f = float(np.mean(latency_cdf(x - C[t], **p[t])))
+                # latency draws are whole seconds: round(L) <= x - C  <=>  L < floor(x - C) + 1/2
+                f = float(np.mean(latency_cdf(np.floor(x - C[t]) + 0.5, **p[t])))
                 r.append(f - c / 100.0)
         if own and shared:  # tie the shared pair to the own types' (mean) pair
             mu_o = np.mean([th[idx[(t, "mu")]] for t in own])
@@ -252,13 +258,73 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
             "contention_mean_s": {t: float(np.mean(v)) for t, v in waits.items()}}
 
 
+def deconvolve_run(total, wait, *, min_run: float = 1.0, grid: int = 64, max_wait_sample: int = 400,
+                   smooth: float = 0.02) -> np.ndarray:
+    """Run times ``R`` (s), one per element of ``total``, comonotone with ``total`` (the job with the
+    k-th longest total gets the k-th longest run), whose law convolved with the law of ``wait``
+    (an independent wait, s) is as close as it can be to the law of ``total``: ``R + W ~ T``.
+
+    The run law is a piecewise log-linear CDF ``G`` on ``grid`` log-spaced points ``y_k`` from
+    ``min_run`` to the longest total; since ``F_{R+W}(x) = mean_j G(x - w_j)`` is linear in the
+    increments ``d_k = G(y_k) - G(y_{k-1}) >= 0`` (``w_j``: at most ``max_wait_sample`` quantiles of
+    the waits), they are solved by non-negative least squares so that ``F_{R+W}`` matches the empirical
+    CDF of ``total`` at the powers of sqrt(2) (the published curves' points and their midpoints),
+    with ``sum d = 1`` and a second-difference penalty ``smooth``. Where the total law is sharper
+    than the wait law allows (no exact deconvolution) this is the least-squares compromise.
+    """
+    t = np.asarray(total, dtype=float)
+    w = np.asarray(wait, dtype=float)
+    w = w[np.isfinite(w)]
+    n = len(t)
+    if n == 0 or len(w) == 0:
+        return np.maximum(t, min_run)
+    if len(w) > max_wait_sample:
+        w = np.quantile(w, (np.arange(max_wait_sample) + 0.5) / max_wait_sample)
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    top = max(float(ts[-1]), 2.0 * min_run)
+    y = np.geomspace(min_run, top, grid)
+    ly = np.log(y)
+    x = 2.0 ** (np.arange(0, 2 * math.ceil(math.log2(top + w.max() + 2)) + 1) / 2.0)
+    f = np.searchsorted(ts, x, side="right") / n
+
+    def basis(v):  # H_k(v): G(v) = sum_k d_k H_k(v)
+        lv = np.log(np.maximum(v, 1e-12))[..., None]
+        h = np.clip((lv - ly[:-1]) / np.diff(ly), 0.0, 1.0)
+        h0 = (lv >= ly[0]).astype(float)
+        return np.concatenate([h0, h], axis=-1) * (v[..., None] >= y[0])
+
+    A = basis(x[:, None] - w[None, :]).mean(axis=1)
+    k = A.shape[1]
+    D = np.zeros((k - 2, k))
+    for i in range(k - 2):
+        D[i, i:i + 3] = (1.0, -2.0, 1.0)
+    M = np.vstack([A, 10.0 * np.ones((1, k)), smooth * D])
+    rhs = np.r_[f, 10.0, np.zeros(k - 2)]
+    d, _ = optimize.nnls(M, rhs, maxiter=50 * k)
+    G = np.cumsum(d)
+    G = G / G[-1] if G[-1] > 0 else np.linspace(0, 1, k)
+    u = (np.arange(n) + 0.5) / n
+    # quantile of the piecewise log-linear CDF (flat parts of G skipped)
+    keep = np.r_[True, np.diff(G) > 1e-12]
+    r = np.exp(np.interp(u, G[keep], ly[keep]))
+    out = np.empty(n)
+    out[order] = np.maximum(r, min_run)
+    return out
+
+
 def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency: dict, *, seed: int,
-                          includes_queue: bool, rho: float = 0.8) -> pd.DataFrame:
-    """Waits of the pseudo-trace's GPU jobs (``type, gpu_num, submit_s, run_s``; Kalos: ``run_s`` is the
-    published total) from the simulator on ``policy`` with latency draws (where the total includes the wait,
-    rank-coupled to the totals with correlation ``rho``): returns ``gpu`` with
-    ``queue_s`` (latency + contention) and, where the published duration includes the queue, ``run_s``
-    = total − wait (at least 1 s; the simulation holds GPUs for total − latency)."""
+                          includes_queue: bool, rounds: int = 3) -> pd.DataFrame:
+    """Waits of the pseudo-trace's GPU jobs (``type, gpu_num, submit_s, run_s``) from the simulator on
+    ``policy`` with independent latency draws: returns ``gpu`` with ``queue_s`` (latency + contention).
+
+    Where the published duration includes the queue (Kalos: ``run_s`` is the published total ``T``) the
+    wait is still independent of the job's own run, as in the simulator, and the run time is obtained by
+    deconvolution (:func:`deconvolve_run`, per type): ``run_s`` comonotone with ``T`` and such that
+    run + wait has the law of ``T``, with the wait law that of this very simulation (policy + latency).
+    Since the simulated waits depend on the run times (GPUs are held for them), the two are iterated
+    ``rounds`` times from run = T − latency.
+    """
     from acmemodel.clusters import cluster_gpus
 
     d = gpu[["submit_s", "run_s", "gpu_num", "type"]].copy()
@@ -270,26 +336,23 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
         p = latency.get(t) or {"a": 1.0, "mu": 0.0, "sigma": 1.0}
         lat[m] = latency_sample(len(m), rng, **p)
     total = d["run_s"].to_numpy(float)
+    run = np.maximum(total - lat, 1.0) if includes_queue else total
+    total_gpus = cluster_gpus(cluster)
+
+    def waits(run_s):
+        j = _run_policy(d.assign(run_s=run_s, latency_s=lat), cluster, total_gpus, policy, None, seed)
+        w = j["wait_s"].reindex(d.index).to_numpy(float)
+        return np.where(np.isfinite(w), w, lat)
+
+    w = waits(run)
     if includes_queue:
-        # the published total includes the wait, so a long wait needs a long total: within each type the
-        # latencies are paired with the totals by a Gaussian-copula rank coupling (rho), which keeps the latency
-        # law; the few that still exceed their total are cut to total - 1 s
-        for t in np.unique(ty):
-            m = np.flatnonzero(ty == t)
-            if len(m) < 2:
-                continue
-            zt = special.ndtri((np.argsort(np.argsort(total[m], kind="stable"), kind="stable") + 0.5) / len(m))
-            z = rho * zt + math.sqrt(max(1 - rho * rho, 0.0)) * rng.standard_normal(len(m))
-            lat[m] = np.sort(lat[m])[np.argsort(np.argsort(z, kind="stable"), kind="stable")]
-        lat = np.minimum(lat, np.maximum(total - 1.0, 0.0))
-        d["run_s"] = np.maximum(total - lat, 0.0)
-    d["latency_s"] = lat
-    j = _run_policy(d.drop(columns="latency_s").assign(latency_s=lat), cluster, cluster_gpus(cluster), policy,
-                    None, seed)
+        for _ in range(max(int(rounds), 1)):
+            for t in np.unique(ty):
+                m = np.flatnonzero(ty == t)
+                run[m] = deconvolve_run(total[m], w[m])
+            w = waits(run)
     out = gpu.copy()
-    w = j["wait_s"].reindex(out.index).to_numpy(float)
-    w = np.where(np.isfinite(w), w, lat)
     out["queue_s"] = w
     if includes_queue:
-        out["run_s"] = np.maximum(total - w, 1.0)
+        out["run_s"] = run
     return out

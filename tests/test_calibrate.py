@@ -201,7 +201,7 @@ def test_queue_atom_override():
 
 def test_simulated_queue_mode_kalos():
     """queue_policy=True (default): the waits are the simulator's on the chosen policy plus latency draws; Kalos run
-    time is the published total minus that wait (queue + run rebuilds the total); the report names the choice, and
+    time is deconvolved from the published total by that wait law; the report names the choice, and
     the queue model fitted on the pseudo-trace recovers the latency from the jobs submitted to a free cluster."""
     from acmemodel.calibrate import published_jobs
     from acmemodel.calibrate_queue import latency_cdf
