@@ -50,19 +50,31 @@ __all__ = ["policy_candidates", "calibrate_queue_jobs", "latency_sample", "laten
 STRESS = 0.15
 #: priorities by type of Acme's policy: evaluation below everything else (higher = first)
 TYPES_PRIORITY = {"Pretrain": 2, "SFT": 1, "MLLM": 1, "Debug": 1, "Other": 1, "Eval": 0}
+#: evaluation quotas searched (GPUs of a dedicated evaluation lane; :func:`policy_candidates`)
+EVAL_LANES = (16, 24, 32, 48, 64, 128)
+#: the figures' bars in the policy score (:func:`policy_score`): shares in fractions, means/medians as log ratios
+SCORE_BAR = {"share": 0.05, "log_ratio": math.log(1.5)}
 
 
-def policy_candidates(cluster: str, total_gpus: int, types) -> list[dict]:
-    """The policies searched: reservation of 2/3, 3/4, 5/6 and ~9/10 of the cluster (multiples of 64
-    GPUs) x evaluation best-effort or not, and no reservation at all (one pool: priorities only);
-    Pretrain first, evaluation last (:data:`TYPES_PRIORITY`)."""
+def policy_candidates(cluster: str, total_gpus: int, types, *, lanes=None) -> list[dict]:
+    """The policies searched: a pretraining reservation of 2/3, 3/4, 5/6 and ~9/10 of the cluster
+    (multiples of 64 GPUs) or none (one pool: priorities only); Pretrain first, evaluation last
+    (:data:`TYPES_PRIORITY`); and evaluation either (a) best-effort on idle reserved GPUs, (b) in the
+    shared pool only, or (c) held to an **evaluation quota** of ``lanes`` GPUs (a dedicated lane carved
+    from the shared pool, or from the one pool; :data:`EVAL_LANES`) and nowhere else. The other
+    non-pretraining types run best-effort on idle reserved GPUs. ``lanes=()`` leaves (c) out."""
+    lanes = EVAL_LANES if lanes is None else tuple(int(x) for x in lanes)
     others = [t for t in types if t != "Pretrain"]
+    prio = {t: TYPES_PRIORITY.get(t, 1) for t in types}
     out = []
     for frac in (2 / 3, 3 / 4, 5 / 6, 0.9, 1.0):
         r = int(round(total_gpus * frac / 64.0)) * 64 if frac < 1 else int(total_gpus)
-        for eval_be in ((True, False) if frac < 1 else (True,)):
-            out.append({"reservation_gpus": r, "priorities": {t: TYPES_PRIORITY.get(t, 1) for t in types},
-                        "best_effort": True,
+        shared = total_gpus - r
+        modes = [(True, 0), (False, 0)] if frac < 1 else [(True, 0)]
+        modes += [(False, e) for e in lanes if e > 0 and (e < shared or frac == 1.0)]
+        for eval_be, lane in modes:
+            out.append({"reservation_gpus": r - (lane if frac == 1.0 else 0), "eval_gpus": int(lane),
+                        "priorities": dict(prio), "best_effort": True,
                         "best_effort_types": [t for t in others if eval_be or t != "Eval"]})
     return out
 
@@ -131,13 +143,22 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
                       "shift": float(th[idx[("*", "sh")]])}
         return out
 
+    # latency draws are whole seconds: round(L) <= x - C  <=>  L < floor(x - C) + 1/2, so each published point
+    # needs the law of the integer floor(x - C) only: its values >= 0 and their probabilities
+    lev = {}
+    for t in types:
+        for x, _c in pts[t]:
+            fl = np.floor(x - C[t])
+            uk, cnt = np.unique(fl[fl >= 0], return_counts=True)
+            lev[(t, x)] = (uk + 0.5, cnt / len(C[t]))
+
     def res(th):
         p = params(th)
         r = []
         for t in types:
             for x, c in pts[t]:
-                # latency draws are whole seconds: round(L) <= x - C  <=>  L < floor(x - C) + 1/2
-                f = float(np.mean(latency_cdf(np.floor(x - C[t]) + 0.5, **p[t])))
+                y, wk = lev[(t, x)]
+                f = float(np.dot(wk, latency_cdf(y, **p[t])))
                 r.append(f - c / 100.0)
         if own and shared:  # tie the shared pair to the own types' (mean) pair
             mu_o = np.mean([th[idx[(t, "mu")]] for t in own])
@@ -167,41 +188,24 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
 
 
 # ------------------------------------------------------------------------------------------- policy search
-def _contention_score(cluster: str, waits: dict, targets: pd.DataFrame, mean_target: float,
-                      weights: dict) -> float:
-    """Step 1 objective (module docstring) for contention waits {type: array}."""
-    sq = 0.0
-    for _, r in targets.iterrows():
-        w = waits.get(r["type"])
-        if w is None or not len(w):
-            continue
-        f = float(np.mean(w <= r["x_s"]))
-        c = r["cdf_percent"] / 100.0
-        if r["x_s"] >= 100:
-            sq += (f - c) ** 2
-        else:
-            sq += max(0.0, c - f) ** 2  # latency can only lower the share
-    w = np.array([weights.get(t, 0.0) for t in waits], float)
-    m = np.array([float(np.mean(v)) if len(v) else 0.0 for v in waits.values()])
-    mean = float((w * m).sum() / max(w.sum(), 1e-12))
-    sq += 0.05 * math.log(max(mean, 1.0) / mean_target) ** 2
-    if "Eval" in waits and len(waits) > 1:
-        ev = float(np.mean(waits["Eval"]))
-        top = max(float(np.mean(v)) for t, v in waits.items() if t != "Eval" and len(v))
-        if ev < top:
-            sq += 0.05 * math.log(top / max(ev, 1.0)) ** 2
-    return sq
-
-
 def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency: dict | None,
                 seed: int) -> pd.DataFrame:
     from acmemodel.errors import DataWarning
     from acmemodel.planner.cluster_sim import simulate_cluster
 
     parts = {"pretrain": int(policy["reservation_gpus"])}
-    shared = total - parts["pretrain"]
+    lane = int(policy.get("eval_gpus") or 0)
+    if lane:
+        parts["eval"] = lane
+    shared = total - sum(parts.values())
     d = d.copy()
-    d["partition"] = np.where((d["type"].astype(str) == "Pretrain") | (d["gpu_num"] > shared), "pretrain", "shared")
+    ty = d["type"].astype(str).to_numpy()
+    g = d["gpu_num"].to_numpy()
+    home = np.where(ty == "Pretrain", "pretrain", "shared").astype(object)
+    if lane:
+        home[(ty == "Eval") & (g <= lane)] = "eval"
+    home[(home == "shared") & (g > shared)] = "pretrain"
+    d["partition"] = home
     if latency:
         rng = np.random.default_rng([seed, 41])
         lat = np.zeros(len(d))
@@ -219,10 +223,64 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
     return res.jobs
 
 
-def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, log=None) -> dict:
+def policy_score(waits: dict, targets: pd.DataFrame, *, mean_target: float, median_target: float,
+                 weights: dict) -> tuple[float, dict]:
+    """Score of full waits {type: array of latency + contention, s} against the published facts: the
+    sum of squared misses, each in units of its bar (:data:`SCORE_BAR`: 5 pp for a share, a factor 1.5
+    for a mean or median), over every published per-type share, the cluster mean and median wait
+    (job-count ``weights`` of the types) and two hinges: evaluation's mean wait below the largest other
+    type's mean (log ratio) and evaluation's <= 1 s share above the smallest other type's. A candidate
+    meeting every bar has every term <= 1. Returns (score, {term: value})."""
+    sb, lb = SCORE_BAR["share"], SCORE_BAR["log_ratio"]
+    terms = {}
+    for _, r in targets.iterrows():
+        w = waits.get(r["type"])
+        if w is not None and len(w):
+            terms[f"{r['type']}<={r['x_s']:g}"] = ((float(np.mean(w <= r["x_s"])) - r["cdf_percent"] / 100.0) / sb) ** 2
+    types = [t for t in waits if len(waits[t])]
+    wt = np.array([weights.get(t, 0.0) for t in types], float)
+    means = {t: float(np.mean(waits[t])) for t in types}
+    if wt.sum() > 0:
+        mean = float((wt * np.array([means[t] for t in types])).sum() / wt.sum())
+        terms["mean"] = (math.log(max(mean, 1e-3) / mean_target) / lb) ** 2
+        # the cluster median of the job-count-weighted mixture of the types' waits
+        pooled = np.concatenate([np.quantile(waits[t], (np.arange(200) + 0.5) / 200) for t in types])
+        wts = np.repeat(wt / wt.sum() / 200, 200)
+        o = np.argsort(pooled, kind="stable")
+        med = float(pooled[o][np.searchsorted(np.cumsum(wts[o]), 0.5)])
+        terms["median"] = (math.log((med + 1.0) / (median_target + 1.0)) / lb) ** 2
+    if "Eval" in means and len(means) > 1:
+        top = max(v for t, v in means.items() if t != "Eval")
+        terms["eval_mean_largest"] = (max(0.0, math.log(max(top, 1.0) / max(means["Eval"], 1.0))) / lb) ** 2
+        f1 = {t: float(np.mean(waits[t] <= 1.0)) for t in types}
+        low = min(v for t, v in f1.items() if t != "Eval")
+        terms["eval_share1_lowest"] = (max(0.0, f1["Eval"] - low) / sb) ** 2
+    return float(sum(terms.values())), terms
+
+
+def _latency_draws(contention: dict, latency: dict, seed: int) -> dict:
+    """Full waits {type: contention + one whole-second latency draw per job}."""
+    rng = np.random.default_rng([seed, 47])
+    out = {}
+    for t, c in contention.items():
+        p = latency.get(t) or {"a": 1.0, "mu": 0.0, "sigma": 1.0}
+        out[t] = np.asarray(c, float) + latency_sample(len(c), rng, **p)
+    return out
+
+
+def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, log=None,
+                         candidates: list[dict] | None = None, stress: float = STRESS,
+                         search_sample: int = 1000) -> dict:
     """Choose the policy and fit the latency (module docstring) on a job list of one cluster (``submit_s,
-    run_s, gpu_num, type``: the pseudo-trace's GPU jobs). Returns ``{"policy", "latency": {type: {a, mu,
-    sigma}}, "search": [rows], "contention_mean_s": {type: s}, "score"}``."""
+    run_s, gpu_num, type``: the pseudo-trace's GPU jobs, or a synthetic workload of a fitted bundle).
+
+    For every candidate (``candidates``, default :func:`policy_candidates`): the simulator's contention
+    waits (no latency), the latency laws fitted to them (:func:`fit_latency`), and the
+    :func:`policy_score` of contention + latency draws (the latency fitted on at most ``search_sample``
+    waits per type during the search, on 4,000 for the winner); with ``stress`` > 0 the score is the worse of
+    the workload's and of a variant whose non-pretraining runs are ``1 + stress`` times longer (the
+    same latency laws). The lowest score wins. Returns ``{"policy", "latency": {type: {a, mu, sigma,
+    shift}}, "search": [rows], "contention_mean_s": {type: s}, "score", "terms"}``."""
     from acmemodel.clusters import cluster_gpus
     from acmemodel.datasets import load_reference
 
@@ -231,31 +289,40 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     types = list(mix.loc[mix["cluster"] == cluster, "type"])
     weights = dict(zip(types, mix.loc[mix["cluster"] == cluster, "job_count_percent"].astype(float)))
     targets = load_reference("queue_wait_by_type").query("cluster == @cluster")
-    mean_target = float(load_reference("cluster_summary").set_index("id").loc[cluster, "avg_que_time_gpu"])
+    summ = load_reference("cluster_summary").set_index("id").loc[cluster]
+    mean_target, median_target = float(summ["avg_que_time_gpu"]), float(summ["med_que_time_gpu"])
     d = gpu[["submit_s", "run_s", "gpu_num", "type"]].copy()
     d = d[(d["gpu_num"] > 0) & np.isfinite(d["run_s"].to_numpy(float))]
-    best, best_score, rows, best_jobs = None, math.inf, [], None
-    heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + STRESS)))
-    for pol in policy_candidates(cluster, total, types):
-        j = _run_policy(d, cluster, total, pol, None, seed)
-        waits = {t: g.to_numpy(float) for t, g in j.groupby("type")["contention_s"]}
-        score = _contention_score(cluster, waits, targets, mean_target, weights)
-        jh = _run_policy(heavy, cluster, total, pol, None, seed)
-        score = max(score, _contention_score(cluster, {t: g.to_numpy(float) for t, g in
-                                                        jh.groupby("type")["contention_s"]},
-                                             targets, mean_target, weights))
-        rows.append({"reservation_gpus": pol["reservation_gpus"],
-                     "eval_best_effort": "Eval" in pol["best_effort_types"], "score": score,
-                     "mean_contention_s": {t: float(np.mean(v)) for t, v in waits.items()}})
+    best, rows = None, []
+    heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + stress)))
+
+    def contention(jobs):
+        return {t: g.to_numpy(float) for t, g in jobs.groupby("type")["contention_s"]}
+
+    for pol in (candidates if candidates is not None else policy_candidates(cluster, total, types)):
+        c = contention(_run_policy(d, cluster, total, pol, None, seed))
+        lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed, max_sample=search_sample)
+        score, terms = policy_score(_latency_draws(c, lat, seed), targets, mean_target=mean_target,
+                                    median_target=median_target, weights=weights)
+        if stress > 0:
+            ch = contention(_run_policy(heavy, cluster, total, pol, None, seed))
+            sh, th = policy_score(_latency_draws(ch, lat, seed), targets, mean_target=mean_target,
+                                  median_target=median_target, weights=weights)
+            if sh > score:
+                score, terms = sh, th
+        row = {"reservation_gpus": int(pol["reservation_gpus"]), "eval_gpus": int(pol.get("eval_gpus") or 0),
+               "eval_best_effort": "Eval" in pol["best_effort_types"], "score": score,
+               "mean_contention_s": {t: float(np.mean(v)) for t, v in c.items()}}
+        rows.append(row)
         if log:
-            log(f"{cluster}: reservation {pol['reservation_gpus']}, eval best-effort "
-                f"{'Eval' in pol['best_effort_types']}: score {score:.4f}")
-        if score < best_score:
-            best, best_score, best_jobs = pol, score, j
-    waits = {t: g.to_numpy(float) for t, g in best_jobs.groupby("type")["contention_s"]}
-    lat = fit_latency(waits, targets, mean_target=mean_target, weights=weights, seed=seed)
-    return {"policy": dict(best, latency=True), "latency": lat, "search": rows, "score": best_score,
-            "contention_mean_s": {t: float(np.mean(v)) for t, v in waits.items()}}
+            log(f"{cluster}: reservation {row['reservation_gpus']}, eval lane {row['eval_gpus']}, eval best-effort "
+                f"{row['eval_best_effort']}: score {score:.3f}")
+        if best is None or score < best[0]:
+            best = (score, pol, lat, c, terms)
+    score, pol, lat, c, terms = best
+    lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed)
+    return {"policy": dict(pol, latency=True), "latency": lat, "search": rows, "score": score,
+            "terms": terms, "contention_mean_s": {t: float(np.mean(v)) for t, v in c.items()}}
 
 
 def deconvolve_run(total, wait, *, min_run: float = 1.0, grid: int = 64, max_wait_sample: int = 400,
