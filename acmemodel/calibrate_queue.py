@@ -270,14 +270,17 @@ def _latency_draws(contention: dict, latency: dict, seed: int) -> dict:
 
 def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, log=None,
                          candidates: list[dict] | None = None, stress: float = STRESS,
-                         search_sample: int = 1000) -> dict:
+                         search_sample: int = 1000, latency_guess: dict | None = None, refit_top: int = 5,
+                         lanes=None) -> dict:
     """Choose the policy and fit the latency (module docstring) on a job list of one cluster (``submit_s,
     run_s, gpu_num, type``: the pseudo-trace's GPU jobs, or a synthetic workload of a fitted bundle).
 
-    For every candidate (``candidates``, default :func:`policy_candidates`): the simulator's contention
+    For every candidate (``candidates``, default :func:`policy_candidates` with ``lanes``): the simulator's contention
     waits (no latency), the latency laws fitted to them (:func:`fit_latency`), and the
     :func:`policy_score` of contention + latency draws (the latency fitted on at most ``search_sample``
-    waits per type during the search, on 4,000 for the winner); with ``stress`` > 0 the score is the worse of
+    waits per type during the search, on 4,000 for the winner). With ``latency_guess`` (latency laws
+    of an earlier calibration) every candidate is first scored with those laws and only the
+    ``refit_top`` best get their own latency fit. With ``stress`` > 0 the score is the worse of
     the workload's and of a variant whose non-pretraining runs are ``1 + stress`` times longer (the
     same latency laws). The lowest score wins. Returns ``{"policy", "latency": {type: {a, mu, sigma,
     shift}}, "search": [rows], "contention_mean_s": {type: s}, "score", "terms"}``."""
@@ -299,25 +302,39 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     def contention(jobs):
         return {t: g.to_numpy(float) for t, g in jobs.groupby("type")["contention_s"]}
 
-    for pol in (candidates if candidates is not None else policy_candidates(cluster, total, types)):
-        c = contention(_run_policy(d, cluster, total, pol, None, seed))
-        lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed, max_sample=search_sample)
+    def scored(c, ch, lat):
         score, terms = policy_score(_latency_draws(c, lat, seed), targets, mean_target=mean_target,
                                     median_target=median_target, weights=weights)
-        if stress > 0:
-            ch = contention(_run_policy(heavy, cluster, total, pol, None, seed))
+        if ch is not None:
             sh, th = policy_score(_latency_draws(ch, lat, seed), targets, mean_target=mean_target,
                                   median_target=median_target, weights=weights)
             if sh > score:
                 score, terms = sh, th
+        return score, terms
+
+    sims = []
+    for pol in (candidates if candidates is not None else policy_candidates(cluster, total, types, lanes=lanes)):
+        c = contention(_run_policy(d, cluster, total, pol, None, seed))
+        ch = contention(_run_policy(heavy, cluster, total, pol, None, seed)) if stress > 0 else None
+        sims.append((pol, c, ch))
+    if latency_guess:
+        pre = [scored(c, ch, latency_guess)[0] for _, c, ch in sims]
+        refit = set(np.argsort(pre, kind="stable")[:max(int(refit_top), 1)].tolist())
+    else:
+        pre, refit = [None] * len(sims), set(range(len(sims)))
+    for i, (pol, c, ch) in enumerate(sims):
+        score, lat, terms = pre[i], None, None
+        if i in refit:
+            lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed, max_sample=search_sample)
+            score, terms = scored(c, ch, lat)
         row = {"reservation_gpus": int(pol["reservation_gpus"]), "eval_gpus": int(pol.get("eval_gpus") or 0),
                "eval_best_effort": "Eval" in pol["best_effort_types"], "score": score,
-               "mean_contention_s": {t: float(np.mean(v)) for t, v in c.items()}}
+               "latency_fitted": i in refit, "mean_contention_s": {t: float(np.mean(v)) for t, v in c.items()}}
         rows.append(row)
         if log:
             log(f"{cluster}: reservation {row['reservation_gpus']}, eval lane {row['eval_gpus']}, eval best-effort "
-                f"{row['eval_best_effort']}: score {score:.3f}")
-        if best is None or score < best[0]:
+                f"{row['eval_best_effort']}: score {score:.3f}{'' if i in refit else ' (guessed latency)'}")
+        if lat is not None and (best is None or score < best[0]):
             best = (score, pol, lat, c, terms)
     score, pol, lat, c, terms = best
     lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed)

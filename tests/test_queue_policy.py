@@ -189,3 +189,54 @@ def test_deconvolved_run_plus_independent_wait_has_the_total_law():
     assert max(abs(np.mean(r <= v) - np.mean(r0 <= v)) for v in x) <= 0.05
     o = np.argsort(t, kind="stable")
     assert np.all(np.diff(r[o]) >= -1e-9) and r.min() >= 1.0
+
+
+def test_policy_candidates_include_evaluation_quotas():
+    from acmemodel.calibrate_queue import EVAL_LANES, policy_candidates
+
+    types = ["Eval", "Pretrain", "SFT", "Debug"]
+    cands = policy_candidates("Seren", 2288, types)
+    lanes = [c for c in cands if c["eval_gpus"]]
+    assert {c["eval_gpus"] for c in lanes} == set(EVAL_LANES)
+    for c in cands:
+        assert c["reservation_gpus"] % 8 == 0 and c["reservation_gpus"] + c["eval_gpus"] <= 2288
+        assert c["priorities"]["Eval"] < min(v for t, v in c["priorities"].items() if t != "Eval")
+        assert "Pretrain" not in c["best_effort_types"]
+        if c["eval_gpus"]:  # a quota is evaluation's only place
+            assert "Eval" not in c["best_effort_types"]
+    assert not any(c["eval_gpus"] for c in policy_candidates("Seren", 2288, types, lanes=()))
+
+
+def test_evaluation_quota_holds_eval_jobs_to_their_lane():
+    """_run_policy with eval_gpus: Eval jobs run only in the lane (never best-effort elsewhere) and a burst of them
+    on a 16-GPU lane queues, while on an idle cluster without the lane it starts at once."""
+    from acmemodel.calibrate_queue import _run_policy
+
+    n = 64
+    d = pd.DataFrame({"submit_s": np.arange(n) * 1.0, "run_s": 600.0, "gpu_num": 1, "type": "Eval"})
+    base = {"reservation_gpus": 2048, "priorities": {"Eval": 0, "Pretrain": 2}, "best_effort": True}
+    free = _run_policy(d, "Kalos", 2416, dict(base, eval_gpus=0, best_effort_types=["Eval"]), None, 0)
+    lane = _run_policy(d, "Kalos", 2416, dict(base, eval_gpus=16, best_effort_types=[]), None, 0)
+    assert free["contention_s"].max() == 0
+    assert (lane["ran_in"] == "eval").all()
+    # 64 one-GPU jobs of 600 s on 16 GPUs: four waves, the last waits ~1,800 s
+    assert lane["contention_s"].max() == pytest.approx(3 * 600 - 48, abs=20)
+
+
+def test_policy_score_counts_misses_in_units_of_the_bar():
+    from acmemodel.calibrate_queue import policy_score
+
+    t = pd.DataFrame({"type": ["Eval", "SFT"], "x_s": [1.0, 1.0], "cdf_percent": [50.0, 60.0]})
+    rng = np.random.default_rng(0)
+    n = 20000
+    ev = np.where(rng.random(n) < 0.5, 0.0, 500.0)  # 50 % <= 1 s, mean 250
+    sft = np.where(rng.random(n) < 0.6, 0.0, 200.0)  # 60 % <= 1 s, mean 80
+    s, terms = policy_score({"Eval": ev, "SFT": sft}, t, mean_target=200.0, median_target=1.0,
+                            weights={"Eval": 50, "SFT": 50})
+    assert terms["Eval<=1"] < 0.05 and terms["SFT<=1"] < 0.05
+    assert terms["eval_mean_largest"] == 0 and terms["eval_share1_lowest"] == 0
+    assert terms["mean"] == pytest.approx((np.log(165 / 200) / np.log(1.5)) ** 2, rel=0.1)
+    # Eval waiting less than SFT on average, and starting at once more often, are penalised
+    s2, terms2 = policy_score({"Eval": ev / 10, "SFT": np.where(rng.random(n) < 0.3, 0.0, 200.0)}, t,
+                              mean_target=200.0, median_target=1.0, weights={"Eval": 50, "SFT": 50})
+    assert terms2["eval_mean_largest"] > 1 and terms2["eval_share1_lowest"] > 1 and s2 > s
