@@ -276,6 +276,11 @@ void acme_ckpt_grid_optimize(int n, const double *work, const double *ckpt, int 
 void acme_ckpt_grid_terms(double tau, double ckpt, int family, const double *params, int P,
                           const double *r_nodes, const double *r_weights, int Q, double *out3);
 
+/* checkpoint_newton.c: the optimiser checkpoint.c replaced (benchmark comparison only) */
+void acme_ckpt_newton_optimize(int n, const double *work, const double *ckpt, int family,
+                               const double *params, int P, const double *r_nodes, const double *r_weights,
+                               int Q, double *out_tau, double *out_et, int *out_status);
+
 /* montecarlo.c */
 typedef struct {
     double work, tau, ckpt, max_wall;

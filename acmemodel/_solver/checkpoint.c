@@ -84,6 +84,10 @@ typedef struct {
     double *r, *w, *I;      /* Q kept nodes (caller buffers) */
     double *hmin;           /* piecewise: least hazard from piece j on (m) */
     double *omq, *stop;     /* piecewise, per tau: 1 - exp(-h_j x), 1 - exp(-hmin_j x) (m each) */
+    double *u;              /* piecewise: u[q m + j] = exp(-h_j (r_q - r_{q-1})) (Q m), u[j] = 1 */
+    double *SH;             /* piecewise: S(b_j) = exp(-H_j) (m) */
+    double *nxt;            /* piecewise, per tau: first index of each node in the next piece (Q) */
+    double wsum;            /* sum of the kept weights */
     long evals;
 } renewal;
 
@@ -252,22 +256,54 @@ static double first_index_at(double r, double x, double b) {
     return i;
 }
 
-static void piecewise_sums(const renewal *R, double r, double x, double *acc) {
+/* All restart nodes at once, piece by piece (nodes sorted by r). In piece j node q has the terms
+ * i in [ilo_q, ihi_q) (ilo_q the first index with r_q + i x >= b_j), S(r_q + i x) = S_lo,q exp(-h_j x)^(i-ilo_q),
+ * a geometric series summed in closed form with f = h_j S, f' = -h_j^2 S. Consecutive nodes with the same
+ * (ilo, ihi) share the series and S_lo,q = S_lo,g exp(-h_j (r_q - r_g)) (r_g the first node of the group),
+ * the ratio a running product of the per-scenario factors u: one exp and one geometric series per group
+ * and piece (the nodes' indices change by at most one per x of r), a multiply-add per node.
+ * Stops before piece j once S(b_j) wsum / (1 - exp(-hmin_j x)) bounds the rest below ACME_STOP of the sum. */
+static void piecewise_sums_all(renewal *R, double x, double *acc) {
     const acme_failure *f = R->f;
-    int j;
+    const double *r = R->r, *w = R->w;
+    double *nxt = R->nxt;
+    int j, q, Q = R->Q, m = f->m;
     acc[0] = acc[1] = acc[2] = 0.0;
-    for (j = 0; j < f->m; j++) {
-        double ilo = first_index_at(r, x, f->b[j]), c = -1.0, A, B, D, S_lo, hj = f->h[j], hm = R->hmin[j];
-        if (j < f->m - 1) {
-            c = first_index_at(r, x, f->b[j + 1]) - ilo;
-            if (c <= 0.0) continue;
+    for (q = 0; q < Q; q++) nxt[q] = 1.0;  /* b_0 = 0: every node starts at i = 1 */
+    for (j = 0; j < m; j++) {
+        double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY;
+        double gilo = -1.0, gihi = -1.0, rg = 0.0, Wg = 0.0, prod = 1.0, ihi = -1.0;
+        if (j > 0 && R->hmin[j] > 0 && R->SH[j] * R->wsum <= ACME_STOP * acc[0] * R->stop[j]) break;
+        for (q = 0; q <= Q; q++) {
+            double ilo = 0.0;
+            if (q < Q) {
+                ilo = nxt[q];
+                if (j < m - 1) {  /* first index at b_{j+1}: non-increasing in q */
+                    ihi = (q == 0) ? first_index_at(r[0], x, hi_b) : ihi;
+                    while (ihi > 1.0 && r[q] + (ihi - 1.0) * x >= hi_b) ihi -= 1.0;
+                    nxt[q] = ihi;
+                }
+            }
+            if (q == Q || ilo != gilo || (j < m - 1 && ihi != gihi)) {  /* flush the group */
+                if (gilo > 0.0 && Wg > 0.0 && (j == m - 1 || gihi > gilo)) {
+                    double c = (j < m - 1) ? gihi - gilo : -1.0, A, B, D;
+                    double S = Wg * exp(-(f->H[j] + hj * (rg + gilo * x - bj)));
+                    geometric_sums(hj * x, R->omq[j], c, &A, &B, &D);
+                    acc[0] += S * A;
+                    acc[1] += hj * S * (gilo * A + B);
+                    acc[2] += -hj * hj * S * (gilo * gilo * A + 2.0 * gilo * B + D);
+                }
+                if (q == Q) break;
+                gilo = ilo;
+                gihi = ihi;
+                rg = r[q];
+                prod = 1.0;
+                Wg = w[q];
+            } else {
+                prod *= R->u[(size_t)q * m + j];
+                Wg += w[q] * prod;
+            }
         }
-        S_lo = exp(-(f->H[j] + hj * (r + ilo * x - f->b[j])));
-        if (S_lo == 0.0 || (hm > 0 && S_lo <= ACME_STOP * acc[0] * R->stop[j])) break;
-        geometric_sums(hj * x, R->omq[j], c, &A, &B, &D);
-        acc[0] += S_lo * A;
-        acc[1] += hj * S_lo * (ilo * A + B);
-        acc[2] += -hj * hj * S_lo * (ilo * ilo * A + 2 * ilo * B + D);
     }
 }
 
@@ -285,6 +321,9 @@ static void renewal_init(renewal *R, const acme_failure *f, double C, const doub
     R->hmin = buf + 3 * Q;
     R->omq = R->hmin + (f->family == ACME_PIECEWISE ? f->m : 1);
     R->stop = R->omq + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->SH = R->stop + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->nxt = R->SH + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->u = R->nxt + Q;
     R->evals = 0;
     R->gk = (f->family == ACME_WEIBULL) ? tgamma(1.0 / f->k) : 0.0;
     for (q = 0; q < Q; q++) {
@@ -308,11 +347,18 @@ static void renewal_init(renewal *R, const acme_failure *f, double C, const doub
     }
     if (f->family == ACME_PIECEWISE) {
         double hm = INFINITY;
-        for (j = f->m - 1; j >= 0; j--) {
+        int m = f->m;
+        for (j = m - 1; j >= 0; j--) {
             if (f->h[j] < hm) hm = f->h[j];
             R->hmin[j] = hm;
+            R->SH[j] = exp(-f->H[j]);
         }
+        for (j = 0; j < m; j++) R->u[j] = 1.0;
+        for (q = 1; q < n; q++)
+            for (j = 0; j < m; j++) R->u[(size_t)q * m + j] = exp(-f->h[j] * (R->r[q] - R->r[q - 1]));
     }
+    R->wsum = 0.0;
+    for (q = 0; q < n; q++) R->wsum += R->w[q];
 }
 
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (general families) */
@@ -327,11 +373,17 @@ static void renewal_terms(renewal *R, double tau, int want, double *EN, double *
             R->stop[j] = -expm1(-R->hmin[j] * x);
         }
     }
+    if (R->f->family == ACME_PIECEWISE) {
+        piecewise_sums_all(R, x, acc);
+        *EN = acc[0];
+        *d1 = -acc[1];
+        *d2 = -acc[2];
+        return;
+    }
     for (q = 0; q < R->Q; q++) {
         double w = R->w[q];
         if (w * R->I[q] / x <= ACME_PRUNE * acc[0]) continue;
-        if (R->f->family == ACME_WEIBULL) weibull_sums(R, R->r[q], x, want, s);
-        else piecewise_sums(R, R->r[q], x, s);
+        weibull_sums(R, R->r[q], x, want, s);
         acc[0] += w * s[0];
         acc[1] += w * s[1];
         acc[2] += w * s[2];
@@ -542,10 +594,10 @@ static double expected_time_one(const acme_failure *f, renewal *R, double tau, d
 
 static int max_pieces(int family, int P) { return family == ACME_PIECEWISE ? P / 2 : 1; }
 
-/* scratch: H (m) for the failure law, then 3 Q + 3 m for the renewal */
+/* scratch: H (m) for the failure law, then 4 Q + 4 m + Q m for the renewal */
 static double *scratch(int family, int P, int Q) {
     int m = max_pieces(family, P);
-    return (double *)malloc(sizeof(double) * ((size_t)m + 3 * (size_t)Q + 3 * (size_t)m + 1));
+    return (double *)malloc(sizeof(double) * ((size_t)m + 4 * (size_t)Q + 4 * (size_t)m + (size_t)Q * m + 1));
 }
 
 void acme_ckpt_expected_time(int n, const double *tau, const double *work, const double *ckpt,

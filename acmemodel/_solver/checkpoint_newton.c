@@ -1,0 +1,533 @@
+/*
+ * The checkpoint optimiser of commit 7c304df (safeguarded Newton from Daly's interval plus a bounded
+ * guard scan, ~2.6e3 Weibull optimisations/s), frozen verbatim as the baseline of
+ * benchmarks/bench_solver.py (``_core.ckpt_optimize_newton``): the speed-up of checkpoint.c over it is
+ * measured in the same run. Not used by the planner. Its optimiser's twin is
+ * acmemodel/planner/reference_newton.py; see checkpoint.c of that commit for the model and the sums.
+ */
+#include <float.h>
+#include "acme_solver.h"
+
+#define ACME_STOP 1e-17     /* a direct sum stops when a term is below this fraction of the sum */
+#define ACME_EM_EPS 1.0     /* Euler-Maclaurin once x*h(t) (relative change per step) is below this */
+#define ACME_EM_DMIN 5.0    /* ... and t >= DMIN x (away from the branch point of S at t = 0) */
+#define ACME_NCAP 10000000L /* safety cap on direct terms */
+#define ACME_PRUNE 1e-18    /* skip a restart node whose bound is below this fraction of E[N] */
+#define ACME_NEWTON_DONE 1e-9
+#define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
+#define EM_P 10
+#define NTAY (2 * EM_P + 2)
+#define ROOT2 1.4142135623730951
+
+/* B_2 .. B_20 */
+static const double BERN[EM_P] = {1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0,
+                                  -691.0 / 2730.0, 7.0 / 6.0, -3617.0 / 510.0, 43867.0 / 798.0,
+                                  -174611.0 / 330.0};
+
+/* one scenario: failure law, checkpoint cost and the restart nodes sorted by r with I(r) */
+typedef struct {
+    const acme_failure *f;
+    double C, U, gk;        /* gk = Gamma(1/k) (Weibull) */
+    int Q;
+    double *r, *w, *I;      /* Q kept nodes (caller buffers) */
+    double *hmin;           /* piecewise: least hazard from piece j on (m) */
+    double *omq, *stop;     /* piecewise, per tau: 1 - exp(-h_j x), 1 - exp(-hmin_j x) (m each) */
+    long evals;
+} renewal;
+
+/* Gamma(a, z) (not regularised) with ga = Gamma(a): acme_upper_gamma_with of acme_solver.h */
+#define upper_gamma acme_upper_gamma_with
+
+static double tail_integral(const renewal *R, double a) {
+    const acme_failure *f = R->f;
+    if (f->family == ACME_WEIBULL) {
+        double z = pow(a / f->lam, f->k);
+        return f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+    }
+    return acme_tail_integral(f, a);
+}
+
+/* ---------------------------------------------------------------- Weibull */
+
+/* 1/n and B_2p/(2p) */
+static const double INV[NTAY] = {0.0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9,
+                                 1.0 / 10, 1.0 / 11, 1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15, 1.0 / 16, 1.0 / 17,
+                                 1.0 / 18, 1.0 / 19, 1.0 / 20, 1.0 / 21};
+
+/* Taylor coefficients c_n of S(a + v x) in v, n < nc <= NTAY: S(a) e_n with e = exp(-y) */
+static void wb_taylor(double k, double z, double rho, int nc, double *c) {
+    double jy[NTAY], e[NTAY], b = 1.0, p = 1.0, S = exp(-z);
+    int n, j;
+    for (n = 1; n < nc; n++) {
+        b *= (k - n + 1) * INV[n];
+        p *= rho;
+        jy[n] = n * (z * b * p);
+    }
+    e[0] = 1.0;
+    for (n = 1; n < nc; n++) {  /* four partial sums: the dot product is latency-bound otherwise */
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (j = 1; j + 3 <= n; j += 4) {
+            s0 += jy[j] * e[n - j];
+            s1 += jy[j + 1] * e[n - j - 1];
+            s2 += jy[j + 2] * e[n - j - 2];
+            s3 += jy[j + 3] * e[n - j - 3];
+        }
+        for (; j <= n; j++) s0 += jy[j] * e[n - j];
+        e[n] = -((s0 + s1) + (s2 + s3)) * INV[n];
+    }
+    for (n = 0; n < nc; n++) c[n] = S * e[n];
+}
+
+/* Euler-Maclaurin end at index n for g0 = S(r+ux), g1 = u f(r+ux), g2 = u^2 f'(r+ux):
+ * J = integral from n to infinity, H = g(n)/2, K = sum_p B_2p/(2p) g^_{2p-1} (Taylor coefficients in
+ * u - n: g0^_j = c_j, g1^_j = -(n (j+1) c_{j+1} + j c_j)/x,
+ * g2^_j = -(n^2 (j+1)(j+2) c_{j+2} + 2n j(j+1) c_{j+1} + (j-1) j c_j)/x^2, as f = -S', f' = -S'').
+ * want = 0: g0 only. */
+static void em_end(const renewal *R, double r, double x, double n, int want, double *J, double *H, double *K) {
+    const acme_failure *f = R->f;
+    double a = r + n * x, z = pow(a / f->lam, f->k), c[NTAY], I, ix = 1.0 / x, k0 = 0.0;
+    int p;
+    wb_taylor(f->k, z, x / a, want ? NTAY : NTAY - 2, c);
+    I = f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+    for (p = 1; p <= EM_P; p++) k0 += BERN[p - 1] * INV[2 * p] * c[2 * p - 1];
+    J[0] = I * ix;
+    H[0] = 0.5 * c[0];
+    K[0] = k0;
+    if (want) {
+        double S = c[0], fa = -c[1] * ix, wv = (a - r) * S + I, k1 = 0.0, k2 = 0.0;
+        for (p = 1; p <= EM_P; p++) {
+            int j = 2 * p - 1;
+            double B = BERN[p - 1] * INV[2 * p];
+            k1 += B * (n * (j + 1) * c[j + 1] + j * c[j]);
+            k2 += B * (n * n * (j + 1) * (j + 2) * c[j + 2] + 2.0 * n * j * (j + 1) * c[j + 1] + (j - 1) * j * c[j]);
+        }
+        J[1] = wv * ix * ix;
+        J[2] = (-(a - r) * (a - r) * fa - 2.0 * wv) * ix * ix * ix;
+        H[1] = -0.5 * n * c[1] * ix;
+        H[2] = -n * n * c[2] * ix * ix;
+        K[1] = -k1 * ix;
+        K[2] = -k2 * ix * ix;
+    } else {
+        J[1] = J[2] = H[1] = H[2] = K[1] = K[2] = 0.0;
+    }
+}
+
+static void weibull_sums(const renewal *R, double r, double x, int want, double *acc) {
+    const acme_failure *f = R->f;
+    double k = f->k, lam = f->lam, J0[3], H0[3], K0[3], J1[3], H1[3], K1[3];
+    long i = 1;
+    int q;
+    acc[0] = acc[1] = acc[2] = 0.0;
+    for (;;) {
+        double t = r + (double)i * x, z = pow(t / lam, k), s = exp(-z), h = k * z / t, di = (double)i;
+        if (t >= ACME_EM_DMIN * x && (x * h <= ACME_EM_EPS || k > 1.0) && i <= ACME_NCAP) break;
+        acc[0] += s;
+        acc[1] += di * (h * s);
+        acc[2] += di * di * (((k - 1.0) * h / t - h * h) * s);
+        if (s <= ACME_STOP * acc[0] || i > ACME_NCAP) return;
+        i++;
+    }
+    if (k <= 1.0) {
+        em_end(R, r, x, (double)i, want, J0, H0, K0);
+        for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
+        return;
+    } else {
+        double t1 = lam * pow(ACME_EM_EPS * lam / (k * x), 1.0 / (k - 1.0));
+        double n1 = floor((t1 - r) / x);
+        if (n1 > 1e15) n1 = 1e15;
+        if (n1 > (double)i + 1.0 &&
+            pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
+            /* S(t1) < 1e-20 S(a): what lies beyond t1 is negligible, the range is [i, infinity) */
+            em_end(R, r, x, (double)i, want, J0, H0, K0);
+            for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
+            return;
+        }
+        if (n1 > (double)i + 1.0) {
+            em_end(R, r, x, (double)i, want, J0, H0, K0);
+            em_end(R, r, x, n1, want, J1, H1, K1);
+            for (q = 0; q < 3; q++) acc[q] += (J0[q] - J1[q]) + (H0[q] + H1[q]) + (K1[q] - K0[q]);
+            i = (long)n1 + 1;
+        }
+        for (; i <= ACME_NCAP; i++) {
+            double t = r + (double)i * x, z = pow(t / lam, k), s = exp(-z), h = k * z / t, di = (double)i;
+            acc[0] += s;
+            acc[1] += di * (h * s);
+            acc[2] += di * di * (((k - 1.0) * h / t - h * h) * s);
+            if (s <= ACME_STOP * acc[0]) break;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- piecewise-constant hazard */
+
+/* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta), omq = 1 - q (given); c < 0 means infinity */
+static void geometric_sums(double delta, double omq, double c, double *A, double *B, double *D) {
+    double q = 1.0 - omq;
+    if (c < 0) {
+        *A = 1.0 / omq;
+        *B = q / (omq * omq);
+        *D = q * (1.0 + q) / (omq * omq * omq);
+    } else if (delta == 0.0) {
+        *A = c;
+        *B = 0.5 * c * (c - 1.0);
+        *D = (c - 1.0) * c * (2.0 * c - 1.0) / 6.0;
+    } else if (c * delta < 0.05 && c <= 4096.0) {  /* avoid cancellation: sum directly */
+        double sa = 0.0, sb = 0.0, sd = 0.0, qq = exp(-delta), qm = 1.0;
+        long m, ci = (long)c;
+        for (m = 0; m < ci; m++) {
+            sa += qm;
+            sb += (double)m * qm;
+            sd += (double)m * (double)m * qm;
+            qm *= qq;
+        }
+        *A = sa;
+        *B = sb;
+        *D = sd;
+    } else {
+        double em = expm1(-c * delta), qc = 1.0 + em;
+        *A = -em / omq;
+        *B = (*A - 1.0 - (c - 1.0) * qc) / omq;
+        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * qc) / omq;
+    }
+}
+
+/* first index i >= 1 with r + i x >= b */
+static double first_index_at(double r, double x, double b) {
+    double i = ceil((b - r) / x);
+    if (i < 1.0) i = 1.0;
+    while (i > 1.0 && r + (i - 1.0) * x >= b) i -= 1.0;
+    while (r + i * x < b) i += 1.0;
+    return i;
+}
+
+static void piecewise_sums(const renewal *R, double r, double x, double *acc) {
+    const acme_failure *f = R->f;
+    int j;
+    acc[0] = acc[1] = acc[2] = 0.0;
+    for (j = 0; j < f->m; j++) {
+        double ilo = first_index_at(r, x, f->b[j]), c = -1.0, A, B, D, S_lo, hj = f->h[j], hm = R->hmin[j];
+        if (j < f->m - 1) {
+            c = first_index_at(r, x, f->b[j + 1]) - ilo;
+            if (c <= 0.0) continue;
+        }
+        S_lo = exp(-(f->H[j] + hj * (r + ilo * x - f->b[j])));
+        if (S_lo == 0.0 || (hm > 0 && S_lo <= ACME_STOP * acc[0] * R->stop[j])) break;
+        geometric_sums(hj * x, R->omq[j], c, &A, &B, &D);
+        acc[0] += S_lo * A;
+        acc[1] += hj * S_lo * (ilo * A + B);
+        acc[2] += -hj * hj * S_lo * (ilo * ilo * A + 2 * ilo * B + D);
+    }
+}
+
+/* ---------------------------------------------------------------- renewal terms */
+
+/* sort the nodes by r (insertion sort, Q small), drop zero weights, I(r) and U; buffers of Q */
+static void renewal_init(renewal *R, const acme_failure *f, double C, const double *rn, const double *rw,
+                         int Q, double *buf) {
+    int q, n = 0, j;
+    R->f = f;
+    R->C = C;
+    R->r = buf;
+    R->w = buf + Q;
+    R->I = buf + 2 * Q;
+    R->hmin = buf + 3 * Q;
+    R->omq = R->hmin + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->stop = R->omq + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->evals = 0;
+    R->gk = (f->family == ACME_WEIBULL) ? tgamma(1.0 / f->k) : 0.0;
+    for (q = 0; q < Q; q++) {
+        double r = rn[q], w = rw[q];
+        if (!(w > 0)) continue;
+        j = n;
+        while (j > 0 && R->r[j - 1] > r) {
+            R->r[j] = R->r[j - 1];
+            R->w[j] = R->w[j - 1];
+            j--;
+        }
+        R->r[j] = r;
+        R->w[j] = w;
+        n++;
+    }
+    R->Q = n;
+    R->U = 0.0;
+    for (q = 0; q < n; q++) {
+        R->I[q] = tail_integral(R, R->r[q]);
+        R->U += R->w[q] * R->I[q];
+    }
+    if (f->family == ACME_PIECEWISE) {
+        double hm = INFINITY;
+        for (j = f->m - 1; j >= 0; j--) {
+            if (f->h[j] < hm) hm = f->h[j];
+            R->hmin[j] = hm;
+        }
+    }
+}
+
+/* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (general families) */
+static void renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2) {
+    double x = tau + R->C, acc[3] = {0.0, 0.0, 0.0}, s[3];
+    int q;
+    R->evals++;
+    if (R->f->family == ACME_PIECEWISE) {  /* per-piece constants shared by every node */
+        int j;
+        for (j = 0; j < R->f->m; j++) {
+            R->omq[j] = -expm1(-R->f->h[j] * x);
+            R->stop[j] = -expm1(-R->hmin[j] * x);
+        }
+    }
+    for (q = 0; q < R->Q; q++) {
+        double w = R->w[q];
+        if (w * R->I[q] / x <= ACME_PRUNE * acc[0]) continue;
+        if (R->f->family == ACME_WEIBULL) weibull_sums(R, R->r[q], x, want, s);
+        else piecewise_sums(R, R->r[q], x, s);
+        acc[0] += w * s[0];
+        acc[1] += w * s[1];
+        acc[2] += w * s[2];
+    }
+    *EN = acc[0];
+    *d1 = -acc[1];
+    *d2 = -acc[2];
+}
+
+/* phi = tau E[N] and (want) phi', phi'' */
+static double phi3(renewal *R, double tau, int want, double *g, double *gp) {
+    double en, d1, d2;
+    renewal_terms(R, tau, want, &en, &d1, &d2);
+    *g = en + tau * d1;
+    *gp = 2.0 * d1 + tau * d2;
+    return tau * en;
+}
+
+/* E[D; D >= tau + C] = sum_q w_q (x S(r_q + x) + I(r_q + x)): bounds phi(s) for all s >= tau */
+static double saved_bound(const renewal *R, double tau) {
+    double x = tau + R->C, s = 0.0;
+    int q;
+    for (q = 0; q < R->Q; q++) s += R->w[q] * (x * acme_surv(R->f, R->r[q] + x) + tail_integral(R, R->r[q] + x));
+    return s;
+}
+
+/* G(y) = P(D >= y) = sum_q w_q S(r_q + y), y > 0 */
+static double surv_d(const renewal *R, double y) {
+    double s = 0.0;
+    int q;
+    for (q = 0; q < R->Q; q++) s += R->w[q] * acme_surv(R->f, R->r[q] + y);
+    return s;
+}
+
+/* a point beyond which the failure-time density decreases: the Weibull mode (k > 1), else 0;
+ * piecewise: the last break where the hazard increases */
+static double density_mode(const acme_failure *f) {
+    if (f->family == ACME_WEIBULL) return (f->k > 1.0) ? f->lam * pow((f->k - 1.0) / f->k, 1.0 / f->k) : 0.0;
+    if (f->family == ACME_PIECEWISE) {
+        int j;
+        for (j = f->m - 1; j >= 1; j--)
+            if (f->h[j] > f->h[j - 1]) return f->b[j];
+    }
+    return 0.0;
+}
+
+/* ---------------------------------------------------------------- optimum */
+
+static double daly_interval(double C, double M) {
+    double r = C / (2.0 * M);
+    return (C < 2.0 * M) ? sqrt(2.0 * C * M) * (1.0 + sqrt(r) / 3.0 + r / 9.0) - C : M;
+}
+
+/* safeguarded Newton on phi' = 0 from t within [lo, hi]; returns tau, *ph = phi at the last point */
+static double local_max(renewal *R, double t, double lo, double hi, double *ph) {
+    double gmin = lo, gmax = hi, g, gp, tn;
+    int lo_known = 0, hi_known = 0, it;
+    *ph = 0.0;
+    for (it = 0; it < 200; it++) {
+        *ph = phi3(R, t, 2, &g, &gp);
+        if (g == 0.0) return t;
+        if (g > 0) {
+            if (t >= gmax) return gmax;
+            lo = t;
+            lo_known = 1;
+        } else {
+            if (t <= gmin) return gmin;
+            hi = t;
+            hi_known = 1;
+        }
+        tn = (gp < 0) ? t - g / gp : NAN;
+        if (!(lo < tn && tn < hi)) {
+            if (lo_known && hi_known) tn = sqrt(lo * hi);
+            else if (g > 0) tn = (4.0 * t < gmax) ? 4.0 * t : gmax;
+            else tn = (0.25 * t > gmin) ? 0.25 * t : gmin;
+        }
+        if (fabs(tn - t) <= ACME_NEWTON_DONE * t || (lo_known && hi_known && hi - lo <= 4.0 * DBL_EPSILON * hi))
+            return tn;
+        t = tn;
+    }
+    return t;
+}
+
+static double optimize_general(renewal *R, double W, double C) {
+    const acme_failure *f = R->f;
+    double gmin = 1e-3 * ((C < f->mean) ? C : f->mean), gmax = 1e3 * f->mean, t0, tb, best, t;
+    double ym = density_mode(f);
+    int restart;
+    if (gmax > W) gmax = W;
+    if (gmin >= gmax) gmin = 0.5 * gmax;
+    t0 = daly_interval(C, f->mean);
+    if (t0 < gmin) t0 = gmin;
+    if (t0 > gmax) t0 = gmax;
+    tb = local_max(R, t0, gmin, gmax, &best);
+    for (restart = 0; restart < 8; restart++) {
+        double better = -1.0, t2, p2, g, gp;
+        t = tb * ROOT2;
+        while (t < gmax) {
+            double ph = phi3(R, t, 0, &g, &gp), nxt, jump;
+            double x = t + C, e3;
+            if (ph > best) { better = t; break; }
+            e3 = saved_bound(R, t);
+            if (e3 <= best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= best)) break;
+            jump = (ph > 0) ? best / ph : INFINITY;
+            nxt = (ph > 0) ? t * ((ROOT2 > jump) ? ROOT2 : jump) : gmax;
+            if (nxt >= gmax && t * jump < gmax) {
+                if (phi3(R, gmax, 0, &g, &gp) > best) better = gmax;
+                break;
+            }
+            t = nxt;
+        }
+        t = tb / ROOT2;
+        while (better < 0 && t > gmin && R->U * t / (t + C) > best) {
+            if (phi3(R, t, 0, &g, &gp) > best) better = t;
+            t /= ROOT2;
+        }
+        if (better < 0) break;
+        t2 = local_max(R, better, gmin, gmax, &p2);
+        if (!(p2 > best)) break;
+        tb = t2;
+        best = p2;
+    }
+    return tb;
+}
+
+/* ---------------------------------------------------------------- exponential */
+
+static double exp_L(const acme_failure *f, const double *rn, const double *rw, int Q) {
+    double L = 0.0;
+    int q;
+    for (q = 0; q < Q; q++) L += rw[q] * exp(-rn[q] / f->M);
+    return L;
+}
+
+static double exp_dphi(const acme_failure *f, double tau, double C) {
+    double u = tau / f->M, v = (tau + C) / f->M;
+    return expm1(v) - u * exp(v);
+}
+
+/* Brent's root finder (zeroin, as scipy.optimize.brentq) for exp_dphi on [a, b], fa > 0 > fb. */
+static double brent_root(const acme_failure *f, double C, double a, double b, double fa, double fb) {
+    double c = a, fc = fa, d = b - a, e = d;
+    int it;
+    for (it = 0; it < 200; it++) {
+        double tol, m, p, q, r, s;
+        if ((fb > 0 && fc > 0) || (fb < 0 && fc < 0)) {
+            c = a; fc = fa; d = e = b - a;
+        }
+        if (fabs(fc) < fabs(fb)) {
+            a = b; b = c; c = a;
+            fa = fb; fb = fc; fc = fa;
+        }
+        tol = 2.0 * DBL_EPSILON * fabs(b) + 1e-300;
+        m = 0.5 * (c - b);
+        if (fabs(m) <= tol || fb == 0.0) return b;
+        if (fabs(e) >= tol && fabs(fa) > fabs(fb)) {
+            s = fb / fa;
+            if (a == c) {
+                p = 2.0 * m * s;
+                q = 1.0 - s;
+            } else {
+                q = fa / fc;
+                r = fb / fc;
+                p = s * (2.0 * m * q * (q - r) - (b - a) * (r - 1.0));
+                q = (q - 1.0) * (r - 1.0) * (s - 1.0);
+            }
+            if (p > 0) q = -q; else p = -p;
+            if (2.0 * p < 3.0 * m * q - fabs(tol * q) && p < fabs(0.5 * e * q)) {
+                e = d;
+                d = p / q;
+            } else {
+                d = m; e = m;
+            }
+        } else {
+            d = m; e = m;
+        }
+        a = b; fa = fb;
+        b += (fabs(d) > tol) ? d : (m > 0 ? tol : -tol);
+        fb = exp_dphi(f, b, C);
+    }
+    return b;
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+/* E[T](tau) with its status; R is the scenario's renewal (NULL for the exponential family) */
+static double expected_time_one(const acme_failure *f, renewal *R, double tau, double W, double C,
+                                const double *rn, const double *rw, int Q, int *status) {
+    double te = (tau < W) ? tau : W, et;
+    if (C >= f->mean) {
+        *status = ACME_DNF_CKPT_GE_MTTF;
+        return INFINITY;
+    }
+    if (f->family == ACME_EXPONENTIAL) {
+        et = W * f->M * expm1((te + C) / f->M) / (te * exp_L(f, rn, rw, Q));
+    } else {
+        double EN, d1, d2;
+        renewal_terms(R, te, 0, &EN, &d1, &d2);
+        et = (EN > 0.0) ? W * f->mean / (te * EN) : INFINITY;
+    }
+    if (!isfinite(et) || !(et > 0)) {
+        *status = ACME_DNF_NO_PROGRESS;
+        return INFINITY;
+    }
+    *status = ACME_OK;
+    return et;
+}
+
+static int max_pieces(int family, int P) { return family == ACME_PIECEWISE ? P / 2 : 1; }
+
+/* scratch: H (m) for the failure law, then 3 Q + 3 m for the renewal */
+static double *scratch(int family, int P, int Q) {
+    int m = max_pieces(family, P);
+    return (double *)malloc(sizeof(double) * ((size_t)m + 3 * (size_t)Q + 3 * (size_t)m + 1));
+}
+
+void acme_ckpt_newton_optimize(int n, const double *work, const double *ckpt, int family,
+                        const double *params, int P, const double *r_nodes, const double *r_weights,
+                        int Q, double *out_tau, double *out_et, int *out_status) {
+    int i, m = max_pieces(family, P);
+    double *buf = scratch(family, P, Q);
+    for (i = 0; i < n; i++) {
+        acme_failure f;
+        renewal R;
+        const double *rn = r_nodes + (size_t)i * Q, *rw = r_weights + (size_t)i * Q;
+        double t;
+        if (!buf || acme_failure_init(&f, family, params + (size_t)i * P, P, buf) != 0) {
+            out_tau[i] = NAN;
+            out_et[i] = INFINITY;
+            out_status[i] = -1;
+            continue;
+        }
+        if (ckpt[i] >= f.mean) {
+            out_tau[i] = NAN;
+            out_et[i] = INFINITY;
+            out_status[i] = ACME_DNF_CKPT_GE_MTTF;
+            continue;
+        }
+        if (family == ACME_EXPONENTIAL) {
+            double hi = (f.M < work[i]) ? f.M : work[i], fhi = exp_dphi(&f, hi, ckpt[i]);
+            t = (fhi >= 0.0) ? hi : brent_root(&f, ckpt[i], 0.0, hi, exp_dphi(&f, 0.0, ckpt[i]), fhi);
+        } else {
+            renewal_init(&R, &f, ckpt[i], rn, rw, Q, buf + m);
+            t = optimize_general(&R, work[i], ckpt[i]);
+        }
+        out_et[i] = expected_time_one(&f, &R, t, work[i], ckpt[i], rn, rw, Q, &out_status[i]);
+        out_tau[i] = (out_status[i] == ACME_OK) ? t : NAN;
+    }
+    free(buf);
+}
+
