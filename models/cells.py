@@ -25,7 +25,8 @@ Key semantics (:meth:`CellTable.query`, the one policy of every model that answe
   fit on the pooled jobs *is* the count-weighted mixture, and is used directly;
 * a given key is never silently dropped: when a cell has too few jobs to be fitted the query backs off
   along the chain, and says so — the fitted cell used is in the answer (``Resolved.cell``,
-  ``level`` > 0) and a :class:`~acmemodel.errors.DataWarning` is issued once per table and query;
+  ``level`` > 0) and one :class:`~acmemodel.errors.DataWarning` is issued per table and query cell
+  (however many parts of a mixture back off; the warning lists them with their share of the weight);
 * a value the table never saw (``type="Evl"``) raises ``ValueError`` naming the key and the known
   values. GPU counts are numeric: an unseen size bucket backs off to the cell without the bucket
   (reported and warned as above).
@@ -50,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.features.keys import (
-    CELL_KEYS, DEFAULT_BACKOFF, DEFAULT_GPU_EDGES, Cell, backoff_chain, normalize_key,
+    CELL_KEYS, DEFAULT_BACKOFF, DEFAULT_GPU_EDGES, Cell, backoff_chain, bucket_bounds, normalize_key,
 )
 
 __all__ = ["CellEntry", "Resolved", "Answer", "CellTable", "lattice_levels", "cell_from_dict", "cell_to_dict",
@@ -116,6 +117,36 @@ def warn_backoff(registry: set, query: Cell, used: Cell, what: str, stacklevel: 
     dropped = [k for k in CELL_KEYS if getattr(query, k) is not None and getattr(used, k) is None]
     warnings.warn(f"{what}: cell {query.label()} is not fitted (too few jobs, or a GPU size never seen); answered from "
                   f"{used.label()} (drops {', '.join(dropped) or 'nothing'})", DataWarning, stacklevel=stacklevel)
+
+
+def _dropped(query: Cell, used: Cell) -> str:
+    return ", ".join(k for k in CELL_KEYS if getattr(query, k) is not None and getattr(used, k) is None) or "nothing"
+
+
+def _warn_query(asked: Cell, parts: Sequence[Resolved], weights: np.ndarray, bucket_unseen: bool,
+                buckets: Sequence[str], what: str) -> None:
+    """The one :class:`~acmemodel.errors.DataWarning` of a query that backed off (see :meth:`CellTable.query`):
+    names the cell asked, why it is not answered by its own fit, and the fitted cells that answer it
+    (for a mixture, the parts that back off and their share of the weight)."""
+    import warnings
+
+    from acmemodel.errors import DataWarning
+
+    coarser = [(r, w) for r, w in zip(parts, weights) if r.level > 0]
+    used = "; ".join(f"{r.cell.label()} (drops {_dropped(asked, r.cell)}"
+                     + (f", {100 * w:.0f}% of the weight)" if len(parts) > 1 else ")") for r, w in coarser)
+    if bucket_unseen:
+        msg = (f"{what}: cell {asked.label()} is not fitted: GPU size never seen (bucket {asked.gpu_bucket!r}; fitted "
+               f"buckets {', '.join(sorted(buckets, key=bucket_bounds)) or 'none'}); answered from the same cell without the GPU size: "
+               f"{len(parts)} fitted cell(s) mixed by their job counts")
+        if coarser:
+            msg += f", of which {len(coarser)} back off: {used}"
+    elif len(parts) > 1:
+        msg = (f"{what}: cell {asked.label()} is a mixture of {len(parts)} cells by job count, {len(coarser)} of them "
+               f"not fitted (too few jobs) and answered from a coarser cell: {used}")
+    else:
+        msg = f"{what}: cell {asked.label()} is not fitted (too few jobs); answered from {used}"
+    warnings.warn(msg, DataWarning, stacklevel=4)
 
 
 def lattice_levels(keys: Sequence[str], order: Sequence[str] = DEFAULT_BACKOFF) -> list[tuple[str, ...]]:
@@ -305,11 +336,14 @@ class CellTable:
             index[r.cell] = len(parts)
             parts.append(r)
             weights.append(w)
-        registry = self.__dict__.setdefault("_warned", set())
-        for r in backed:
-            warn_backoff(registry, asked, r.cell, what, stacklevel=4)
         wts = np.asarray(weights, dtype=float)
-        return Answer(asked, tuple(parts), wts / wts.sum(), tuple(backed))
+        wts = wts / wts.sum()
+        if backed:
+            registry = self.__dict__.setdefault("_warned", set())
+            if asked not in registry:  # once per table (model) and question, however many parts backed off
+                registry.add(asked)
+                _warn_query(asked, parts, wts, bucket_unseen, known.get("gpu_bucket", []), what)
+        return Answer(asked, tuple(parts), wts, tuple(backed))
 
     def resolve_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Resolve every row of ``frame`` (key columns) at once: DataFrame with ``cell`` (the fitted

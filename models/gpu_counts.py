@@ -192,8 +192,11 @@ class GpuCountModel(BaseModel):
         if type is None or cluster is None:
             return cluster, type
         if type not in self.counts_[cluster]:
-            warnings.warn(f"GpuCountModel: no jobs of type {type!r} in {cluster}; "
-                          "using the cluster's pooled GPU-count distribution", DataWarning, stacklevel=3)
+            done = self.__dict__.setdefault("_warned", set())
+            if (cluster, type) not in done:  # once per model and cell
+                done.add((cluster, type))
+                warnings.warn(f"GpuCountModel: no jobs of type {type!r} in {cluster}; "
+                              "using the cluster's pooled GPU-count distribution", DataWarning, stacklevel=3)
             return cluster, None
         return cluster, type
 

@@ -70,6 +70,7 @@ from acmemodel.models.restart_dist import (  # noqa: E402,F401  (re-exported)
     PRIOR_MINUTES_FLOOR, PRIOR_SIGMA_MIN, MixtureDistribution, RestartDistribution, _check_rng_n,
     prior_distribution, prior_table,
 )
+from acmemodel.models.restart_reports import RestartReportsMixin  # noqa: E402
 
 #: prior resubmission probability per job type (module docstring; an assumption)
 RESUBMIT_PRIOR: dict[str, float] = {"Pretrain": 0.7}
@@ -85,7 +86,7 @@ def resubmit_prior(type_: str) -> float:
 
 # ============================================================================ the model
 @register
-class RestartModel(BaseModel):
+class RestartModel(RestartReportsMixin, BaseModel):
     """Time to restart after a failure (module docstring states the math).
 
     Parameters
@@ -293,10 +294,18 @@ class RestartModel(BaseModel):
                              gpus: float | None = None) -> float:
         """``q(cluster, type[, GPU bucket of gpus])``: probability that a failed GPU job is
         resubmitted (module docstring). A missing key is marginalised (failure-weighted over the
-        fitted cells); a (cluster, type) without training failures gets the prior of its type; a
-        bucket without its own estimate gets the (cluster, type) one."""
+        fitted cells); a type that is neither in the fit nor one of the AcmeTrace job types
+        (``KNOWN_TYPES``, which the prior covers) raises ``ValueError`` naming the known types; a
+        (cluster, type) without training failures gets the prior of its type; a bucket without its
+        own estimate gets the (cluster, type) one."""
         self._check_fitted()
         cells = getattr(self, "resubmit_", {}) or {}
+        if type is not None and cells:  # a type neither fitted nor an AcmeTrace type is an error, not a prior
+            from acmemodel.models.cells import check_key_values
+            from acmemodel.trace.schema import KNOWN_TYPES
+
+            seen = {ty for _, ty in cells} | set(self.levels_.get("seen_type") or []) | set(KNOWN_TYPES)
+            check_key_values({"type": type}, {"type": sorted(seen)}, "RestartModel")
         if gpus is not None and cluster is not None and type is not None:
             from acmemodel.features.keys import gpu_bucket
 
@@ -380,6 +389,10 @@ class RestartModel(BaseModel):
             X = X.rename(columns={"gpus": "gpu_num"})
         defaults = {"type": self.levels_["type"][0] if self.levels_["type"] else "Other", "attempt": 1,
                     "hour": 12, "weekend": False}
+        if "type" not in X.columns and self.levels_.get("type"):
+            self._warn_once("frame_type", f"RestartModel.predict: X has no 'type' column; every row is predicted "
+                            f"as type {defaults['type']!r} (give the column, or ask with keyword covariates to "
+                            f"marginalise over the fitted population)")
         for c, v in defaults.items():
             if c not in X.columns:
                 X[c] = v
@@ -392,6 +405,13 @@ class RestartModel(BaseModel):
         if "failure_category" in self.levels_ and "failure_category" not in X.columns:
             X["failure_category"] = self.levels_["failure_category"][0]
         return X
+
+    def _warn_once(self, what: str, message: str) -> None:
+        """One :class:`DataWarning` per model and kind of substitution."""
+        done = self.__dict__.setdefault("_warned", set())
+        if what not in done:
+            done.add(what)
+            warnings.warn(message, DataWarning, stacklevel=4)
 
     def _check_types(self, types) -> None:
         """ValueError naming the key and the known values for a type the fit never saw."""
@@ -406,12 +426,18 @@ class RestartModel(BaseModel):
             check_key_values({"type": t}, {"type": seen}, "RestartModel")
 
     def predict(self, X: pd.DataFrame | None = None, *, component: str = "total",
-                method: str | None = None, **key) -> RestartDistribution:
-        """Predictive distribution per row of ``X`` (or one row from keyword covariates).
+                method: str | None = None, **key) -> RestartDistribution | MixtureDistribution:
+        """Predictive distribution per row of ``X`` (or for the keyword covariates).
 
-        Covariates: ``gpu_num`` (or ``gpus``), ``type``, ``attempt`` (default 1), ``hour`` (local hour
-        of the failure, default 12), ``weekend`` (default False), ``night`` (derived from hour if
-        absent), ``failure_category`` (only if fitted with it). In fallback mode, or with
+        Covariates: ``gpu_num`` (or ``gpus``), ``type``, ``attempt``, ``hour`` (local hour of the
+        failure), ``weekend``, ``night`` (derived from hour if absent), ``failure_category`` (only if
+        fitted with it). Keyword covariates follow the package's key semantics: those not given are
+        **marginalised** over the fitted population of restarted failures (the answer is then the
+        :class:`MixtureDistribution` of :meth:`restart_distribution`); with ``gpu_num``, ``type``,
+        ``attempt``, ``hour`` and ``weekend`` all given, a one-row :class:`RestartDistribution`. An
+        unseen ``type`` raises ``ValueError`` naming the known types. A frame ``X`` is predicted row
+        by row; a missing column is filled (``attempt`` 1, ``hour`` 12, ``weekend`` False; ``type``
+        the first fitted level, with a :class:`DataWarning`). In fallback mode, or with
         ``method="prior"``, each row gets the published prior given its GPUs (total only).
         """
         self._check_fitted()
@@ -420,6 +446,18 @@ class RestartModel(BaseModel):
         method = method or self.method
         if method not in METHODS + ("prior",):
             raise ValueError(f"method must be one of {METHODS + ('prior',)}, got {method!r}")
+        if X is None and key and not (self.fallback_ or method == "prior"):
+            given = {"gpu_num" if k == "gpus" else k for k in key}
+            if not {"gpu_num", "type", "attempt", "hour", "weekend"} <= given:  # marginalise the rest
+                cov = {k: v for k, v in key.items() if k not in ("gpu_num", "gpus", "failure_category")}
+                bad = sorted(set(cov) - {"type", "attempt", "hour", "weekend", "night"})
+                if bad:
+                    raise ValueError(f"unknown covariate(s) {bad}; known: gpu_num (gpus), type, attempt, hour, "
+                                     f"weekend, night, failure_category")
+                g = key.get("gpu_num", key.get("gpus"))
+                cat = key.get("failure_category") if "failure_category" in self.levels_ else None
+                return self.restart_distribution(cat, None if g is None else float(g), component=component,
+                                                 method=method, **cov)
         df = self._rows_from(X, key)
         if self.fallback_ or method == "prior":
             if component != "total":
@@ -493,51 +531,6 @@ class RestartModel(BaseModel):
             h = pop["hour"].to_numpy(float)
             pop["night"] = (h >= 22) | (h < 8)
         return self.predict(pop, component=component, method=method).mixture()
-
-    # ------------------------------------------------------------------ reports
-    def summary(self) -> pd.DataFrame:
-        """GLM coefficient table (component, term, coef, std_error, lower, upper, exp_coef, p_value)
-        plus dispersion rows; in fallback mode the prior per category (mean_s, median_s) with the
-        fallback reason in column ``note``."""
-        self._check_fitted()
-        if self.fallback_:
-            rows = []
-            for cat in (None, "Infrastructure", "Framework", "Script"):
-                d = prior_distribution(cat)
-                rows.append({"component": "total", "term": f"prior:{cat or 'all'}", "mean_s": d.mean(),
-                             "median_s": d.median(), "note": self.fallback_reason_})
-            return pd.DataFrame(rows)
-        rows = []
-        for comp, g in self.glm_.items():
-            for j, term in enumerate(g["columns"]):
-                rows.append({"component": comp, "term": term, "coef": g["coef"][j],
-                             "std_error": g["se"][j], "lower": g["lower"][j], "upper": g["upper"][j],
-                             "exp_coef": math.exp(g["coef"][j]), "p_value": g["pvalue"][j]})
-            rows.append({"component": comp, "term": "dispersion (Gamma phi)", "coef": g["scale"]})
-            if comp in self.lgbm_sigma_:
-                rows.append({"component": comp, "term": "lgbm residual sigma (log s)",
-                             "coef": self.lgbm_sigma_[comp]})
-        out = pd.DataFrame(rows)
-        out["note"] = f"fitted on {self.n_chains_} restart chains"
-        return out
-
-    def plot(self, ax=None, *, component: str = "total", gpus: float | None = None):
-        """CDF of the fitted (or prior) time to restart and of the per-category priors, log time."""
-        self._check_fitted()
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots()
-        x = np.geomspace(1.0, 7 * 86400.0, 200)
-        d = self.restart_distribution(gpus=gpus, component=component)
-        ax.plot(x, d.cdf(x), label=f"{d.source} ({component})", lw=2)
-        for cat in ("Infrastructure", "Framework", "Script"):
-            ax.plot(x, prior_distribution(cat, gpus=gpus).cdf(x), ls="--", label=f"prior: {cat}")
-        ax.set_xscale("log")
-        ax.set_xlabel("time to restart (s)")
-        ax.set_ylabel("CDF")
-        ax.legend(fontsize="small")
-        return ax
 
     # ------------------------------------------------------------------ serialisation
     def artifacts(self) -> dict[str, str]:

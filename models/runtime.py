@@ -225,7 +225,7 @@ class RuntimeModel(DurationModel):
         mixture of the fitted cells), unknown values raise, back-off is warned."""
         self._check_fitted()
         key = {k: v for k, v in key.items() if k != "state"}
-        a = self.states_.query(type(self).__name__, **key)
+        a = self.states_.query(f"{type(self).__name__} state mix", **key)
         probs: dict[str, float] = {}
         for w, part in zip(a.weights, a.parts):
             tot = sum(part.value.values())

@@ -62,7 +62,7 @@ def test_glm_recovers_coefficients_and_dispersion(fitted):
 
 
 def test_predict_returns_distributions(fitted):
-    d = fitted.predict(gpu_num=256, hour=3, component="gap")
+    d = fitted.predict(gpu_num=256, hour=3, type="Pretrain", attempt=1, weekend=False, component="gap")
     assert isinstance(d, RestartDistribution) and len(d) == 1
     mu = math.exp(B0 + B_G * math.log2(257) + B_NIGHT)
     assert d.mean()[0] == pytest.approx(mu, rel=0.15)

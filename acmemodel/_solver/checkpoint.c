@@ -24,29 +24,37 @@
  *
  * Optimum. Exponential: Brent's method on phi' over (0, min(M, W)], where phi' changes sign exactly once
  * (root M (1 + W0(-exp(-1-C/M)))). Weibull / piecewise hazard, on the range [1e-3 min(C, E[F]),
- * min(W, 1e3 E[F])] of the baseline kernel (checkpoint_grid.c):
- *   1. safeguarded Newton on phi'(tau) = 0 from Daly's interval for MTTF E[F], with the analytic
+ * min(W, 1e3 E[F])] of the original kernel (checkpoint_grid.c):
+ *   1. safeguarded Newton on phi'(tau) = 0 from Daly's interval for the mean U / G0 (U = E[(F - R)^+],
+ *      G0 = P(F > R): the MTTF that phi ~ tau U / (tau + C) - tau G0 / 2 implies), with the analytic
  *      phi'' = 2 E[N]' + tau E[N]'' (the sums below give E[N], E[N]', E[N]'' in one pass); a Newton step
  *      is taken when phi'' < 0 and it stays inside the bracket of known signs, else the geometric
- *      midpoint or a x4 step uphill; it stops after a step below 1e-9 relative (quadratic convergence:
- *      the error left is below rounding);
- *   2. a guard for a better local maximum, at the sqrt 2 resolution of the baseline grid but only where
- *      bounds do not exclude one: below tau, phi(s) <= U s / (s + C) with U = E[(F - R)^+]; above t
- *      (x = t + C, D = (F - R)^+, G(y) = P(D >= y)): phi(s) <= E[D; D >= x] (s N <= D, N = 0 unless
- *      D >= x); phi(s) <= s E[N](t) <= phi_best for s <= t phi_best / phi(t) (E[N] decreases in tau);
- *      and once x >= y_m (beyond which D's density decreases), phi(s) <= B(x_s) <= B(x) with
- *      B(x) = E[D; D >= x] - (x/2) G(y_m + 2x): phi = E[D; D >= x] - C E[N] - E[D - x N; D >= x] and
- *      the work lost rounding down to a checkpoint is at least x^2/2 times the density at the end of
- *      each bin past y_m; B' = -x (f_D(x) - f_D(y_m + 2x)) - G/2 < 0. A better point found restarts
- *      step 1 from it.
- * The baseline spent ~60 evaluations of phi on its grid; this takes ~10.
+ *      midpoint or a x4 step uphill; it stops when the next step would be below 1e-9 relative and
+ *      returns the point evaluated last (quadratic convergence: within ~1e-9 of the root, E[T] within
+ *      ~1e-18), so E[T] at the result comes from that evaluation;
+ *   2. a guard for a better local maximum, at sqrt 2 steps but only where bounds do not exclude one:
+ *      below tau, phi(s) <= U s / (s + C); above t (x = t + C, D = (F - R)^+, G(y) = P(D >= y)):
+ *      phi(s) <= E[D; D >= x] (s N <= D, N = 0 unless D >= x); phi(s) <= s E[N](t) <= phi_best for
+ *      s <= t phi_best / phi(t) (E[N] decreases in tau); and once x >= y_m (beyond which D's density
+ *      decreases), phi(s) <= B(x_s) <= B(x) with B(x) = E[D; D >= x] - (x/2) G(y_m + 2x): phi =
+ *      E[D; D >= x] - C E[N] - E[D - x N; D >= x] and the work lost rounding down to a checkpoint is
+ *      at least x^2/2 times the density at the end of each bin past y_m; B' = -x (f_D(x) - f_D(y_m +
+ *      2x)) - G/2 < 0. A better point found restarts step 1 from it;
+ *   3. piecewise hazard: a ripple search (ripple, ripple_search). phi is a smooth function plus a ripple
+ *      with kinks where r + i x crosses a break, so it has local maxima a ripple period apart, within
+ *      ~1e-5..1e-3 of each other; phi is sampled at a quarter of the shortest ripple period over the
+ *      window where the smooth part is within the ripple's size of its maximum, and Newton runs from
+ *      the best sampled local maxima.
+ * The frozen previous optimiser (checkpoint_newton.c) did 1 and 2 from Daly's interval for E[F].
  *
  * Sums (per restart node r, x = tau + C): A0 = sum_i S(r + i x), A1 = sum_i i f(r + i x),
  * A2 = sum_i i^2 f'(r + i x), so E[N] = sum_q w_q A0, E[N]' = -sum w A1, E[N]'' = -sum w A2.
- *   Nodes are visited in increasing r; a node whose bound w I(r)/x on its share of E[N] (I(r) = integral
+ *   Weibull: nodes are visited in increasing r; a node whose bound w I(r)/x on its share of E[N] (I(r) = integral
  *   of S from r; S decreasing) is below 1e-18 of the running sum is skipped.
- *   Piecewise-constant hazard: closed form piece by piece (geometric series; f = h S, f' = -h^2 S),
- *   stopping once S_lo / (1 - exp(-h_min x)) bounds the rest below 1e-17 of the sum.
+ *   Piecewise-constant hazard: closed form piece by piece (geometric series; f = h S, f' = -h^2 S), all
+ *   nodes of a piece together: nodes with the same first and last index in the piece share one exp and
+ *   one geometric series (piecewise_sums_all); stops once S(b_j) / (1 - exp(-h_min x)) bounds the rest
+ *   below 1e-17 of the sum.
  *   Weibull: direct terms until t >= 5 x (distance to the branch point t = 0 of S) and x h(t) <= 1
  *   (relative change per step), then Euler-Maclaurin through the B20 term (remainder ~2 zeta(22)
  *   (eps/2 pi)^22 of the sum, eps the change per step) with the integral from the upper incomplete gamma
@@ -66,6 +74,10 @@
 #define ACME_NCAP 10000000L /* safety cap on direct terms */
 #define ACME_PRUNE 1e-18    /* skip a restart node whose bound is below this fraction of E[N] */
 #define ACME_NEWTON_DONE 1e-9
+#define ACME_RIPPLE_SMALL 1e-9  /* piecewise: a ripple below this relative size of phi is ignored */
+#define ACME_RIPPLE_IGNORE 2e-7 /* ... and the smallest breaks' ripples up to this total do not set the step */
+#define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
+#define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
 #define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
 #define EM_P 10
 #define NTAY (2 * EM_P + 2)
@@ -80,12 +92,14 @@ static const double BERN[EM_P] = {1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.
 typedef struct {
     const acme_failure *f;
     double C, U, gk;        /* gk = Gamma(1/k) (Weibull) */
+    double G0;              /* P(F > R) = sum_q w_q S(r_q) (Daly's interval for U / G0 starts the search) */
     int Q;
     double *r, *w, *I;      /* Q kept nodes (caller buffers) */
     double *hmin;           /* piecewise: least hazard from piece j on (m) */
     double *omq, *stop;     /* piecewise, per tau: 1 - exp(-h_j x), 1 - exp(-hmin_j x) (m each) */
-    double *u;              /* piecewise: u[q m + j] = exp(-h_j (r_q - r_{q-1})) (Q m), u[j] = 1 */
+    double *u;              /* piecewise: u[j Q + q] = exp(-h_j (r_q - r_{q-1})) (Q m), u[j Q] = 1 */
     double *SH;             /* piecewise: S(b_j) = exp(-H_j) (m) */
+    double *T;              /* piecewise: integral of S from b_j (m) */
     double *nxt;            /* piecewise, per tau: first index of each node in the next piece (Q) */
     double wsum;            /* sum of the kept weights */
     long evals;
@@ -94,13 +108,26 @@ typedef struct {
 /* Gamma(a, z) (not regularised) with ga = Gamma(a): acme_upper_gamma_with of acme_solver.h */
 #define upper_gamma acme_upper_gamma_with
 
-static double tail_integral(const renewal *R, double a) {
+/* integral of S from a and (*S) S(a); piecewise from the per-scenario table T_j = integral from b_j:
+ * S(a) (1 - exp(-h_j (b_{j+1} - a))) / h_j + T_{j+1} on piece j (two transcendentals, no loop) */
+static double surv_tail(const renewal *R, double a, double *S) {
     const acme_failure *f = R->f;
     if (f->family == ACME_WEIBULL) {
         double z = pow(a / f->lam, f->k);
+        *S = exp(-z);
         return f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+    } else {
+        int j = acme_piece(f, a), m = f->m;
+        double s = exp(-(f->H[j] + f->h[j] * (a - f->b[j]))), hj = f->h[j];
+        *S = s;
+        if (j == m - 1) return s / hj;
+        return ((hj > 0) ? -s * expm1(-hj * (f->b[j + 1] - a)) / hj : s * (f->b[j + 1] - a)) + R->T[j + 1];
     }
-    return acme_tail_integral(f, a);
+}
+
+static double tail_integral(const renewal *R, double a) {
+    double S;
+    return surv_tail(R, a, &S);
 }
 
 /* ---------------------------------------------------------------- Weibull */
@@ -273,7 +300,8 @@ static void piecewise_sums_all(renewal *R, double x, double *acc) {
     for (j = 0; j < m; j++) {
         double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY;
         double gilo = -1.0, gihi = -1.0, rg = 0.0, Wg = 0.0, prod = 1.0, ihi = -1.0;
-        if (j > 0 && R->hmin[j] > 0 && R->SH[j] * R->wsum <= ACME_STOP * acc[0] * R->stop[j]) break;
+        if (j > 0 && R->hmin[j] > 0 && R->SH[j] * R->wsum <= ACME_STOP * acc[0] * -expm1(-R->hmin[j] * x)) break;
+        R->omq[j] = -expm1(-hj * x);
         for (q = 0; q <= Q; q++) {
             double ilo = 0.0;
             if (q < Q) {
@@ -300,7 +328,7 @@ static void piecewise_sums_all(renewal *R, double x, double *acc) {
                 prod = 1.0;
                 Wg = w[q];
             } else {
-                prod *= R->u[(size_t)q * m + j];
+                prod *= R->u[(size_t)j * Q + q];
                 Wg += w[q] * prod;
             }
         }
@@ -324,6 +352,7 @@ static void renewal_init(renewal *R, const acme_failure *f, double C, const doub
     R->SH = R->stop + (f->family == ACME_PIECEWISE ? f->m : 1);
     R->nxt = R->SH + (f->family == ACME_PIECEWISE ? f->m : 1);
     R->u = R->nxt + Q;
+    R->T = R->u + (size_t)Q * (f->family == ACME_PIECEWISE ? f->m : 1);
     R->evals = 0;
     R->gk = (f->family == ACME_WEIBULL) ? tgamma(1.0 / f->k) : 0.0;
     for (q = 0; q < Q; q++) {
@@ -340,11 +369,6 @@ static void renewal_init(renewal *R, const acme_failure *f, double C, const doub
         n++;
     }
     R->Q = n;
-    R->U = 0.0;
-    for (q = 0; q < n; q++) {
-        R->I[q] = tail_integral(R, R->r[q]);
-        R->U += R->w[q] * R->I[q];
-    }
     if (f->family == ACME_PIECEWISE) {
         double hm = INFINITY;
         int m = f->m;
@@ -352,13 +376,24 @@ static void renewal_init(renewal *R, const acme_failure *f, double C, const doub
             if (f->h[j] < hm) hm = f->h[j];
             R->hmin[j] = hm;
             R->SH[j] = exp(-f->H[j]);
+            if (j == m - 1) R->T[j] = R->SH[j] / f->h[j];
+            else R->T[j] = R->T[j + 1] + ((f->h[j] > 0) ? -R->SH[j] * expm1(-f->h[j] * (f->b[j + 1] - f->b[j])) / f->h[j]
+                                                       : R->SH[j] * (f->b[j + 1] - f->b[j]));
         }
-        for (j = 0; j < m; j++) R->u[j] = 1.0;
+        for (j = 0; j < m; j++) R->u[(size_t)j * n] = 1.0;
         for (q = 1; q < n; q++)
-            for (j = 0; j < m; j++) R->u[(size_t)q * m + j] = exp(-f->h[j] * (R->r[q] - R->r[q - 1]));
+            for (j = 0; j < m; j++) R->u[(size_t)j * n + q] = exp(-f->h[j] * (R->r[q] - R->r[q - 1]));
     }
     R->wsum = 0.0;
-    for (q = 0; q < n; q++) R->wsum += R->w[q];
+    R->G0 = 0.0;
+    R->U = 0.0;
+    for (q = 0; q < n; q++) {
+        double S;
+        R->I[q] = surv_tail(R, R->r[q], &S);
+        R->U += R->w[q] * R->I[q];
+        R->wsum += R->w[q];
+        R->G0 += R->w[q] * S;
+    }
 }
 
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (general families) */
@@ -366,13 +401,6 @@ static void renewal_terms(renewal *R, double tau, int want, double *EN, double *
     double x = tau + R->C, acc[3] = {0.0, 0.0, 0.0}, s[3];
     int q;
     R->evals++;
-    if (R->f->family == ACME_PIECEWISE) {  /* per-piece constants shared by every node */
-        int j;
-        for (j = 0; j < R->f->m; j++) {
-            R->omq[j] = -expm1(-R->f->h[j] * x);
-            R->stop[j] = -expm1(-R->hmin[j] * x);
-        }
-    }
     if (R->f->family == ACME_PIECEWISE) {
         piecewise_sums_all(R, x, acc);
         *EN = acc[0];
@@ -406,7 +434,10 @@ static double phi3(renewal *R, double tau, int want, double *g, double *gp) {
 static double saved_bound(const renewal *R, double tau) {
     double x = tau + R->C, s = 0.0;
     int q;
-    for (q = 0; q < R->Q; q++) s += R->w[q] * (x * acme_surv(R->f, R->r[q] + x) + tail_integral(R, R->r[q] + x));
+    for (q = 0; q < R->Q; q++) {
+        double S, I = surv_tail(R, R->r[q] + x, &S);
+        s += R->w[q] * (x * S + I);
+    }
     return s;
 }
 
@@ -437,20 +468,25 @@ static double daly_interval(double C, double M) {
     return (C < 2.0 * M) ? sqrt(2.0 * C * M) * (1.0 + sqrt(r) / 3.0 + r / 9.0) - C : M;
 }
 
-/* safeguarded Newton on phi' = 0 from t within [lo, hi]; returns tau, *ph = phi at the last point */
-static double local_max(renewal *R, double t, double lo, double hi, double *ph) {
+/* safeguarded Newton on phi' = 0 from t within [lo, hi]. Returns the last point evaluated, *ph = phi
+ * there (so E[T] at the result needs no further evaluation) and *pp = phi'' there; the iteration stops
+ * when the next step would be below ACME_NEWTON_DONE relative (quadratic convergence: the point is then
+ * within ~1e-9 of the root, E[T] within ~1e-18). */
+static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
     double gmin = lo, gmax = hi, g, gp, tn;
     int lo_known = 0, hi_known = 0, it;
     *ph = 0.0;
+    *pp = 0.0;
     for (it = 0; it < 200; it++) {
         *ph = phi3(R, t, 2, &g, &gp);
+        *pp = gp;
         if (g == 0.0) return t;
         if (g > 0) {
-            if (t >= gmax) return gmax;
+            if (t >= gmax) return t;
             lo = t;
             lo_known = 1;
         } else {
-            if (t <= gmin) return gmin;
+            if (t <= gmin) return t;
             hi = t;
             hi_known = 1;
         }
@@ -461,51 +497,155 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph) 
             else tn = (0.25 * t > gmin) ? 0.25 * t : gmin;
         }
         if (fabs(tn - t) <= ACME_NEWTON_DONE * t || (lo_known && hi_known && hi - lo <= 4.0 * DBL_EPSILON * hi))
-            return tn;
+            return t;
         t = tn;
     }
     return t;
 }
 
-static double optimize_general(renewal *R, double W, double C) {
+/* Relative peak-to-peak size of the ripple of phi near tau under a piecewise hazard, and the shortest
+ * ripple period in tau among the breaks that matter (*period, seconds). The function u -> S(r + u x)
+ * has a kink where r + u x crosses a break b_j (its slope jumps by x S(b_j) |h_j - h_{j-1}|); in the
+ * Euler-Maclaurin form of sum_i S(r + i x) a kink at u0 adds (B2({u0}) / 2) times that jump, whose range
+ * over the fractional part {u0} is 1/8: so phi = tau E[N] differs from a smooth function of tau by at
+ * most tau x / 8 sum_j |h_j - h_{j-1}| S(b_j) P(R + x < b_j), with period x^2 / (b_j - r) in tau. */
+static double ripple(const renewal *R, double tau, double ph, double *period) {
     const acme_failure *f = R->f;
-    double gmin = 1e-3 * ((C < f->mean) ? C : f->mean), gmax = 1e3 * f->mean, t0, tb, best, t;
-    double ym = density_mode(f);
+    double x = tau + R->C, amp = 0.0, ignored = 0.0;
+    int j, q, n = 0;
+    *period = INFINITY;
+    if (f->family != ACME_PIECEWISE || !(ph > 0)) return 0.0;
+    for (j = 1; j < f->m; j++) {  /* a_j into omq (scratch until the next evaluation), amp = sum */
+        double dh = fabs(f->h[j] - f->h[j - 1]), Wj = 0.0;
+        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
+        R->omq[j] = tau * x * dh * R->SH[j] * Wj / (8.0 * ph);
+        amp += R->omq[j];
+    }
+    /* the ripples of the smallest breaks, together below ACME_RIPPLE_IGNORE, do not set the period: a
+     * local maximum they make is within their size of the point sampled near it */
+    for (;;) {
+        int jm = -1;
+        for (j = 1; j < f->m; j++)
+            if (R->omq[j] >= 0.0 && (jm < 0 || R->omq[j] < R->omq[jm])) jm = j;
+        if (jm < 0 || ignored + R->omq[jm] > ACME_RIPPLE_IGNORE) break;
+        ignored += R->omq[jm];
+        R->omq[jm] = -1.0;
+        n++;
+    }
+    for (j = 1; j < f->m; j++) {
+        if (R->omq[j] > 0.0) {
+            double P = x * x / (f->b[j] - R->r[0]);
+            if (P < *period) *period = P;
+        }
+    }
+    (void)n;
+    return amp;
+}
+
+/* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
+ * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
+ * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
+ * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
+ * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
+ * from the two best sampled local maxima and from half a step either side of tb where phi' there points
+ * away from tb (a kink next to tb splits its maximum in two), and search again around a better point
+ * found near the edge of the window. Returns the best point, *best = phi there. */
+static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
+    double ph[2 * ACME_RIPPLE_K + 1];
+    int round;
+    for (round = 0; round < 3; round++) {
+        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb;
+        double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
+        int K, k, c;
+        if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
+        kappa = 2.0 * R->U * R->C * tb * tb / (x * x * x * *best);
+        win = (kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN > 2.0 * amp) ? sqrt(2.0 * amp / kappa) : ACME_RIPPLE_WIN;
+        step = 0.25 * period / tb;
+        K = (int)ceil(win / step);
+        if (K > ACME_RIPPLE_K) {
+            K = ACME_RIPPLE_K;
+            step = win / K;
+        }
+        for (k = -K; k <= K; k++) {
+            double t = t0 * (1.0 + k * step), g, gp;
+            ph[k + K] = (k == 0) ? *best : (t > gmin && t < gmax) ? phi3(R, t, 0, &g, &gp) : -1.0;
+        }
+        for (k = -K; k <= K; k++) {  /* the two best sampled local maxima other than tb */
+            double v = ph[k + K];
+            if (k == 0 || !(v > 0) || (k > -K && ph[k + K - 1] > v) || (k < K && ph[k + K + 1] > v)) continue;
+            if (v > cph[0]) {
+                cph[1] = cph[0];
+                cand[1] = cand[0];
+                cph[0] = v;
+                cand[0] = t0 * (1.0 + k * step);
+            } else if (v > cph[1]) {
+                cph[1] = v;
+                cand[1] = t0 * (1.0 + k * step);
+            }
+        }
+        for (c = 0; c < 4; c++) {
+            double t2, p2, pp2, start = (c < 2) ? cand[c] : t0 * (1.0 + (c == 2 ? 0.5 : -0.5) * step);
+            if (c < 2 && !(cph[c] > 0)) continue;
+            if (c >= 2) {  /* a kink within half a step of t0 can split its maximum: is phi still rising away? */
+                double g, gp;
+                if (!(start > gmin && start < gmax)) continue;
+                phi3(R, start, 2, &g, &gp);
+                if (!((c == 2) ? g > 0 : g < 0)) continue;
+            }
+            t2 = local_max(R, start, gmin, gmax, &p2, &pp2);
+            if (p2 > *best) {
+                *best = p2;
+                tb = t2;
+                moved = fabs(t2 / t0 - 1.0);
+            }
+        }
+        if (!(moved > 0.5 * win)) break;
+    }
+    return tb;
+}
+
+/* the optimum tau and *best = phi(tau) (evaluated there) */
+static double optimize_general(renewal *R, double W, double C, double *best) {
+    const acme_failure *f = R->f;
+    double gmin = 1e-3 * ((C < f->mean) ? C : f->mean), gmax = 1e3 * f->mean, t0, tb, t, pp;
+    double ym = density_mode(f), meff = (R->G0 > 0) ? R->U / R->G0 : f->mean;
     int restart;
     if (gmax > W) gmax = W;
     if (gmin >= gmax) gmin = 0.5 * gmax;
-    t0 = daly_interval(C, f->mean);
-    if (t0 < gmin) t0 = gmin;
+    t0 = (C < meff) ? daly_interval(C, meff) : daly_interval(C, f->mean);
+    if (!(t0 >= gmin)) t0 = gmin;
     if (t0 > gmax) t0 = gmax;
-    tb = local_max(R, t0, gmin, gmax, &best);
+    tb = local_max(R, t0, gmin, gmax, best, &pp);
     for (restart = 0; restart < 8; restart++) {
-        double better = -1.0, t2, p2, g, gp;
+        double better = -1.0, t2, p2, pp2, g, gp;
         t = tb * ROOT2;
         while (t < gmax) {
             double ph = phi3(R, t, 0, &g, &gp), nxt, jump;
             double x = t + C, e3;
-            if (ph > best) { better = t; break; }
+            if (ph > *best) { better = t; break; }
             e3 = saved_bound(R, t);
-            if (e3 <= best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= best)) break;
-            jump = (ph > 0) ? best / ph : INFINITY;
+            if (e3 <= *best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= *best)) break;
+            jump = (ph > 0) ? *best / ph : INFINITY;
             nxt = (ph > 0) ? t * ((ROOT2 > jump) ? ROOT2 : jump) : gmax;
             if (nxt >= gmax && t * jump < gmax) {
-                if (phi3(R, gmax, 0, &g, &gp) > best) better = gmax;
+                if (phi3(R, gmax, 0, &g, &gp) > *best) better = gmax;
                 break;
             }
             t = nxt;
         }
         t = tb / ROOT2;
-        while (better < 0 && t > gmin && R->U * t / (t + C) > best) {
-            if (phi3(R, t, 0, &g, &gp) > best) better = t;
+        while (better < 0 && t > gmin && R->U * t / (t + C) > *best) {
+            if (phi3(R, t, 0, &g, &gp) > *best) better = t;
             t /= ROOT2;
         }
         if (better < 0) break;
-        t2 = local_max(R, better, gmin, gmax, &p2);
-        if (!(p2 > best)) break;
+        t2 = local_max(R, better, gmin, gmax, &p2, &pp2);
+        if (!(p2 > *best)) break;
         tb = t2;
-        best = p2;
+        *best = p2;
+        pp = pp2;
     }
+    if (tb > gmin && tb < gmax) tb = ripple_search(R, tb, best, gmin, gmax);
     return tb;
 }
 
@@ -594,10 +734,10 @@ static double expected_time_one(const acme_failure *f, renewal *R, double tau, d
 
 static int max_pieces(int family, int P) { return family == ACME_PIECEWISE ? P / 2 : 1; }
 
-/* scratch: H (m) for the failure law, then 4 Q + 4 m + Q m for the renewal */
+/* scratch: H (m) for the failure law, then 4 Q + 5 m + Q m for the renewal */
 static double *scratch(int family, int P, int Q) {
     int m = max_pieces(family, P);
-    return (double *)malloc(sizeof(double) * ((size_t)m + 4 * (size_t)Q + 4 * (size_t)m + (size_t)Q * m + 1));
+    return (double *)malloc(sizeof(double) * ((size_t)m + 4 * (size_t)Q + 5 * (size_t)m + (size_t)Q * m + 1));
 }
 
 void acme_ckpt_expected_time(int n, const double *tau, const double *work, const double *ckpt,
@@ -646,8 +786,15 @@ void acme_ckpt_optimize(int n, const double *work, const double *ckpt, int famil
             double hi = (f.M < work[i]) ? f.M : work[i], fhi = exp_dphi(&f, hi, ckpt[i]);
             t = (fhi >= 0.0) ? hi : brent_root(&f, ckpt[i], 0.0, hi, exp_dphi(&f, 0.0, ckpt[i]), fhi);
         } else {
+            double best;
             renewal_init(&R, &f, ckpt[i], rn, rw, Q, buf + m);
-            t = optimize_general(&R, work[i], ckpt[i]);
+            t = optimize_general(&R, work[i], ckpt[i], &best);
+            /* E[T] = W E[F] / (tau E[N]) from the evaluation at t (as expected_time_one computes it) */
+            out_et[i] = (best > 0.0) ? work[i] * f.mean / best : INFINITY;
+            out_status[i] = (isfinite(out_et[i]) && out_et[i] > 0) ? ACME_OK : ACME_DNF_NO_PROGRESS;
+            if (out_status[i] != ACME_OK) out_et[i] = INFINITY;
+            out_tau[i] = (out_status[i] == ACME_OK) ? t : NAN;
+            continue;
         }
         out_et[i] = expected_time_one(&f, &R, t, work[i], ckpt[i], rn, rw, Q, &out_status[i]);
         out_tau[i] = (out_status[i] == ACME_OK) ? t : NAN;

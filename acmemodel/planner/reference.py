@@ -5,12 +5,15 @@ The twins are the readable statement of what the C code computes and are used by
 
 * :func:`ckpt_terms`, :func:`ckpt_expected_time`, :func:`ckpt_optimize` — the renewal-reward
   checkpoint model of ``checkpoint.c`` (deterministic: agree with C to ~1e-12 relative), the same
-  sums (direct terms then Euler–Maclaurin through B20; geometric series per hazard piece) and the
-  same optimiser (safeguarded Newton, bounded guard scan); exponential: :func:`scipy.optimize.brentq`.
-  The baseline optimiser it replaced has its twin in :mod:`.reference_grid`.
-* :func:`mc_run` — the run simulator of ``montecarlo.c``, one replica at a time, one checkpoint segment
-  at a time (no event skipping), with NumPy ``Generator`` streams seeded by ``(seed, replica)``: the same
-  model but different random numbers, so it agrees with C within sampling error only.
+  sums (direct terms then Euler–Maclaurin through B20; geometric series per hazard piece, node by
+  node here where the C kernel sums the nodes of a piece together) and the same optimiser (in
+  :mod:`.reference_optimum`, re-exported here: safeguarded Newton, bounded guard scan, ripple search
+  under a piecewise hazard); exponential: :func:`scipy.optimize.brentq`. The optimisers it replaced
+  have their twins in :mod:`.reference_newton` and :mod:`.reference_grid`.
+* :func:`mc_run` (in :mod:`.reference_mc`, re-exported) — the run simulator of ``montecarlo.c``, one
+  replica at a time, one checkpoint segment at a time (no event skipping), with NumPy ``Generator``
+  streams seeded by ``(seed, replica)``: the same model but different random numbers, so it agrees
+  with C within sampling error only.
 
 Model (see ``checkpoint.c``): failures form a renewal process whose clock restarts at each failure;
 ``F`` is the time between failures (mean ``E[F]``), a restart ``R`` follows each failure (failures
@@ -24,7 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 EXPONENTIAL, WEIBULL, PIECEWISE = 0, 1, 2
 OK, DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, DNF_WALL_CAP = 0, 1, 2, 3
@@ -128,7 +131,6 @@ NTAY = 2 * EM_P + 2   # Taylor coefficients c_0..c_{2P+1} of S at the Euler-Macl
 PRUNE = 1e-18         # a restart node is skipped when w I(r)/x (a bound on its sum) is below this x E[N]
 ROOT2 = math.sqrt(2.0)
 TAIL_NEGLIGIBLE = 46.0  # k > 1: z(t1) − z(a) beyond this (S ratio < 1e-20): no upper Euler-Maclaurin end
-NEWTON_DONE = 1e-9    # a Newton step below this relative size is the last one (quadratic convergence)
 
 
 def _weibull_taylor(d: _Dist, a: float, x: float) -> np.ndarray:
@@ -310,6 +312,7 @@ class _Renewal:
         self.w = rw[order][keep]
         self.I = np.array([d.tail_integral(float(r)) for r in self.r])
         self.U = float(np.sum(self.w * self.I))
+        self.G0 = float(np.sum(self.w * d.surv(self.r)))  # P(F > R)
         self.evals = 0
 
     def saved_bound(self, tau: float) -> float:
@@ -336,8 +339,9 @@ class _Renewal:
             acc += w * _sums_node(self.d, float(r), x)
         return float(acc[0]), -float(acc[1]), -float(acc[2])
 
-    def phi(self, tau: float) -> tuple[float, float, float]:
-        """``(φ, φ', φ'')`` of ``φ(τ) = τ E[N](τ)``, the expected work saved per failure cycle."""
+    def phi(self, tau: float, want: int = 2) -> tuple[float, float, float]:
+        """``(φ, φ', φ'')`` of ``φ(τ) = τ E[N](τ)``, the expected work saved per failure cycle (``want``:
+        the C kernel's flag for the derivatives it needs; the twin computes all three)."""
         en, d1, d2 = self.terms(tau)
         return tau * en, en + tau * d1, 2.0 * d1 + tau * d2
 
@@ -440,204 +444,16 @@ def ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights):
     return et, st
 
 
-def _daly(C: float, M: float) -> float:
-    r = C / (2.0 * M)
-    return math.sqrt(2.0 * C * M) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - C if C < 2.0 * M else M
+# the Monte Carlo twin lives in .reference_mc (it uses _Dist above); importable from here as before
+from acmemodel.planner.reference_mc import (  # noqa: F401,E402  (re-exported: these lived here)
+    mc_run, _draw_restart,
+)
 
 
-def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, float]:
-    """Safeguarded Newton on ``φ'(τ) = 0`` from ``t`` within ``[lo, hi]``: a Newton step when
-    ``φ'' < 0`` and it stays inside the bracket of known signs (``φ'(lo) > 0 > φ'(hi)``), else the
-    geometric midpoint of the bracket, or a step ×4 / ÷4 uphill while one side is unknown. Returns
-    ``(τ, φ(τ))``; ``hi`` (``lo``) when φ still rises (falls) there."""
-    gmin, gmax = lo, hi
-    lo_known = hi_known = False
-    ph = 0.0
-    for _ in range(200):
-        ph, g, gp = ren.phi(t)
-        if g == 0.0:
-            return t, ph
-        if g > 0:
-            if t >= gmax:
-                return gmax, ph
-            lo, lo_known = t, True
-        else:
-            if t <= gmin:
-                return gmin, ph
-            hi, hi_known = t, True
-        tn = t - g / gp if gp < 0 else math.nan
-        if not (lo < tn < hi):
-            if lo_known and hi_known:
-                tn = math.sqrt(lo * hi)
-            elif g > 0:
-                tn = min(4.0 * t, gmax)
-            else:
-                tn = max(0.25 * t, gmin)
-        # converged: a Newton step of relative size δ leaves an error ~δ² (below rounding for δ ≤ 1e-9)
-        if abs(tn - t) <= NEWTON_DONE * t or (lo_known and hi_known and hi - lo <= 4.0 * EPS * hi):
-            return tn, ph
-        t = tn
-    return t, ph
+def __getattr__(name: str):
+    """``ckpt_optimize`` lives in :mod:`.reference_optimum` (which imports this module)."""
+    if name == "ckpt_optimize":
+        from acmemodel.planner.reference_optimum import ckpt_optimize
 
-
-def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> float:
-    """Maximise ``φ(τ) = τ E[N](τ)`` on ``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` (see checkpoint.c):
-    local Newton from Daly's interval, then a guard scan for a better local maximum that skips what the
-    bounds exclude — below τ: ``φ(τ) ≤ U τ/(τ + C)``; above t, with ``D = (F − R)^+``, ``x = t + C``:
-    ``φ(s) ≤ E[D; D ≥ x]`` for all ``s ≥ t`` (:meth:`_Renewal.saved_bound`); ``φ(s) ≤ s E[N](t) ≤ φ*``
-    for ``s ≤ t φ*/φ(t)`` (E[N] decreases in τ); and, once ``x ≥ y_m`` (the mode of D's density, which
-    decreases beyond it), ``φ(s) = E[D; D ≥ x_s] − C E[N] − E[D − x_s N; D ≥ x_s] ≤ B(x_s)`` with
-    ``B(x) = E[D; D ≥ x] − (x/2) G(y_m + 2x)``, ``G(y) = P(D ≥ y)`` (the work lost rounding down to a
-    checkpoint is at least ``x²/2`` times the density at the end of every bin past ``y_m``), and
-    ``B' = −x (f_D(x) − f_D(y_m + 2x)) − G/2 < 0``, so ``B(x) ≤ φ*`` excludes every ``s ≥ t``.
-    Elsewhere it steps by √2 (the resolution of the old kernel's grid)."""
-    ren = _Renewal(d, C, rn, rw)
-    gmin = 1e-3 * min(C, d.mean)
-    gmax = min(1e3 * d.mean, W)
-    if gmin >= gmax:
-        gmin = 0.5 * gmax
-    t0 = min(max(_daly(C, d.mean), gmin), gmax)
-    tb, best = _local_max(ren, t0, gmin, gmax)
-    for _ in range(8):  # restarts when the scan finds a better point
-        better = None
-        t = tb * ROOT2
-        while t < gmax and better is None:
-            ph = ren.phi(t)[0]
-            if ph > best:
-                better = t
-                break
-            x = t + C
-            e3 = ren.saved_bound(t)
-            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
-                break  # nothing above t can beat the best
-            nxt = t * max(ROOT2, best / ph) if ph > 0 else gmax
-            if nxt >= gmax and t * (best / ph if ph > 0 else math.inf) < gmax:
-                if ren.phi(gmax)[0] > best:
-                    better = gmax
-                break
-            t = nxt
-        t = tb / ROOT2
-        while better is None and t > gmin and ren.U * t / (t + C) > best:
-            if ren.phi(t)[0] > best:
-                better = t
-            t /= ROOT2
-        if better is None:
-            break
-        t2, p2 = _local_max(ren, better, gmin, gmax)
-        if not p2 > best:
-            break
-        tb, best = t2, p2
-    _optimize_general.last_evals = ren.evals
-    return tb
-
-
-def _optimize_one(d: _Dist, W, C, rn, rw) -> float:
-    if d.family == EXPONENTIAL:
-        hi = min(d.M, W)
-
-        def f(t):
-            u, v = t / d.M, (t + C) / d.M
-            return math.expm1(v) - u * math.exp(v)
-
-        if f(hi) >= 0:
-            return hi
-        return optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    return _optimize_general(d, W, C, rn, rw)
-
-
-def ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights):
-    """Twin of ``_core.ckpt_optimize``: ``(tau*, E[T](tau*), status)`` per scenario."""
-    work, ckpt = (np.asarray(a, dtype=float) for a in (work, ckpt))
-    params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
-    check_ckpt_values(None, work, ckpt, family, params, r_nodes, r_weights)
-    n = work.size
-    tau = np.full(n, np.nan)
-    et = np.full(n, np.inf)
-    st = np.empty(n, dtype=np.int32)
-    for i in range(n):
-        d = _Dist(family, params[i])
-        if ckpt[i] >= d.mean:
-            st[i] = DNF_CKPT_GE_MTTF
-            continue
-        t = _optimize_one(d, work[i], ckpt[i], r_nodes[i], r_weights[i])
-        et[i], st[i] = _expected_time_one(d, t, work[i], ckpt[i], r_nodes[i], r_weights[i])
-        if st[i] == OK:
-            tau[i] = t
-    return tau, et, st
-
-
-# ------------------------------------------------------------------------------------ Monte Carlo
-def _draw_restart(kind: int, a: float, b: float, u2: float, u3: float) -> float:
-    if kind == 1:
-        return math.exp(a + b * math.sqrt(-2.0 * math.log(u2)) * math.cos(2.0 * math.pi * u3))
-    if kind == 2:
-        return -a * math.log(u2)
-    return a
-
-
-def mc_run(n_rep, seed, work, tau, ckpt, max_wall, family, params, type_prob, restart_kind, restart_a,
-           restart_b, n_threads=1):
-    """Twin of ``_core.mc_run`` (see module docstring): dict of per-replica arrays.
-
-    Keys: ``wall``, ``lost``, ``restart``, ``ckpt`` (seconds), ``n_fail``, ``finished`` (bool),
-    ``type_loss`` (n, J) seconds of lost work + restart per failure type, ``type_count`` (n, J).
-    ``n_threads`` is accepted for signature compatibility and ignored.
-    """
-    d = _Dist(family, params)
-    p = np.asarray(type_prob, dtype=float)
-    cdf = np.cumsum(p) / p.sum()
-    cdf[-1] = 1.0
-    kinds = np.asarray(restart_kind, dtype=int)
-    ra, rb = np.asarray(restart_a, dtype=float), np.asarray(restart_b, dtype=float)
-    J = p.size
-    ratio = work / tau
-    nseg = max(1, int(math.ceil(ratio - 1e-12 * ratio)))
-    seg_len = [tau] * (nseg - 1) + [work - (nseg - 1) * tau]
-    out = {k: np.zeros(n_rep) for k in ("wall", "lost", "restart", "ckpt")}
-    out["n_fail"] = np.zeros(n_rep, dtype=np.int64)
-    out["finished"] = np.zeros(n_rep, dtype=bool)
-    out["type_loss"] = np.zeros((n_rep, J))
-    out["type_count"] = np.zeros((n_rep, J), dtype=np.int32)
-    for r in range(n_rep):
-        rng = np.random.default_rng([int(seed), r])
-        t = lost = rs = ck = 0.0
-        nf = 0
-        seg = 0
-        next_fail = d.inv_cumhaz(-math.log(1.0 - rng.random()))
-        finished = False
-        while t <= max_wall:
-            end = t + seg_len[seg] + ckpt  # this segment and its checkpoint
-            if end <= next_fail:
-                t = end
-                ck += ckpt
-                seg += 1
-                if seg == nseg:
-                    finished = True
-                    break
-                continue
-            pending = next_fail - t
-            lost += pending
-            t = next_fail
-            while True:
-                u1, u2, u3, u4 = 1.0 - rng.random(4)
-                nf += 1
-                j = min(int(np.searchsorted(cdf, u1, side="right")), J - 1)
-                out["type_count"][r, j] += 1
-                R = _draw_restart(kinds[j], ra[j], rb[j], u2, u3)
-                F = d.inv_cumhaz(-math.log(u4))
-                if F >= R:
-                    rs += R
-                    out["type_loss"][r, j] += pending + R
-                    next_fail = t + F
-                    t += R
-                    break
-                rs += F
-                out["type_loss"][r, j] += pending + F
-                t += F
-                pending = 0.0
-                if t > max_wall:
-                    break
-        out["wall"][r], out["lost"][r], out["restart"][r], out["ckpt"][r] = t, lost, rs, ck
-        out["n_fail"][r] = nf
-        out["finished"][r] = finished
-    return out
+        return ckpt_optimize
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,246 @@
+"""NumPy/SciPy twin of the checkpoint optimiser ``_core.ckpt_optimize`` (``checkpoint.c``).
+
+Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; ``E[T] = W E[F] / φ``) on
+``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` with the renewal sums of :mod:`acmemodel.planner.reference`:
+
+1. safeguarded Newton on ``φ'(τ) = 0`` (analytic ``φ''``) from Daly's interval for the mean
+   ``U / G0`` (``U = E[(F − R)^+]``, ``G0 = P(F > R)``: the MTTF that ``φ ≈ τ U / (τ + C) − τ G0 / 2``
+   implies), returning the last point evaluated (E[T] there is the result, no further evaluation);
+2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
+   bounds exclude (see :mod:`.reference_newton`);
+3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
+   ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
+   best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
+   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from half
+   a step either side of the best point where φ' still points away from it).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize
+
+from acmemodel.planner.reference import (
+    DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, _Dist, _expected_time_one,
+    _Renewal, check_ckpt_values,
+)
+
+NEWTON_DONE = 1e-9     # a Newton step below this relative size is not taken: the point is the optimum
+RIPPLE_SMALL = 1e-9    # piecewise: a ripple below this relative size of φ is ignored
+RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total do not set the step
+RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
+RIPPLE_K = 24          # ... with at most this many samples on each side
+
+
+def _daly(C: float, M: float) -> float:
+    r = C / (2.0 * M)
+    return math.sqrt(2.0 * C * M) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - C if C < 2.0 * M else M
+
+
+def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, float, float]:
+    """Safeguarded Newton on ``φ'(τ) = 0`` from ``t`` within ``[lo, hi]``: a Newton step when
+    ``φ'' < 0`` and it stays inside the bracket of known signs, else the geometric midpoint, or a step
+    ×4 / ÷4 uphill while one side is unknown. Returns ``(τ, φ(τ), φ''(τ))`` at the last point evaluated:
+    the iteration stops when the next step would be below ``NEWTON_DONE`` relative (quadratic
+    convergence: the point is within ~1e-9 of the root, E[T] within ~1e-18), or at ``hi`` (``lo``) when
+    φ still rises (falls) there."""
+    gmin, gmax = lo, hi
+    lo_known = hi_known = False
+    ph = pp = 0.0
+    for _ in range(200):
+        ph, g, pp = ren.phi(t)
+        if g == 0.0:
+            return t, ph, pp
+        if g > 0:
+            if t >= gmax:
+                return t, ph, pp
+            lo, lo_known = t, True
+        else:
+            if t <= gmin:
+                return t, ph, pp
+            hi, hi_known = t, True
+        tn = t - g / pp if pp < 0 else math.nan
+        if not (lo < tn < hi):
+            if lo_known and hi_known:
+                tn = math.sqrt(lo * hi)
+            elif g > 0:
+                tn = min(4.0 * t, gmax)
+            else:
+                tn = max(0.25 * t, gmin)
+        if abs(tn - t) <= NEWTON_DONE * t or (lo_known and hi_known and hi - lo <= 4.0 * EPS * hi):
+            return t, ph, pp
+        t = tn
+    return t, ph, pp
+
+
+def ripple(ren: _Renewal, tau: float, ph: float) -> tuple[float, float]:
+    """``(amp, period)``: relative peak-to-peak size of the ripple of φ near ``tau`` under a piecewise
+    hazard and the shortest ripple period (seconds of τ) among the breaks that set the search step.
+
+    ``u ↦ S(r + u x)`` has a kink where ``r + u x`` crosses a break ``b_j`` (its slope jumps by
+    ``x S(b_j) |h_j − h_{j−1}|``); in the Euler-Maclaurin form of ``Σ_i S(r + i x)`` a kink at ``u0``
+    adds ``B̃2({u0})/2`` times that jump, whose range over ``{u0}`` is 1/8. So φ differs from a smooth
+    function of τ by at most ``τ x/8 Σ_j |Δh_j| S(b_j) P(R + x < b_j)``, with period ``x²/(b_j − r)``.
+    The smallest breaks' ripples, together below ``RIPPLE_IGNORE``, do not set the period (a local
+    maximum they make is within their size of the point sampled near it)."""
+    d = ren.d
+    if d.family != PIECEWISE or not ph > 0:
+        return 0.0, math.inf
+    x = tau + ren.C
+    m = d.b.size
+    a = np.full(m, -1.0)
+    amp = 0.0
+    for j in range(1, m):
+        dh = abs(d.h[j] - d.h[j - 1])
+        Wj = 0.0
+        for r, w in zip(ren.r, ren.w):
+            if not r + x < d.b[j]:
+                break
+            Wj += w
+        a[j] = tau * x * dh * math.exp(-d.H[j]) * Wj / (8.0 * ph)
+        amp += a[j]
+    ignored = 0.0
+    while True:
+        live = [j for j in range(1, m) if a[j] >= 0.0]
+        if not live:
+            break
+        jm = min(live, key=lambda j: (a[j], j))
+        if ignored + a[jm] > RIPPLE_IGNORE:
+            break
+        ignored += a[jm]
+        a[jm] = -1.0
+    period = math.inf
+    for j in range(1, m):
+        if a[j] > 0.0:
+            period = min(period, x * x / (d.b[j] - ren.r[0]))
+    return amp, period
+
+
+def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: float) -> tuple[float, float]:
+    """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
+    ``φ ≈ τ U/(τ + C) − τ G0/2`` (``κ = 2 U C tb² / ((tb + C)³ φ)``; φ'' at tb carries the ripple's own
+    curvature), so only ``|d| ≤ √(2 amp/κ)`` can hold a better maximum: sample there, Newton from the
+    best sampled local maxima and from ``tb (1 ± step/2)`` where φ' points away from tb, and search
+    again around a better point found beyond half the window. Returns ``(τ, φ(τ))``."""
+    for _ in range(3):
+        amp, period = ripple(ren, tb, best)
+        if not amp > RIPPLE_SMALL or not math.isfinite(period):
+            return tb, best
+        x = tb + ren.C
+        t0 = tb
+        kappa = 2.0 * ren.U * ren.C * tb * tb / (x * x * x * best)
+        win = math.sqrt(2.0 * amp / kappa) if kappa * RIPPLE_WIN * RIPPLE_WIN > 2.0 * amp else RIPPLE_WIN
+        step = 0.25 * period / tb
+        K = int(math.ceil(win / step))
+        if K > RIPPLE_K:
+            K = RIPPLE_K
+            step = win / K
+        ph = np.empty(2 * K + 1)
+        for k in range(-K, K + 1):
+            t = t0 * (1.0 + k * step)
+            ph[k + K] = best if k == 0 else (ren.phi(t, want=0)[0] if gmin < t < gmax else -1.0)
+        cand: list[tuple[float, float]] = []  # (φ, τ) of the two best sampled local maxima other than tb
+        for k in range(-K, K + 1):
+            v = ph[k + K]
+            if k == 0 or not v > 0 or (k > -K and ph[k + K - 1] > v) or (k < K and ph[k + K + 1] > v):
+                continue
+            if not cand or v > cand[0][0]:
+                cand.insert(0, (v, t0 * (1.0 + k * step)))
+            elif len(cand) < 2 or v > cand[1][0]:
+                cand[1:] = [(v, t0 * (1.0 + k * step))]
+            del cand[2:]
+        starts = [t for _, t in cand]
+        for side in (0.5, -0.5):
+            t = t0 * (1.0 + side * step)
+            if gmin < t < gmax:
+                g = ren.phi(t)[1]
+                if (g > 0) if side > 0 else (g < 0):
+                    starts.append(t)
+        moved = 0.0
+        for t in starts:
+            t2, p2, _ = _local_max(ren, t, gmin, gmax)
+            if p2 > best:
+                tb, best, moved = t2, p2, abs(t2 / t0 - 1.0)
+        if not moved > 0.5 * win:
+            break
+    return tb, best
+
+
+def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, float]:
+    """``(τ*, φ(τ*))`` for Weibull / piecewise-hazard failures (see the module docstring)."""
+    ren = _Renewal(d, C, rn, rw)
+    gmin = 1e-3 * min(C, d.mean)
+    gmax = min(1e3 * d.mean, W)
+    if gmin >= gmax:
+        gmin = 0.5 * gmax
+    meff = ren.U / ren.G0 if ren.G0 > 0 else d.mean
+    t0 = _daly(C, meff) if C < meff else _daly(C, d.mean)
+    t0 = min(max(t0, gmin), gmax)
+    tb, best, _ = _local_max(ren, t0, gmin, gmax)
+    for _ in range(8):  # restarts when the guard scan finds a better point
+        better = None
+        t = tb * ROOT2
+        while t < gmax and better is None:
+            ph = ren.phi(t, want=0)[0]
+            if ph > best:
+                better = t
+                break
+            x = t + C
+            e3 = ren.saved_bound(t)
+            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
+                break  # nothing above t can beat the best
+            nxt = t * max(ROOT2, best / ph) if ph > 0 else gmax
+            if nxt >= gmax and t * (best / ph if ph > 0 else math.inf) < gmax:
+                if ren.phi(gmax, want=0)[0] > best:
+                    better = gmax
+                break
+            t = nxt
+        t = tb / ROOT2
+        while better is None and t > gmin and ren.U * t / (t + C) > best:
+            if ren.phi(t, want=0)[0] > best:
+                better = t
+            t /= ROOT2
+        if better is None:
+            break
+        t2, p2, _ = _local_max(ren, better, gmin, gmax)
+        if not p2 > best:
+            break
+        tb, best = t2, p2
+    if gmin < tb < gmax:
+        tb, best = _ripple_search(ren, tb, best, gmin, gmax)
+    _optimize_general.last_evals = ren.evals
+    return tb, best
+
+
+def ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights):
+    """Twin of ``_core.ckpt_optimize``: ``(tau*, E[T](tau*), status)`` per scenario."""
+    work, ckpt = (np.asarray(a, dtype=float) for a in (work, ckpt))
+    params, r_nodes, r_weights = (np.asarray(a, dtype=float) for a in (params, r_nodes, r_weights))
+    check_ckpt_values(None, work, ckpt, family, params, r_nodes, r_weights)
+    n = work.size
+    tau = np.full(n, np.nan)
+    et = np.full(n, np.inf)
+    st = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        d = _Dist(family, params[i])
+        W, C = float(work[i]), float(ckpt[i])
+        if C >= d.mean:
+            st[i] = DNF_CKPT_GE_MTTF
+            continue
+        if family == EXPONENTIAL:
+            hi = min(d.M, W)
+
+            def f(t):
+                u, v = t / d.M, (t + C) / d.M
+                return math.expm1(v) - u * math.exp(v)
+
+            t = hi if f(hi) >= 0 else optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=4 * EPS, maxiter=500)
+            et[i], st[i] = _expected_time_one(d, t, W, C, r_nodes[i], r_weights[i])
+        else:  # E[T] = W E[F] / (τ E[N]) from the evaluation at τ (as _expected_time_one computes it)
+            t, best = _optimize_general(d, W, C, r_nodes[i], r_weights[i])
+            e = W * d.mean / best if best > 0 else math.inf
+            et[i], st[i] = (e, OK) if math.isfinite(e) and e > 0 else (math.inf, DNF_NO_PROGRESS)
+        if st[i] == OK:
+            tau[i] = t
+    return tau, et, st
