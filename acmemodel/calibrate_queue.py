@@ -52,8 +52,6 @@ STRESS = 0.15
 TYPES_PRIORITY = {"Pretrain": 2, "SFT": 1, "MLLM": 1, "Debug": 1, "Other": 1, "Eval": 0}
 #: evaluation quotas searched (GPUs of a dedicated evaluation lane; :func:`policy_candidates`)
 EVAL_LANES = (16, 24, 32, 48, 64, 128)
-#: an evaluation quota must exceed evaluation's mean GPU demand by this factor to be a candidate
-LANE_HEADROOM = 1.25
 #: the figures' bars in the policy score (:func:`policy_score`): shares in fractions, means/medians as log ratios
 SCORE_BAR = {"share": 0.05, "log_ratio": math.log(1.5)}
 
@@ -149,33 +147,19 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
     # needs the law of the integer floor(x - C) only: its values >= 0 and their probabilities
     lev = {}
     for t in types:
-        for x in [*pts[t][:, 0], 1.0]:
+        for x, _c in pts[t]:
             fl = np.floor(x - C[t])
             uk, cnt = np.unique(fl[fl >= 0], return_counts=True)
-            lev[(t, float(x))] = (uk + 0.5, cnt / len(C[t]))
-    n_jobs = {t: len(contention[t]) for t in types}
-
-    def share1(p, t):
-        y, wk = lev[(t, 1.0)]
-        return float(np.dot(wk, latency_cdf(y, **p[t])))
+            lev[(t, x)] = (uk + 0.5, cnt / len(C[t]))
 
     def res(th):
         p = params(th)
         r = []
         for t in types:
             for x, c in pts[t]:
-                y, wk = lev[(t, float(x))]
+                y, wk = lev[(t, x)]
                 f = float(np.dot(wk, latency_cdf(y, **p[t])))
                 r.append(f - c / 100.0)
-        if "Eval" in types and len(types) > 1:
-            # published: evaluation is the slowest curve at every x, so its <= 1 s share is the lowest; kept below
-            # every other type's by two binomial standard errors of that type's job count (so that the synthetic
-            # trace shows the order despite its sampling noise)
-            fe = share1(p, "Eval")
-            for t in types:
-                if t != "Eval":
-                    ft = share1(p, t)
-                    r.append(3.0 * max(0.0, fe - (ft - 2.0 * math.sqrt(max(ft * (1 - ft), 1e-6) / max(n_jobs[t], 1)))))
         if own and shared:  # tie the shared pair to the own types' (mean) pair
             mu_o = np.mean([th[idx[(t, "mu")]] for t in own])
             ls_o = np.mean([th[idx[(t, "ls")]] for t in own])
@@ -315,12 +299,6 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     best, rows = None, []
     heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + stress)))
 
-    # an evaluation quota below evaluation's mean GPU demand (GPU-seconds per second) is an unstable queue,
-    # never a policy a cluster runs: such candidates are left out
-    span = max(float(d["submit_s"].max() - d["submit_s"].min()), 1.0) if len(d) else 1.0
-    ev = d["type"].astype(str).to_numpy() == "Eval"
-    eval_demand = float((d["gpu_num"].to_numpy(float)[ev] * d["run_s"].to_numpy(float)[ev]).sum() / span)
-
     def contention(jobs):
         return {t: g.to_numpy(float) for t, g in jobs.groupby("type")["contention_s"]}
 
@@ -336,8 +314,6 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
 
     sims = []
     for pol in (candidates if candidates is not None else policy_candidates(cluster, total, types, lanes=lanes)):
-        if 0 < int(pol.get("eval_gpus") or 0) < LANE_HEADROOM * eval_demand:
-            continue
         c = contention(_run_policy(d, cluster, total, pol, None, seed))
         ch = contention(_run_policy(heavy, cluster, total, pol, None, seed)) if stress > 0 else None
         sims.append((pol, c, ch))

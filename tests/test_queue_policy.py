@@ -240,19 +240,3 @@ def test_policy_score_counts_misses_in_units_of_the_bar():
     s2, terms2 = policy_score({"Eval": ev / 10, "SFT": np.where(rng.random(n) < 0.3, 0.0, 200.0)}, t,
                               mean_target=200.0, median_target=1.0, weights={"Eval": 50, "SFT": 50})
     assert terms2["eval_mean_largest"] > 1 and terms2["eval_share1_lowest"] > 1 and s2 > s
-
-
-def test_latency_fit_keeps_evaluation_slowest_at_one_second():
-    """fit_latency: with only >= 5 s points published (Kalos), every type's atom is free; evaluation's <= 1 s share
-    is kept below every other type's by two binomial standard errors of that type's job count."""
-    from acmemodel.calibrate_queue import fit_latency, latency_cdf
-
-    t = pd.DataFrame({"type": ["Eval"] * 3 + ["Debug"] * 3, "x_s": [5.0, 10.0, 100.0] * 2,
-                      "cdf_percent": [2.0, 25.0, 80.0] * 2})
-    n_debug = 500
-    lat = fit_latency({"Eval": np.zeros(5000), "Debug": np.zeros(n_debug)}, t, seed=0)
-    fe = float(latency_cdf(1.5, **lat["Eval"]))
-    fd = float(latency_cdf(1.5, **lat["Debug"]))
-    assert fe <= fd - 2 * np.sqrt(fd * (1 - fd) / n_debug) + 0.002
-    for ty in ("Eval", "Debug"):  # the published points are still met
-        assert abs(float(latency_cdf(10.5, **lat[ty])) - 0.25) < 0.03
