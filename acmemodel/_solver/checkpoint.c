@@ -620,11 +620,11 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
         double better = -1.0, t2, p2, pp2, g, gp;
         t = tb * ROOT2;
         while (t < gmax) {
-            double ph = phi3(R, t, 0, &g, &gp), nxt, jump;
-            double x = t + C, e3;
-            if (ph > *best) { better = t; break; }
-            e3 = saved_bound(R, t);
+            /* the bounds hold for every s >= t, t included: checked before phi(t) is evaluated */
+            double x = t + C, e3 = saved_bound(R, t), ph, nxt, jump;
             if (e3 <= *best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= *best)) break;
+            ph = phi3(R, t, 0, &g, &gp);
+            if (ph > *best) { better = t; break; }
             jump = (ph > 0) ? *best / ph : INFINITY;
             nxt = (ph > 0) ? t * ((ROOT2 > jump) ? ROOT2 : jump) : gmax;
             if (nxt >= gmax && t * jump < gmax) {

@@ -182,14 +182,14 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
         better = None
         t = tb * ROOT2
         while t < gmax and better is None:
+            x = t + C  # the bounds hold for every s >= t, t included: checked before φ(t) is evaluated
+            e3 = ren.saved_bound(t)
+            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
+                break  # nothing above t can beat the best
             ph = ren.phi(t, want=0)[0]
             if ph > best:
                 better = t
                 break
-            x = t + C
-            e3 = ren.saved_bound(t)
-            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
-                break  # nothing above t can beat the best
             nxt = t * max(ROOT2, best / ph) if ph > 0 else gmax
             if nxt >= gmax and t * (best / ph if ph > 0 else math.inf) < gmax:
                 if ren.phi(gmax, want=0)[0] > best:
