@@ -90,10 +90,11 @@ def test_reason_category():
         reason_category("Cosmic Ray")
 
 
-def test_failure_model_exposes_the_mix(sample_trace):
+def test_failure_model_exposes_the_mix(default_bundle):
     from acmemodel.models.failure import FailureModel
     from acmemodel.models.failure_types import failure_type_mix
 
-    f = FailureModel().fit(sample_trace)
+    f = default_bundle["failure"]  # any fitted FailureModel: the mix is the published prior, nothing is fitted
+    assert isinstance(f, FailureModel)
     got = f.failure_type_mix(1024, 3600.0, level="category")
     pd.testing.assert_frame_equal(pd.DataFrame(got), pd.DataFrame(failure_type_mix(1024, 3600.0, level="category")))
