@@ -34,7 +34,9 @@ calibration has two steps, both deterministic given the seed:
      Acme's policy — the pretraining reservation, priorities by type with evaluation last,
      best-effort use of idle reserved GPUs — plus a start-up latency, both chosen by
      :mod:`acmemodel.calibrate_queue` on the pseudo-trace's own jobs to reproduce the published
-     per-type queue shares and the median/mean wait (Kalos run time = published total − that wait);
+     per-type queue shares and the median/mean wait (Kalos: the wait is independent of the job's run,
+     as in the simulator, and the run-time law is the deconvolution of the published total law by
+     that wait law, :func:`acmemodel.calibrate_queue.deconvolve_run`);
      the chosen policy, the latency laws and the search are in the report (``policy``,
      ``latency``, ``policy_search``).
      Without it: an atom at ≤ 1 s plus a lognormal solved to the published median and mean queue,
@@ -102,7 +104,9 @@ class Assumptions:
     queue_atom: dict[str, float] = field(default_factory=lambda: {"Seren": 0.5, "Kalos": 0.25})
     #: Eval waits this many times longer than other types (paper: evaluation waits longest)
     eval_queue_factor: float = 3.0
-    #: Kalos (published duration includes the queue): rank correlation of queue and total duration
+    #: Kalos (published duration includes the queue), hurdle-draw queue only (queue_policy=False): rank
+    #: correlation of queue and total duration (with queue_policy the wait is independent of the run and
+    #: the run-time law is deconvolved, acmemodel.calibrate_queue.deconvolve_run)
     queue_total_rho: float = 0.8
     #: probability that a failed Pretrain job (or SFT/MLLM job of >= 32 GPUs) is resubmitted by its
     #: owner with the same GPUs (default: the restart model's prior for Pretrain,
@@ -128,6 +132,10 @@ class Assumptions:
     #: waits from the cluster simulator on the calibrated Acme policy + start-up latency
     #: (acmemodel.calibrate_queue); False: the independent hurdle draw above
     queue_policy: bool = True
+    #: calibrate(): choose the policy again (every candidate, evaluation quotas included) on a synthetic
+    #: workload of the first fitted bundle, the workload synth and reproduce simulate, then rebuild the
+    #: pseudo-trace's waits with that choice and refit (two passes)
+    policy_on_synthetic: bool = True
 
 
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
@@ -369,7 +377,9 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     if queue_calibration is None and a.queue_policy:
         from acmemodel.calibrate_queue import calibrate_queue_jobs
 
-        queue_calibration = calibrate_queue_jobs(gpu.reset_index(drop=True), cluster, seed=seed)
+        # on the pseudo-trace itself: reservation sizes and best effort (the evaluation quotas are searched by
+        # calibrate() on the fitted bundle's synthetic workload)
+        queue_calibration = calibrate_queue_jobs(gpu.reset_index(drop=True), cluster, seed=seed, lanes=())
     if queue_calibration is not None:
         from acmemodel.calibrate_queue import simulate_pseudo_waits
 
@@ -377,7 +387,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         if includes_queue:  # the published total is what the simulated wait is taken from
             g2 = g2.assign(run_s=g2["queue_s"] + g2["run_s"])
         g2 = simulate_pseudo_waits(g2, cluster, queue_calibration["policy"], queue_calibration["latency"],
-                                   seed=seed, includes_queue=includes_queue, rho=a.queue_total_rho)
+                                   seed=seed, includes_queue=includes_queue)
         gpu = gpu.reset_index(drop=True)
         gpu["queue_s"] = g2["queue_s"].to_numpy(float)
         gpu["run_s"] = g2["run_s"].to_numpy(float)
@@ -484,14 +494,6 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
         rel = f"reference/{name}.csv" if name != "failure_table" else "failure_table.csv"
         with _data_path(rel).open("rb") as f:
             hashes[rel] = hashlib.sha256(f.read()).hexdigest()
-    provenance = {
-        "source": "calibration to published AcmeTrace statistics (acmemodel.calibrate)",
-        "package_version": __version__,
-        "reference_sha256": hashes,
-        "scale": scale, "seed": seed,
-        "assumptions": asdict(assumptions or Assumptions()),
-        "calibration": reports,
-    }
     a = assumptions or Assumptions()
     models = list(models)
     # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
@@ -501,12 +503,61 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
     if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
         params["failure"] = {"min_gpus": float(a.infra_min_gpus)}
-    subsets = {}
-    provenance["model_notes"] = {
-        "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
-        "restart": "published prior (failure table, time to restart per reason)",
-    }
     from acmemodel.features.names import jobs_with_extras
 
-    return fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance, name="acme-2023",
-                      params=params, subsets=subsets, log=log)
+    def fit(trace, reports, models=models):
+        provenance = {
+            "source": "calibration to published AcmeTrace statistics (acmemodel.calibrate)",
+            "package_version": __version__,
+            "reference_sha256": hashes,
+            "scale": scale, "seed": seed,
+            "assumptions": asdict(a),
+            "calibration": reports,
+            "model_notes": {
+                "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
+                "restart": "published prior (failure table, time to restart per reason)",
+            },
+        }
+        return fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance,
+                          name="acme-2023", params=params, subsets={}, log=log)
+
+    two_pass = a.queue_policy and a.policy_on_synthetic and {"arrival", "runtime"} <= set(models)
+    # the first pass only needs what synth draws a workload from
+    bundle = fit(trace, reports, [m for m in models if m in ("arrival", "runtime", "restart", "failure")]
+                 if two_pass else models)
+    if two_pass:
+        qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
+        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc)
+        for cl, q in qc.items():
+            reports[cl]["policy_score_terms"] = q["terms"]
+            reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, seed "
+                                              f"{seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
+        bundle = fit(trace, reports)
+    return bundle
+
+
+def synthetic_queue_calibration(bundle, reports: dict, *, days: float, seed: int, log=None) -> dict:
+    """The policy and latency chosen per cluster (:func:`acmemodel.calibrate_queue.calibrate_queue_jobs`, every
+    candidate) on a synthetic workload of ``bundle`` (:func:`acmemodel.synth.simulate_jobs`, ``days``, seed
+    ``seed + 1``, the bundle's volume): the workload that synth and reproduce put on the simulator, which differs
+    from the pseudo-trace in load and burstiness. The first pass's latency laws (``reports``) pre-score the
+    candidates. Returns {cluster: calibrate_queue_jobs result}."""
+    from acmemodel.calibrate_queue import calibrate_queue_jobs
+    from acmemodel.synth import simulate_jobs
+
+    out = {}
+    for cluster in CLUSTER_TZ:
+        cap = {}
+
+        def capture(df, cap=cap):
+            cap["jobs"] = df
+            return np.zeros(len(df))
+
+        simulate_jobs(bundle, days=days, cluster=cluster, seed=seed + 1, scale=1.0, fill_queue=capture)
+        wl = cap["jobs"]
+        wl = wl[(wl["gpu_num"] > 0) & np.isfinite(wl["run_s"].to_numpy(float))].reset_index(drop=True)
+        first = reports.get(cluster) or {}
+        out[cluster] = calibrate_queue_jobs(wl, cluster, seed=seed, stress=0.0, latency_guess=first.get("latency"),
+                                            log=log)
+        out[cluster]["first_pass"] = first.get("policy")
+    return out

@@ -24,9 +24,14 @@ chooses, per cluster:
    sigma) with the cluster's other types (Seren: evaluation's) and a type with none also shares the
    atom (the mean of the others').
 
+The latency fit counts the draws as whole seconds (``round(L) + C <= x``), as the simulator adds them.
+
 :func:`simulate_pseudo_waits` then gives the calibration's pseudo-trace its waits from the same
 simulator (policy + latency draws), so that the queue model fitted on it recovers the latency from
-the jobs that started on a free cluster. Everything is deterministic given the seed.
+the jobs that started on a free cluster. Where the published duration includes the wait (Kalos) the
+wait stays independent of the job's own run and the run-time law is deconvolved
+(:func:`deconvolve_run`) so that run + wait has the published total law. Everything is
+deterministic given the seed.
 """
 from __future__ import annotations
 
@@ -38,26 +43,38 @@ import pandas as pd
 from scipy import optimize, special
 
 __all__ = ["policy_candidates", "calibrate_queue_jobs", "latency_sample", "latency_cdf", "fit_latency",
-           "simulate_pseudo_waits", "TYPES_PRIORITY"]
+           "simulate_pseudo_waits", "deconvolve_run", "TYPES_PRIORITY"]
 
 #: the policy must also fit a workload whose non-pretraining run times are this much longer (the synthetic
 #: traces of a bundle differ from its pseudo-trace by about this much in GPU time per type)
 STRESS = 0.15
 #: priorities by type of Acme's policy: evaluation below everything else (higher = first)
 TYPES_PRIORITY = {"Pretrain": 2, "SFT": 1, "MLLM": 1, "Debug": 1, "Other": 1, "Eval": 0}
+#: evaluation quotas searched (GPUs of a dedicated evaluation lane; :func:`policy_candidates`)
+EVAL_LANES = (16, 24, 32, 48, 64, 128)
+#: the figures' bars in the policy score (:func:`policy_score`): shares in fractions, means/medians as log ratios
+SCORE_BAR = {"share": 0.05, "log_ratio": math.log(1.5)}
 
 
-def policy_candidates(cluster: str, total_gpus: int, types) -> list[dict]:
-    """The policies searched: reservation of 2/3, 3/4, 5/6 and ~9/10 of the cluster (multiples of 64
-    GPUs) x evaluation best-effort or not, and no reservation at all (one pool: priorities only);
-    Pretrain first, evaluation last (:data:`TYPES_PRIORITY`)."""
+def policy_candidates(cluster: str, total_gpus: int, types, *, lanes=None) -> list[dict]:
+    """The policies searched: a pretraining reservation of 2/3, 3/4, 5/6 and ~9/10 of the cluster
+    (multiples of 64 GPUs) or none (one pool: priorities only); Pretrain first, evaluation last
+    (:data:`TYPES_PRIORITY`); and evaluation either (a) best-effort on idle reserved GPUs, (b) in the
+    shared pool only, or (c) held to an **evaluation quota** of ``lanes`` GPUs (a dedicated lane carved
+    from the shared pool, or from the one pool; :data:`EVAL_LANES`) and nowhere else. The other
+    non-pretraining types run best-effort on idle reserved GPUs. ``lanes=()`` leaves (c) out."""
+    lanes = EVAL_LANES if lanes is None else tuple(int(x) for x in lanes)
     others = [t for t in types if t != "Pretrain"]
+    prio = {t: TYPES_PRIORITY.get(t, 1) for t in types}
     out = []
     for frac in (2 / 3, 3 / 4, 5 / 6, 0.9, 1.0):
         r = int(round(total_gpus * frac / 64.0)) * 64 if frac < 1 else int(total_gpus)
-        for eval_be in ((True, False) if frac < 1 else (True,)):
-            out.append({"reservation_gpus": r, "priorities": {t: TYPES_PRIORITY.get(t, 1) for t in types},
-                        "best_effort": True,
+        shared = total_gpus - r
+        modes = [(True, 0), (False, 0)] if frac < 1 else [(True, 0)]
+        modes += [(False, e) for e in lanes if e > 0 and (e < shared or frac == 1.0)]
+        for eval_be, lane in modes:
+            out.append({"reservation_gpus": r - (lane if frac == 1.0 else 0), "eval_gpus": int(lane),
+                        "priorities": dict(prio), "best_effort": True,
                         "best_effort_types": [t for t in others if eval_be or t != "Eval"]})
     return out
 
@@ -126,12 +143,22 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
                       "shift": float(th[idx[("*", "sh")]])}
         return out
 
+    # latency draws are whole seconds: round(L) <= x - C  <=>  L < floor(x - C) + 1/2, so each published point
+    # needs the law of the integer floor(x - C) only: its values >= 0 and their probabilities
+    lev = {}
+    for t in types:
+        for x, _c in pts[t]:
+            fl = np.floor(x - C[t])
+            uk, cnt = np.unique(fl[fl >= 0], return_counts=True)
+            lev[(t, x)] = (uk + 0.5, cnt / len(C[t]))
+
     def res(th):
         p = params(th)
         r = []
         for t in types:
             for x, c in pts[t]:
-                f = float(np.mean(latency_cdf(x - C[t], **p[t])))
+                y, wk = lev[(t, x)]
+                f = float(np.dot(wk, latency_cdf(y, **p[t])))
                 r.append(f - c / 100.0)
         if own and shared:  # tie the shared pair to the own types' (mean) pair
             mu_o = np.mean([th[idx[(t, "mu")]] for t in own])
@@ -161,41 +188,24 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
 
 
 # ------------------------------------------------------------------------------------------- policy search
-def _contention_score(cluster: str, waits: dict, targets: pd.DataFrame, mean_target: float,
-                      weights: dict) -> float:
-    """Step 1 objective (module docstring) for contention waits {type: array}."""
-    sq = 0.0
-    for _, r in targets.iterrows():
-        w = waits.get(r["type"])
-        if w is None or not len(w):
-            continue
-        f = float(np.mean(w <= r["x_s"]))
-        c = r["cdf_percent"] / 100.0
-        if r["x_s"] >= 100:
-            sq += (f - c) ** 2
-        else:
-            sq += max(0.0, c - f) ** 2  # latency can only lower the share
-    w = np.array([weights.get(t, 0.0) for t in waits], float)
-    m = np.array([float(np.mean(v)) if len(v) else 0.0 for v in waits.values()])
-    mean = float((w * m).sum() / max(w.sum(), 1e-12))
-    sq += 0.05 * math.log(max(mean, 1.0) / mean_target) ** 2
-    if "Eval" in waits and len(waits) > 1:
-        ev = float(np.mean(waits["Eval"]))
-        top = max(float(np.mean(v)) for t, v in waits.items() if t != "Eval" and len(v))
-        if ev < top:
-            sq += 0.05 * math.log(top / max(ev, 1.0)) ** 2
-    return sq
-
-
 def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency: dict | None,
                 seed: int) -> pd.DataFrame:
     from acmemodel.errors import DataWarning
     from acmemodel.planner.cluster_sim import simulate_cluster
 
     parts = {"pretrain": int(policy["reservation_gpus"])}
-    shared = total - parts["pretrain"]
+    lane = int(policy.get("eval_gpus") or 0)
+    if lane:
+        parts["eval"] = lane
+    shared = total - sum(parts.values())
     d = d.copy()
-    d["partition"] = np.where((d["type"].astype(str) == "Pretrain") | (d["gpu_num"] > shared), "pretrain", "shared")
+    ty = d["type"].astype(str).to_numpy()
+    g = d["gpu_num"].to_numpy()
+    home = np.where(ty == "Pretrain", "pretrain", "shared").astype(object)
+    if lane:
+        home[(ty == "Eval") & (g <= lane)] = "eval"
+    home[(home == "shared") & (g > shared)] = "pretrain"
+    d["partition"] = home
     if latency:
         rng = np.random.default_rng([seed, 41])
         lat = np.zeros(len(d))
@@ -213,10 +223,67 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
     return res.jobs
 
 
-def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, log=None) -> dict:
+def policy_score(waits: dict, targets: pd.DataFrame, *, mean_target: float, median_target: float,
+                 weights: dict) -> tuple[float, dict]:
+    """Score of full waits {type: array of latency + contention, s} against the published facts: the
+    sum of squared misses, each in units of its bar (:data:`SCORE_BAR`: 5 pp for a share, a factor 1.5
+    for a mean or median), over every published per-type share, the cluster mean and median wait
+    (job-count ``weights`` of the types) and two hinges: evaluation's mean wait below the largest other
+    type's mean (log ratio) and evaluation's <= 1 s share above the smallest other type's. A candidate
+    meeting every bar has every term <= 1. Returns (score, {term: value})."""
+    sb, lb = SCORE_BAR["share"], SCORE_BAR["log_ratio"]
+    terms = {}
+    for _, r in targets.iterrows():
+        w = waits.get(r["type"])
+        if w is not None and len(w):
+            terms[f"{r['type']}<={r['x_s']:g}"] = ((float(np.mean(w <= r["x_s"])) - r["cdf_percent"] / 100.0) / sb) ** 2
+    types = [t for t in waits if len(waits[t])]
+    wt = np.array([weights.get(t, 0.0) for t in types], float)
+    means = {t: float(np.mean(waits[t])) for t in types}
+    if wt.sum() > 0:
+        mean = float((wt * np.array([means[t] for t in types])).sum() / wt.sum())
+        terms["mean"] = (math.log(max(mean, 1e-3) / mean_target) / lb) ** 2
+        # the cluster median of the job-count-weighted mixture of the types' waits
+        pooled = np.concatenate([np.quantile(waits[t], (np.arange(200) + 0.5) / 200) for t in types])
+        wts = np.repeat(wt / wt.sum() / 200, 200)
+        o = np.argsort(pooled, kind="stable")
+        med = float(pooled[o][np.searchsorted(np.cumsum(wts[o]), 0.5)])
+        terms["median"] = (math.log((med + 1.0) / (median_target + 1.0)) / lb) ** 2
+    if "Eval" in means and len(means) > 1:
+        top = max(v for t, v in means.items() if t != "Eval")
+        terms["eval_mean_largest"] = (max(0.0, math.log(max(top, 1.0) / max(means["Eval"], 1.0))) / lb) ** 2
+        f1 = {t: float(np.mean(waits[t] <= 1.0)) for t in types}
+        low = min(v for t, v in f1.items() if t != "Eval")
+        terms["eval_share1_lowest"] = (max(0.0, f1["Eval"] - low) / sb) ** 2
+    return float(sum(terms.values())), terms
+
+
+def _latency_draws(contention: dict, latency: dict, seed: int) -> dict:
+    """Full waits {type: contention + one whole-second latency draw per job}."""
+    rng = np.random.default_rng([seed, 47])
+    out = {}
+    for t, c in contention.items():
+        p = latency.get(t) or {"a": 1.0, "mu": 0.0, "sigma": 1.0}
+        out[t] = np.asarray(c, float) + latency_sample(len(c), rng, **p)
+    return out
+
+
+def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, log=None,
+                         candidates: list[dict] | None = None, stress: float = STRESS,
+                         search_sample: int = 1000, latency_guess: dict | None = None, refit_top: int = 5,
+                         lanes=None) -> dict:
     """Choose the policy and fit the latency (module docstring) on a job list of one cluster (``submit_s,
-    run_s, gpu_num, type``: the pseudo-trace's GPU jobs). Returns ``{"policy", "latency": {type: {a, mu,
-    sigma}}, "search": [rows], "contention_mean_s": {type: s}, "score"}``."""
+    run_s, gpu_num, type``: the pseudo-trace's GPU jobs, or a synthetic workload of a fitted bundle).
+
+    For every candidate (``candidates``, default :func:`policy_candidates` with ``lanes``): the simulator's contention
+    waits (no latency), the latency laws fitted to them (:func:`fit_latency`), and the
+    :func:`policy_score` of contention + latency draws (the latency fitted on at most ``search_sample``
+    waits per type during the search, on 4,000 for the winner). With ``latency_guess`` (latency laws
+    of an earlier calibration) every candidate is first scored with those laws and only the
+    ``refit_top`` best get their own latency fit. With ``stress`` > 0 the score is the worse of
+    the workload's and of a variant whose non-pretraining runs are ``1 + stress`` times longer (the
+    same latency laws). The lowest score wins. Returns ``{"policy", "latency": {type: {a, mu, sigma,
+    shift}}, "search": [rows], "contention_mean_s": {type: s}, "score", "terms"}``."""
     from acmemodel.clusters import cluster_gpus
     from acmemodel.datasets import load_reference
 
@@ -225,40 +292,123 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     types = list(mix.loc[mix["cluster"] == cluster, "type"])
     weights = dict(zip(types, mix.loc[mix["cluster"] == cluster, "job_count_percent"].astype(float)))
     targets = load_reference("queue_wait_by_type").query("cluster == @cluster")
-    mean_target = float(load_reference("cluster_summary").set_index("id").loc[cluster, "avg_que_time_gpu"])
+    summ = load_reference("cluster_summary").set_index("id").loc[cluster]
+    mean_target, median_target = float(summ["avg_que_time_gpu"]), float(summ["med_que_time_gpu"])
     d = gpu[["submit_s", "run_s", "gpu_num", "type"]].copy()
     d = d[(d["gpu_num"] > 0) & np.isfinite(d["run_s"].to_numpy(float))]
-    best, best_score, rows, best_jobs = None, math.inf, [], None
-    heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + STRESS)))
-    for pol in policy_candidates(cluster, total, types):
-        j = _run_policy(d, cluster, total, pol, None, seed)
-        waits = {t: g.to_numpy(float) for t, g in j.groupby("type")["contention_s"]}
-        score = _contention_score(cluster, waits, targets, mean_target, weights)
-        jh = _run_policy(heavy, cluster, total, pol, None, seed)
-        score = max(score, _contention_score(cluster, {t: g.to_numpy(float) for t, g in
-                                                        jh.groupby("type")["contention_s"]},
-                                             targets, mean_target, weights))
-        rows.append({"reservation_gpus": pol["reservation_gpus"],
-                     "eval_best_effort": "Eval" in pol["best_effort_types"], "score": score,
-                     "mean_contention_s": {t: float(np.mean(v)) for t, v in waits.items()}})
+    best, rows = None, []
+    heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + stress)))
+
+    def contention(jobs):
+        return {t: g.to_numpy(float) for t, g in jobs.groupby("type")["contention_s"]}
+
+    def scored(c, ch, lat):
+        score, terms = policy_score(_latency_draws(c, lat, seed), targets, mean_target=mean_target,
+                                    median_target=median_target, weights=weights)
+        if ch is not None:
+            sh, th = policy_score(_latency_draws(ch, lat, seed), targets, mean_target=mean_target,
+                                  median_target=median_target, weights=weights)
+            if sh > score:
+                score, terms = sh, th
+        return score, terms
+
+    sims = []
+    for pol in (candidates if candidates is not None else policy_candidates(cluster, total, types, lanes=lanes)):
+        c = contention(_run_policy(d, cluster, total, pol, None, seed))
+        ch = contention(_run_policy(heavy, cluster, total, pol, None, seed)) if stress > 0 else None
+        sims.append((pol, c, ch))
+    if latency_guess:
+        pre = [scored(c, ch, latency_guess)[0] for _, c, ch in sims]
+        refit = set(np.argsort(pre, kind="stable")[:max(int(refit_top), 1)].tolist())
+    else:
+        pre, refit = [None] * len(sims), set(range(len(sims)))
+    for i, (pol, c, ch) in enumerate(sims):
+        score, lat, terms = pre[i], None, None
+        if i in refit:
+            lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed, max_sample=search_sample)
+            score, terms = scored(c, ch, lat)
+        row = {"reservation_gpus": int(pol["reservation_gpus"]), "eval_gpus": int(pol.get("eval_gpus") or 0),
+               "eval_best_effort": "Eval" in pol["best_effort_types"], "score": score,
+               "latency_fitted": i in refit, "mean_contention_s": {t: float(np.mean(v)) for t, v in c.items()}}
+        rows.append(row)
         if log:
-            log(f"{cluster}: reservation {pol['reservation_gpus']}, eval best-effort "
-                f"{'Eval' in pol['best_effort_types']}: score {score:.4f}")
-        if score < best_score:
-            best, best_score, best_jobs = pol, score, j
-    waits = {t: g.to_numpy(float) for t, g in best_jobs.groupby("type")["contention_s"]}
-    lat = fit_latency(waits, targets, mean_target=mean_target, weights=weights, seed=seed)
-    return {"policy": dict(best, latency=True), "latency": lat, "search": rows, "score": best_score,
-            "contention_mean_s": {t: float(np.mean(v)) for t, v in waits.items()}}
+            log(f"{cluster}: reservation {row['reservation_gpus']}, eval lane {row['eval_gpus']}, eval best-effort "
+                f"{row['eval_best_effort']}: score {score:.3f}{'' if i in refit else ' (guessed latency)'}")
+        if lat is not None and (best is None or score < best[0]):
+            best = (score, pol, lat, c, terms)
+    score, pol, lat, c, terms = best
+    lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed)
+    return {"policy": dict(pol, latency=True), "latency": lat, "search": rows, "score": score,
+            "terms": terms, "contention_mean_s": {t: float(np.mean(v)) for t, v in c.items()}}
+
+
+def deconvolve_run(total, wait, *, min_run: float = 1.0, grid: int = 64, max_wait_sample: int = 400,
+                   smooth: float = 0.02) -> np.ndarray:
+    """Run times ``R`` (s), one per element of ``total``, comonotone with ``total`` (the job with the
+    k-th longest total gets the k-th longest run), whose law convolved with the law of ``wait``
+    (an independent wait, s) is as close as it can be to the law of ``total``: ``R + W ~ T``.
+
+    The run law is a piecewise log-linear CDF ``G`` on ``grid`` log-spaced points ``y_k`` from
+    ``min_run`` to the longest total; since ``F_{R+W}(x) = mean_j G(x - w_j)`` is linear in the
+    increments ``d_k = G(y_k) - G(y_{k-1}) >= 0`` (``w_j``: at most ``max_wait_sample`` quantiles of
+    the waits), they are solved by non-negative least squares so that ``F_{R+W}`` matches the empirical
+    CDF of ``total`` at the powers of sqrt(2) (the published curves' points and their midpoints),
+    with ``sum d = 1`` and a second-difference penalty ``smooth``. Where the total law is sharper
+    than the wait law allows (no exact deconvolution) this is the least-squares compromise.
+    """
+    t = np.asarray(total, dtype=float)
+    w = np.asarray(wait, dtype=float)
+    w = w[np.isfinite(w)]
+    n = len(t)
+    if n == 0 or len(w) == 0:
+        return np.maximum(t, min_run)
+    if len(w) > max_wait_sample:
+        w = np.quantile(w, (np.arange(max_wait_sample) + 0.5) / max_wait_sample)
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    top = max(float(ts[-1]), 2.0 * min_run)
+    y = np.geomspace(min_run, top, grid)
+    ly = np.log(y)
+    x = 2.0 ** (np.arange(0, 2 * math.ceil(math.log2(top + w.max() + 2)) + 1) / 2.0)
+    f = np.searchsorted(ts, x, side="right") / n
+
+    def basis(v):  # H_k(v): G(v) = sum_k d_k H_k(v)
+        lv = np.log(np.maximum(v, 1e-12))[..., None]
+        h = np.clip((lv - ly[:-1]) / np.diff(ly), 0.0, 1.0)
+        h0 = (lv >= ly[0]).astype(float)
+        return np.concatenate([h0, h], axis=-1) * (v[..., None] >= y[0])
+
+    A = basis(x[:, None] - w[None, :]).mean(axis=1)
+    k = A.shape[1]
+    D = np.zeros((k - 2, k))
+    for i in range(k - 2):
+        D[i, i:i + 3] = (1.0, -2.0, 1.0)
+    M = np.vstack([A, 10.0 * np.ones((1, k)), smooth * D])
+    rhs = np.r_[f, 10.0, np.zeros(k - 2)]
+    d, _ = optimize.nnls(M, rhs, maxiter=50 * k)
+    G = np.cumsum(d)
+    G = G / G[-1] if G[-1] > 0 else np.linspace(0, 1, k)
+    u = (np.arange(n) + 0.5) / n
+    # quantile of the piecewise log-linear CDF (flat parts of G skipped)
+    keep = np.r_[True, np.diff(G) > 1e-12]
+    r = np.exp(np.interp(u, G[keep], ly[keep]))
+    out = np.empty(n)
+    out[order] = np.maximum(r, min_run)
+    return out
 
 
 def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency: dict, *, seed: int,
-                          includes_queue: bool, rho: float = 0.8) -> pd.DataFrame:
-    """Waits of the pseudo-trace's GPU jobs (``type, gpu_num, submit_s, run_s``; Kalos: ``run_s`` is the
-    published total) from the simulator on ``policy`` with latency draws (where the total includes the wait,
-    rank-coupled to the totals with correlation ``rho``): returns ``gpu`` with
-    ``queue_s`` (latency + contention) and, where the published duration includes the queue, ``run_s``
-    = total − wait (at least 1 s; the simulation holds GPUs for total − latency)."""
+                          includes_queue: bool, rounds: int = 3) -> pd.DataFrame:
+    """Waits of the pseudo-trace's GPU jobs (``type, gpu_num, submit_s, run_s``) from the simulator on
+    ``policy`` with independent latency draws: returns ``gpu`` with ``queue_s`` (latency + contention).
+
+    Where the published duration includes the queue (Kalos: ``run_s`` is the published total ``T``) the
+    wait is still independent of the job's own run, as in the simulator, and the run time is obtained by
+    deconvolution (:func:`deconvolve_run`, per type): ``run_s`` comonotone with ``T`` and such that
+    run + wait has the law of ``T``, with the wait law that of this very simulation (policy + latency).
+    Since the simulated waits depend on the run times (GPUs are held for them), the two are iterated
+    ``rounds`` times from run = T − latency.
+    """
     from acmemodel.clusters import cluster_gpus
 
     d = gpu[["submit_s", "run_s", "gpu_num", "type"]].copy()
@@ -270,26 +420,23 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
         p = latency.get(t) or {"a": 1.0, "mu": 0.0, "sigma": 1.0}
         lat[m] = latency_sample(len(m), rng, **p)
     total = d["run_s"].to_numpy(float)
+    run = np.maximum(total - lat, 1.0) if includes_queue else total
+    total_gpus = cluster_gpus(cluster)
+
+    def waits(run_s):
+        j = _run_policy(d.assign(run_s=run_s, latency_s=lat), cluster, total_gpus, policy, None, seed)
+        w = j["wait_s"].reindex(d.index).to_numpy(float)
+        return np.where(np.isfinite(w), w, lat)
+
+    w = waits(run)
     if includes_queue:
-        # the published total includes the wait, so a long wait needs a long total: within each type the
-        # latencies are paired with the totals by a Gaussian-copula rank coupling (rho), which keeps the latency
-        # law; the few that still exceed their total are cut to total - 1 s
-        for t in np.unique(ty):
-            m = np.flatnonzero(ty == t)
-            if len(m) < 2:
-                continue
-            zt = special.ndtri((np.argsort(np.argsort(total[m], kind="stable"), kind="stable") + 0.5) / len(m))
-            z = rho * zt + math.sqrt(max(1 - rho * rho, 0.0)) * rng.standard_normal(len(m))
-            lat[m] = np.sort(lat[m])[np.argsort(np.argsort(z, kind="stable"), kind="stable")]
-        lat = np.minimum(lat, np.maximum(total - 1.0, 0.0))
-        d["run_s"] = np.maximum(total - lat, 0.0)
-    d["latency_s"] = lat
-    j = _run_policy(d.drop(columns="latency_s").assign(latency_s=lat), cluster, cluster_gpus(cluster), policy,
-                    None, seed)
+        for _ in range(max(int(rounds), 1)):
+            for t in np.unique(ty):
+                m = np.flatnonzero(ty == t)
+                run[m] = deconvolve_run(total[m], w[m])
+            w = waits(run)
     out = gpu.copy()
-    w = j["wait_s"].reindex(out.index).to_numpy(float)
-    w = np.where(np.isfinite(w), w, lat)
     out["queue_s"] = w
     if includes_queue:
-        out["run_s"] = np.maximum(total - w, 1.0)
+        out["run_s"] = run
     return out

@@ -23,7 +23,8 @@ compares it, side by side, with what was published about the real trace
    wait (the simulator schedules GPUs only).
 
    **Acme's policy** (:func:`queue_policy`): a calibrated bundle records, per cluster, the policy its
-   calibration chose (``provenance["calibration"][cluster]["policy"]``: the reservation size, the
+   calibration chose (``provenance["calibration"][cluster]["policy"]``: the reservation size, an
+   evaluation quota ``eval_gpus`` — a lane only Eval jobs use, and then their only one — or none, the
    priorities by type — evaluation below the rest — and whether best-effort jobs fill idle reserved
    GPUs, preemptibly); the simulator runs it, and every GPU job gets a **start-up latency** drawn
    from the bundle's queue model (:meth:`~acmemodel.models.queue.QueueModel.sample_latency`, per
@@ -131,12 +132,17 @@ def _partition_layout(cluster: str, total: int, partitions: Mapping[str, int] | 
 
 
 def _home_partitions(df: pd.DataFrame, parts: dict[str, int]) -> np.ndarray:
-    """Pretrain → ``pretrain``; every other type → ``shared``, unless larger than it (module docstring)."""
+    """Pretrain → ``pretrain``; Eval → ``eval`` (the evaluation quota, when the policy has one) unless larger
+    than it; every other type → ``shared``, unless larger than it (module docstring)."""
     gpus = df["gpu_num"].to_numpy()
+    ty = df["type"].astype(str).to_numpy()
+    home = np.full(len(df), "shared", dtype=object)
+    if parts.get("eval"):
+        home[(ty == "Eval") & (gpus <= parts["eval"])] = "eval"
     if "pretrain" not in parts:
-        return np.full(len(df), "shared", dtype=object)
-    home = np.where(df["type"].astype(str).to_numpy() == "Pretrain", "pretrain", "shared").astype(object)
-    home[gpus > parts["shared"]] = "pretrain"
+        return home
+    home[ty == "Pretrain"] = "pretrain"
+    home[(home == "shared") & (gpus > parts["shared"])] = "pretrain"
     return home
 
 
@@ -149,7 +155,12 @@ def queue_policy(bundle, cluster: str, partitions: Mapping[str, int] | None = No
     cal = ((getattr(bundle, "provenance", None) or {}).get("calibration") or {}).get(cluster) or {}
     pol = cal.get("policy")
     if pol:
-        parts = {"pretrain": int(pol["reservation_gpus"])} if partitions is None else dict(partitions)
+        if partitions is None:
+            parts = {"pretrain": int(pol["reservation_gpus"])}
+            if int(pol.get("eval_gpus") or 0):
+                parts["eval"] = int(pol["eval_gpus"])  # the evaluation quota (only Eval runs there)
+        else:
+            parts = dict(partitions)
         out = {"priorities": {str(k): int(v) for k, v in (pol.get("priorities") or {}).items()},
                "best_effort": bool(pol.get("best_effort", False)), "latency": bool(pol.get("latency", True)),
                "best_effort_types": (None if pol.get("best_effort_types") is None

@@ -19,11 +19,18 @@ an idle cluster (Kubernetes pod creation on Kalos, the Slurm scheduling cycle on
 *contention* wait ``C`` (waiting for GPUs). ``L`` is estimated per cluster × type
 (:class:`StartupLatencyModel`, the same hurdle families) from the jobs that started while enough GPUs
 were **free**: a GPU job of ``g`` GPUs submitted at ``t`` counts as submitted to a free cluster when
-the cluster's idle GPUs at ``t`` — capacity minus the GPUs of the jobs running at ``t`` (start < t <=
-end, from the trace's own timestamps) — are at least ``8 * ceil(g / 8) + free_margin_gpus``
-(its whole nodes plus a margin against fragmentation). Capacity: ``cluster_gpus`` (default the
+(1) the cluster's idle GPUs at ``t`` — capacity minus the GPUs of the jobs running at ``t`` (start < t
+<= end, from the trace's own timestamps) — are at least ``8 * ceil(g / 8) + free_margin_gpus`` (its
+whole nodes plus a margin against fragmentation) and (2) the queue was empty: no GPU job of the
+cluster submitted before ``t`` was still waiting at ``t`` (not started before ``t``; a job cancelled
+in the queue waits until its end). Without (2), idle GPUs held back for a waiting job (a reservation
+for a large pretraining job, a partition other than the job's) would count as free and the
+contention of the jobs queued behind it as latency. Capacity: ``cluster_gpus`` (default the
 published sizes of Seren and Kalos, :func:`acmemodel.clusters.cluster_gpus`; other clusters: the
-peak GPUs in use). On such jobs ``C`` ≈ 0, so their wait is the latency. The cluster simulator draws
+peak GPUs in use). On such jobs ``C`` ≈ 0, so their wait is the latency. The latency of a cluster ×
+type is measured on its single-node jobs (``g <= 8``; multi-node jobs can still wait for whole free
+nodes or be preempted, which a trace does not show) where it has at least ``min_jobs`` of them, else
+on all its free jobs. The cluster simulator draws
 ``L`` per job (:meth:`QueueModel.sample_latency`) and adds it once to its own contention wait
 (:mod:`acmemodel.planner.cluster_sim`). :meth:`QueueModel.summary` shows both parts per cell.
 """
@@ -43,9 +50,10 @@ __all__ = ["QueueModel", "StartupLatencyModel", "free_at_submit"]
 
 
 def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 8,
-                   gpus_per_node: int = 8) -> np.ndarray:
+                   gpus_per_node: int = 8, empty_queue: bool = True) -> np.ndarray:
     """Boolean per row of ``jobs``: a started GPU job submitted while enough GPUs were free (module
-    docstring: idle GPUs at submit >= ``gpus_per_node * ceil(g / gpus_per_node) + margin_gpus``).
+    docstring: idle GPUs at submit >= ``gpus_per_node * ceil(g / gpus_per_node) + margin_gpus`` and,
+    with ``empty_queue``, no earlier-submitted GPU job of the cluster still waiting at submit).
 
     ``jobs`` needs ``cluster, gpu_num, submit_s, start_s, end_s``; ``cluster_gpus`` maps cluster ->
     GPUs (default: the published sizes; unknown clusters: the peak GPUs in use in the trace).
@@ -81,6 +89,13 @@ def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 
                 cap = float(np.max(busy(np.r_[st, en]))) if len(st) else 0.0
         need = gpus_per_node * np.ceil(g_all[m] / gpus_per_node) + margin_gpus
         ok = np.isfinite(st_all[m]) & (cap - busy(sub_all[m]) >= need)
+        if empty_queue:
+            # waiting at t: submitted before t and not started before t (never started: until its end)
+            left = np.where(np.isfinite(st_all[m]), st_all[m], en_all[m])
+            left = np.sort(left[np.isfinite(left)])
+            s_m = np.sort(sub_all[m])
+            waiting = np.searchsorted(s_m, sub_all[m], side="left") - np.searchsorted(left, sub_all[m], side="left")
+            ok &= waiting <= 0
         out[m] = ok
     return out
 
@@ -91,7 +106,11 @@ class StartupLatencyModel(DurationModel):
     docstring), per cell (default cluster × type), as a hurdle: atom ``P(L <= atom_s)`` + a fitted
     continuous family for the excess (the families and back-off of :class:`QueueModel`).
 
-    Fitted on the rows flagged by the boolean column ``free`` (see :func:`free_at_submit`). Back-off
+    Fitted on the rows flagged by the boolean column ``free`` (see :func:`free_at_submit`); with
+    ``single_node_gpus`` (default 8, None = every size) a cluster × type with at least ``min_jobs``
+    free jobs of at most that many GPUs is fitted on those only (module docstring). Whole-second
+    waits above the atom are dequantised (``w + U(-0.5, 0.5)``, fixed seed) before fitting, since a
+    recorded ``w`` stands for a latency in ``[w - 0.5, w + 0.5)``. Back-off
     drops ``type`` before ``cluster`` (the latency is a property of the cluster's scheduler first).
     Fitted attributes: ``cells_``, ``n_fit_``.
     """
@@ -103,7 +122,7 @@ class StartupLatencyModel(DurationModel):
                  min_jobs_coarsest: int | None = 10, backoff: Sequence[str] = ("state", "gpu_bucket", "type", "cluster"),
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
-                 max_fit_jobs: int = 20000, atom_s: float = 1.0):
+                 max_fit_jobs: int = 20000, atom_s: float = 1.0, single_node_gpus: int | None = 8):
         self.keys = keys
         self.min_jobs = min_jobs
         self.min_jobs_coarsest = min_jobs_coarsest
@@ -114,6 +133,7 @@ class StartupLatencyModel(DurationModel):
         self.gpu_edges = gpu_edges
         self.max_fit_jobs = max_fit_jobs
         self.atom_s = atom_s
+        self.single_node_gpus = single_node_gpus
 
     def _threshold(self) -> float:
         return float(self.atom_s)
@@ -122,8 +142,22 @@ class StartupLatencyModel(DurationModel):
         ok = jobs["queue_s"].notna().to_numpy() & jobs["free"].fillna(False).astype(bool).to_numpy()
         if "queue_censored" in jobs.columns:
             ok &= ~jobs["queue_censored"].fillna(False).astype(bool).to_numpy()
-        sub = jobs.loc[self._gpu_rows(jobs, ok)]
-        return self._frame(sub, np.maximum(sub["queue_s"].to_numpy(dtype=float), 0.0), np.zeros(len(sub), bool))
+        ok = self._gpu_rows(jobs, ok)
+        if self.single_node_gpus is not None:
+            # per cluster x type: its single-node free jobs where it has min_jobs of them, else all its free jobs
+            small = jobs["gpu_num"].to_numpy(dtype=float) <= float(self.single_node_gpus)
+            cols = [c for c in ("cluster", "type") if c in jobs.columns]
+            if cols:
+                cnt = pd.Series(ok & small, index=jobs.index).groupby(
+                    [jobs[c].astype(str) for c in cols]).transform("sum").to_numpy()
+                ok = ok & (small | (cnt < int(self.min_jobs)))
+        sub = jobs.loc[ok]
+        x = np.maximum(sub["queue_s"].to_numpy(dtype=float), 0.0)
+        # whole-second waits above the atom are dequantised (w -> w + U(-0.5, 0.5), fixed seed): a recorded
+        # w stands for a latency in [w - 0.5, w + 0.5), and the model's draws are rounded back to seconds
+        whole = (x >= self.atom_s + 1.0) & (x == np.round(x))
+        x = np.where(whole, x + np.random.default_rng(0).uniform(-0.5, 0.5, len(x)), x)
+        return self._frame(sub, x, np.zeros(len(sub), bool))
 
 
 @register

@@ -201,7 +201,7 @@ def test_queue_atom_override():
 
 def test_simulated_queue_mode_kalos():
     """queue_policy=True (default): the waits are the simulator's on the chosen policy plus latency draws; Kalos run
-    time is the published total minus that wait (queue + run rebuilds the total); the report names the choice, and
+    time is deconvolved from the published total by that wait law; the report names the choice, and
     the queue model fitted on the pseudo-trace recovers the latency from the jobs submitted to a free cluster."""
     from acmemodel.calibrate import published_jobs
     from acmemodel.calibrate_queue import latency_cdf
@@ -216,10 +216,11 @@ def test_simulated_queue_mode_kalos():
     q = QueueModel(keys=("cluster", "type")).fit(j)
     ev = g[g["type"] == "Eval"]
     # the latency law chosen for Eval vs the one the queue model estimated from free jobs: CDF at the published
-    # points within 5 binomial standard errors of the free Eval jobs (nearly all Kalos jobs are free)
+    # points within 5 binomial standard errors of the free Eval jobs (Kalos is mostly idle, but evaluation comes in
+    # bursts and only a job submitted to an empty queue counts as free: about the first of each burst)
     est = q.latency_.resolve(cluster="Kalos", type="Eval").value
     n = int(q.parts_.set_index("type").loc["Eval", "n_free"])
-    assert n > 0.8 * len(ev)
+    assert n >= 100
     for x in (10.0, 20.0, 100.0):
         p = float(latency_cdf(x, **lat["Eval"]))
         assert abs(float(est.cdf(x)) - p) <= Z * math.sqrt(p * (1 - p) / n) + 0.01, x

@@ -30,18 +30,41 @@ def _trace(seed=0, n_free=3000, n_busy=1500):
 def test_free_definition_and_latency_recovered_from_free_jobs():
     j = _trace()
     free = free_at_submit(j)
-    assert free[:3000].all() and not free[3001:].any()
+    # idle-cluster jobs are free unless an earlier job was still waiting (in its latency) at their submit
+    sub, st = j["submit_s"].to_numpy()[:3000], j["start_s"].to_numpy()[:3000]
+    queue_empty = np.searchsorted(np.sort(sub), sub, "left") - np.searchsorted(np.sort(st), sub, "left") <= 0
+    assert 2800 < queue_empty.sum() < 3000
+    assert (free[:3000] == queue_empty).all() and not free[3001:].any()
+    assert free_at_submit(j, empty_queue=False)[:3000].all()
     q = QueueModel(keys=("cluster", "type")).fit(j)
     lat = q.latency_.resolve(cluster="Kalos", type="Eval").value
-    assert lat.median() == pytest.approx(15.0, rel=0.05)  # n=3000: sd of the log median ~0.007
+    assert lat.median() == pytest.approx(15.0, rel=0.05)  # n~2,900: sd of the log median ~0.007
     parts = q.parts_.set_index("type").loc["Eval"]
-    assert parts["n_free"] == 3000
+    assert parts["n_free"] == queue_empty.sum()
     assert parts["wait_mean_s"] > 10 * parts["latency_mean_s"]  # the busy period is contention, not latency
     s = q.summary()
     assert {"latency_median_s", "latency_mean_s", "contention_mean_s"} <= set(s.columns)
     q2 = QueueModel.from_dict(q.to_dict())
     x = q2.sample_latency(2000, np.random.default_rng(1), cluster="Kalos", type="Eval")
     assert np.median(x) == pytest.approx(15.0, rel=0.1)
+
+
+def test_idle_gpus_held_for_a_waiting_job_are_not_free():
+    """A cluster half idle while a job that needs all of it waits: the small jobs queued behind it see idle GPUs
+    but wait for contention, not latency; with the empty-queue condition they are not counted as free."""
+    rng = np.random.default_rng(3)
+    n = 400
+    sub_small = np.sort(rng.uniform(1000, 5000, n))
+    big_start = 6000.0
+    # a 1,208-GPU job runs from 0 to 6,000 s; a 2,416-GPU job submitted at 500 s waits for it (FIFO) and then
+    # holds the whole cluster; the small jobs submitted behind it see 1,208 idle GPUs but start only after it
+    sub = np.r_[[0.0, 500.0], sub_small]
+    start = np.r_[[0.0, big_start], big_start + 1e4 + rng.uniform(0, 10, n)]
+    end = np.r_[[big_start, big_start + 1e4], start[2:] + 50]
+    g = np.r_[[1208, 2416], np.ones(n, int)]
+    j = pd.DataFrame({"cluster": "Kalos", "gpu_num": g, "submit_s": sub, "start_s": start, "end_s": end})
+    assert free_at_submit(j, empty_queue=False)[2:].all()
+    assert not free_at_submit(j)[2:].any()
 
 
 def test_latency_part_off():
@@ -145,3 +168,75 @@ def test_runtime_size_law_grows_with_gpus():
         m.size_factor(cluster="Seren", type="Pretrain", gpus=64))
     off = RuntimeModel(keys=("cluster", "type"), families=("lognormal",), size_law=False).fit(jobs)
     assert off.size_factor(cluster="Seren", type="Pretrain", gpus=256) == 1.0
+
+
+def test_deconvolved_run_plus_independent_wait_has_the_total_law():
+    """calibrate_queue.deconvolve_run: T = R0 + W (independent); from T and W alone it recovers a run law R with
+    R + W ~ T at the powers of two (KS within sampling noise of n = 20,000: 1.36 sqrt(2 / n) ~ 0.014), R ~ R0, and
+    R comonotone with T."""
+    from acmemodel.calibrate_queue import deconvolve_run
+
+    rng = np.random.default_rng(7)
+    n = 20000
+    r0 = np.exp(rng.normal(4.0, 1.5, n)) + 5.0
+    w = 9.0 + np.exp(rng.normal(1.5, 1.2, n))
+    t = r0 + w
+    r = deconvolve_run(t, rng.permutation(w))
+    s = r + rng.permutation(w)
+    x = 2.0 ** np.arange(0, 22)
+    ks = max(abs(np.mean(s <= v) - np.mean(t <= v)) for v in x)
+    assert ks <= 0.02, ks
+    assert max(abs(np.mean(r <= v) - np.mean(r0 <= v)) for v in x) <= 0.05
+    o = np.argsort(t, kind="stable")
+    assert np.all(np.diff(r[o]) >= -1e-9) and r.min() >= 1.0
+
+
+def test_policy_candidates_include_evaluation_quotas():
+    from acmemodel.calibrate_queue import EVAL_LANES, policy_candidates
+
+    types = ["Eval", "Pretrain", "SFT", "Debug"]
+    cands = policy_candidates("Seren", 2288, types)
+    lanes = [c for c in cands if c["eval_gpus"]]
+    assert {c["eval_gpus"] for c in lanes} == set(EVAL_LANES)
+    for c in cands:
+        assert c["reservation_gpus"] % 8 == 0 and c["reservation_gpus"] + c["eval_gpus"] <= 2288
+        assert c["priorities"]["Eval"] < min(v for t, v in c["priorities"].items() if t != "Eval")
+        assert "Pretrain" not in c["best_effort_types"]
+        if c["eval_gpus"]:  # a quota is evaluation's only place
+            assert "Eval" not in c["best_effort_types"]
+    assert not any(c["eval_gpus"] for c in policy_candidates("Seren", 2288, types, lanes=()))
+
+
+def test_evaluation_quota_holds_eval_jobs_to_their_lane():
+    """_run_policy with eval_gpus: Eval jobs run only in the lane (never best-effort elsewhere) and a burst of them
+    on a 16-GPU lane queues, while on an idle cluster without the lane it starts at once."""
+    from acmemodel.calibrate_queue import _run_policy
+
+    n = 64
+    d = pd.DataFrame({"submit_s": np.arange(n) * 1.0, "run_s": 600.0, "gpu_num": 1, "type": "Eval"})
+    base = {"reservation_gpus": 2048, "priorities": {"Eval": 0, "Pretrain": 2}, "best_effort": True}
+    free = _run_policy(d, "Kalos", 2416, dict(base, eval_gpus=0, best_effort_types=["Eval"]), None, 0)
+    lane = _run_policy(d, "Kalos", 2416, dict(base, eval_gpus=16, best_effort_types=[]), None, 0)
+    assert free["contention_s"].max() == 0
+    assert (lane["ran_in"] == "eval").all()
+    # 64 one-GPU jobs of 600 s on 16 GPUs: four waves, the last waits ~1,800 s
+    assert lane["contention_s"].max() == pytest.approx(3 * 600 - 48, abs=20)
+
+
+def test_policy_score_counts_misses_in_units_of_the_bar():
+    from acmemodel.calibrate_queue import policy_score
+
+    t = pd.DataFrame({"type": ["Eval", "SFT"], "x_s": [1.0, 1.0], "cdf_percent": [50.0, 60.0]})
+    rng = np.random.default_rng(0)
+    n = 20000
+    ev = np.where(rng.random(n) < 0.5, 0.0, 500.0)  # 50 % <= 1 s, mean 250
+    sft = np.where(rng.random(n) < 0.6, 0.0, 200.0)  # 60 % <= 1 s, mean 80
+    s, terms = policy_score({"Eval": ev, "SFT": sft}, t, mean_target=200.0, median_target=1.0,
+                            weights={"Eval": 50, "SFT": 50})
+    assert terms["Eval<=1"] < 0.05 and terms["SFT<=1"] < 0.05
+    assert terms["eval_mean_largest"] == 0 and terms["eval_share1_lowest"] == 0
+    assert terms["mean"] == pytest.approx((np.log(165 / 200) / np.log(1.5)) ** 2, rel=0.1)
+    # Eval waiting less than SFT on average, and starting at once more often, are penalised
+    s2, terms2 = policy_score({"Eval": ev / 10, "SFT": np.where(rng.random(n) < 0.3, 0.0, 200.0)}, t,
+                              mean_target=200.0, median_target=1.0, weights={"Eval": 50, "SFT": 50})
+    assert terms2["eval_mean_largest"] > 1 and terms2["eval_share1_lowest"] > 1 and s2 > s

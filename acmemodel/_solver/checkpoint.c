@@ -78,6 +78,7 @@
 #define ACME_RIPPLE_IGNORE 2e-7 /* ... and the smallest breaks' ripples up to this total do not set the step */
 #define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
 #define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
+#define ACME_RIPPLE_NPROBE 3    /* ... and derivative probes at 1/8, 1/4, 1/2 of a step either side */
 #define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
 #define EM_P 10
 #define NTAY (2 * EM_P + 2)
@@ -547,16 +548,16 @@ static double ripple(const renewal *R, double tau, double ph, double *period) {
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
  * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
  * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
- * from the two best sampled local maxima and from half a step either side of tb where phi' there points
- * away from tb (a kink next to tb splits its maximum in two), and search again around a better point
- * found near the edge of the window. Returns the best point, *best = phi there. */
+ * from the two best sampled local maxima and, on each side of tb, from the first of 1/8, 1/4, 1/2 of a
+ * step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
+ * around a better point found beyond half the window. Returns the best point, *best = phi there. */
 static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
     double ph[2 * ACME_RIPPLE_K + 1];
     int round;
     for (round = 0; round < 3; round++) {
         double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb;
         double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
-        int K, k, c;
+        int K, k, c, probed[2] = {0, 0};
         if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
         kappa = 2.0 * R->U * R->C * tb * tb / (x * x * x * *best);
         win = (kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN > 2.0 * amp) ? sqrt(2.0 * amp / kappa) : ACME_RIPPLE_WIN;
@@ -583,14 +584,22 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
                 cand[1] = t0 * (1.0 + k * step);
             }
         }
-        for (c = 0; c < 4; c++) {
-            double t2, p2, pp2, start = (c < 2) ? cand[c] : t0 * (1.0 + (c == 2 ? 0.5 : -0.5) * step);
-            if (c < 2 && !(cph[c] > 0)) continue;
-            if (c >= 2) {  /* a kink within half a step of t0 can split its maximum: is phi still rising away? */
-                double g, gp;
+        for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
+            /* c < 2: the sampled maxima; then probes on each side of t0 at 1/8, 1/4, 1/2 of a step: a
+             * kink next to t0 can split its maximum, and phi' there still points away from t0 */
+            int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
+            double t2, p2, pp2, start;
+            if (c < 2) {
+                if (!(cph[c] > 0)) continue;
+                start = cand[c];
+            } else {
+                double g, gp, off = 0.125 * (double)(1 << level) * step;
+                if (probed[side]) continue;
+                start = t0 * (1.0 + (side == 0 ? off : -off));
                 if (!(start > gmin && start < gmax)) continue;
                 phi3(R, start, 2, &g, &gp);
-                if (!((c == 2) ? g > 0 : g < 0)) continue;
+                if (!((side == 0) ? g > 0 : g < 0)) continue;
+                probed[side] = 1;
             }
             t2 = local_max(R, start, gmin, gmax, &p2, &pp2);
             if (p2 > *best) {
@@ -620,11 +629,11 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
         double better = -1.0, t2, p2, pp2, g, gp;
         t = tb * ROOT2;
         while (t < gmax) {
-            double ph = phi3(R, t, 0, &g, &gp), nxt, jump;
-            double x = t + C, e3;
-            if (ph > *best) { better = t; break; }
-            e3 = saved_bound(R, t);
+            /* the bounds hold for every s >= t, t included: checked before phi(t) is evaluated */
+            double x = t + C, e3 = saved_bound(R, t), ph, nxt, jump;
             if (e3 <= *best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= *best)) break;
+            ph = phi3(R, t, 0, &g, &gp);
+            if (ph > *best) { better = t; break; }
             jump = (ph > 0) ? *best / ph : INFINITY;
             nxt = (ph > 0) ? t * ((ROOT2 > jump) ? ROOT2 : jump) : gmax;
             if (nxt >= gmax && t * jump < gmax) {

@@ -11,8 +11,8 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
    best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
-   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from half
-   a step either side of the best point where φ' still points away from it).
+   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from 1/8,
+   1/4 or 1/2 of a step either side of the best point where φ' still points away from it).
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ RIPPLE_SMALL = 1e-9    # piecewise: a ripple below this relative size of φ is i
 RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total do not set the step
 RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
 RIPPLE_K = 24          # ... with at most this many samples on each side
+PROBES = (0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step either side
 
 
 def _daly(C: float, M: float) -> float:
@@ -121,7 +122,8 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
     """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
     ``φ ≈ τ U/(τ + C) − τ G0/2`` (``κ = 2 U C tb² / ((tb + C)³ φ)``; φ'' at tb carries the ripple's own
     curvature), so only ``|d| ≤ √(2 amp/κ)`` can hold a better maximum: sample there, Newton from the
-    best sampled local maxima and from ``tb (1 ± step/2)`` where φ' points away from tb, and search
+    best sampled local maxima and, on each side, from the first of ``tb (1 ± f step)``,
+    ``f ∈ PROBES``, where φ' points away from tb (a kink next to tb splits its maximum), and search
     again around a better point found beyond half the window. Returns ``(τ, φ(τ))``."""
     for _ in range(3):
         amp, period = ripple(ren, tb, best)
@@ -150,15 +152,17 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
             elif len(cand) < 2 or v > cand[1][0]:
                 cand[1:] = [(v, t0 * (1.0 + k * step))]
             del cand[2:]
-        starts = [t for _, t in cand]
-        for side in (0.5, -0.5):
-            t = t0 * (1.0 + side * step)
-            if gmin < t < gmax:
-                g = ren.phi(t)[1]
-                if (g > 0) if side > 0 else (g < 0):
-                    starts.append(t)
         moved = 0.0
-        for t in starts:
+        starts = [t for _, t in cand]
+        for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
+            if t is None:  # the first of t0 (1 ± f step), f = 1/8, 1/4, 1/2, where φ' points away from t0
+                sign = 1.0 if i == len(starts) else -1.0
+                for f in PROBES:
+                    t = t0 * (1.0 + sign * f * step)
+                    if gmin < t < gmax and (ren.phi(t)[1] * sign > 0):
+                        break
+                else:
+                    continue
             t2, p2, _ = _local_max(ren, t, gmin, gmax)
             if p2 > best:
                 tb, best, moved = t2, p2, abs(t2 / t0 - 1.0)
@@ -182,14 +186,14 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
         better = None
         t = tb * ROOT2
         while t < gmax and better is None:
+            x = t + C  # the bounds hold for every s >= t, t included: checked before φ(t) is evaluated
+            e3 = ren.saved_bound(t)
+            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
+                break  # nothing above t can beat the best
             ph = ren.phi(t, want=0)[0]
             if ph > best:
                 better = t
                 break
-            x = t + C
-            e3 = ren.saved_bound(t)
-            if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
-                break  # nothing above t can beat the best
             nxt = t * max(ROOT2, best / ph) if ph > 0 else gmax
             if nxt >= gmax and t * (best / ph if ph > 0 else math.inf) < gmax:
                 if ren.phi(gmax, want=0)[0] > best:
