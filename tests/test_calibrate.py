@@ -169,7 +169,9 @@ def test_weekend_factor_override():
     from acmemodel.calibrate import Assumptions, published_jobs
 
     for wf in (0.1, 1.0):
-        a = Assumptions(weekend_factor=wf)
+        # the submissions are drawn before (and independently of) the queue: the hurdle queue draw keeps this
+        # test from paying for the policy search, which it does not check
+        a = Assumptions(weekend_factor=wf, queue_policy=False)
         j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=4)
         assert rep["assumptions"]["weekend_factor"] == wf
         j = j[j["is_gpu"]]
@@ -260,7 +262,7 @@ def test_calibrate_cli_writes_loadable_bundle(tmp_path):
 
     out = tmp_path / "acme"
     r = CliRunner().invoke(app, ["calibrate", "--scale", "0.02", "-o", str(out), "--set", "weekend_factor=0.4",
-                                 "--json"])
+                                 "--set", "queue_policy=False", "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert sorted(doc["models"]) == sorted(DEFAULT_MODELS)
@@ -268,6 +270,7 @@ def test_calibrate_cli_writes_loadable_bundle(tmp_path):
     assert sorted(b.models) == sorted(DEFAULT_MODELS)
     prov = b.provenance
     assert prov["scale"] == 0.02 and prov["assumptions"]["weekend_factor"] == 0.4
+    assert prov["assumptions"]["queue_policy"] is False  # (the policy search has its own tests)
     for rel, digest in prov["reference_sha256"].items():
         with _data_path(rel).open("rb") as f:
             assert hashlib.sha256(f.read()).hexdigest() == digest
