@@ -389,6 +389,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         g2 = simulate_pseudo_waits(g2, cluster, queue_calibration["policy"], queue_calibration["latency"],
                                    seed=seed, includes_queue=includes_queue)
         gpu = gpu.reset_index(drop=True)
+        gpu["submit_s"] = g2["submit_s"].to_numpy(float)  # pretraining chains placed in the reservation
         gpu["queue_s"] = g2["queue_s"].to_numpy(float)
         gpu["run_s"] = g2["run_s"].to_numpy(float)
         report["policy"] = queue_calibration["policy"]
@@ -547,14 +548,8 @@ def synthetic_queue_calibration(bundle, reports: dict, *, days: float, seed: int
 
     out = {}
     for cluster in CLUSTER_TZ:
-        cap = {}
-
-        def capture(df, cap=cap):
-            cap["jobs"] = df
-            return np.zeros(len(df))
-
-        simulate_jobs(bundle, days=days, cluster=cluster, seed=seed + 1, scale=1.0, fill_queue=capture)
-        wl = cap["jobs"]
+        # independent pretraining arrivals: every candidate places them within its own reservation
+        wl = simulate_jobs(bundle, days=days, cluster=cluster, seed=seed + 1, scale=1.0, pretrain_gpus=None)
         wl = wl[(wl["gpu_num"] > 0) & np.isfinite(wl["run_s"].to_numpy(float))].reset_index(drop=True)
         first = reports.get(cluster) or {}
         out[cluster] = calibrate_queue_jobs(wl, cluster, seed=seed, stress=0.0, latency_guess=first.get("latency"),

@@ -22,7 +22,9 @@ chooses, per cluster:
    policy's contention waits of that type, resampled) has the published shares at every published
    point and the cluster mean wait; a type with fewer than three published points shares (mu,
    sigma) with the cluster's other types (Seren: evaluation's) and a type with none also shares the
-   atom (the mean of the others').
+   atom (the mean of the others'). Where no share at ≤ 1 s is published (Kalos: "almost no job starts
+   within 5 s") the atom is identified only through the first published point; evaluation's is then 0,
+   which gives it the lowest ≤ 1 s share (the published curves put evaluation slowest at every x).
 
 The latency fit counts the draws as whole seconds (``round(L) + C <= x``), as the simulator adds them.
 
@@ -43,7 +45,7 @@ import pandas as pd
 from scipy import optimize, special
 
 __all__ = ["policy_candidates", "calibrate_queue_jobs", "latency_sample", "latency_cdf", "fit_latency",
-           "simulate_pseudo_waits", "deconvolve_run", "TYPES_PRIORITY"]
+           "simulate_pseudo_waits", "deconvolve_run", "TYPES_PRIORITY", "place_pretrain", "chain_ids"]
 
 #: the policy must also fit a workload whose non-pretraining run times are this much longer (the synthetic
 #: traces of a bundle differ from its pseudo-trace by about this much in GPU time per type)
@@ -119,6 +121,9 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
     own = [t for t in types if len(pts[t]) >= 3]
     shared = [t for t in types if 0 < len(pts[t]) < 3]
     none = [t for t in types if len(pts[t]) == 0]
+    # no published share at <= 1 s (Kalos): the atom is identified only through the first published point;
+    # evaluation's is 0, so that it has the lowest <= 1 s share (published: evaluation is the slowest curve)
+    eval_no_atom = "Eval" in types and not any(len(p) and float(np.min(p[:, 0])) <= 1.0 for p in pts.values())
     # parameter vector: atom logits of own+shared, (mu, log sigma) of each own type, one shared pair
     idx, k = {}, 0
     for t in own + shared:
@@ -134,7 +139,8 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
         out = {}
         for t in own + shared:
             key = t if t in own else "*"
-            out[t] = {"a": float(special.expit(th[idx[(t, "a")]])), "mu": float(th[idx[(key, "mu")]]),
+            a = 0.0 if (eval_no_atom and t == "Eval") else float(special.expit(th[idx[(t, "a")]]))
+            out[t] = {"a": a, "mu": float(th[idx[(key, "mu")]]),
                       "sigma": float(np.exp(th[idx[(key, "ls")]])), "shift": float(th[idx[(key, "sh")]])}
         a_mean = float(np.mean([out[t]["a"] for t in shared])) if shared else (
             float(np.mean([out[t]["a"] for t in own])) if own else 0.5)
@@ -198,7 +204,7 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
     if lane:
         parts["eval"] = lane
     shared = total - sum(parts.values())
-    d = d.copy()
+    d = place_pretrain(d, parts["pretrain"], seed)
     ty = d["type"].astype(str).to_numpy()
     g = d["gpu_num"].to_numpy()
     home = np.where(ty == "Pretrain", "pretrain", "shared").astype(object)
@@ -221,6 +227,45 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
                                priorities=policy["priorities"], best_effort_on_reserved=bool(policy["best_effort"]),
                                best_effort_types=policy.get("best_effort_types"))
     return res.jobs
+
+
+def chain_ids(d: pd.DataFrame) -> np.ndarray:
+    """One restart-chain id per row: ``chain_id`` when present; else the root ``uid`` of the
+    ``prev_uid`` links (the calibration's pseudo-trace; −1 = no predecessor); else the row itself."""
+    if "chain_id" in d.columns:
+        return d["chain_id"].to_numpy()
+    if {"uid", "prev_uid"} <= set(d.columns):
+        uid = d["uid"].to_numpy(np.int64)
+        parent = dict(zip(uid.tolist(), d["prev_uid"].to_numpy(np.int64).tolist()))
+        root = {}
+        for u in uid.tolist():
+            r, seen = u, []
+            while parent.get(r, -1) >= 0 and r not in root:
+                seen.append(r)
+                r = parent[r]
+            r = root.get(r, r)
+            for x in seen:
+                root[x] = r
+            root[u] = r
+        return np.array([root[u] for u in uid.tolist()], np.int64)
+    return np.arange(len(d))
+
+
+def place_pretrain(d: pd.DataFrame, capacity: int, seed: int) -> pd.DataFrame:
+    """``d`` with its Pretrain chains placed within a reservation of ``capacity`` GPUs
+    (:func:`acmemodel.joblife.shift_chains`, the generator's step 5): the workload a policy with that
+    reservation sees. Deterministic given ``seed``."""
+    from acmemodel.joblife import shift_chains
+
+    d = d.copy()
+    m = (d["type"].astype(str) == "Pretrain").to_numpy()
+    if capacity and m.any():
+        sub, _ = shift_chains(d["submit_s"].to_numpy(float)[m], d["run_s"].to_numpy(float)[m],
+                              d["gpu_num"].to_numpy()[m], chain_ids(d)[m], int(capacity),
+                              np.random.default_rng([int(seed), 53]),
+                              window=(float(d["submit_s"].min()), float(d["submit_s"].max()) + 1.0))
+        d.loc[m, "submit_s"] = sub
+    return d
 
 
 def policy_score(waits: dict, targets: pd.DataFrame, *, mean_target: float, median_target: float,
@@ -295,6 +340,7 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     summ = load_reference("cluster_summary").set_index("id").loc[cluster]
     mean_target, median_target = float(summ["avg_que_time_gpu"]), float(summ["med_que_time_gpu"])
     d = gpu[["submit_s", "run_s", "gpu_num", "type"]].copy()
+    d["chain_id"] = chain_ids(gpu)
     d = d[(d["gpu_num"] > 0) & np.isfinite(d["run_s"].to_numpy(float))]
     best, rows = None, []
     heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + stress)))
@@ -412,6 +458,10 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
     from acmemodel.clusters import cluster_gpus
 
     d = gpu[["submit_s", "run_s", "gpu_num", "type"]].copy()
+    d["chain_id"] = chain_ids(gpu)
+    # placed once: the deconvolved (shorter) runs below still fit, so _run_policy moves nothing more
+    d = place_pretrain(d, int(policy["reservation_gpus"]), seed)
+    placed = d["submit_s"].to_numpy(float)
     rng = np.random.default_rng([seed, 43])
     lat = np.zeros(len(d))
     ty = d["type"].astype(str).to_numpy()
@@ -436,6 +486,7 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
                 run[m] = deconvolve_run(total[m], w[m])
             w = waits(run)
     out = gpu.copy()
+    out["submit_s"] = placed
     out["queue_s"] = w
     if includes_queue:
         out["run_s"] = run

@@ -24,7 +24,13 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    with the data: columns ``chain_id``, ``attempt``, ``prev_job_id`` (job id of the attempt this one
    restarts, empty if none) and ``restart_gap_s``, written after the schema's columns of the
    AcmeTrace file and kept by :func:`acmemodel.load_trace`.
-4. **Queueing is not simulated**: by default every job starts at its submission (``queue = 0``,
+4. **Pretraining runs within the reservation** (:func:`acmemodel.joblife.place_reserved`, the
+   generative story's step 5): with a reservation (``pretrain_gpus``; by default the bundle's
+   calibrated one) each Pretrain chain — fresh run and restart attempts together — keeps its
+   submission time if the GPUs it holds over its span fit beside the chains already placed, else
+   its submission is redrawn from the arrival model's Pretrain submissions; the teams plan their
+   runs within their reservation, so independent multi-day 1,024-GPU runs do not pile up in it.
+5. **Queueing is not simulated**: by default every job starts at its submission (``queue = 0``,
    ``start_time = submit_time``), so the file round-trips through :func:`acmemodel.load_trace` as
    started jobs with run time ``end − start``. Pass ``fill_queue=callable`` (e.g. a wrapper of the
    cluster simulator) to assign waits: it receives the complete job table (``submit_s, gpu_num,
@@ -65,6 +71,7 @@ from acmemodel.export.acmetrace import KALOS_COLUMNS, SEREN_COLUMNS
 
 __all__ = ["simulate_jobs", "synthesize", "to_acmetrace", "write_acmetrace", "format_timestamps", "cluster_queue",
            "schema_columns", "synthetic_job_ids", "DEFAULT_RESTART_GAP", "resubmit_probabilities",
+           "pretrain_reservation",
            "SEREN_COLUMNS", "KALOS_COLUMNS", "CHAIN_FILE_COLUMNS", "resolve_bundle", "sample_workload"]
 
 #: default restart gap (seconds): lognormal from paper Table 3, see module docstring
@@ -153,7 +160,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
                   arrival=None, runtime=None, restart=None, failure=None,
                   restart_types: tuple[str, ...] = ("Pretrain",), restart_prob: float | None = None,
                   max_attempts: int = 20, fill_queue: Callable[[pd.DataFrame], Any] | None = None,
-                  id_seed: int | None = None) -> pd.DataFrame:
+                  id_seed: int | None = None, pretrain_gpus: int | str | None = "bundle") -> pd.DataFrame:
     """Simulate the jobs of one cluster (module docstring); typed columns, one row per job.
 
     Returns columns ``cluster, user, type, state, gpu_num, node_num, submit_s, queue_s, start_s,
@@ -165,7 +172,13 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     (``job_id``, ``cpu_num``; Kalos ``mem_per_pod_GB``, ``shared_mem_per_pod``), sorted by
     submission, index 0..n−1: a jobs frame every :mod:`acmemodel.export` writer takes as is.
     Models come from ``bundle`` (``"arrival"``, ``"runtime"``, optional ``"failure"`` and
-    ``"restart"``) unless given directly; ``restart_types`` only matters with ``restart_prob``. ``id_seed`` (default ``seed``, else 0) seeds the Kalos job ids.
+    ``"restart"``) unless given directly; ``restart_types`` only matters with ``restart_prob``. ``id_seed`` (default
+    ``seed``, else 0) seeds the Kalos job ids.
+    ``pretrain_gpus``: the reservation (GPUs) pretraining chains are placed within
+    (:func:`acmemodel.joblife.place_reserved`; module docstring, step 3): ``"bundle"`` (default) the
+    bundle's calibrated reservation (:func:`pretrain_reservation`; no placement without one), an
+    integer, or ``None``/0 for independent pretraining arrivals. The placement's report is in
+    ``attrs["pretrain_placement"]``.
     """
     days = float(days)
     if not (np.isfinite(days) and days > 0):
@@ -178,6 +191,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
         rng = np.random.default_rng(seed)
     elif not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy Generator, got {type(rng).__name__}")
+    b = None
     if arrival is None or runtime is None:
         b = resolve_bundle(bundle)
         arrival = arrival if arrival is not None else b["arrival"]
@@ -186,6 +200,8 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
             restart = b.get("restart")
         if failure is None:
             failure = b.get("failure")
+    elif bundle is not None:
+        b = resolve_bundle(bundle)
     from acmemodel.joblife import sample_lives
     from acmemodel.models.arrival import to_unix_seconds
 
@@ -254,6 +270,11 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
             cols[c].append(v)
         cur = new
     allj = {c: np.concatenate(v) for c, v in cols.items()}
+    if isinstance(pretrain_gpus, str):
+        if pretrain_gpus != "bundle":
+            raise ValueError(f"pretrain_gpus must be 'bundle', an integer or None, got {pretrain_gpus!r}")
+        pretrain_gpus = pretrain_reservation(b, cluster) if b is not None else None
+    placement = _place_pretrain(allj, pretrain_gpus, rng, (t0, t1)) if pretrain_gpus else None
     df = pd.DataFrame(allj)
     df.insert(0, "cluster", cluster)
     df["run_s"] = np.round(df["run_s"].to_numpy())
@@ -286,7 +307,33 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     ids = df["job_id"].to_numpy(dtype=object)
     df.insert(df.columns.get_loc("prev_index") + 1, "prev_job_id",
               np.where(pi >= 0, ids[np.maximum(pi, 0)] if len(df) else ids, "").astype(object))
+    if placement is not None:
+        df.attrs["pretrain_placement"] = placement
     return df
+
+
+def pretrain_reservation(bundle, cluster: str) -> int | None:
+    """GPUs of the pretraining reservation of ``bundle``'s calibrated queue policy for ``cluster``
+    (the calibration's ``policy.reservation_gpus``), or ``None`` when the bundle has no calibrated policy."""
+    cal = ((getattr(bundle, "provenance", None) or {}).get("calibration") or {}).get(cluster) or {}
+    pol = cal.get("policy") or {}
+    if not pol.get("reservation_gpus"):
+        return None
+    return int(pol["reservation_gpus"])
+
+
+def _place_pretrain(jobs: dict, capacity, rng: np.random.Generator, window) -> dict:
+    """Shift the Pretrain chains of the generated ``jobs`` (column arrays, zero queue) so that they fit a
+    reservation of ``capacity`` GPUs (:func:`acmemodel.joblife.shift_chains`); every attempt of a chain
+    moves by the same offset. Returns the placement report."""
+    from acmemodel.joblife import shift_chains
+
+    m = np.flatnonzero(jobs["type"] == "Pretrain")
+    if len(m) == 0:
+        return {"chains": 0, "moved": 0, "unplaced": 0, "mean_shift_s": 0.0, "reservation_gpus": int(capacity)}
+    jobs["submit_s"][m], rep = shift_chains(jobs["submit_s"][m], jobs["run_s"][m], jobs["gpu_num"][m],
+                                            jobs["chain_id"][m], int(capacity), rng, window=window)
+    return rep
 
 
 def _time_jobs(df: pd.DataFrame) -> None:

@@ -118,6 +118,45 @@ class StartupLatencyModel(DurationModel):
     _required = ("cluster", "type", "gpu_num", "queue_s", "free")
     _kind = "start-up latency"
 
+    def fit(self, trace_or_jobs, *, timezones=None) -> "StartupLatencyModel":
+        """Fit on the free jobs (class docstring); also records ``types_seen_`` (every job type of the
+        fitted GPU jobs): a type that had no job submitted to a free cluster is answered from its
+        cluster's cell (a reported back-off), not refused as unknown. Returns self."""
+        super().fit(trace_or_jobs, timezones=timezones)
+        jobs = self._jobs_of(trace_or_jobs)
+        rows = self._gpu_rows(jobs, np.ones(len(jobs), bool))
+        self.types_seen_ = sorted(set(jobs.loc[rows, "type"].astype(str))) if "type" in jobs.columns else []
+        return self
+
+    def resolve(self, **key):
+        """:meth:`DurationModel.resolve`, except that a ``type`` seen in the fitted jobs (``types_seen_``)
+        with no free job drops ``type`` (the cluster's cell answers; one DataWarning names it)."""
+        ty = key.get("type")
+        if ty is not None and str(ty) in getattr(self, "types_seen_", ()):
+            self._check_fitted()
+            if str(ty) not in self.cells_.known_values().get("type", []):
+                import warnings
+
+                from acmemodel.errors import DataWarning
+
+                warned = self.__dict__.setdefault("_no_free_warned", set())
+                if str(ty) not in warned:
+                    warned.add(str(ty))
+                    warnings.warn(f"StartupLatencyModel: no {ty} job was submitted to a free cluster; its "
+                                  "latency is answered from the cluster's cell (drops type)", DataWarning,
+                                  stacklevel=2)
+                key = {k: v for k, v in key.items() if k != "type"}
+        return super().resolve(**key)
+
+    def _fitted_to_dict(self) -> dict:
+        d = super()._fitted_to_dict()
+        d["types_seen"] = list(getattr(self, "types_seen_", []))
+        return d
+
+    def _fitted_from_dict(self, d: dict, artifacts: dict) -> None:
+        super()._fitted_from_dict(d, artifacts)
+        self.types_seen_ = [str(t) for t in d.get("types_seen") or []]
+
     def __init__(self, *, keys: Sequence[str] = ("cluster", "type"), min_jobs: int = 50,
                  min_jobs_coarsest: int | None = 10, backoff: Sequence[str] = ("state", "gpu_bucket", "type", "cluster"),
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
