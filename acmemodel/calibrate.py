@@ -499,11 +499,13 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     models = list(models)
     # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
     # size information (the infrastructure process); small jobs' failures follow the published
-    # duration curves, which are not conditioned on size. The restart model is the published
+    # duration curves, which are not conditioned on size. Its late (infrastructure) hazard has a
+    # cluster level: the pseudo-trace's infrastructure MTTF is solved per cluster, and one shared rate
+    # gives Kalos's large jobs Seren's failures. The restart model is the published
     # time-to-restart prior of the failure table (restart gaps were not published in trace form).
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
     if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
-        params["failure"] = {"min_gpus": float(a.infra_min_gpus)}
+        params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": ("cluster",)}
     from acmemodel.features.names import jobs_with_extras
 
     def fit(trace, reports, models=models):

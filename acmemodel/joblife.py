@@ -69,7 +69,8 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
 
 5. **Pretraining runs within the reservation** (:func:`place_reserved`): pretraining teams plan
    their runs within the GPUs reserved for them, so pretraining chains (a fresh run and its restart
-   attempts, which reuse its GPUs) are not independent arrivals: the generator places each chain at
+   attempts, which reuse its GPUs; with them every chain of a pretraining-scale job of another type,
+   :func:`in_reservation`) are not independent arrivals: the generator places each chain at
    a submission time drawn from the arrival model's own Pretrain submissions (its nominal time
    first, then redraws ``s' = s_j + U(−h, h)`` of a random other chain's nominal time ``s_j``,
    ``h`` = :data:`PLACE_JITTER_S`) while the GPUs the chain holds over its whole span
@@ -91,7 +92,8 @@ import math
 import numpy as np
 
 __all__ = ["LIFE_GRID_S", "CAUSES", "cause_hazards", "sample_latent", "sample_lives", "failure_domain",
-           "place_reserved", "chain_spans", "shift_chains", "PLACE_JITTER_S", "PLACE_TRIES"]
+           "place_reserved", "chain_spans", "shift_chains", "in_reservation", "RESERVED_MIN_GPUS",
+           "PLACE_JITTER_S", "PLACE_TRIES"]
 
 #: time grid (s) of the cause-specific cumulative hazards: 0, then 1 s … 2^25 s log-spaced
 LIFE_GRID_S: np.ndarray = np.r_[0.0, np.geomspace(1.0, 2.0 ** 25, 600)]
@@ -99,6 +101,9 @@ LIFE_GRID_S: np.ndarray = np.r_[0.0, np.geomspace(1.0, 2.0 ** 25, 600)]
 PLACE_JITTER_S = 1800.0
 #: redraws of a pretraining chain's submission time before it keeps its least-excess draw
 PLACE_TRIES = 400
+#: jobs of at least this many GPUs are pretraining-scale whatever their type (a 1,024-GPU debug or fine-tuning
+#: run is the pretraining team's): they run in the reservation and are placed within it with the Pretrain chains
+RESERVED_MIN_GPUS = 256
 #: time bin (s) of the reservation's occupancy timeline (spans are rounded outwards)
 PLACE_BIN_S = 60.0
 #: states in the order of the latent causes
@@ -315,6 +320,12 @@ def _size_law(runtime, cluster, types, gpus, run) -> None:
 
 
 # ------------------------------------------------------------------------------- step 5: placement
+def in_reservation(types, gpus) -> np.ndarray:
+    """Boolean per job: at home in the pretraining reservation — a Pretrain job, or a job of at least
+    :data:`RESERVED_MIN_GPUS` GPUs of any type (pretraining-scale debugging and fine-tuning runs)."""
+    return (np.asarray(types, dtype=object) == "Pretrain") | (np.asarray(gpus, float) >= RESERVED_MIN_GPUS)
+
+
 def chain_spans(submit_s, run_s, chain) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per chain (ids ``np.unique(chain)``, in that order): its first submission (s), the span (s) it
     holds its GPUs — from its first submission to the end of its last attempt, ``max(submit + run) −

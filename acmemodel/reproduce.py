@@ -132,8 +132,9 @@ def _partition_layout(cluster: str, total: int, partitions: Mapping[str, int] | 
 
 
 def _home_partitions(df: pd.DataFrame, parts: dict[str, int]) -> np.ndarray:
-    """Pretrain → ``pretrain``; Eval → ``eval`` (the evaluation quota, when the policy has one) unless larger
-    than it; every other type → ``shared``, unless larger than it (module docstring)."""
+    """Pretrain and pretraining-scale jobs (:func:`acmemodel.joblife.in_reservation`) → ``pretrain``; Eval →
+    ``eval`` (the evaluation quota, when the policy has one) unless larger than it; every other job →
+    ``shared``, unless larger than it (module docstring)."""
     gpus = df["gpu_num"].to_numpy()
     ty = df["type"].astype(str).to_numpy()
     home = np.full(len(df), "shared", dtype=object)
@@ -141,7 +142,9 @@ def _home_partitions(df: pd.DataFrame, parts: dict[str, int]) -> np.ndarray:
         home[(ty == "Eval") & (gpus <= parts["eval"])] = "eval"
     if "pretrain" not in parts:
         return home
-    home[ty == "Pretrain"] = "pretrain"
+    from acmemodel.joblife import in_reservation
+
+    home[in_reservation(ty, gpus)] = "pretrain"
     home[(home == "shared") & (gpus > parts["shared"])] = "pretrain"
     return home
 

@@ -323,12 +323,13 @@ def pretrain_reservation(bundle, cluster: str) -> int | None:
 
 
 def _place_pretrain(jobs: dict, capacity, rng: np.random.Generator, window) -> dict:
-    """Shift the Pretrain chains of the generated ``jobs`` (column arrays, zero queue) so that they fit a
+    """Shift the chains at home in the reservation (Pretrain and pretraining-scale jobs,
+    :func:`acmemodel.joblife.in_reservation`) of the generated ``jobs`` (column arrays, zero queue) so that they fit a
     reservation of ``capacity`` GPUs (:func:`acmemodel.joblife.shift_chains`); every attempt of a chain
     moves by the same offset. Returns the placement report."""
-    from acmemodel.joblife import shift_chains
+    from acmemodel.joblife import in_reservation, shift_chains
 
-    m = np.flatnonzero(jobs["type"] == "Pretrain")
+    m = np.flatnonzero(in_reservation(jobs["type"], jobs["gpu_num"]))
     if len(m) == 0:
         return {"chains": 0, "moved": 0, "unplaced": 0, "mean_shift_s": 0.0, "reservation_gpus": int(capacity)}
     jobs["submit_s"][m], rep = shift_chains(jobs["submit_s"][m], jobs["run_s"][m], jobs["gpu_num"][m],

@@ -21,11 +21,14 @@ an idle cluster (Kubernetes pod creation on Kalos, the Slurm scheduling cycle on
 were **free**: a GPU job of ``g`` GPUs submitted at ``t`` counts as submitted to a free cluster when
 (1) the cluster's idle GPUs at ``t`` — capacity minus the GPUs of the jobs running at ``t`` (start < t
 <= end, from the trace's own timestamps) — are at least ``8 * ceil(g / 8) + free_margin_gpus`` (its
-whole nodes plus a margin against fragmentation) and (2) the queue was empty: no GPU job of the
-cluster submitted before ``t`` was still waiting at ``t`` (not started before ``t``; a job cancelled
-in the queue waits until its end). Without (2), idle GPUs held back for a waiting job (a reservation
-for a large pretraining job, a partition other than the job's) would count as free and the
-contention of the jobs queued behind it as latency. Capacity: ``cluster_gpus`` (default the
+whole nodes plus a margin against fragmentation) and (2) its queue was empty: no GPU job of the
+cluster and of its type submitted before ``t`` was still waiting at ``t`` (not started before ``t``;
+a job cancelled in the queue waits until its end). Without (2), idle GPUs held back for a waiting job
+(a partition or priority class the job shares) would count as free and the contention of the jobs
+queued behind it as latency. The queue is the job's type's: under Acme's policy the types are
+priority classes (evaluation below the rest), so a backlog of evaluation jobs does not hold back a
+fine-tuning job; a type whose own queue is never empty (evaluation on a busy Seren) has few free
+jobs and its latency backs off to the cluster's cell (reported). Capacity: ``cluster_gpus`` (default the
 published sizes of Seren and Kalos, :func:`acmemodel.clusters.cluster_gpus`; other clusters: the
 peak GPUs in use). On such jobs ``C`` ≈ 0, so their wait is the latency. The latency of a cluster ×
 type is measured on its single-node jobs (``g <= 8``; multi-node jobs can still wait for whole free
@@ -53,7 +56,7 @@ def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 
                    gpus_per_node: int = 8, empty_queue: bool = True) -> np.ndarray:
     """Boolean per row of ``jobs``: a started GPU job submitted while enough GPUs were free (module
     docstring: idle GPUs at submit >= ``gpus_per_node * ceil(g / gpus_per_node) + margin_gpus`` and,
-    with ``empty_queue``, no earlier-submitted GPU job of the cluster still waiting at submit).
+    with ``empty_queue``, no earlier-submitted GPU job of the cluster and type still waiting at submit).
 
     ``jobs`` needs ``cluster, gpu_num, submit_s, start_s, end_s``; ``cluster_gpus`` maps cluster ->
     GPUs (default: the published sizes; unknown clusters: the peak GPUs in use in the trace).
@@ -90,11 +93,19 @@ def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 
         need = gpus_per_node * np.ceil(g_all[m] / gpus_per_node) + margin_gpus
         ok = np.isfinite(st_all[m]) & (cap - busy(sub_all[m]) >= need)
         if empty_queue:
-            # waiting at t: submitted before t and not started before t (never started: until its end)
-            left = np.where(np.isfinite(st_all[m]), st_all[m], en_all[m])
-            left = np.sort(left[np.isfinite(left)])
-            s_m = np.sort(sub_all[m])
-            waiting = np.searchsorted(s_m, sub_all[m], side="left") - np.searchsorted(left, sub_all[m], side="left")
+            # waiting at t: submitted before t and not started before t (never started: until its end),
+            # among the jobs of the same type (one priority class; other types' queues do not hold it back)
+            ty_m = (jobs["type"].astype(str).to_numpy()[m] if "type" in jobs.columns
+                    else np.zeros(len(m), dtype=object))
+            waiting = np.zeros(len(m), np.int64)
+            for ty in np.unique(ty_m):
+                k = np.flatnonzero(ty_m == ty)
+                mk = m[k]
+                left = np.where(np.isfinite(st_all[mk]), st_all[mk], en_all[mk])
+                left = np.sort(left[np.isfinite(left)])
+                s_k = np.sort(sub_all[mk])
+                waiting[k] = (np.searchsorted(s_k, sub_all[mk], side="left")
+                              - np.searchsorted(left, sub_all[mk], side="left"))
             ok &= waiting <= 0
         out[m] = ok
     return out

@@ -1,5 +1,7 @@
 """Acme's queue policy around the simulator: the start-up latency part of QueueModel, the policy fields of
 ClusterConfig, the quota trade-off table, reproduce's per-type queue comparison."""
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -65,6 +67,22 @@ def test_idle_gpus_held_for_a_waiting_job_are_not_free():
     j = pd.DataFrame({"cluster": "Kalos", "gpu_num": g, "submit_s": sub, "start_s": start, "end_s": end})
     assert free_at_submit(j, empty_queue=False)[2:].all()
     assert not free_at_submit(j)[2:].any()
+
+
+def test_the_queue_that_must_be_empty_is_the_jobs_own_type():
+    """A backlog of evaluation jobs (the lowest priority) does not hold back a fine-tuning job submitted
+    to idle GPUs; a fine-tuning job waiting ahead of it does."""
+    # 50 Eval jobs submitted at 0..49 s, all waiting until 10,000 s; SFT jobs at 100 s and 200 s start after
+    # 5 s; a third SFT job at 300 s waits behind an SFT job submitted at 290 s that starts only at 400 s
+    sub = np.r_[np.arange(50.0), [100.0, 200.0, 290.0, 300.0]]
+    start = np.r_[np.full(50, 1e4), [105.0, 205.0, 400.0, 405.0]]
+    ty = np.r_[np.full(50, "Eval", dtype=object), ["SFT"] * 4]
+    j = pd.DataFrame({"cluster": "Seren", "type": ty, "gpu_num": 1, "submit_s": sub, "start_s": start,
+                      "end_s": start + 60.0})
+    free = free_at_submit(j)
+    assert free[50] and free[51]  # the Eval backlog does not count against SFT
+    assert not free[53]  # an SFT job was waiting ahead of it
+    assert not free[1:50].any()  # Eval jobs queued behind Eval jobs
 
 
 def test_latency_part_off():
@@ -240,3 +258,50 @@ def test_policy_score_counts_misses_in_units_of_the_bar():
     s2, terms2 = policy_score({"Eval": ev / 10, "SFT": np.where(rng.random(n) < 0.3, 0.0, 200.0)}, t,
                               mean_target=200.0, median_target=1.0, weights={"Eval": 50, "SFT": 50})
     assert terms2["eval_mean_largest"] > 1 and terms2["eval_share1_lowest"] > 1 and s2 > s
+
+
+def test_candidates_include_evaluation_alone_on_the_spare_capacity():
+    """Mode (d): evaluation is the only best-effort type (the paper's account), the others keep to the shared pool."""
+    from acmemodel.calibrate_queue import policy_candidates
+
+    types = ["Eval", "Pretrain", "SFT", "Debug"]
+    modes = {(c["reservation_gpus"], tuple(sorted(c["best_effort_types"])))
+             for c in policy_candidates("Seren", 2288, types, lanes=())}
+    for r in (1536, 1728, 1920, 2048):
+        assert (r, ("Eval",)) in modes and (r, ("Debug", "Eval", "SFT")) in modes and (r, ("Debug", "SFT")) in modes
+
+
+def test_pretraining_scale_jobs_of_any_type_run_in_the_reservation():
+    """A 512-GPU debug job is at home in the reservation (placed with the Pretrain chains, never preempted);
+    an 8-GPU one is in the shared pool."""
+    from acmemodel.calibrate_queue import _run_policy
+    from acmemodel.joblife import RESERVED_MIN_GPUS, in_reservation
+
+    assert list(in_reservation(["Pretrain", "Debug", "Debug", "SFT"], [8, 512, 8, RESERVED_MIN_GPUS])) == \
+        [True, True, False, True]
+    d = pd.DataFrame({"submit_s": [0.0, 10.0, 20.0], "run_s": [1e4, 1e4, 100.0], "gpu_num": [1024, 512, 8],
+                      "type": ["Pretrain", "Debug", "Debug"]})
+    pol = {"reservation_gpus": 1536, "eval_gpus": 0, "priorities": {"Eval": 0, "Pretrain": 2, "Debug": 1},
+           "best_effort": True, "best_effort_types": ["Debug", "Eval"]}
+    j = _run_policy(d, "Seren", 2288, pol, None, 0)
+    assert list(j["partition"]) == ["pretrain", "pretrain", "shared"]
+    assert (j["contention_s"] == 0).all() and (j["preemptions"] == 0).all()
+
+
+def test_latency_fit_keeps_evaluation_slowest():
+    """fit_latency: with no published share at <= 1 s (Kalos) evaluation's atom is 0; and evaluation's mean
+    wait (latency + contention) stays above every other type's although another type has the larger contention."""
+    from acmemodel.calibrate_queue import EVAL_MEAN_MARGIN, _latency_mean, fit_latency
+    from acmemodel.datasets import load_reference
+
+    rng = np.random.default_rng(0)
+    targets = load_reference("queue_wait_by_type").query("cluster == 'Kalos'")
+    contention = {"Eval": np.zeros(3000), "Pretrain": np.zeros(600),
+                  "Debug": np.where(rng.random(600) < 0.05, 4000.0, 0.0), "Other": np.zeros(300)}
+    lat = fit_latency(contention, targets, mean_target=214.0,
+                      weights={"Eval": 90.0, "Pretrain": 3.0, "Debug": 5.0, "Other": 2.0}, max_sample=2000)
+    assert lat["Eval"]["a"] == 0.0 and all(lat[t]["a"] > 0 for t in ("Pretrain", "Debug", "Other"))
+    mean = {t: _latency_mean(**lat[t]) + contention[t].mean() for t in contention}
+    top = max(v for t, v in mean.items() if t != "Eval")
+    # the hinge holds the ordering up to the least-squares trade-off with the share residuals
+    assert mean["Eval"] >= top * math.exp(EVAL_MEAN_MARGIN) * 0.9, mean
