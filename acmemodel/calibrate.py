@@ -54,6 +54,12 @@ calibration has two steps, both deterministic given the seed:
    resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
    which the pseudo-trace carries as explicit ``restart_of`` links in ``Trace.extras``). ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
+   With the queue policy on synthetic workloads (``Assumptions.policy_on_synthetic``) it runs two
+   passes: the first-pass bundle's generator (synth, 184 days per cluster) gives the workload the
+   policy is chosen on, and its failed and cancelled shares of GPU time correct the state targets
+   of the second pass's pseudo-trace by one step (:func:`corrected_state_targets`): the generator
+   draws large jobs' failures from the parametric failure model, so it does not give back the
+   pseudo-trace's state shares exactly (the report: ``generator_states``).
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
 122 s, 5.68) the run-time and GPU-count shapes target the figures and the counts and state rates
@@ -73,13 +79,12 @@ from scipy import optimize, special, stats
 from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
     _arrivals, _copula_pair, _gpu_sampler, _inverse_cdf, _published_gpu_quantile, _queue_params, _solve_states,
-    _stratified, _summary, infra_reference,
+    _stratified, _summary, _to_contract, corrected_state_targets, infra_reference,
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
 from acmemodel.models.restart import RESUBMIT_PRIOR
-from acmemodel.trace import jobs_from_times
 
 START = "2023-03-01"
 
@@ -136,17 +141,28 @@ class Assumptions:
     #: workload of the first fitted bundle, the workload synth and reproduce simulate, then rebuild the
     #: pseudo-trace's waits with that choice and refit (two passes)
     policy_on_synthetic: bool = True
+    #: GPU time by job size (published: single-GPU jobs < 2 % of the GPU time in both clusters, jobs of
+    #: >= 256 GPUs > 96 % of Kalos's): where the jobs of at most small_job_gpus[cluster] GPUs would hold
+    #: more than small_job_gt_share[cluster] of the cluster's GPU time (a value inside the published
+    #: bound, with room for sampling noise; an assumption), their durations are shortened within their
+    #: type (a second copula parameter; the type's duration curve and GPU time are kept)
+    small_job_gpus: dict[str, int] = field(default_factory=lambda: {"Seren": 1, "Kalos": 255})
+    small_job_gt_share: dict[str, float] = field(default_factory=lambda: {"Seren": 0.015, "Kalos": 0.03})
 
 
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                    assumptions: Assumptions | None = None,
-                   queue_calibration: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                   queue_calibration: dict | None = None,
+                   targets: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
     ``queue_calibration``: ``{"policy", "latency"}`` (see :mod:`acmemodel.calibrate_queue`) to use
     instead of choosing them (``Assumptions.queue_policy``); with either, the GPU jobs' waits are the
     simulator's on that policy plus latency draws.
+    ``targets``: ``{"fail_gt", "cancel_gt", "gpu_time_share": {type: share}}`` (fractions of the GPU
+    time; any subset) to solve the final states and the types' GPU time to instead of the published shares (:func:`calibrate` moves them so that the fitted
+    *generator* meets the published values, module docstring).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -172,6 +188,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     counts[np.argsort(-(share * n_gpu - counts))[: n_gpu - counts.sum()]] += 1
     types = mix["type"].to_numpy()
     gt_share = dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0))
+    tg = dict(targets or {})
+    gt_share.update({t: float(v) for t, v in (tg.get("gpu_time_share") or {}).items() if t in gt_share})
     parts = {}
     for t, k in zip(types, counts):
         parts[t] = dict(n=int(k), qdur=_inverse_cdf(curves[curves["type"] == t]),
@@ -192,36 +210,69 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         parts[t]["g_sorted"] = np.sort(mapped[start:start + k]).astype(np.int64)
         start += k
 
-    def draw(t, rho):
+    small_max = a.small_job_gpus.get(cluster)
+
+    def draw(t, rho, delta=0.0):
         p = parts[t]
         r = np.random.default_rng(p["seed"])
         ug, ud = _copula_pair(r, p["n"], rho)
         rank = np.argsort(np.argsort(ug, kind="stable"), kind="stable")
-        return p["g_sorted"][rank], p["qdur"](ud)
+        g = p["g_sorted"][rank]
+        if delta and small_max is not None:  # small jobs' duration scores shifted down by delta
+            zd = stats.norm.ppf(ud) - delta * (g <= small_max)
+            ud = (np.argsort(np.argsort(zd, kind="stable"), kind="stable") + 1.0) / (len(zd) + 1.0)
+        return g, p["qdur"](ud)
 
-    # --- GPU-time calibration: each type's rank correlation rho solved by bisection so that its GPU
-    #     time is its published share of the published total GPU time (cluster_summary, x scale)
-    total_gt = float(summ["complete_gpu_time"] + summ["cancel_gpu_time"] + summ["fail_gpu_time"]) * scale
-    rho = {}
-    for t in types:
-        target = gt_share[t] * total_gt
-
-        def f(r, t=t, target=target):
-            g, d = draw(t, r)
+    def solve_rho(t, target, delta=0.0):
+        def f(r):
+            g, d = draw(t, r, delta)
             return float((g * d).sum()) - target
 
         lo, hi = f(-0.95), f(0.95)
         if lo >= 0:
-            rho[t] = -0.95
-        elif hi <= 0:
-            rho[t] = 0.95
-        else:
-            rho[t] = float(optimize.brentq(f, -0.95, 0.95, xtol=1e-3))
+            return -0.95
+        if hi <= 0:
+            return 0.95
+        return float(optimize.brentq(f, -0.95, 0.95, xtol=1e-3))
+
+    # --- GPU-time calibration: each type's rank correlation rho solved by bisection so that its GPU
+    #     time is its published share of the published total GPU time (cluster_summary, x scale)
+    total_gt = float(summ["complete_gpu_time"] + summ["cancel_gpu_time"] + summ["fail_gpu_time"]) * scale
+    rho = {t: solve_rho(t, gt_share[t] * total_gt) for t in types}
+    delta = {t: 0.0 for t in types}
+    # --- GPU time by job size (Assumptions.small_job_gpus / small_job_gt_share): where the jobs of
+    #     <= small_max GPUs hold more than the assumed share, each type with small and larger jobs gets a
+    #     shift delta of its small jobs' duration scores (a second copula parameter) and rho is re-solved,
+    #     so its total stays and its small jobs' GPU time is scaled by one common factor
+    if small_max is not None:
+        def small_gt(t, r, dl):
+            g, d = draw(t, r, dl)
+            return float((g * d)[g <= small_max].sum())
+
+        cap = float(a.small_job_gt_share[cluster]) * total_gt
+        now = {t: small_gt(t, rho[t], 0.0) for t in types}
+        mixed = [t for t in types if 0 < (parts[t]["g_sorted"] <= small_max).mean() < 1]
+        fixed_small = sum(v for t, v in now.items() if t not in mixed)
+        adj = sum(now[t] for t in mixed)
+        if sum(now.values()) > cap and adj > 0:
+            factor = max((cap - fixed_small) / adj, 0.05)
+            for t in mixed:
+                goal = factor * now[t]
+                for _ in range(5):  # alternate: delta for the small jobs' GPU time, rho for the total
+                    def fs(dl, t=t, goal=goal):
+                        return small_gt(t, rho[t], dl) - goal
+                    delta[t] = 4.0 if fs(4.0) > 0 else (0.0 if fs(0.0) <= 0 else
+                                                         float(optimize.brentq(fs, 0.0, 4.0, xtol=1e-3)))
+                    rho[t] = solve_rho(t, gt_share[t] * total_gt, delta[t])
+            report["small_jobs"] = {"max_gpus": small_max, "share_before": sum(now.values()) / total_gt,
+                                    "share_target": float(a.small_job_gt_share[cluster]),
+                                    "share_after": sum(small_gt(t, rho[t], delta[t]) for t in types) / total_gt,
+                                    "factor": factor}
     frames = []
     for t in types:
-        g, d = draw(t, rho[t])
+        g, d = draw(t, rho[t], delta[t])
         frames.append(pd.DataFrame({"type": t, "gpu_num": g, "dur": d}))
-        report["types"][t] = {"jobs": parts[t]["n"], "rho_gpus_duration": rho[t]}
+        report["types"][t] = {"jobs": parts[t]["n"], "rho_gpus_duration": rho[t], "small_job_shift": delta[t]}
     jobs = pd.concat(frames, ignore_index=True)
     jobs = jobs.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
     n = len(jobs)
@@ -247,7 +298,10 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         gt = g_arr * np.maximum(d, 1.0)
         return hit, d, gt
 
-    target_infra = infra_share * summ["fail_rate_gpu_time"]
+    fail_gt = float(tg.get("fail_gt", summ["fail_rate_gpu_time"]))
+    cancel_gt = float(tg.get("cancel_gt", summ["cancel_rate_gpu_time"]))
+    report["targets"] = {"fail_gt": fail_gt, "cancel_gt": cancel_gt, "gpu_time_share": dict(gt_share)}
+    target_infra = infra_share * fail_gt
     if a.infra_mttf_ref_s is not None:
         m_ref = float(a.infra_mttf_ref_s)
     else:
@@ -279,8 +333,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     z = (lz - lz[rest].mean()) / lz[rest].std()
     targets = {"fail": (summ["fail_rate_gpu"] * n - n_hit) / (n - n_hit),
                "cancel": summ["cancel_rate_gpu"] * n / (n - n_hit),
-               "fail_gt": (summ["fail_rate_gpu_time"] * g_tot - g_hit) / (g_tot - g_hit),
-               "cancel_gt": summ["cancel_rate_gpu_time"] * g_tot / (g_tot - g_hit)}
+               "fail_gt": (fail_gt * g_tot - g_hit) / (g_tot - g_hit),
+               "cancel_gt": cancel_gt * g_tot / (g_tot - g_hit)}
     th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
     ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
     ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
@@ -421,34 +475,6 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     return out, report
 
 
-def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
-    """Whole-second timestamps and every column of the trace contract."""
-
-    df = df.sort_values("submit_s", kind="stable").reset_index(drop=True)
-    n = len(df)
-    sub = np.floor(df["submit_s"].to_numpy(float))
-    start = sub + np.round(df["queue_s"].to_numpy(float))
-    end = start + np.round(df["run_s"].to_numpy(float))
-    gpu = df["gpu_num"].to_numpy(np.int64)
-    failed = df["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()
-    job_id = np.array([f"{cluster[0].lower()}{i:07d}" for i in range(n)], dtype=object)
-    out = jobs_from_times(
-        cluster=cluster, job_id=job_id,
-        user=df["user"].to_numpy(object), type=df["type"].to_numpy(object), state=df["state"].to_numpy(object),
-        gpu_num=gpu, submit_s=sub, start_s=start, end_s=end,
-        # (assumed: 16 CPUs per GPU, 8 for a CPU job; Kalos files give fail_time for failed jobs)
-        cpu_num=np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
-        fail_time_s=np.where(failed & (cluster == "Kalos"), end - start, np.nan),
-        source_file=f"<calibration:{cluster}>")
-    if "uid" not in df.columns:
-        return out
-    # the restart chain as data: the previous attempt's job id per row ("" = first attempt), kept
-    # beside the contract columns (published_trace puts it in Trace.extras as ``restart_of``)
-    pos = pd.Index(df["uid"].to_numpy()).get_indexer(df["prev_uid"].to_numpy())
-    out.attrs["restart_of"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
-    return out
-
-
 # ------------------------------------------------------------------------------ the bundle
 #: models of the default bundle (the per-job predictor needs real user histories: not calibrated)
 DEFAULT_MODELS: tuple[str, ...] = tuple(m for m in _REGISTRY_DEFAULT if m != "predictor")
@@ -457,15 +483,18 @@ DEFAULT_SEED = 2023
 
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
-                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None):
+                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None,
+                    targets: dict | None = None):
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
-    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them)."""
+    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them;
+    ``targets``: {cluster: state GPU-time targets of :func:`published_jobs`})."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
-                                queue_calibration=(queue_calibration or {}).get(cluster))
+                                queue_calibration=(queue_calibration or {}).get(cluster),
+                                targets=(targets or {}).get(cluster))
         links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
@@ -530,9 +559,13 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                  if two_pass else models)
     if two_pass:
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
-        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc)
+        # one correction step of the state GPU-time targets: what the first-pass generator missed
+        targets = {cl: corrected_state_targets(cl, q["generated"]) for cl, q in qc.items()}
+        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
+                                         targets=targets)
         for cl, q in qc.items():
             reports[cl]["policy_score_terms"] = q["terms"]
+            reports[cl]["generator_states"] = {"first_pass_generated": q["generated"], "targets": targets[cl]}
             reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, seed "
                                               f"{seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
         bundle = fit(trace, reports)
@@ -553,8 +586,15 @@ def synthetic_queue_calibration(bundle, reports: dict, *, days: float, seed: int
         # independent pretraining arrivals: every candidate places them within its own reservation
         wl = simulate_jobs(bundle, days=days, cluster=cluster, seed=seed + 1, scale=1.0, pretrain_gpus=None)
         wl = wl[(wl["gpu_num"] > 0) & np.isfinite(wl["run_s"].to_numpy(float))].reset_index(drop=True)
+        gt = wl["gpu_num"].to_numpy(float) * wl["run_s"].to_numpy(float)
+        st = wl["state"].astype(str).to_numpy()
+        ty = wl["type"].astype(str).to_numpy()
+        generated = {"fail_gt": float(gt[st == "FAILED"].sum() / gt.sum()),
+                     "cancel_gt": float(gt[st == "CANCELLED"].sum() / gt.sum()),
+                     "gpu_time_share": {str(t): float(gt[ty == t].sum() / gt.sum()) for t in np.unique(ty)}}
         first = reports.get(cluster) or {}
         out[cluster] = calibrate_queue_jobs(wl, cluster, seed=seed, stress=0.0, latency_guess=first.get("latency"),
                                             log=log)
         out[cluster]["first_pass"] = first.get("policy")
+        out[cluster]["generated"] = generated
     return out

@@ -1,7 +1,8 @@
 """Inputs and samplers of the calibration (:mod:`acmemodel.calibrate`): the published tables read as
 inverse CDFs and GPU-count samplers, the arrival-time sampler of the stated assumptions, the Gaussian
 copula of GPU count and duration, the state-logit and queue solvers, and the reference point of the
-infrastructure-failure process.
+infrastructure-failure process; the pseudo-trace's conversion to the trace contract and the second
+pass's correction of the state GPU-time targets.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from acmemodel.datasets.reference import load_failure_table, load_reference
+from acmemodel.trace import jobs_from_times
 
 
 # ------------------------------------------------------------------------------ published inputs
@@ -186,3 +188,54 @@ def _queue_params(atom: float, median: float, mean: float, factor: np.ndarray, r
 
 
 # ------------------------------------------------------------------------------ pseudo-trace
+
+
+def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
+    """Whole-second timestamps and every column of the trace contract."""
+
+    df = df.sort_values("submit_s", kind="stable").reset_index(drop=True)
+    n = len(df)
+    sub = np.floor(df["submit_s"].to_numpy(float))
+    start = sub + np.round(df["queue_s"].to_numpy(float))
+    end = start + np.round(df["run_s"].to_numpy(float))
+    gpu = df["gpu_num"].to_numpy(np.int64)
+    failed = df["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()
+    job_id = np.array([f"{cluster[0].lower()}{i:07d}" for i in range(n)], dtype=object)
+    out = jobs_from_times(
+        cluster=cluster, job_id=job_id,
+        user=df["user"].to_numpy(object), type=df["type"].to_numpy(object), state=df["state"].to_numpy(object),
+        gpu_num=gpu, submit_s=sub, start_s=start, end_s=end,
+        # (assumed: 16 CPUs per GPU, 8 for a CPU job; Kalos files give fail_time for failed jobs)
+        cpu_num=np.where(gpu > 0, 16.0 * np.maximum(gpu, 1), 8.0),
+        fail_time_s=np.where(failed & (cluster == "Kalos"), end - start, np.nan),
+        source_file=f"<calibration:{cluster}>")
+    if "uid" not in df.columns:
+        return out
+    # the restart chain as data: the previous attempt's job id per row ("" = first attempt), kept
+    # beside the contract columns (published_trace puts it in Trace.extras as ``restart_of``)
+    pos = pd.Index(df["uid"].to_numpy()).get_indexer(df["prev_uid"].to_numpy())
+    out.attrs["restart_of"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
+    return out
+
+
+def corrected_state_targets(cluster: str, generated: dict) -> dict:
+    """The GPU-time targets the second pass solves its pseudo-trace to — failed and cancelled shares and
+    each type's share — the published share plus what the first-pass generator missed (``generated``:
+    its shares, fractions): a step of slope 1 towards "generated = published", each kept within
+    [½, 1½] × its published value; the types' shares are scaled to sum to at most 1. The generator
+    draws large jobs' failures from the parametric failure model and run times from the fitted cell
+    laws, not the pseudo-trace's own runs, so it does not give the pseudo-trace's shares back exactly."""
+    summ = _summary(cluster)
+
+    def step(p, g):
+        return float(np.clip(p + (p - float(g)), 0.5 * p, min(1.5 * p, 0.95)))
+
+    out = {k: step(float(summ[col]), generated[k])
+           for k, col in (("fail_gt", "fail_rate_gpu_time"), ("cancel_gt", "cancel_rate_gpu_time"))}
+    mix = load_reference("workload_mix").query("cluster == @cluster")
+    pub = dict(zip(mix["type"], mix["gpu_time_percent"].to_numpy(float) / 100.0))
+    gen = generated.get("gpu_time_share") or {}
+    share = {t: step(p, gen.get(t, p)) for t, p in pub.items()}
+    tot = sum(share.values())
+    out["gpu_time_share"] = {t: v / max(tot, 1.0) for t, v in share.items()}
+    return out

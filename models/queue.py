@@ -21,14 +21,15 @@ an idle cluster (Kubernetes pod creation on Kalos, the Slurm scheduling cycle on
 were **free**: a GPU job of ``g`` GPUs submitted at ``t`` counts as submitted to a free cluster when
 (1) the cluster's idle GPUs at ``t`` — capacity minus the GPUs of the jobs running at ``t`` (start < t
 <= end, from the trace's own timestamps) — are at least ``8 * ceil(g / 8) + free_margin_gpus`` (its
-whole nodes plus a margin against fragmentation) and (2) its queue was empty: no GPU job of the
-cluster and of its type submitted before ``t`` was still waiting at ``t`` (not started before ``t``;
-a job cancelled in the queue waits until its end). Without (2), idle GPUs held back for a waiting job
-(a partition or priority class the job shares) would count as free and the contention of the jobs
-queued behind it as latency. The queue is the job's type's: under Acme's policy the types are
-priority classes (evaluation below the rest), so a backlog of evaluation jobs does not hold back a
-fine-tuning job; a type whose own queue is never empty (evaluation on a busy Seren) has few free
-jobs and its latency backs off to the cluster's cell (reported). Capacity: ``cluster_gpus`` (default the
+whole nodes plus a margin against fragmentation) **and** the whole nodes of every earlier GPU job of
+the cluster and of its type still waiting at ``t`` (submitted before ``t``, not started before
+``t``; a job cancelled in the queue waits until its end). Without the waiting jobs, idle GPUs held
+back for a waiting job (a partition or priority class the job shares) would count as free and the
+contention of the jobs queued behind it as latency; with them, jobs that are only in their own
+start-up latency (they fit the idle GPUs) do not hide the cluster's idleness from the next one. The
+queue is the job's type's: under Acme's policy the types are priority classes (evaluation below the
+rest), so a backlog of evaluation jobs does not hold back a fine-tuning job; a type with no free job
+backs off to the cluster's cell (reported). Capacity: ``cluster_gpus`` (default the
 published sizes of Seren and Kalos, :func:`acmemodel.clusters.cluster_gpus`; other clusters: the
 peak GPUs in use). On such jobs ``C`` ≈ 0, so their wait is the latency. The latency of a cluster ×
 type is measured on its single-node jobs (``g <= 8``; multi-node jobs can still wait for whole free
@@ -55,8 +56,9 @@ __all__ = ["QueueModel", "StartupLatencyModel", "free_at_submit"]
 def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 8,
                    gpus_per_node: int = 8, empty_queue: bool = True) -> np.ndarray:
     """Boolean per row of ``jobs``: a started GPU job submitted while enough GPUs were free (module
-    docstring: idle GPUs at submit >= ``gpus_per_node * ceil(g / gpus_per_node) + margin_gpus`` and,
-    with ``empty_queue``, no earlier-submitted GPU job of the cluster and type still waiting at submit).
+    docstring: idle GPUs at submit >= ``gpus_per_node * ceil(g / gpus_per_node) + margin_gpus``, plus,
+    with ``empty_queue``, the whole nodes of the earlier-submitted GPU jobs of the cluster and type still
+    waiting at submit).
 
     ``jobs`` needs ``cluster, gpu_num, submit_s, start_s, end_s``; ``cluster_gpus`` maps cluster ->
     GPUs (default: the published sizes; unknown clusters: the peak GPUs in use in the trace).
@@ -90,23 +92,27 @@ def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 
                 cap = float(published_gpus(cl))
             except (KeyError, ValueError):
                 cap = float(np.max(busy(np.r_[st, en]))) if len(st) else 0.0
-        need = gpus_per_node * np.ceil(g_all[m] / gpus_per_node) + margin_gpus
-        ok = np.isfinite(st_all[m]) & (cap - busy(sub_all[m]) >= need)
+        nodes_g = gpus_per_node * np.ceil(g_all[m] / gpus_per_node)
+        need = nodes_g + margin_gpus
         if empty_queue:
             # waiting at t: submitted before t and not started before t (never started: until its end),
-            # among the jobs of the same type (one priority class; other types' queues do not hold it back)
+            # among the jobs of the same type (one priority class; other types' queues do not hold it back);
+            # their whole nodes are added to what the idle GPUs must hold
             ty_m = (jobs["type"].astype(str).to_numpy()[m] if "type" in jobs.columns
                     else np.zeros(len(m), dtype=object))
-            waiting = np.zeros(len(m), np.int64)
             for ty in np.unique(ty_m):
                 k = np.flatnonzero(ty_m == ty)
                 mk = m[k]
                 left = np.where(np.isfinite(st_all[mk]), st_all[mk], en_all[mk])
-                left = np.sort(left[np.isfinite(left)])
-                s_k = np.sort(sub_all[mk])
-                waiting[k] = (np.searchsorted(s_k, sub_all[mk], side="left")
-                              - np.searchsorted(left, sub_all[mk], side="left"))
-            ok &= waiting <= 0
+                o_sub, o_left = np.argsort(sub_all[mk], kind="stable"), np.argsort(left, kind="stable")
+                c_sub = np.r_[0.0, np.cumsum(nodes_g[k][o_sub])]
+                ok_left = np.isfinite(left[o_left])
+                c_left = np.r_[0.0, np.cumsum(np.where(ok_left, nodes_g[k][o_left], 0.0))]
+                t = sub_all[mk]
+                w = (c_sub[np.searchsorted(sub_all[mk][o_sub], t, side="left")]
+                     - c_left[np.searchsorted(left[o_left], t, side="left")])
+                need[k] += np.maximum(w, 0.0)
+        ok = np.isfinite(st_all[m]) & (cap - busy(sub_all[m]) >= need)
         out[m] = ok
     return out
 
