@@ -431,6 +431,24 @@ static void cluster_rule(renewal *R, int p) {
     R->cp = p;
 }
 
+/* Weibull: the number p of leading nodes summed as the cluster rule (cr, cw, cn) for functions of r + x
+ * (u -> sum_i S(u + i x), S(u + x), integral of S from u + x), 0 for none */
+static int cluster_prefix(renewal *R, double x) {
+    const acme_failure *f = R->f;
+    double t1, tz, th, h, lim;
+    int p = 0;
+    if (f->family != ACME_WEIBULL || R->Q < ACME_CLUSTER_MIN) return 0;
+    t1 = R->r[0] + x;
+    tz = f->lam * pow(ACME_CLUSTER_Z, 1.0 / f->k);
+    th = (f->k > 1.0 && tz > t1) ? tz : t1;
+    h = f->k / f->lam * pow(th / f->lam, f->k - 1.0);
+    lim = R->r[0] + ACME_CLUSTER_DELTA * ((h * t1 > 1.0) ? 1.0 / h : t1);
+    while (p < R->Q && R->r[p] <= lim) p++;
+    if (p < ACME_CLUSTER_MIN) return 0;
+    if (p != R->cp) cluster_rule(R, p);
+    return p;
+}
+
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (general families) */
 static void renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2) {
     double x = tau + R->C, acc[3] = {0.0, 0.0, 0.0}, s[3];
@@ -443,22 +461,14 @@ static void renewal_terms(renewal *R, double tau, int want, double *EN, double *
         *d2 = -acc[2];
         return;
     }
-    if (R->Q >= ACME_CLUSTER_MIN) {
-        const acme_failure *f = R->f;
-        double t1 = R->r[0] + x, tz = f->lam * pow(ACME_CLUSTER_Z, 1.0 / f->k), th = (f->k > 1.0 && tz > t1) ? tz : t1;
-        double h = f->k / f->lam * pow(th / f->lam, f->k - 1.0), lim = (h * t1 > 1.0) ? 1.0 / h : t1;
-        int p = 0, k;
-        lim = R->r[0] + ACME_CLUSTER_DELTA * lim;
-        while (p < R->Q && R->r[p] <= lim) p++;
-        if (p >= ACME_CLUSTER_MIN) {
-            if (p != R->cp) cluster_rule(R, p);
-            for (k = 0; k < R->cn; k++) {
-                weibull_sums(R, R->cr[k], x, want, s);
-                acc[0] += R->cw[k] * s[0];
-                acc[1] += R->cw[k] * s[1];
-                acc[2] += R->cw[k] * s[2];
-            }
-            q0 = p;
+    q0 = cluster_prefix(R, x);
+    if (q0 > 0) {
+        int k;
+        for (k = 0; k < R->cn; k++) {
+            weibull_sums(R, R->cr[k], x, want, s);
+            acc[0] += R->cw[k] * s[0];
+            acc[1] += R->cw[k] * s[1];
+            acc[2] += R->cw[k] * s[2];
         }
     }
     for (q = q0; q < R->Q; q++) {
@@ -483,22 +493,30 @@ static double phi3(renewal *R, double tau, int want, double *g, double *gp) {
     return tau * en;
 }
 
-/* E[D; D >= tau + C] = sum_q w_q (x S(r_q + x) + I(r_q + x)): bounds phi(s) for all s >= tau */
-static double saved_bound(const renewal *R, double tau) {
-    double x = tau + R->C, s = 0.0;
-    int q;
-    for (q = 0; q < R->Q; q++) {
-        double S, I = surv_tail(R, R->r[q] + x, &S);
+/* E[D; D >= tau + C] = sum_q w_q (x S(r_q + x) + I(r_q + x)): bounds phi(s) for all s >= tau. Weibull:
+ * the leading nodes by their cluster rule (cluster_prefix), nodes with I(r_q) = 0 (underflow) skipped. */
+static double saved_bound(renewal *R, double tau) {
+    double x = tau + R->C, s = 0.0, S, I;
+    int q, k, p = cluster_prefix(R, x);
+    for (k = 0; p > 0 && k < R->cn; k++) {
+        I = surv_tail(R, R->cr[k] + x, &S);
+        s += R->cw[k] * (x * S + I);
+    }
+    for (q = p; q < R->Q; q++) {
+        if (R->I[q] == 0.0) continue;
+        I = surv_tail(R, R->r[q] + x, &S);
         s += R->w[q] * (x * S + I);
     }
     return s;
 }
 
-/* G(y) = P(D >= y) = sum_q w_q S(r_q + y), y > 0 */
-static double surv_d(const renewal *R, double y) {
+/* G(y) = P(D >= y) = sum_q w_q S(r_q + y), y > 0 (Weibull: as saved_bound) */
+static double surv_d(renewal *R, double y) {
     double s = 0.0;
-    int q;
-    for (q = 0; q < R->Q; q++) s += R->w[q] * acme_surv(R->f, R->r[q] + y);
+    int q, k, p = cluster_prefix(R, y);
+    for (k = 0; p > 0 && k < R->cn; k++) s += R->cw[k] * acme_surv(R->f, R->cr[k] + y);
+    for (q = p; q < R->Q; q++)
+        if (R->I[q] > 0.0) s += R->w[q] * acme_surv(R->f, R->r[q] + y);
     return s;
 }
 
@@ -665,6 +683,18 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
     return tb;
 }
 
+/* Below t: E[N](s) = sum_{i>=1} G(i x) <= U / x - G(c) / 2 with U / x = sum_{i>=0} of G's mean over the
+ * bin [i x, (i+1) x]: each mean exceeds G((i+1) x) and, where G is convex (beyond ym, the D-density
+ * decreasing), by at least (x/2) f_D((i+1) x), which sums to at least G(c) / 2, c = x for ym = 0, else
+ * ym + 2x. For s in [lo, t] (x_s <= x_t, G(c_s) >= G(c_t)): phi(s) <= t U / x_t - lo G(c_t) / 2, which
+ * is <= best for lo = 2 (t U / x_t - best) / G(c_t). Returns that lo (t when G(c_t) = 0). */
+static double down_bound(renewal *R, double t, double ym, double best) {
+    double x = t + R->C, gc = surv_d(R, (ym > 0.0) ? ym + 2.0 * x : x);
+    return (gc > 0.0) ? 2.0 * (t * R->U / x - best) / gc : t;
+}
+
+#define ACME_SHRINK_MAX 0.9170040432046712 /* a bound interval [lo, t] is used when lo <= t / 2^(1/8) */
+
 /* the optimum tau and *best = phi(tau) (evaluated there) */
 static double optimize_general(renewal *R, double W, double C, double *best) {
     const acme_failure *f = R->f;
@@ -696,6 +726,12 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
         }
         t = tb / ROOT2;
         while (better < 0 && t > gmin && R->U * t / (t + C) > *best) {
+            /* no better point on [lo, t]: phi(s) <= t U / x - lo G(c) / 2 there (down_bound) */
+            double lo = down_bound(R, t, ym, *best);
+            if (lo <= t * ACME_SHRINK_MAX) {
+                t = lo;
+                continue;
+            }
             if (phi3(R, t, 0, &g, &gp) > *best) better = t;
             t /= ROOT2;
         }

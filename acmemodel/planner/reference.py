@@ -322,48 +322,71 @@ class _Renewal:
         self.evals = 0
         self._cp, self._cluster = 0, None
 
+    def cluster(self, x: float) -> int:
+        """Weibull: the number ``p`` of leading nodes within ``CLUSTER_DELTA · min(r_0 + x, 1/h)`` of the
+        least ``r_0`` (at least ``CLUSTER_MIN``, else 0), whose ``CLUSTER_N``-point Gauss rule
+        (:mod:`.reference_rule`, kept in ``self._cluster``) stands for them in functions of ``r + x``:
+        ``u ↦ Σ_i S(u + i x)`` is analytic for ``u > −x`` and varies on the scale ``1/h``, so the rule's
+        error is ~5e-16 of their share (see ``checkpoint.c``). ``h``: the hazard at ``r_0 + x`` or
+        (``k > 1``) at ``z = (t/λ)^k = CLUSTER_Z`` if that is later."""
+        d = self.d
+        if d.family != WEIBULL or self.r.size < CLUSTER_MIN:
+            return 0
+        t1 = self.r[0] + x
+        tz = d.lam * CLUSTER_Z ** (1.0 / d.k)
+        th = tz if d.k > 1.0 and tz > t1 else t1
+        h = d.k / d.lam * (th / d.lam) ** (d.k - 1.0)
+        lim = self.r[0] + CLUSTER_DELTA * (1.0 / h if h * t1 > 1.0 else t1)
+        p = int(np.sum(self.r <= lim))
+        if p < CLUSTER_MIN:
+            return 0
+        if p != self._cp:
+            self._cluster = reference_rule.gauss_rule(self.r[:p], self.w[:p], CLUSTER_N)
+            self._cp = p
+        return p
+
+    def _nodes(self, x: float, skip_zero: bool):
+        """(r, w) pairs for a function of ``r + x``: the cluster rule, then the other nodes (without those
+        whose ``I(r) = 0``, underflow, when ``skip_zero``); the I's of the others for pruning."""
+        p = self.cluster(x)
+        rule = list(zip(*self._cluster)) if p else []
+        rest = [(r, w, I) for r, w, I in zip(self.r[p:], self.w[p:], self.I[p:]) if not (skip_zero and I == 0.0)]
+        return rule, rest
+
     def saved_bound(self, tau: float) -> float:
         """Upper bound on ``φ(s)`` for every ``s ≥ τ``: ``φ(s) = s E[N](s) ≤ E[D; D ≥ x]`` with
         ``D = (F − R)^+``, ``x = τ + C`` (``s N ≤ D`` and ``N = 0`` unless ``D ≥ x``), decreasing in τ;
-        ``E[D; D ≥ x] = Σ_q w_q (x S(r_q + x) + I(r_q + x))``."""
+        ``E[D; D ≥ x] = Σ_q w_q (x S(r_q + x) + I(r_q + x))`` (Weibull: the cluster rule for the leading
+        nodes, nodes with ``I(r_q) = 0`` skipped)."""
         x = tau + self.C
         d = self.d
-        return float(sum(w * (x * float(d.surv(r + x)) + d.tail_integral(float(r + x)))
-                         for r, w in zip(self.r, self.w)))
+        rule, rest = self._nodes(x, True)
+        s = 0.0
+        for r, w in rule + [(r, w) for r, w, _ in rest]:
+            s += w * (x * float(d.surv(r + x)) + d.tail_integral(float(r + x)))
+        return float(s)
 
     def surv_d(self, y: float) -> float:
-        """``G(y) = P(D ≥ y) = Σ_q w_q S(r_q + y)`` (y > 0)."""
-        return float(sum(w * float(self.d.surv(r + y)) for r, w in zip(self.r, self.w)))
+        """``G(y) = P(D ≥ y) = Σ_q w_q S(r_q + y)`` (y > 0; as :meth:`saved_bound`)."""
+        rule, rest = self._nodes(y, True)
+        s = 0.0
+        for r, w in rule + [(r, w) for r, w, _ in rest]:
+            s += w * float(self.d.surv(r + y))
+        return float(s)
 
     def terms(self, tau: float) -> tuple[float, float, float]:
-        """``(E[N], dE[N]/dτ, d²E[N]/dτ²)`` at ``τ`` (``x = τ + C``). Weibull: the nodes within
-        ``CLUSTER_DELTA · min(r_0 + x, 1/h)`` of the least ``r_0`` (at least ``CLUSTER_MIN`` of them) are
-        summed as their ``CLUSTER_N``-point Gauss rule (:mod:`.reference_rule`): ``u ↦ Σ_i S(u + i x)``
-        is analytic for ``u > −x`` and varies on the scale ``1/h``, so the rule's error is ~5e-16 of
-        their share (see ``checkpoint.c``)."""
+        """``(E[N], dE[N]/dτ, d²E[N]/dτ²)`` at ``τ`` (``x = τ + C``); Weibull: the leading nodes by
+        their cluster rule (:meth:`cluster`)."""
         self.evals += 1
         x = tau + self.C
         acc = np.zeros(3)
-        q0 = 0
-        d = self.d
-        if d.family == WEIBULL and self.r.size >= CLUSTER_MIN:
-            t1 = self.r[0] + x
-            tz = d.lam * CLUSTER_Z ** (1.0 / d.k)
-            th = tz if d.k > 1.0 and tz > t1 else t1
-            h = d.k / d.lam * (th / d.lam) ** (d.k - 1.0)
-            lim = self.r[0] + CLUSTER_DELTA * (1.0 / h if h * t1 > 1.0 else t1)
-            p = int(np.sum(self.r <= lim))
-            if p >= CLUSTER_MIN:
-                if p != self._cp:
-                    self._cluster = reference_rule.gauss_rule(self.r[:p], self.w[:p], CLUSTER_N)
-                    self._cp = p
-                for r, w in zip(*self._cluster):
-                    acc += w * _sums_node(d, float(r), x)
-                q0 = p
-        for r, w, I in zip(self.r[q0:], self.w[q0:], self.I[q0:]):
+        rule, rest = self._nodes(x, False)
+        for r, w in rule:
+            acc += w * _sums_node(self.d, float(r), x)
+        for r, w, I in rest:
             if w * I / x <= PRUNE * acc[0]:
                 continue
-            acc += w * _sums_node(d, float(r), x)
+            acc += w * _sums_node(self.d, float(r), x)
         return float(acc[0]), -float(acc[1]), -float(acc[2])
 
     def phi(self, tau: float, want: int = 2) -> tuple[float, float, float]:
