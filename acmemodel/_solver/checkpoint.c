@@ -168,7 +168,7 @@ static void taylor_init(wb_series *T, double k, double z, double rho) {
     T->n = 1;
 }
 
-static void taylor_upto(wb_series *T, int nc) {
+static inline void taylor_upto(wb_series *T, int nc) {
     int n, j;
     for (n = T->n; n < nc; n++) {
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
@@ -202,20 +202,10 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
     int p, small_prev = 0;
     wb_series T;
     taylor_init(&T, f->k, z, x / a);
-    taylor_upto(&T, want ? 3 : 1);
     I = f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
     J[0] = I * ix;
     H[0] = 0.5 * T.c[0];
     sc0 = J[0] + H[0];
-    if (want) {
-        double S = T.c[0], fa = -T.c[1] * ix, wv = (a - r) * S + I;
-        J[1] = wv * ix * ix;
-        J[2] = (-(a - r) * (a - r) * fa - 2.0 * wv) * ix * ix * ix;
-        H[1] = -0.5 * n * T.c[1] * ix;
-        H[2] = -n * n * T.c[2] * ix * ix;
-    } else {
-        J[1] = J[2] = H[1] = H[2] = 0.0;
-    }
     for (p = 1; p <= EM_P; p++) {
         int j = 2 * p - 1, small;
         double B = BERN[p - 1] * INV[2 * p], t0;
@@ -232,11 +222,16 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
         small_prev = small;
     }
     K[0] = k0;
-    if (want) {
+    if (want) {  /* c_1, c_2 are known: the loop asked for j + 3 >= 4 coefficients */
+        double S = T.c[0], fa = -T.c[1] * ix, wv = (a - r) * S + I;
+        J[1] = wv * ix * ix;
+        J[2] = (-(a - r) * (a - r) * fa - 2.0 * wv) * ix * ix * ix;
+        H[1] = -0.5 * n * T.c[1] * ix;
+        H[2] = -n * n * T.c[2] * ix * ix;
         K[1] = -k1 * ix;
         K[2] = -k2 * ix * ix;
     } else {
-        K[1] = K[2] = 0.0;
+        J[1] = J[2] = H[1] = H[2] = K[1] = K[2] = 0.0;
     }
 }
 
