@@ -5,6 +5,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from acmemodel.datasets.reference import _data_path  # noqa: E402
@@ -13,6 +15,17 @@ SEREN_HEADER = ("job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,sta
                 "duration,queue,gpu_time")
 KALOS_HEADER = ("job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_per_pod,type,state,"
                 "submit_time,start_time,end_time,fail_time,stop_time,duration,queue,gpu_time")
+
+
+def utc_from_seconds(seconds) -> pd.Series:
+    """UTC timestamps of Unix seconds, NaN -> NaT, without handing NaNs to ``pd.to_datetime(unit="s")``: pandas < 3
+    reads uninitialised memory at the NaN entries of a float array there and then raises a FloatingPointError now
+    and then (pandas-dev/pandas#58419; the flaky failure of tests/test_export.py's job builder)."""
+    s = np.asarray(seconds, dtype=float)
+    nan = np.isnan(s)
+    t = pd.Series(pd.to_datetime(np.where(nan, 0.0, s), unit="s", utc=True))
+    t[nan] = pd.NaT
+    return t
 
 
 def readme_example(cluster: str) -> str:
