@@ -148,57 +148,86 @@ static const double INV[NTAY] = {0.0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1
                                  1.0 / 10, 1.0 / 11, 1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15, 1.0 / 16, 1.0 / 17,
                                  1.0 / 18, 1.0 / 19, 1.0 / 20, 1.0 / 21};
 
-/* Taylor coefficients c_n of S(a + v x) in v, n < nc <= NTAY: S(a) e_n with e = exp(-y) */
-static void wb_taylor(double k, double z, double rho, int nc, double *c) {
-    double jy[NTAY], e[NTAY], b = 1.0, p = 1.0, S = exp(-z);
+/* Taylor coefficients c_n of S(a + v x) in v: S(a) e_n with e = exp(-y), y(v) = z((1 + rho v)^k - 1),
+ * n e_n = -sum_{j=1..n} j y_j e_{n-j}; computed on demand (taylor_upto) as the Euler-Maclaurin sum asks */
+typedef struct {
+    double k, z, rho, S, b, p;
+    double jy[NTAY], e[NTAY], c[NTAY];
+    int n;  /* c[0..n-1] known */
+} wb_series;
+
+static void taylor_init(wb_series *T, double k, double z, double rho) {
+    T->k = k;
+    T->z = z;
+    T->rho = rho;
+    T->S = exp(-z);
+    T->b = 1.0;
+    T->p = 1.0;
+    T->e[0] = 1.0;
+    T->c[0] = T->S;
+    T->n = 1;
+}
+
+static inline void taylor_upto(wb_series *T, int nc) {
     int n, j;
-    for (n = 1; n < nc; n++) {
-        b *= (k - n + 1) * INV[n];
-        p *= rho;
-        jy[n] = n * (z * b * p);
-    }
-    e[0] = 1.0;
-    for (n = 1; n < nc; n++) {  /* four partial sums: the dot product is latency-bound otherwise */
+    for (n = T->n; n < nc; n++) {
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-        for (j = 1; j + 3 <= n; j += 4) {
-            s0 += jy[j] * e[n - j];
-            s1 += jy[j + 1] * e[n - j - 1];
-            s2 += jy[j + 2] * e[n - j - 2];
-            s3 += jy[j + 3] * e[n - j - 3];
+        T->b *= (T->k - n + 1) * INV[n];
+        T->p *= T->rho;
+        T->jy[n] = n * (T->z * T->b * T->p);
+        for (j = 1; j + 3 <= n; j += 4) {  /* four partial sums: the dot product is latency-bound otherwise */
+            s0 += T->jy[j] * T->e[n - j];
+            s1 += T->jy[j + 1] * T->e[n - j - 1];
+            s2 += T->jy[j + 2] * T->e[n - j - 2];
+            s3 += T->jy[j + 3] * T->e[n - j - 3];
         }
-        for (; j <= n; j++) s0 += jy[j] * e[n - j];
-        e[n] = -((s0 + s1) + (s2 + s3)) * INV[n];
+        for (; j <= n; j++) s0 += T->jy[j] * T->e[n - j];
+        T->e[n] = -((s0 + s1) + (s2 + s3)) * INV[n];
+        T->c[n] = T->S * T->e[n];
     }
-    for (n = 0; n < nc; n++) c[n] = S * e[n];
+    if (nc > T->n) T->n = nc;
 }
 
 /* Euler-Maclaurin end at index n for g0 = S(r+ux), g1 = u f(r+ux), g2 = u^2 f'(r+ux):
  * J = integral from n to infinity, H = g(n)/2, K = sum_p B_2p/(2p) g^_{2p-1} (Taylor coefficients in
  * u - n: g0^_j = c_j, g1^_j = -(n (j+1) c_{j+1} + j c_j)/x,
  * g2^_j = -(n^2 (j+1)(j+2) c_{j+2} + 2n j(j+1) c_{j+1} + (j-1) j c_j)/x^2, as f = -S', f' = -S'').
- * want = 0: g0 only. */
+ * The sum over p stops after two consecutive g0 terms below ACME_STOP of J0 + H0 (the same p whatever
+ * is wanted): a node far from the branch point of S (a >> x) with a slowly varying hazard needs a few
+ * terms, and its coefficients are computed only that far. want = 0: g0 only. */
 static void em_end(const renewal *R, double r, double x, double n, int want, double *J, double *H, double *K) {
     const acme_failure *f = R->f;
-    double a = r + n * x, z = pow(a / f->lam, f->k), c[NTAY], I, ix = 1.0 / x, k0 = 0.0;
-    int p;
-    wb_taylor(f->k, z, x / a, want ? NTAY : NTAY - 2, c);
+    double a = r + n * x, z = pow(a / f->lam, f->k), I, ix = 1.0 / x, k0 = 0.0, k1 = 0.0, k2 = 0.0;
+    double sc0;
+    int p, small_prev = 0;
+    wb_series T;
+    taylor_init(&T, f->k, z, x / a);
     I = f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
-    for (p = 1; p <= EM_P; p++) k0 += BERN[p - 1] * INV[2 * p] * c[2 * p - 1];
     J[0] = I * ix;
-    H[0] = 0.5 * c[0];
-    K[0] = k0;
-    if (want) {
-        double S = c[0], fa = -c[1] * ix, wv = (a - r) * S + I, k1 = 0.0, k2 = 0.0;
-        for (p = 1; p <= EM_P; p++) {
-            int j = 2 * p - 1;
-            double B = BERN[p - 1] * INV[2 * p];
+    H[0] = 0.5 * T.c[0];
+    sc0 = J[0] + H[0];
+    for (p = 1; p <= EM_P; p++) {
+        int j = 2 * p - 1, small;
+        double B = BERN[p - 1] * INV[2 * p], t0;
+        const double *c = T.c;
+        taylor_upto(&T, want ? j + 3 : j + 1);
+        t0 = B * c[j];
+        k0 += t0;
+        small = fabs(t0) <= ACME_STOP * sc0;
+        if (want) {
             k1 += B * (n * (j + 1) * c[j + 1] + j * c[j]);
             k2 += B * (n * n * (j + 1) * (j + 2) * c[j + 2] + 2.0 * n * j * (j + 1) * c[j + 1] + (j - 1) * j * c[j]);
         }
+        if (small && small_prev) break;
+        small_prev = small;
+    }
+    K[0] = k0;
+    if (want) {  /* c_1, c_2 are known: the loop asked for j + 3 >= 4 coefficients */
+        double S = T.c[0], fa = -T.c[1] * ix, wv = (a - r) * S + I;
         J[1] = wv * ix * ix;
         J[2] = (-(a - r) * (a - r) * fa - 2.0 * wv) * ix * ix * ix;
-        H[1] = -0.5 * n * c[1] * ix;
-        H[2] = -n * n * c[2] * ix * ix;
+        H[1] = -0.5 * n * T.c[1] * ix;
+        H[2] = -n * n * T.c[2] * ix * ix;
         K[1] = -k1 * ix;
         K[2] = -k2 * ix * ix;
     } else {
@@ -254,13 +283,14 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
 
 /* ---------------------------------------------------------------- piecewise-constant hazard */
 
-/* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta), omq = 1 - q (given); c < 0 means infinity */
-static void geometric_sums(double delta, double omq, double c, double *A, double *B, double *D) {
+/* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta), omq = 1 - q and rq = 1 / omq (given, one division
+ * per piece); c < 0 means infinity */
+static void geometric_sums(double delta, double omq, double rq, double c, double *A, double *B, double *D) {
     double q = 1.0 - omq;
     if (c < 0) {
-        *A = 1.0 / omq;
-        *B = q / (omq * omq);
-        *D = q * (1.0 + q) / (omq * omq * omq);
+        *A = rq;
+        *B = q * rq * rq;
+        *D = q * (1.0 + q) * (rq * rq * rq);
     } else if (delta == 0.0) {
         *A = c;
         *B = 0.5 * c * (c - 1.0);
@@ -279,9 +309,9 @@ static void geometric_sums(double delta, double omq, double c, double *A, double
         *D = sd;
     } else {
         double em = expm1(-c * delta), qc = 1.0 + em;
-        *A = -em / omq;
-        *B = (*A - 1.0 - (c - 1.0) * qc) / omq;
-        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * qc) / omq;
+        *A = -em * rq;
+        *B = (*A - 1.0 - (c - 1.0) * qc) * rq;
+        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * qc) * rq;
     }
 }
 
@@ -305,17 +335,22 @@ static void piecewise_sums_all(renewal *R, double x, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r, *w = R->w;
     double *nxt = R->nxt;
-    int j, q, Q = R->Q, m = f->m;
+    int j, q, Q = R->Q, m = f->m, qe = 0;
     acc[0] = acc[1] = acc[2] = 0.0;
     for (q = 0; q < Q; q++) nxt[q] = 1.0;  /* b_0 = 0: every node starts at i = 1 */
     for (j = 0; j < m; j++) {
         double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY;
-        double gilo = -1.0, gihi = -1.0, rg = 0.0, Wg = 0.0, prod = 1.0, ihi = -1.0;
+        double gilo = -1.0, gihi = -1.0, rg = 0.0, Wg = 0.0, prod = 1.0, ihi = -1.0, rq;
         if (j > 0 && R->hmin[j] > 0 && R->SH[j] * R->wsum <= ACME_STOP * acc[0] * -expm1(-R->hmin[j] * x)) break;
+        /* nodes with r + x >= b_{j+1} have no term in piece j (first index 1 at both ends; nxt stays 1):
+         * only the prefix q < qe (r ascending) is visited */
+        while (qe < Q && r[qe] + x < hi_b) qe++;
+        if (qe == 0) continue;
         R->omq[j] = -expm1(-hj * x);
-        for (q = 0; q <= Q; q++) {
+        rq = 1.0 / R->omq[j];
+        for (q = 0; q <= qe; q++) {
             double ilo = 0.0;
-            if (q < Q) {
+            if (q < qe) {
                 ilo = nxt[q];
                 if (j < m - 1) {  /* first index at b_{j+1}: non-increasing in q */
                     ihi = (q == 0) ? first_index_at(r[0], x, hi_b) : ihi;
@@ -323,16 +358,16 @@ static void piecewise_sums_all(renewal *R, double x, double *acc) {
                     nxt[q] = ihi;
                 }
             }
-            if (q == Q || ilo != gilo || (j < m - 1 && ihi != gihi)) {  /* flush the group */
+            if (q == qe || ilo != gilo || (j < m - 1 && ihi != gihi)) {  /* flush the group */
                 if (gilo > 0.0 && Wg > 0.0 && (j == m - 1 || gihi > gilo)) {
                     double c = (j < m - 1) ? gihi - gilo : -1.0, A, B, D;
                     double S = Wg * exp(-(f->H[j] + hj * (rg + gilo * x - bj)));
-                    geometric_sums(hj * x, R->omq[j], c, &A, &B, &D);
+                    geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D);
                     acc[0] += S * A;
                     acc[1] += hj * S * (gilo * A + B);
                     acc[2] += -hj * hj * S * (gilo * gilo * A + 2.0 * gilo * B + D);
                 }
-                if (q == Q) break;
+                if (q == qe) break;
                 gilo = ilo;
                 gihi = ihi;
                 rg = r[q];

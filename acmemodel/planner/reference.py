@@ -166,7 +166,9 @@ def _em_end(d: _Dist, r: float, x: float, n: float) -> tuple[np.ndarray, np.ndar
     ``g2(u) = u² f'(r+ux)``: the tail integrals ``J = ∫_n^∞ g``, the halves ``H = g(n)/2`` and the
     corrections ``K = Σ_p B_2p/(2p) ĝ_{2p−1}`` (ĝ_j: Taylor coefficients in ``u − n``), so that
     ``Σ_{i≥n} g(i) = J + H − K`` and ``Σ_{i=n0}^{n1} g(i) = J(n0) − J(n1) + H(n0) + H(n1) + K(n1) − K(n0)``
-    up to the remainder ``≈ 2 ζ(16) (ε/2π)^16`` of the sum (ε: relative change of g per step)."""
+    up to the remainder ``≈ 2 ζ(16) (ε/2π)^16`` of the sum (ε: relative change of g per step). The sum
+    over p stops after two consecutive g0 terms below ``STOP`` of ``J0 + H0`` (a node far from the branch
+    point of S with a slowly varying hazard needs a few)."""
     a = r + n * x
     c = _weibull_taylor(d, a, x)
     I = d.tail_integral(a)
@@ -183,9 +185,14 @@ def _em_end(d: _Dist, r: float, x: float, n: float) -> tuple[np.ndarray, np.ndar
     J = np.array([I / x, w / x ** 2, (-(a - r) ** 2 * fa - 2.0 * w) / x ** 3])
     H = 0.5 * np.array([g0[0], g1[0], g2[0]])
     K = np.zeros(3)
-    for q, g in enumerate((g0, g1, g2)):
-        for p, B in enumerate(BERNOULLI, start=1):
+    small_prev = False
+    for p, B in enumerate(BERNOULLI, start=1):  # stop after two g0 terms below STOP of J0 + H0
+        for q, g in enumerate((g0, g1, g2)):
             K[q] += B / (2 * p) * g[2 * p - 1]
+        small = abs(B / (2 * p) * g0[2 * p - 1]) <= STOP * (J[0] + H[0])
+        if small and small_prev:
+            break
+        small_prev = small
     return J, H, K
 
 
@@ -244,8 +251,9 @@ def _geometric_sums(delta: float, c: float | None, omq: float | None = None) -> 
     if omq is None:
         omq = -math.expm1(-delta)
     q = 1.0 - omq
+    rq = 1.0 / omq  # the C kernel: one division per piece
     if c is None:
-        return 1.0 / omq, q / omq ** 2, q * (1.0 + q) / omq ** 3
+        return rq, q * rq * rq, q * (1.0 + q) * (rq * rq * rq)
     if delta == 0.0:
         return c, 0.5 * c * (c - 1.0), (c - 1.0) * c * (2.0 * c - 1.0) / 6.0
     if c * delta < 0.05 and c <= 4096:
@@ -254,9 +262,9 @@ def _geometric_sums(delta: float, c: float | None, omq: float | None = None) -> 
         return float(qm.sum()), float((m * qm).sum()), float((m * m * qm).sum())
     em = math.expm1(-c * delta)
     qc = 1.0 + em
-    A = -em / omq
-    B = (A - 1.0 - (c - 1.0) * qc) / omq
-    D = (2.0 * B - A + 1.0 - (c - 1.0) ** 2 * qc) / omq
+    A = -em * rq
+    B = (A - 1.0 - (c - 1.0) * qc) * rq
+    D = (2.0 * B - A + 1.0 - (c - 1.0) ** 2 * qc) * rq
     return A, B, D
 
 
