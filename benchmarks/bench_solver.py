@@ -35,7 +35,11 @@ import os
 import sys
 import time
 
-import numpy as np
+# one core: BLAS worker threads idling in a spin loop would count in this process's CPU time
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from acmemodel import load_trace
 from acmemodel.cli import app, main
 from acmemodel.export import FORMATS, write
-from tests.conftest import readme_example
+from tests.conftest import readme_example, utc_from_seconds
 
 TYPES = np.array(["Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other"])
 
@@ -76,7 +76,7 @@ def make_jobs(n: int = 400, *, seed: int = 0, cluster: str = "Seren", fractional
         "submit_s": d["submit_s"].astype(float), "start_s": start, "end_s": end, "started": d["started"],
     }, index=d.index)
     for c in ("submit", "start", "end"):
-        out[f"{c}_time"] = pd.to_datetime(out[f"{c}_s"], unit="s", utc=True)
+        out[f"{c}_time"] = utc_from_seconds(out[f"{c}_s"]).set_axis(out.index)
     out["run_s"] = out["end_s"] - out["start_s"]
     out["queue_s"] = np.where(out["started"], out["start_s"] - out["submit_s"], out["end_s"] - out["submit_s"])
     out["queue_censored"] = ~out["started"]

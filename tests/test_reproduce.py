@@ -1,7 +1,8 @@
 """Tests of ``acmemodel reproduce`` (acmemodel/reproduce.py, acmemodel/cli/reproduce.py).
 
-The bundle is calibrated at 2 % of the published volume (session fixture, a few seconds); the checks are
-on the mechanics: every reported number is recomputed here from the returned synthetic jobs by an
+The bundle is the shipped default (``acmemodel calibrate`` at full volume, two-pass queue-policy
+calibration: its recorded policy and latency laws are what the simulator runs here), loaded once per
+session; the synthetic traces are drawn at 2 % of the published volume. The checks are on the mechanics: every reported number is recomputed here from the returned synthetic jobs by an
 independent route (statsmodels ECDF, pandas group-bys) and from the published tables.
 """
 from __future__ import annotations
@@ -18,14 +19,15 @@ from typer.testing import CliRunner
 from acmemodel.datasets import load_reference
 
 SCALE = 0.02
-MODELS = ("runtime", "queue", "arrival", "restart")
 
 
 @pytest.fixture(scope="session")
-def bundle():
-    from acmemodel.calibrate import calibrate
-
-    return calibrate(scale=SCALE, models=MODELS)
+def bundle(default_bundle):
+    """A calibrated bundle with a recorded queue policy. (Calibrating one here, even at 2 % of the volume,
+    costs minutes of policy search that is scale-independent; the calibration has its own tests.)"""
+    assert default_bundle.provenance["scale"] == 1.0
+    assert all(default_bundle.provenance["calibration"][c].get("policy") for c in ("Seren", "Kalos"))
+    return default_bundle
 
 
 @pytest.fixture(scope="session")
@@ -173,15 +175,25 @@ def test_trace_contract_and_waits(result):
         assert sim["queue"]["unschedulable"] == 0
 
 
-def test_partitions_change_the_waits(bundle, result):
+def test_partitions_change_the_waits(bundle):
     """A tiny shared partition (Seren: one 8-GPU node shared by every non-pretraining job; larger jobs move to
-    the pretraining partition) must raise the waits the simulator assigns; same seed, same jobs otherwise."""
+    the pretraining partition) must raise the waits the simulator assigns; same seed, same jobs otherwise. (On the
+    calibrated policy with best-effort use of idle reserved GPUs switched off: at 2 % of the volume the reserved
+    GPUs are idle and would otherwise absorb the displaced jobs.)"""
+    import copy
+
+    from acmemodel.models.bundle import Bundle
     from acmemodel.reproduce import reproduce
 
-    small = reproduce(bundle, scale=SCALE, seed=3, clusters=("Seren",), partitions={"Seren": {"pretrain": 2280}},
+    prov = copy.deepcopy(bundle.provenance)
+    prov["calibration"]["Seren"]["policy"]["best_effort"] = False
+    fifo = Bundle(bundle.models, provenance=prov, name=bundle.name)
+    base = reproduce(fifo, scale=SCALE, seed=3, clusters=("Seren",), return_jobs=True)
+    small = reproduce(fifo, scale=SCALE, seed=3, clusters=("Seren",), partitions={"Seren": {"pretrain": 2280}},
                       return_jobs=True)
     assert small["clusters"]["Seren"]["simulation"]["partitions"] == {"pretrain": 2280, "shared": 8}
-    a = result["jobs"].query("cluster == 'Seren' and is_gpu and type != 'Pretrain'")["queue_s"]
+    assert base["clusters"]["Seren"]["simulation"]["policy"]["best_effort"] is False
+    a = base["jobs"].query("cluster == 'Seren' and is_gpu and type != 'Pretrain'")["queue_s"]
     b = small["jobs"].query("cluster == 'Seren' and is_gpu and type != 'Pretrain'")["queue_s"]
     assert len(a) == len(b)
     assert b.mean() > a.mean() + 1.0
@@ -205,7 +217,9 @@ def test_scale_is_relative_to_the_bundle_volume(bundle, result):
 
     half = reproduce(bundle, scale=SCALE / 2, seed=5, clusters=("Seren",))
     s = half["clusters"]["Seren"]
-    assert s["simulation"]["arrival_scale"] == pytest.approx(0.5)
+    assert s["simulation"]["arrival_scale"] == pytest.approx(SCALE / 2 / bundle.provenance["scale"])
+    assert result["clusters"]["Seren"]["simulation"]["arrival_scale"] == pytest.approx(
+        SCALE / bundle.provenance["scale"])
     n_half = {r["name"]: r for r in s["summary"]}["gpu_jobs"]["reproduced"]
     n_full = {r["name"]: r for r in result["clusters"]["Seren"]["summary"]}["gpu_jobs"]["reproduced"]
     # evaluation jobs arrive in bursts (mean ~8): variance inflated; 5 standard errors of the ratio

@@ -218,3 +218,21 @@ def test_one_bad_column_keeps_the_others_typed(tmp_path):
         t = load_trace(write(tmp_path, rows))
     assert not t.files[0].fast_path and len(t.rejected) == 0
     assert t.jobs["run_s"].tolist() == [117.0] * 5
+
+
+def test_never_started_jobs_get_nat_without_reading_uninitialised_memory():
+    """pandas < 3 converts a float array with ``unit="s"`` through an uninitialised buffer at its NaN entries
+    (pandas-dev/pandas#58419): left-over huge doubles there raise FloatingPointError (the once-seen flaky failure).
+    Freed 3-element blocks filled with 1e305 make the unguarded call fail every time; the trace builder's
+    conversion (and the tests' helper) must not."""
+    from acmemodel.trace.jobs import _times
+    from tests.conftest import utc_from_seconds
+
+    x = np.array([1.6e9 + 0.25, np.nan, np.nan])
+    for convert in (_times, utc_from_seconds):
+        for _ in range(20):
+            junk = [np.full(3, 1e305) for _ in range(8)]
+            del junk
+            t = convert(x)
+            assert t.isna().tolist() == [False, True, True]
+            assert t.iloc[0] == pd.Timestamp(1.6e9 + 0.25, unit="s", tz="UTC")

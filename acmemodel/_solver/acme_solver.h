@@ -266,6 +266,19 @@ void acme_ckpt_optimize(int n, const double *work, const double *ckpt, int famil
 void acme_ckpt_terms(double tau, double ckpt, int family, const double *params, int P,
                      const double *r_nodes, const double *r_weights, int Q, double *out4);
 
+/* quadrature.c: Gauss rules of a discrete measure (restart nodes) by Lanczos + Golub-Welsch */
+typedef struct {
+    int Q, k, done;       /* points; coefficients computed; no more available */
+    const double *w;      /* weights (Q) */
+    double W, c, s;       /* total weight; t = (r - c) / s */
+    double *V, *t;        /* Lanczos vectors (row-major, Q each), scaled nodes (Q) */
+    double *alpha, *beta; /* Jacobi matrix: diagonal, off-diagonal (beta[0] = 0) */
+} acme_lanczos;
+void acme_lanczos_init(acme_lanczos *L, int Q, const double *r, const double *w, double *V, double *t,
+                       double *alpha, double *beta);
+int acme_lanczos_extend(acme_lanczos *L, int k);
+void acme_gauss_rule(const acme_lanczos *L, int n, double *nodes, double *weights, double *work);
+
 /* checkpoint_grid.c: the baseline optimiser (benchmark comparison only) */
 void acme_ckpt_grid_expected_time(int n, const double *tau, const double *work, const double *ckpt,
                                   int family, const double *params, int P, const double *r_nodes,

@@ -20,7 +20,8 @@ saved per cycle ``τ·E[N](τ)``. For exponential failures it is found by Brent'
 its derivative (exactly ``τ* = M (1 + W₀(−e^{−1−C/M}))``, independent of ``R``). Weibull and
 piecewise-constant hazards are summed numerically (no memoryless closed form; Euler–Maclaurin through
 B20 after a few direct terms for Weibull, geometric series per piece) together with the first two
-τ-derivatives, and the optimum is a safeguarded Newton iteration from Daly's interval for the mean
+τ-derivatives (Weibull: the restart nodes near the least one — a log-normal restart law has many of
+small weight near 0 — are summed as their 4-point Gauss rule, ~1e-15 of E[N]), and the optimum is a safeguarded Newton iteration from Daly's interval for the mean
 ``U/G0`` (``U = E[(F − R)⁺]``, ``G0 = P(F > R)``) followed by a guard scan for a better local optimum that
 skips what upper bounds on ``τ·E[N]`` exclude (see ``checkpoint.c``). Under a piecewise-constant hazard
 ``E[T](τ)`` has local minima 0.5–3 % apart and ~1e-5–1e-3 from each other (``φ'`` jumps where ``r + i x``

@@ -32,6 +32,7 @@ RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total d
 RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
 RIPPLE_K = 24          # ... with at most this many samples on each side
 PROBES = (0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step either side
+SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
 
 
 def _daly(C: float, M: float) -> float:
@@ -171,6 +172,18 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
     return tb, best
 
 
+def _down_bound(ren: _Renewal, t: float, ym: float, best: float) -> float:
+    """Below ``t``: ``E[N](s) = Σ_{i≥1} G(i x) ≤ U/x − G(c)/2``, since ``U/x`` is the sum over the bins
+    ``[i x, (i+1) x]``, i ≥ 0, of ``G``'s mean there, each above ``G((i+1) x)`` and, where ``G`` is
+    convex (beyond ``ym``: the density of ``D`` decreases), by at least ``(x/2) f_D((i+1) x)``, which sums
+    to at least ``G(c)/2``, ``c = x`` for ``ym = 0`` else ``ym + 2x``. On ``[lo, t]`` (``x_s ≤ x_t``,
+    ``G(c_s) ≥ G(c_t)``): ``φ(s) ≤ t U/x_t − lo G(c_t)/2 ≤ best`` for ``lo = 2 (t U/x_t − best)/G(c_t)``,
+    returned (``t`` when ``G(c_t) = 0``)."""
+    x = t + ren.C
+    gc = ren.surv_d(ym + 2.0 * x if ym > 0.0 else x)
+    return 2.0 * (t * ren.U / x - best) / gc if gc > 0.0 else t
+
+
 def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, float]:
     """``(τ*, φ(τ*))`` for Weibull / piecewise-hazard failures (see the module docstring)."""
     ren = _Renewal(d, C, rn, rw)
@@ -202,6 +215,10 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             t = nxt
         t = tb / ROOT2
         while better is None and t > gmin and ren.U * t / (t + C) > best:
+            lo = _down_bound(ren, t, d.mode, best)  # no better point on [lo, t]
+            if lo <= t * SHRINK_MAX:
+                t = lo
+                continue
             if ren.phi(t, want=0)[0] > best:
                 better = t
             t /= ROOT2

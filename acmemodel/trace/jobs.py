@@ -46,7 +46,15 @@ def _column(value: Any, n: int, dtype=None) -> np.ndarray:
 
 
 def _times(seconds: np.ndarray) -> pd.Series:
-    return pd.Series(pd.to_datetime(seconds, unit="s", utc=True))
+    """UTC timestamps of Unix seconds (NaN -> NaT). The NaNs are converted as 0 and masked afterwards: pandas
+    < 3 reads uninitialised memory at the NaN entries of a float array converted with ``unit=`` and then
+    raises a FloatingPointError now and then (pandas-dev/pandas#58419)."""
+    s = np.asarray(seconds, dtype=float)
+    nan = np.isnan(s)
+    t = pd.Series(pd.to_datetime(np.where(nan, 0.0, s), unit="s", utc=True))
+    if nan.any():
+        t[nan] = pd.NaT
+    return t
 
 
 def jobs_from_times(*, cluster, submit_s, start_s, end_s, gpu_num, type, state, user,
