@@ -54,12 +54,6 @@ calibration has two steps, both deterministic given the seed:
    resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
    which the pseudo-trace carries as explicit ``restart_of`` links in ``Trace.extras``). ``acmemodel calibrate``
    writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
-   With the queue policy on synthetic workloads (``Assumptions.policy_on_synthetic``) it runs two
-   passes: the first-pass bundle's generator (synth, 184 days per cluster) gives the workload the
-   policy is chosen on, and its failed and cancelled shares of GPU time correct the state targets
-   of the second pass's pseudo-trace by one step (:func:`corrected_state_targets`): the generator
-   draws large jobs' failures from the parametric failure model, so it does not give back the
-   pseudo-trace's state shares exactly (the report: ``generator_states``).
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
 122 s, 5.68) the run-time and GPU-count shapes target the figures and the counts and state rates
@@ -79,7 +73,7 @@ from scipy import optimize, special, stats
 from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
     _arrivals, _copula_pair, _gpu_sampler, _inverse_cdf, _published_gpu_quantile, _queue_params, _solve_states,
-    _stratified, _summary, _to_contract, corrected_state_targets, infra_reference,
+    _stratified, _summary, _to_contract, infra_reference,
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
@@ -152,17 +146,13 @@ class Assumptions:
 
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                    assumptions: Assumptions | None = None,
-                   queue_calibration: dict | None = None,
-                   targets: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                   queue_calibration: dict | None = None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
     ``queue_calibration``: ``{"policy", "latency"}`` (see :mod:`acmemodel.calibrate_queue`) to use
     instead of choosing them (``Assumptions.queue_policy``); with either, the GPU jobs' waits are the
     simulator's on that policy plus latency draws.
-    ``targets``: ``{"fail_gt", "cancel_gt", "gpu_time_share": {type: share}}`` (fractions of the GPU
-    time; any subset) to solve the final states and the types' GPU time to instead of the published shares (:func:`calibrate` moves them so that the fitted
-    *generator* meets the published values, module docstring).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -188,8 +178,6 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     counts[np.argsort(-(share * n_gpu - counts))[: n_gpu - counts.sum()]] += 1
     types = mix["type"].to_numpy()
     gt_share = dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0))
-    tg = dict(targets or {})
-    gt_share.update({t: float(v) for t, v in (tg.get("gpu_time_share") or {}).items() if t in gt_share})
     parts = {}
     for t, k in zip(types, counts):
         parts[t] = dict(n=int(k), qdur=_inverse_cdf(curves[curves["type"] == t]),
@@ -298,10 +286,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
         gt = g_arr * np.maximum(d, 1.0)
         return hit, d, gt
 
-    fail_gt = float(tg.get("fail_gt", summ["fail_rate_gpu_time"]))
-    cancel_gt = float(tg.get("cancel_gt", summ["cancel_rate_gpu_time"]))
-    report["targets"] = {"fail_gt": fail_gt, "cancel_gt": cancel_gt, "gpu_time_share": dict(gt_share)}
-    target_infra = infra_share * fail_gt
+    target_infra = infra_share * summ["fail_rate_gpu_time"]
     if a.infra_mttf_ref_s is not None:
         m_ref = float(a.infra_mttf_ref_s)
     else:
@@ -333,8 +318,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     z = (lz - lz[rest].mean()) / lz[rest].std()
     targets = {"fail": (summ["fail_rate_gpu"] * n - n_hit) / (n - n_hit),
                "cancel": summ["cancel_rate_gpu"] * n / (n - n_hit),
-               "fail_gt": (fail_gt * g_tot - g_hit) / (g_tot - g_hit),
-               "cancel_gt": cancel_gt * g_tot / (g_tot - g_hit)}
+               "fail_gt": (summ["fail_rate_gpu_time"] * g_tot - g_hit) / (g_tot - g_hit),
+               "cancel_gt": summ["cancel_rate_gpu_time"] * g_tot / (g_tot - g_hit)}
     th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
     ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
     ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
@@ -483,18 +468,15 @@ DEFAULT_SEED = 2023
 
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
-                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None,
-                    targets: dict | None = None):
+                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None):
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
-    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them;
-    ``targets``: {cluster: state GPU-time targets of :func:`published_jobs`})."""
+    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them)."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
-                                queue_calibration=(queue_calibration or {}).get(cluster),
-                                targets=(targets or {}).get(cluster))
+                                queue_calibration=(queue_calibration or {}).get(cluster))
         links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
@@ -528,13 +510,11 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     models = list(models)
     # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
     # size information (the infrastructure process); small jobs' failures follow the published
-    # duration curves, which are not conditioned on size. Its late (infrastructure) hazard has a
-    # cluster level: the pseudo-trace's infrastructure MTTF is solved per cluster, and one shared rate
-    # gives Kalos's large jobs Seren's failures. The restart model is the published
+    # duration curves, which are not conditioned on size. The restart model is the published
     # time-to-restart prior of the failure table (restart gaps were not published in trace form).
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
     if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
-        params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": ("cluster",)}
+        params["failure"] = {"min_gpus": float(a.infra_min_gpus)}
     from acmemodel.features.names import jobs_with_extras
 
     def fit(trace, reports, models=models):
@@ -559,13 +539,9 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                  if two_pass else models)
     if two_pass:
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
-        # one correction step of the state GPU-time targets: what the first-pass generator missed
-        targets = {cl: corrected_state_targets(cl, q["generated"]) for cl, q in qc.items()}
-        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
-                                         targets=targets)
+        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc)
         for cl, q in qc.items():
             reports[cl]["policy_score_terms"] = q["terms"]
-            reports[cl]["generator_states"] = {"first_pass_generated": q["generated"], "targets": targets[cl]}
             reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, seed "
                                               f"{seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
         bundle = fit(trace, reports)
@@ -586,15 +562,8 @@ def synthetic_queue_calibration(bundle, reports: dict, *, days: float, seed: int
         # independent pretraining arrivals: every candidate places them within its own reservation
         wl = simulate_jobs(bundle, days=days, cluster=cluster, seed=seed + 1, scale=1.0, pretrain_gpus=None)
         wl = wl[(wl["gpu_num"] > 0) & np.isfinite(wl["run_s"].to_numpy(float))].reset_index(drop=True)
-        gt = wl["gpu_num"].to_numpy(float) * wl["run_s"].to_numpy(float)
-        st = wl["state"].astype(str).to_numpy()
-        ty = wl["type"].astype(str).to_numpy()
-        generated = {"fail_gt": float(gt[st == "FAILED"].sum() / gt.sum()),
-                     "cancel_gt": float(gt[st == "CANCELLED"].sum() / gt.sum()),
-                     "gpu_time_share": {str(t): float(gt[ty == t].sum() / gt.sum()) for t in np.unique(ty)}}
         first = reports.get(cluster) or {}
         out[cluster] = calibrate_queue_jobs(wl, cluster, seed=seed, stress=0.0, latency_guess=first.get("latency"),
                                             log=log)
         out[cluster]["first_pass"] = first.get("policy")
-        out[cluster]["generated"] = generated
     return out

@@ -1,8 +1,7 @@
 """Inputs and samplers of the calibration (:mod:`acmemodel.calibrate`): the published tables read as
 inverse CDFs and GPU-count samplers, the arrival-time sampler of the stated assumptions, the Gaussian
 copula of GPU count and duration, the state-logit and queue solvers, and the reference point of the
-infrastructure-failure process; the pseudo-trace's conversion to the trace contract and the second
-pass's correction of the state GPU-time targets.
+infrastructure-failure process; the pseudo-trace's conversion to the trace contract.
 """
 from __future__ import annotations
 
@@ -215,27 +214,4 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
     # beside the contract columns (published_trace puts it in Trace.extras as ``restart_of``)
     pos = pd.Index(df["uid"].to_numpy()).get_indexer(df["prev_uid"].to_numpy())
     out.attrs["restart_of"] = np.where(pos >= 0, job_id[np.maximum(pos, 0)], "").astype(object)
-    return out
-
-
-def corrected_state_targets(cluster: str, generated: dict) -> dict:
-    """The GPU-time targets the second pass solves its pseudo-trace to — failed and cancelled shares and
-    each type's share — the published share plus what the first-pass generator missed (``generated``:
-    its shares, fractions): a step of slope 1 towards "generated = published", each kept within
-    [½, 1½] × its published value; the types' shares are scaled to sum to at most 1. The generator
-    draws large jobs' failures from the parametric failure model and run times from the fitted cell
-    laws, not the pseudo-trace's own runs, so it does not give the pseudo-trace's shares back exactly."""
-    summ = _summary(cluster)
-
-    def step(p, g):
-        return float(np.clip(p + (p - float(g)), 0.5 * p, min(1.5 * p, 0.95)))
-
-    out = {k: step(float(summ[col]), generated[k])
-           for k, col in (("fail_gt", "fail_rate_gpu_time"), ("cancel_gt", "cancel_rate_gpu_time"))}
-    mix = load_reference("workload_mix").query("cluster == @cluster")
-    pub = dict(zip(mix["type"], mix["gpu_time_percent"].to_numpy(float) / 100.0))
-    gen = generated.get("gpu_time_share") or {}
-    share = {t: step(p, gen.get(t, p)) for t, p in pub.items()}
-    tot = sum(share.values())
-    out["gpu_time_share"] = {t: v / max(tot, 1.0) for t, v in share.items()}
     return out

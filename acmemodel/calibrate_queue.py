@@ -6,16 +6,18 @@ reproduced by the cluster simulator (:func:`acmemodel.planner.cluster_sim.simula
 Acme's policy on the calibrated workload, plus a start-up latency. :func:`calibrate_queue_jobs`
 chooses, per cluster:
 
-1. **The policy** — among :func:`policy_candidates` (the pretraining reservation size; whether
-   evaluation may run best-effort on idle reserved GPUs; priorities by type with evaluation below the
-   rest), the one whose simulated *contention* waits (no latency) best match the facts that latency
-   cannot explain: the published shares at ≥ 100 s, "no more jobs start within 1 s than published"
-   (latency only delays), the cluster mean wait (log ratio) and evaluation having the largest mean
-   wait; a candidate's score is the worse of the pseudo-trace's and of a variant with
-   :data:`STRESS` longer non-pretraining runs (robustness to the synthetic traces' GPU-time error).
-   The workload is the calibration's pseudo-trace itself (its GPU jobs: submit, GPUs, type,
-   run time), at the scale it is built at (the cluster is not scaled: choices are meaningful at
-   full scale).
+1. **The policy** — among :func:`policy_candidates` (the pretraining reservation size; which types
+   may run best-effort on idle reserved GPUs; an evaluation quota; priorities by type with
+   evaluation below the rest), each simulated on the workload with its pretraining chains placed
+   within its own reservation (:func:`place_pretrain`), the one whose waits — simulated contention
+   plus the latency fitted to it (step 2) — score best against every published per-type share, the
+   cluster mean and median wait and evaluation's two orderings (:func:`policy_score`, misses in
+   units of their bars); among the candidates meeting every bar, one on which every
+   non-pretraining type may use every idle GPU is preferred (its latency is what the queue model
+   can estimate back from the trace, :func:`calibrate_queue_jobs`). With ``stress`` a candidate's
+   score is the worse of the workload's and of a variant with :data:`STRESS` longer
+   non-pretraining runs. The workload is the calibration's pseudo-trace (first pass) or a synthetic
+   workload of the first-pass bundle (second pass), at full scale.
 2. **The start-up latency** ``L`` per type — a hurdle: ``P(L <= 1 s) = a`` (uniform on {0, 1} s),
    else ``L = 1 + shift + LogNormal(mu, sigma)`` (``shift`` >= 0: the minimum time of pod creation
    beyond the first second) — fitted by least squares so that ``L + C`` (C: the chosen
@@ -340,7 +342,11 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     of an earlier calibration) every candidate is first scored with those laws and only the
     ``refit_top`` best get their own latency fit. With ``stress`` > 0 the score is the worse of
     the workload's and of a variant whose non-pretraining runs are ``1 + stress`` times longer (the
-    same latency laws). The lowest score wins. Returns ``{"policy", "latency": {type: {a, mu, sigma,
+    same latency laws). The lowest score wins, except that a candidate meeting every bar (every score
+    term ≤ 1) on which every non-pretraining type may use every idle GPU (all best effort, no lane) is
+    preferred to the others: the queue model estimates the latency from jobs submitted while enough of
+    the cluster's GPUs were idle, which is the latency only where a job may use any idle GPU, so on
+    such a policy the refitted bundle gives back the waits simulated here. Returns ``{"policy", "latency": {type: {a, mu, sigma,
     shift}}, "search": [rows], "contention_mean_s": {type: s}, "score", "terms"}``."""
     from acmemodel.clusters import cluster_gpus
     from acmemodel.datasets import load_reference
@@ -395,9 +401,14 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
             log(f"{cluster}: reservation {row['reservation_gpus']}, eval lane {row['eval_gpus']}, eval best-effort "
                 f"{row['eval_best_effort']}, others best-effort {row['others_best_effort']}: score {score:.3f}"
                 f"{'' if i in refit else ' (guessed latency)'}")
-        if lat is not None and (best is None or score < best[0]):
-            best = (score, pol, lat, c, terms)
-    score, pol, lat, c, terms = best
+        if lat is not None:
+            # open: every non-pretraining type may use every idle GPU (best effort on the reservation, no lane)
+            open_ = (not int(pol.get("eval_gpus") or 0)
+                     and set(pol["best_effort_types"]) >= {t for t in c if t != "Pretrain"})
+            key = (not (open_ and max(terms.values(), default=0.0) <= 1.0), score)
+            if best is None or key < best[0]:
+                best = (key, pol, lat, c, terms)
+    (_, score), pol, lat, c, terms = best
     lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed)
     return {"policy": dict(pol, latency=True), "latency": lat, "search": rows, "score": score,
             "terms": terms, "contention_mean_s": {t: float(np.mean(v)) for t, v in c.items()}}
