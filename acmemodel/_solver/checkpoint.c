@@ -85,7 +85,7 @@
 #define ACME_RIPPLE_IGNORE 2e-7 /* ... and the smallest breaks' ripples up to this total do not set the step */
 #define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
 #define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
-#define ACME_RIPPLE_NPROBE 3    /* ... and derivative probes at 1/8, 1/4, 1/2 of a step either side */
+#define ACME_RIPPLE_NPROBE 5    /* ... and derivative probes at 1/32, 1/16, ..., 1/2 of a step either side */
 #define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
 #define EM_P 10
 #define NTAY (2 * EM_P + 2)
@@ -653,8 +653,8 @@ static double ripple(const renewal *R, double tau, double ph, double *period) {
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
  * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
  * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
- * from the two best sampled local maxima and, on each side of tb, from the first of 1/8, 1/4, 1/2 of a
- * step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
+ * from the two best sampled local maxima and, on each side of tb, from the first of 1/32, 1/16, ...,
+ * 1/2 of a step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
  * around a better point found beyond half the window. Returns the best point, *best = phi there. */
 static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
     double ph[2 * ACME_RIPPLE_K + 1];
@@ -690,7 +690,7 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
             }
         }
         for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
-            /* c < 2: the sampled maxima; then probes on each side of t0 at 1/8, 1/4, 1/2 of a step: a
+            /* c < 2: the sampled maxima; then probes on each side of t0 at 1/32, ..., 1/2 of a step: a
              * kink next to t0 can split its maximum, and phi' there still points away from t0 */
             int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
             double t2, p2, pp2, start;
@@ -698,7 +698,7 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
                 if (!(cph[c] > 0)) continue;
                 start = cand[c];
             } else {
-                double g, gp, off = 0.125 * (double)(1 << level) * step;
+                double g, gp, off = 0.03125 * (double)(1 << level) * step;
                 if (probed[side]) continue;
                 start = t0 * (1.0 + (side == 0 ? off : -off));
                 if (!(start > gmin && start < gmax)) continue;
