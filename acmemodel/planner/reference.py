@@ -335,7 +335,7 @@ class _Renewal:
         least ``r_0`` (at least ``CLUSTER_MIN``, else 0), whose ``CLUSTER_N``-point Gauss rule
         (:mod:`.reference_rule`, kept in ``self._cluster``) stands for them in functions of ``r + x``:
         ``u ↦ Σ_i S(u + i x)`` is analytic for ``u > −x`` and varies on the scale ``1/h``, so the rule's
-        error is ~5e-16 of their share (see ``checkpoint.c``). ``h``: the hazard at ``r_0 + x`` or
+        error is ~5e-16 of their share (see ``checkpoint_sums.c``). ``h``: the hazard at ``r_0 + x`` or
         (``k > 1``) at ``z = (t/λ)^k = CLUSTER_Z`` if that is later."""
         d = self.d
         if d.family != WEIBULL or self.r.size < CLUSTER_MIN:

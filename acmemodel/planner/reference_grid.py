@@ -1,6 +1,6 @@
 """NumPy/SciPy twin of the baseline checkpoint optimiser ``_core.ckpt_optimize_grid`` (``checkpoint_grid.c``).
 
-This is the kernel the package shipped before the sums of ``checkpoint.c`` were rewritten, kept callable
+This is the kernel the package shipped before the sums of ``checkpoint.c`` (now ``checkpoint_sums.c``) were rewritten, kept callable
 (C and twin) only so that ``benchmarks/bench_solver.py`` can print the speed-up of the current kernel
 over it in the same run. Same model, older algorithm: a geometric grid of ratio √2 on
 ``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` then Brent's method on ``φ'(τ)``; Weibull sums term by term
@@ -53,7 +53,7 @@ def _weibull_em(d: _Dist, r: float, x: float, n0: float, n1: float | None) -> tu
 
 
 def _weibull_sums(d: _Dist, r: float, x: float) -> tuple[float, float]:
-    """Direct terms while the summand changes fast, then Euler-Maclaurin (see checkpoint.c)."""
+    """Direct terms while the summand changes fast, then Euler-Maclaurin (see checkpoint_sums.c)."""
     k = d.k
     sumS = sumIF = 0.0
     i = 1

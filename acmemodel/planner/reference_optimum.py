@@ -31,7 +31,7 @@ RIPPLE_SMALL = 1e-9    # piecewise: a ripple below this relative size of φ is i
 RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total do not set the step
 RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
 RIPPLE_K = 24          # ... with at most this many samples on each side
-PROBES = (0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step either side
+PROBES = (0.03125, 0.0625, 0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step a side
 SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
 
 
@@ -156,7 +156,7 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
         moved = 0.0
         starts = [t for _, t in cand]
         for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
-            if t is None:  # the first of t0 (1 ± f step), f = 1/8, 1/4, 1/2, where φ' points away from t0
+            if t is None:  # the first of t0 (1 ± f step), f = 1/32 ... 1/2, where φ' points away from t0
                 sign = 1.0 if i == len(starts) else -1.0
                 for f in PROBES:
                     t = t0 * (1.0 + sign * f * step)

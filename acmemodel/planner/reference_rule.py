@@ -15,9 +15,11 @@ import numpy as np
 from scipy import linalg
 
 
-def lanczos(r: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+def lanczos(r: np.ndarray, w: np.ndarray, n: int, reorth: int = 1) -> tuple[np.ndarray, np.ndarray, float, float, float]:
     """``(alpha, beta, W, c, s)``: up to ``n`` recurrence coefficients (fewer when the Krylov space is
-    exhausted: the measure has that many points), ``beta[0] = 0``, for nodes ``r`` (ascending)."""
+    exhausted: the measure has that many points), ``beta[0] = 0``, for nodes ``r`` (ascending);
+    ``reorth``: 1 = one modified Gram-Schmidt pass per step (as the C kernel's few-point cluster
+    rules), else that many classical passes (long rules)."""
     r, w = np.asarray(r, dtype=float), np.asarray(w, dtype=float)
     Q = r.size
     W = float(sum(float(v) for v in w))
@@ -33,8 +35,13 @@ def lanczos(r: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarra
         if len(alpha) == Q:
             break
         u = (t - a) * v - (beta[-1] * V[-2] if len(V) > 1 else 0.0)
-        for vj in V:  # full reorthogonalisation (classical Gram-Schmidt)
-            u = u - float(np.dot(vj, u)) * vj
+        if reorth == 1:  # full reorthogonalisation, vector by vector as the C kernel
+            for vj in V:
+                u = u - float(np.dot(vj, u)) * vj
+        else:  # classical Gram-Schmidt, reorth passes (long rules: "twice is enough")
+            Vm = np.array(V)
+            for _ in range(reorth):
+                u = u - Vm.T @ (Vm @ u)
         b = math.sqrt(float(np.dot(u, u)))
         if not b > 1e-13:
             break
@@ -43,9 +50,9 @@ def lanczos(r: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarra
     return np.array(alpha), np.array(beta), W, c, s
 
 
-def gauss_rule(r, w, n: int) -> tuple[np.ndarray, np.ndarray]:
+def gauss_rule(r, w, n: int, reorth: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """``(nodes, weights)`` of the (at most) ``n``-point Gauss rule of ``Σ_q w_q δ(r_q)``, nodes ascending."""
-    alpha, beta, W, c, s = lanczos(r, w, n)
+    alpha, beta, W, c, s = lanczos(r, w, n, reorth)
     k = alpha.size
     if k == 1:
         return np.array([c + s * alpha[0]]), np.array([W])

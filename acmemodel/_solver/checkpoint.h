@@ -1,0 +1,58 @@
+/*
+ * Internal interface between the two files of the checkpoint-interval kernel (not part of the
+ * Python-facing API): checkpoint_sums.c computes the renewal sums E[N], dE[N]/dtau, d2E[N]/dtau2 of one
+ * scenario (Weibull: direct terms + Euler-Maclaurin; piecewise-constant hazard: geometric series), and
+ * checkpoint.c runs the optimiser, the guard scan and the entry points on them. The model and the
+ * notation are described at the top of checkpoint.c, the sums at the top of checkpoint_sums.c.
+ * Functions shared between the two files carry the prefix ckpt_ (external linkage inside the
+ * extension only; the other kernel files keep their own static copies under unprefixed names).
+ */
+#ifndef ACME_CHECKPOINT_H
+#define ACME_CHECKPOINT_H
+
+#include "acme_solver.h"
+
+
+#define ACME_CLUSTER_DELTA 0.05 /* Weibull: nodes within DELTA (r_0 + x) of the least r_0 ... */
+#define ACME_CLUSTER_N 4        /* ... are summed as their Gauss rule of this many points ... */
+#define ACME_CLUSTER_MIN 6      /* ... when there are at least this many */
+#define ACME_CLUSTER_Z 10.0     /* ... and within DELTA / h of it, h the hazard at t_1 = r_0 + x or (k > 1,
+                                 * increasing hazard) at z = (t / lambda)^k = Z if that is later */
+
+/* one scenario: failure law, checkpoint cost and the restart nodes sorted by r with I(r) */
+typedef struct {
+    const acme_failure *f;
+    double C, U, gk;        /* gk = Gamma(1/k) (Weibull) */
+    double G0;              /* P(F > R) = sum_q w_q S(r_q) (Daly's interval for U / G0 starts the search) */
+    int Q;
+    double *r, *w, *I;      /* Q kept nodes (caller buffers) */
+    double *hmin;           /* piecewise: least hazard from piece j on (m) */
+    double *omq, *stop;     /* piecewise, per tau: 1 - exp(-h_j x), 1 - exp(-hmin_j x) (m each) */
+    double *u;              /* piecewise: u[j Q + q] = exp(-h_j (r_q - r_{q-1})) (Q m), u[j Q] = 1 */
+    double *SH;             /* piecewise: S(b_j) = exp(-H_j) (m) */
+    double *T;              /* piecewise: integral of S from b_j (m) */
+    double *nxt;            /* piecewise, per tau: first index of each node in the next piece (Q) */
+    double wsum;            /* sum of the kept weights */
+    double *cbuf;           /* Weibull: Lanczos scratch for the cluster rule (cluster_scratch(Q)) */
+    double cr[ACME_CLUSTER_N], cw[ACME_CLUSTER_N]; /* ... the rule of the first cp nodes (cn points) */
+    int cp, cn;
+    long evals;
+} renewal;
+
+/* integral of S from a and (*S) S(a) (checkpoint_sums.c) */
+double ckpt_surv_tail(const renewal *R, double a, double *S);
+
+/* sort the nodes by r, drop zero weights, I(r), U and G0; buf holds 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q) */
+void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double *rn, const double *rw,
+                       int Q, double *buf);
+
+/* doubles of Lanczos scratch the Weibull cluster rule of Q nodes needs */
+size_t ckpt_cluster_scratch(int Q);
+
+/* Weibull: the number of leading nodes summed as the cluster rule (R->cr, R->cw, R->cn) at x, 0 for none */
+int ckpt_cluster_prefix(renewal *R, double x);
+
+/* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (Weibull and piecewise families; want as in the sums) */
+void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2);
+
+#endif
