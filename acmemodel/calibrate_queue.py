@@ -249,19 +249,10 @@ def chain_ids(d: pd.DataFrame) -> np.ndarray:
     if "chain_id" in d.columns:
         return d["chain_id"].to_numpy()
     if {"uid", "prev_uid"} <= set(d.columns):
-        uid = d["uid"].to_numpy(np.int64)
-        parent = dict(zip(uid.tolist(), d["prev_uid"].to_numpy(np.int64).tolist()))
-        root = {}
-        for u in uid.tolist():
-            r, seen = u, []
-            while parent.get(r, -1) >= 0 and r not in root:
-                seen.append(r)
-                r = parent[r]
-            r = root.get(r, r)
-            for x in seen:
-                root[x] = r
-            root[u] = r
-        return np.array([root[u] for u in uid.tolist()], np.int64)
+        from acmemodel.features.chains import chain_heads
+
+        prev = pd.Index(d["uid"].to_numpy()).get_indexer(d["prev_uid"].to_numpy())
+        return d["uid"].to_numpy(np.int64)[chain_heads(prev)[0]]
     return np.arange(len(d))
 
 

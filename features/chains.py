@@ -170,6 +170,27 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) ->
     return nxt
 
 
+def chain_heads(prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the position of its chain's first attempt and its attempt number (1 = first), from
+    ``prev`` (position of the attempt each row restarts, −1 if none); walks the links one step per
+    pass (passes = the longest chain)."""
+    prev = np.asarray(prev, dtype=np.int64)
+    head = np.arange(len(prev), dtype=np.int64)
+    attempt = np.ones(len(prev), dtype=np.int64)
+    p = prev.copy()
+    while True:
+        active = p >= 0
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        attempt[idx] += 1  # one more predecessor
+        head[idx] = p[idx]
+        p_new = p.copy()
+        p_new[idx] = prev[p[idx]]
+        p = p_new
+    return head, attempt
+
+
 def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
                    min_precision: float = DEFAULT_MIN_PRECISION, infer: bool | None = None) -> pd.DataFrame:
     """Chain columns of the module docstring, aligned on ``jobs.index``; ``attrs["source"]`` is
@@ -205,21 +226,8 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
     has_next = nxt >= 0
     prev[nxt[has_next]] = np.flatnonzero(has_next)
 
-    # attempt numbers and chain heads: walk the prev links one step per pass (passes = longest chain)
-    head = np.arange(n, dtype=np.int64)
-    attempt = np.ones(n, dtype=np.int64)
-    p = prev.copy()
-    while True:
-        active = p >= 0
-        if not active.any():
-            break
-        idx = np.flatnonzero(active)
-        attempt[idx] += 1  # one more predecessor
-        head[idx] = p[idx]
-        p_new = p.copy()
-        p_new[idx] = prev[p[idx]]
-        p = p_new
-    # head now holds the first attempt of each chain; renumber densely
+    head, attempt = chain_heads(prev)
+    # head holds the first attempt of each chain; renumber densely
     _, chain_id = np.unique(head, return_inverse=True)
 
     labels = jobs.index.to_numpy()
