@@ -20,8 +20,9 @@ chooses, per cluster:
    workload of the first-pass bundle (second pass), at full scale.
 2. **The start-up latency** ``L`` per type — a hurdle: ``P(L <= 1 s) = a`` (uniform on {0, 1} s),
    else ``L = min(1 + shift + LogNormal(mu, sigma), cap)`` (``shift`` >= 0: the minimum time of pod
-   creation beyond the first second; ``cap`` = :data:`LATENCY_CAP_S`, 6 h: the published curves end
-   at 1,000 s, and the cut keeps a small type's mean wait from being one draw's) — fitted by least squares so that ``L + C`` (C: the chosen
+   creation beyond the first second; ``cap``: :data:`LATENCY_CAP_S`, 6 h, for evaluation and
+   :data:`LATENCY_CAP_OTHER_S`, 1 h, for the other types — the published curves end at 1,000 s,
+   and the cut keeps a small type's mean wait from being one draw's) — fitted by least squares so that ``L + C`` (C: the chosen
    policy's contention waits of that type, resampled) has the published shares at every published
    point and the cluster mean wait; a type with fewer than three published points shares (mu,
    sigma) with the cluster's other types (Seren: evaluation's) and a type with none also shares the
@@ -60,10 +61,14 @@ EVAL_LANES = (16, 24, 32, 48, 64, 128)
 #: the latency fit keeps evaluation's mean wait this log ratio above every other type's (the heavy-tailed means
 #: of a few hundred jobs are noisy)
 EVAL_MEAN_MARGIN = math.log(1.25)
-#: the start-up latency's upper bound (s): the log-normal tail that carries the published mean waits is cut at
-#: 6 h, so that a type's mean wait over a few hundred jobs has a finite, small variance (uncut, sigma ~ 2.9 gives
-#: Kalos Debug's mean over ~540 jobs a standard error of ~500 s, larger than the mean itself; cut at 6 h ~40 s)
+#: the start-up latency's upper bound (s) for evaluation jobs: the log-normal tail that carries the published mean
+#: waits is cut at 6 h, so that a type's mean wait over a few hundred jobs has a finite, small variance (uncut,
+#: sigma ~ 2.9 gives Kalos Debug's mean over ~540 jobs a standard error of ~500 s, larger than the mean itself)
 LATENCY_CAP_S = 6 * 3600.0
+#: ... and for every other type: 1 h. Evaluation runs best-effort on spare capacity, and its long waits are
+#: published (5 % beyond 1,000 s); a pretraining run that started hours late would, in the simulator, collide
+#: with the next run placed in the reservation (Seren, 6 h cap: Pretrain mean wait 909 s, evaluation's 577 s)
+LATENCY_CAP_OTHER_S = 3600.0
 #: the figures' bars in the policy score (:func:`policy_score`): shares in fractions, means/medians as log ratios
 SCORE_BAR = {"share": 0.05, "log_ratio": math.log(1.5)}
 
@@ -131,7 +136,7 @@ def _latency_mean(a, mu, sigma, shift=0.0, cap=math.inf):
 
 def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float | None = None,
                 weights: dict | None = None, max_sample: int = 4000, seed: int = 0,
-                cap: float = LATENCY_CAP_S) -> dict:
+                cap: float = LATENCY_CAP_S, cap_other: float = LATENCY_CAP_OTHER_S) -> dict:
     """Latency parameters per type {type: {"a", "mu", "sigma", "shift", "cap"}} (module docstring, step 2).
 
     ``contention``: {type: contention waits (s) of simulated jobs}; ``targets``: rows ``type, x_s,
@@ -167,12 +172,13 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
             key = t if t in own else "*"
             a = 0.0 if (eval_no_atom and t == "Eval") else float(special.expit(th[idx[(t, "a")]]))
             out[t] = {"a": a, "mu": float(th[idx[(key, "mu")]]),
-                      "sigma": float(np.exp(th[idx[(key, "ls")]])), "shift": float(th[idx[(key, "sh")]]), "cap": cap}
+                      "sigma": float(np.exp(th[idx[(key, "ls")]])), "shift": float(th[idx[(key, "sh")]]),
+                      "cap": cap if t == "Eval" else cap_other}
         a_mean = float(np.mean([out[t]["a"] for t in shared])) if shared else (
             float(np.mean([out[t]["a"] for t in own])) if own else 0.5)
         for t in none:
             out[t] = {"a": a_mean, "mu": float(th[idx[("*", "mu")]]), "sigma": float(np.exp(th[idx[("*", "ls")]])),
-                      "shift": float(th[idx[("*", "sh")]]), "cap": cap}
+                      "shift": float(th[idx[("*", "sh")]]), "cap": cap if t == "Eval" else cap_other}
         return out
 
     # latency draws are whole seconds: round(L) <= x - C  <=>  L < floor(x - C) + 1/2, so each published point
