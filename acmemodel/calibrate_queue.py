@@ -112,38 +112,6 @@ def _latency_mean(a, mu, sigma, shift=0.0):
     return a * 0.5 + (1 - a) * (1.0 + shift + math.exp(mu + sigma * sigma / 2))
 
 
-class _PointMisses:
-    """The misses ``P(round(L) + C <= x) - target`` at one type's published points (``target``: the
-    published shares, fractions) for latency parameters ``p``, as a list in the points' order; the share
-    is ``sum_k w_k F_L(y_k)`` over each point's levels ``(y_k, w_k)`` (:func:`fit_latency`: ``y_k`` = the
-    values of ``floor(x - C) + 1/2``, ``w_k`` their probabilities).
-
-    Speed only, the same numbers as ``np.dot(w, latency_cdf(y, **p)) - target`` per point:
-    :func:`latency_cdf` is element-wise, so one call on the union of the points' levels gives each
-    point's values, and the answer is remembered per ``p`` (each step of the least-squares
-    finite-difference Jacobian moves the parameters of one type, or of the types sharing a pair, and
-    looks the other types' misses up)."""
-
-    def __init__(self, levels, target):
-        y = np.concatenate([yk for yk, _w in levels]) if levels else np.zeros(0)
-        self.y, inv = np.unique(y, return_inverse=True)
-        cuts = np.cumsum([0] + [len(yk) for yk, _w in levels])
-        self.parts = [(inv[cuts[i]:cuts[i + 1]], w, float(c))
-                      for i, ((_y, w), c) in enumerate(zip(levels, target))]
-        self.memo = {}
-
-    def __call__(self, p: dict) -> list:
-        key = tuple(p.items())
-        out = self.memo.get(key)
-        if out is None:
-            v = latency_cdf(self.y, **p)
-            out = [float(np.dot(w, v[g])) - c for g, w, c in self.parts]
-            if len(self.memo) >= 64:
-                self.memo.clear()
-            self.memo[key] = out
-        return out
-
-
 def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float | None = None,
                 weights: dict | None = None, max_sample: int = 4000, seed: int = 0) -> dict:
     """Latency parameters per type {type: {"a", "mu", "sigma"}} (module docstring, step 2).
@@ -197,7 +165,6 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
             fl = np.floor(x - C[t])
             uk, cnt = np.unique(fl[fl >= 0], return_counts=True)
             lev[(t, x)] = (uk + 0.5, cnt / len(C[t]))
-    cmean = {t: C[t].mean() for t in types}
     shares = {t: _PointMisses([lev[(t, x)] for x, _c in pts[t]], pts[t][:, 1] / 100.0) for t in types}
 
     def res(th):
@@ -211,7 +178,7 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
             sh_o = np.mean([th[idx[(t, "sh")]] for t in own])
             r += [0.3 * (th[idx[("*", "mu")]] - mu_o), 0.3 * (th[idx[("*", "ls")]] - ls_o),
                   0.03 * (th[idx[("*", "sh")]] - sh_o)]
-        m = {t: _latency_mean(**p[t]) + cmean[t] for t in types}
+        m = {t: _latency_mean(**p[t]) + C[t].mean() for t in types}
         if mean_target and weights:
             w = np.array([weights.get(t, 0.0) for t in types], float)
             if w.sum() > 0:
@@ -539,3 +506,36 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
     if includes_queue:
         out["run_s"] = run
     return out
+
+
+# ------------------------------------------------------------------------------------------- fit_latency's residuals
+class _PointMisses:
+    """The misses ``P(round(L) + C <= x) - target`` at one type's published points (``target``: the
+    published shares, fractions) for latency parameters ``p``, as a list in the points' order; the share
+    is ``sum_k w_k F_L(y_k)`` over each point's levels ``(y_k, w_k)`` (:func:`fit_latency`: ``y_k`` = the
+    values of ``floor(x - C) + 1/2``, ``w_k`` their probabilities).
+
+    Speed only, the same numbers as ``np.dot(w, latency_cdf(y, **p)) - target`` per point:
+    :func:`latency_cdf` is element-wise, so one call on the union of the points' levels gives each
+    point's values, and the answer is remembered per ``p`` (each step of the least-squares
+    finite-difference Jacobian moves the parameters of one type, or of the types sharing a pair, and
+    looks the other types' misses up)."""
+
+    def __init__(self, levels, target):
+        y = np.concatenate([yk for yk, _w in levels]) if levels else np.zeros(0)
+        self.y, inv = np.unique(y, return_inverse=True)
+        cuts = np.cumsum([0] + [len(yk) for yk, _w in levels])
+        self.parts = [(inv[cuts[i]:cuts[i + 1]], w, float(c))
+                      for i, ((_y, w), c) in enumerate(zip(levels, target))]
+        self.memo = {}
+
+    def __call__(self, p: dict) -> list:
+        key = tuple(p.items())
+        out = self.memo.get(key)
+        if out is None:
+            v = latency_cdf(self.y, **p)
+            out = [float(np.dot(w, v[g])) - c for g, w, c in self.parts]
+            if len(self.memo) >= 64:
+                self.memo.clear()
+            self.memo[key] = out
+        return out
