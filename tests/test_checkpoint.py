@@ -202,6 +202,26 @@ def test_weibull_sums_match_brute_force(k, x_over_lam):
     assert -d2 == pytest.approx((i * i * ((k - 1.0) * h / t - h * h) * s).sum(), rel=1e-10, abs=1e-30)
 
 
+def test_weibull_shape_just_above_one_in_the_twin():
+    """Shape k = 1.006 (bench_solver's expected-time instance, row 121): the point t1 where x h(t1) = 1
+    is lambda (lambda / (k x))^(1/(k-1)) ~ 1e400 s, beyond the float range; the twin decides the cap on the
+    upper Euler-Maclaurin end in log space (it raised OverflowError) and equals C and plain summation."""
+    k, lam, R, x = 1.0059462586230485, 384093.5536510706, 500.0, 1143.2684136933437
+    args = (x - 90.0, 90.0, 1, np.array([k, lam]), np.array([R]), np.array([1.0]))
+    c, n = _core.ckpt_terms(*args), reference.ckpt_terms(*args)
+    np.testing.assert_allclose(c, n, rtol=1e-12)
+    i = np.arange(1, 200_001, dtype=float)
+    t = R + i * x
+    z = (t / lam) ** k
+    s = np.exp(-z)
+    assert n[1] == pytest.approx(s.sum(), rel=1e-12)
+    assert -n[2] == pytest.approx((i * k * z / t * s).sum(), rel=1e-12)
+    tau = np.array([x - 90.0])
+    e = [f(tau, np.array([30 * DAY]), np.array([90.0]), 1, np.array([[k, lam]]), np.array([[R]]), np.array([[1.0]]))
+         for f in (_core.ckpt_expected_time, reference.ckpt_expected_time)]
+    assert e[1][0][0] == pytest.approx(e[0][0][0], rel=1e-12)
+
+
 def test_piecewise_sums_match_brute_force():
     p = PiecewiseHazard([0, 600, 600, 7200, 86400], [5e-4, 0.0, 1e-4, 0.0, 2e-5])
     for x, R in ((50.0, 0.0), (700.0, 1234.0), (20000.0, 50.0)):
