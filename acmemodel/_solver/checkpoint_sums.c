@@ -330,7 +330,7 @@ static int first_node_at(const double *r, int lo, int hi, double i, double x, do
  * that can have terms in piece j < m - 1 is below exp(-ACME_GROUP_MAX) (R->grouped, ckpt_renewal_init;
  * a group's exp is then below exp(ACME_GROUP_MAX), no overflow), else piecewise_sums_nodes. The
  * node-by-node walk (index tests, a running product) was half the time of an evaluation. */
-static void piecewise_sums_groups(renewal *R, double x, double *acc) {
+static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r;
     double pilo, pE = 0.0, E, eh, pc, pA = 0.0, pB = 0.0, pD = 0.0, pqc = 0.0;
@@ -391,13 +391,20 @@ static void piecewise_sums_groups(renewal *R, double x, double *acc) {
                         B = pB + pc * pqc;
                         D = pD + pc * pc * pqc;
                         pqc *= 1.0 - R->omq[j];
-                    } else {
+                    } else if (want || c < 0.0 || hj == 0.0 || (c * (hj * x) < 0.05 && c <= 4096.0)) {
                         geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D, &pqc);
+                    } else {  /* E[N] only: A and q^c of geometric_sums' closed form */
+                        double em = expm1(-c * (hj * x));
+                        pqc = 1.0 + em;
+                        A = -em * rq;
+                        B = D = 0.0;
                     }
                     pc = c; pA = A; pB = B; pD = D;
                     acc[0] += S * A;
-                    acc[1] += hj * S * (ilo * A + B);
-                    acc[2] += -hj * hj * S * (ilo * ilo * A + 2.0 * ilo * B + D);
+                    if (want) {
+                        acc[1] += hj * S * (ilo * A + B);
+                        acc[2] += -hj * hj * S * (ilo * ilo * A + 2.0 * ilo * B + D);
+                    }
                 }
             }
             q = e;
@@ -530,7 +537,7 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     int q, q0 = 0;
     R->evals++;
     if (R->f->family == ACME_PIECEWISE) {
-        if (R->grouped) piecewise_sums_groups(R, x, acc);
+        if (R->grouped) piecewise_sums_groups(R, x, want, acc);
         else piecewise_sums_nodes(R, x, acc);
         *EN = acc[0];
         *d1 = -acc[1];
