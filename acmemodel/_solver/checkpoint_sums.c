@@ -206,17 +206,20 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
 /* ---------------------------------------------------------------- piecewise-constant hazard */
 
 /* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta), omq = 1 - q and rq = 1 / omq (given, one division
- * per piece); c < 0 means infinity */
-static void geometric_sums(double delta, double omq, double rq, double c, double *A, double *B, double *D) {
+ * per piece); c < 0 means infinity; *qc = q^c (0 for c < 0) */
+static void geometric_sums(double delta, double omq, double rq, double c, double *A, double *B, double *D,
+                           double *qc) {
     double q = 1.0 - omq;
     if (c < 0) {
         *A = rq;
         *B = q * rq * rq;
         *D = q * (1.0 + q) * (rq * rq * rq);
+        *qc = 0.0;
     } else if (delta == 0.0) {
         *A = c;
         *B = 0.5 * c * (c - 1.0);
         *D = (c - 1.0) * c * (2.0 * c - 1.0) / 6.0;
+        *qc = 1.0;
     } else if (c * delta < 0.05 && c <= 4096.0) {  /* avoid cancellation: sum directly */
         double sa = 0.0, sb = 0.0, sd = 0.0, qq = exp(-delta), qm = 1.0;
         long m, ci = (long)c;
@@ -229,11 +232,13 @@ static void geometric_sums(double delta, double omq, double rq, double c, double
         *A = sa;
         *B = sb;
         *D = sd;
+        *qc = qm;
     } else {
-        double em = expm1(-c * delta), qc = 1.0 + em;
+        double em = expm1(-c * delta);
+        *qc = 1.0 + em;
         *A = -em * rq;
-        *B = (*A - 1.0 - (c - 1.0) * qc) * rq;
-        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * qc) * rq;
+        *B = (*A - 1.0 - (c - 1.0) * *qc) * rq;
+        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * *qc) * rq;
     }
 }
 
@@ -284,7 +289,8 @@ static void piecewise_sums_nodes(renewal *R, double x, double *acc) {
                 if (gilo > 0.0 && Wg > 0.0 && (j == m - 1 || gihi > gilo)) {
                     double c = (j < m - 1) ? gihi - gilo : -1.0, A, B, D;
                     double S = Wg * exp(-(f->H[j] + hj * (rg + gilo * x - bj)));
-                    geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D);
+                    double qc;
+                    geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D, &qc);
                     acc[0] += S * A;
                     acc[1] += hj * S * (gilo * A + B);
                     acc[2] += -hj * hj * S * (gilo * gilo * A + 2.0 * gilo * B + D);
@@ -324,9 +330,10 @@ static int first_node_at(const double *r, int lo, int hi, double i, double x, do
  * that can have terms in piece j < m - 1 is below exp(-ACME_GROUP_MAX) (R->grouped, ckpt_renewal_init;
  * a group's exp is then below exp(ACME_GROUP_MAX), no overflow), else piecewise_sums_nodes. The
  * node-by-node walk (index tests, a running product) was half the time of an evaluation. */
-static void piecewise_sums_groups(renewal *R, double x, double *acc) {
+static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r;
+    double pilo, pE = 0.0, E, eh, pc, pA = 0.0, pB = 0.0, pD = 0.0, pqc = 0.0;
     int j, Q = R->Q, m = f->m, qe = 0;
     acc[0] = acc[1] = acc[2] = 0.0;
     for (j = 0; j < m; j++) {
@@ -342,6 +349,9 @@ static void piecewise_sums_groups(renewal *R, double x, double *acc) {
         if (qe == 0) continue;
         R->omq[j] = -expm1(-hj * x);
         rq = 1.0 / R->omq[j];
+        pilo = -2.0;
+        pc = -2.0;
+        eh = 0.0;
         while (q < qe) {
             double ilo = (j == 0) ? 1.0 : first_index_at(r[q], x, bj);
             double ihi = (j < m - 1) ? first_index_at(r[q], x, hi_b) : 0.0;
@@ -360,12 +370,41 @@ static void piecewise_sums_groups(renewal *R, double x, double *acc) {
                 for (; k < e; k++) g0 += Vj[k];
                 G = (g0 + g1) + (g2 + g3);
                 if (G > 0.0) {
-                    double c = (j < m - 1) ? ihi - ilo : -1.0, A, B, D;
-                    double S = G * exp(-(f->H[j] + hj * (r[0] + ilo * x - bj)));
-                    geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D);
+                    double c = (j < m - 1) ? ihi - ilo : -1.0, A, B, D, S;
+                    /* the group's exp from the previous group's (same ilo, or one less: times exp(h_j x)) */
+                    if (ilo == pilo) {
+                        E = pE;
+                    } else if (ilo == pilo - 1.0 && hj * x <= 30.0) {
+                        if (eh == 0.0) eh = exp(hj * x);
+                        E = pE * eh;
+                    } else {
+                        E = exp(-(f->H[j] + hj * (r[0] + ilo * x - bj)));
+                    }
+                    pE = E;
+                    pilo = ilo;
+                    S = G * E;
+                    /* the geometric sums of the previous group's c, or of c - 1 plus its last term */
+                    if (c == pc) {
+                        A = pA; B = pB; D = pD;
+                    } else if (c == pc + 1.0 && pc >= 1.0) {
+                        A = pA + pqc;
+                        B = pB + pc * pqc;
+                        D = pD + pc * pc * pqc;
+                        pqc *= 1.0 - R->omq[j];
+                    } else if (want || c < 0.0 || hj == 0.0 || (c * (hj * x) < 0.05 && c <= 4096.0)) {
+                        geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D, &pqc);
+                    } else {  /* E[N] only: A and q^c of geometric_sums' closed form */
+                        double em = expm1(-c * (hj * x));
+                        pqc = 1.0 + em;
+                        A = -em * rq;
+                        B = D = 0.0;
+                    }
+                    pc = c; pA = A; pB = B; pD = D;
                     acc[0] += S * A;
-                    acc[1] += hj * S * (ilo * A + B);
-                    acc[2] += -hj * hj * S * (ilo * ilo * A + 2.0 * ilo * B + D);
+                    if (want) {
+                        acc[1] += hj * S * (ilo * A + B);
+                        acc[2] += -hj * hj * S * (ilo * ilo * A + 2.0 * ilo * B + D);
+                    }
                 }
             }
             q = e;
@@ -498,7 +537,7 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     int q, q0 = 0;
     R->evals++;
     if (R->f->family == ACME_PIECEWISE) {
-        if (R->grouped) piecewise_sums_groups(R, x, acc);
+        if (R->grouped) piecewise_sums_groups(R, x, want, acc);
         else piecewise_sums_nodes(R, x, acc);
         *EN = acc[0];
         *d1 = -acc[1];
