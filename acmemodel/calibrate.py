@@ -72,8 +72,8 @@ from scipy import optimize, special, stats
 
 from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
-    _arrivals, _copula_pair, _gpu_sampler, _inverse_cdf, _published_gpu_quantile, _queue_params, _solve_states,
-    _stratified, _summary, _to_contract, infra_reference,
+    _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
+    _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
@@ -203,15 +203,18 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
 
     small_max = a.small_job_gpus.get(cluster)
 
+    base = {}  # per type: its copula draws that do not depend on rho and its GPU counts in copula order
+
     def draw(t, rho, delta=0.0):
         p = parts[t]
-        r = np.random.default_rng(p["seed"])
-        ug, ud = _copula_pair(r, p["n"], rho)
-        rank = np.argsort(np.argsort(ug, kind="stable"), kind="stable")
-        g = p["g_sorted"][rank]
+        if t not in base:  # (the same generator state for every rho: drawn once)
+            b = _copula_base(np.random.default_rng(p["seed"]), p["n"])
+            base[t] = b, p["g_sorted"][_ranks(stats.norm.cdf(b[0]))]
+        b, g = base[t]
+        ud = _copula_second(b, rho)
         if delta and small_max is not None:  # small jobs' duration scores shifted down by delta
             zd = stats.norm.ppf(ud) - delta * (g <= small_max)
-            ud = (np.argsort(np.argsort(zd, kind="stable"), kind="stable") + 1.0) / (len(zd) + 1.0)
+            ud = (_ranks(zd) + 1.0) / (len(zd) + 1.0)
         return g, p["qdur"](ud)
 
     def solve_rho(t, target, delta=0.0):

@@ -135,11 +135,42 @@ def _arrivals(rng, n: int, a, batch_mean: float, t0: float, off: float):
     return np.repeat(start, sizes) + offs, batch
 
 
+def _ranks(x: np.ndarray, *, average: bool = False) -> np.ndarray:
+    """0-based ranks of ``x``, tied values in order of position: ``argsort(argsort(x, stable), stable)``, the
+    inverse of the stable sorting permutation. With ``average``, ``scipy.stats.rankdata(x) - 1`` (ties share
+    their mean rank). Speed only: without ties (the continuous draws here) any sort gives that permutation, so
+    the fast one is used and the stable one (or rankdata) only where ties or NaN show."""
+    x = np.asarray(x)
+    o = np.argsort(x)
+    xs = x[o]
+    if len(xs) > 1 and not bool((xs[1:] > xs[:-1]).all()):
+        if average:
+            return stats.rankdata(x) - 1.0
+        o = np.argsort(x, kind="stable")
+    r = np.empty(len(o), dtype=o.dtype)
+    r[o] = np.arange(len(o), dtype=o.dtype)
+    return r.astype(float) if average else r
+
+
+def _copula_base(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The draws of :func:`_copula_pair` that do not depend on rho: the stratified normal scores z1 and
+    the independent standard normals e (``z2 = rho z1 + sqrt(1 - rho²) e``)."""
+    return stats.norm.ppf(_stratified(rng, n)), rng.standard_normal(n)
+
+
+def _copula_second(base, rho: float) -> np.ndarray:
+    """The second uniform of :func:`_copula_pair` from its rho-free draws ``base = (z1, e)``
+    (:func:`_copula_base`): the ranks of ``z2 = rho z1 + sqrt(1 - rho²) e`` over ``n + 1``; a solver trying
+    several rho on one seed draws ``base`` once."""
+    z1, e = base
+    z2 = rho * z1 + np.sqrt(max(1 - rho * rho, 0.0)) * e
+    return (_ranks(z2, average=True) + 1.0) / (len(z2) + 1)
+
+
 def _copula_pair(rng, n: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
     """Two uniforms with Gaussian-copula correlation rho (stratified margins)."""
-    z1 = stats.norm.ppf(_stratified(rng, n))
-    z2 = rho * z1 + np.sqrt(max(1 - rho * rho, 0.0)) * rng.standard_normal(n)
-    return stats.norm.cdf(z1), stats.rankdata(z2) / (n + 1)
+    base = _copula_base(rng, n)
+    return stats.norm.cdf(base[0]), _copula_second(base, rho)
 
 
 def _solve_states(z: np.ndarray, gt: np.ndarray, gt_fail: np.ndarray, targets: dict[str, float]) -> np.ndarray:

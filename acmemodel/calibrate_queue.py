@@ -189,15 +189,13 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
             fl = np.floor(x - C[t])
             uk, cnt = np.unique(fl[fl >= 0], return_counts=True)
             lev[(t, x)] = (uk + 0.5, cnt / len(C[t]))
+    shares = {t: _PointMisses([lev[(t, x)] for x, _c in pts[t]], pts[t][:, 1] / 100.0) for t in types}
 
     def res(th, means=True):
         p = params(th)
         r = []
         for t in types:
-            for x, c in pts[t]:
-                y, wk = lev[(t, x)]
-                f = float(np.dot(wk, latency_cdf(y, **p[t])))
-                r.append(f - c / 100.0)
+            r += shares[t](p[t])
         if own and shared:  # tie the shared pair to the own types' (mean) pair
             mu_o = np.mean([th[idx[(t, "mu")]] for t in own])
             ls_o = np.mean([th[idx[(t, "ls")]] for t in own])
@@ -538,3 +536,36 @@ def simulate_pseudo_waits(gpu: pd.DataFrame, cluster: str, policy: dict, latency
     if includes_queue:
         out["run_s"] = run
     return out
+
+
+# ------------------------------------------------------------------------------------------- fit_latency's residuals
+class _PointMisses:
+    """The misses ``P(round(L) + C <= x) - target`` at one type's published points (``target``: the
+    published shares, fractions) for latency parameters ``p``, as a list in the points' order; the share
+    is ``sum_k w_k F_L(y_k)`` over each point's levels ``(y_k, w_k)`` (:func:`fit_latency`: ``y_k`` = the
+    values of ``floor(x - C) + 1/2``, ``w_k`` their probabilities).
+
+    Speed only, the same numbers as ``np.dot(w, latency_cdf(y, **p)) - target`` per point:
+    :func:`latency_cdf` is element-wise, so one call on the union of the points' levels gives each
+    point's values, and the answer is remembered per ``p`` (each step of the least-squares
+    finite-difference Jacobian moves the parameters of one type, or of the types sharing a pair, and
+    looks the other types' misses up)."""
+
+    def __init__(self, levels, target):
+        y = np.concatenate([yk for yk, _w in levels]) if levels else np.zeros(0)
+        self.y, inv = np.unique(y, return_inverse=True)
+        cuts = np.cumsum([0] + [len(yk) for yk, _w in levels])
+        self.parts = [(inv[cuts[i]:cuts[i + 1]], w, float(c))
+                      for i, ((_y, w), c) in enumerate(zip(levels, target))]
+        self.memo = {}
+
+    def __call__(self, p: dict) -> list:
+        key = tuple(p.items())
+        out = self.memo.get(key)
+        if out is None:
+            v = latency_cdf(self.y, **p)
+            out = [float(np.dot(w, v[g])) - c for g, w, c in self.parts]
+            if len(self.memo) >= 64:
+                self.memo.clear()
+            self.memo[key] = out
+        return out

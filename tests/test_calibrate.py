@@ -355,3 +355,17 @@ def test_arrivals_of_no_jobs():
         assert sub.shape == (0,) and batch.shape == (0,)
     sub, batch = _arrivals(np.random.default_rng(0), 50, Assumptions(), 3.0, 1.68e9, 0.0)
     assert sub.shape == (50,) and np.all(np.diff(batch) >= 0)
+
+
+def test_ranks_are_the_stable_double_argsort_and_rankdata():
+    """calibrate_inputs._ranks (a fast sort where nothing ties) gives exactly argsort(argsort(x, stable), stable)
+    and, with average=True, rankdata(x) - 1: on continuous draws, with ties (the fallback) and with NaN."""
+    from acmemodel.calibrate_inputs import _ranks
+
+    rng = np.random.default_rng(0)
+    for x in (rng.standard_normal(5000), rng.integers(0, 50, 5000).astype(float),
+              np.r_[rng.standard_normal(100), np.nan, 1.0, 1.0], np.zeros(0), np.ones(1)):
+        want = np.argsort(np.argsort(x, kind="stable"), kind="stable")
+        assert np.array_equal(_ranks(x), want)
+        if len(x) and not np.isnan(x).any():
+            assert np.array_equal(_ranks(x, average=True), stats.rankdata(x) - 1.0)

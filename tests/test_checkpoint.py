@@ -202,6 +202,26 @@ def test_weibull_sums_match_brute_force(k, x_over_lam):
     assert -d2 == pytest.approx((i * i * ((k - 1.0) * h / t - h * h) * s).sum(), rel=1e-10, abs=1e-30)
 
 
+def test_weibull_shape_just_above_one_in_the_twin():
+    """Shape k = 1.006 (bench_solver's expected-time instance, row 121): the point t1 where x h(t1) = 1
+    is lambda (lambda / (k x))^(1/(k-1)) ~ 1e400 s, beyond the float range; the twin decides the cap on the
+    upper Euler-Maclaurin end in log space (it raised OverflowError) and equals C and plain summation."""
+    k, lam, R, x = 1.0059462586230485, 384093.5536510706, 500.0, 1143.2684136933437
+    args = (x - 90.0, 90.0, 1, np.array([k, lam]), np.array([R]), np.array([1.0]))
+    c, n = _core.ckpt_terms(*args), reference.ckpt_terms(*args)
+    np.testing.assert_allclose(c, n, rtol=1e-12)
+    i = np.arange(1, 200_001, dtype=float)
+    t = R + i * x
+    z = (t / lam) ** k
+    s = np.exp(-z)
+    assert n[1] == pytest.approx(s.sum(), rel=1e-12)
+    assert -n[2] == pytest.approx((i * k * z / t * s).sum(), rel=1e-12)
+    tau = np.array([x - 90.0])
+    e = [f(tau, np.array([30 * DAY]), np.array([90.0]), 1, np.array([[k, lam]]), np.array([[R]]), np.array([[1.0]]))
+         for f in (_core.ckpt_expected_time, reference.ckpt_expected_time)]
+    assert e[1][0][0] == pytest.approx(e[0][0][0], rel=1e-12)
+
+
 def test_piecewise_sums_match_brute_force():
     p = PiecewiseHazard([0, 600, 600, 7200, 86400], [5e-4, 0.0, 1e-4, 0.0, 2e-5])
     for x, R in ((50.0, 0.0), (700.0, 1234.0), (20000.0, 50.0)):
@@ -274,6 +294,34 @@ def test_optimum_matches_brute_force_grid_of_the_twin(fail):
     # bracket collapses, ~1e-15 apart in E[T])
     assert et_c[0] <= _core.ckpt_optimize_newton(*args)[1][0] * (1 + 1e-9)
     assert et_c[0] <= _core.ckpt_optimize_grid(*args)[1][0] * (1 + 1e-9)
+
+
+def test_piecewise_optimum_beyond_the_ripple_window():
+    """A 12-piece hazard with C/E[F] = 0.16 (bench_solver's piecewise instance, seed 23, scenario 2): a
+    long-period ripple makes a second maximum of phi 33 % above the first (E[T] 1.06e-4 lower), outside
+    the +-15 % ripple window and between the guard scan's sqrt 2 samples; every earlier kernel stopped at
+    the first. The capped window's outer bands out to sqrt 2 find it: the optimum equals the twin's and
+    a dense grid's minimum."""
+    p = np.array([[0.0, 600.0, 851.9732649527078, 1209.764073656962, 1717.8110794266843, 2439.215189851811,
+                   3463.576882033816, 4918.124841001781, 6983.518130388844, 9916.284570673028,
+                   14080.682236460787, 19993.9413629318, 0.0003631656353659515, 0.0005187899845420636,
+                   0.0004439104902272058, 0.0004165726173311715, 0.0003806576582548194,
+                   0.00025128020425363624, 0.00031257464763820287, 0.0001931443987945034,
+                   0.00018701019650445253, 0.00014630877551055882, 0.00013876648388769095,
+                   9.298966655682013e-05]])
+    rv, rw = RestartTime.mixture([RestartTime.lognormal(1800, 300), RestartTime.fixed(120)], [0.6, 0.4]).nodes(
+        max_nodes=64)
+    args = (np.array([30 * DAY]), np.array([546.2004277854633]), 2, p, rv[None], rw[None])
+    tau_c, et_c, _ = _core.ckpt_optimize(*args)
+    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
+    tau = np.geomspace(1200.0, 2600.0, 6000)  # both maxima, grid ratio 1.00013
+    n = tau.size
+    grid = _core.ckpt_expected_time(tau, np.full(n, 30 * DAY), np.full(n, args[1][0]), 2, np.repeat(p, n, 0),
+                                    np.tile(rv, (n, 1)), np.tile(rw, (n, 1)))[0]
+    assert tau_c[0] == pytest.approx(tau[np.argmin(grid)], rel=1e-3)  # the far maximum, ~2,111 s
+    assert grid.min() * (1 - 1e-9) <= et_c[0] <= grid.min() * (1 + 1e-9)
+    assert et_c[0] < _core.ckpt_optimize_newton(*args)[1][0] * (1 - 5e-5)  # the frozen kernel's first maximum
 
 
 def test_optimum_is_a_minimum_of_expected_time():

@@ -310,3 +310,30 @@ def test_latency_fit_keeps_evaluation_slowest():
     top = max(v for t, v in mean.items() if t != "Eval")
     # the hinge holds the ordering up to the least-squares trade-off with the share residuals
     assert mean["Eval"] >= top * math.exp(EVAL_MEAN_MARGIN) * 0.9, mean
+
+
+@pytest.mark.parametrize("cluster", ["Seren", "Kalos"])
+def test_latency_fit_memo_is_the_per_point_sum(cluster, monkeypatch):
+    """fit_latency's residuals (calibrate_queue._PointMisses: one latency_cdf call on the union of a type's levels,
+    remembered per parameter set) are bit for bit the per-point sums np.dot(w, latency_cdf(y, **p)) - target, so
+    the least-squares path and the fitted laws are the same as without it (Seren: own, shared and unpublished
+    types and the shared pair's tie; Kalos: evaluation without atom)."""
+    import acmemodel.calibrate_queue as cq
+    from acmemodel.datasets import load_reference
+
+    class Direct:
+        def __init__(self, levels, target):
+            self.levels, self.target = levels, target
+
+        def __call__(self, p):
+            return [float(np.dot(w, cq.latency_cdf(y, **p))) - c for (y, w), c in zip(self.levels, self.target)]
+
+    rng = np.random.default_rng(3)
+    targets = load_reference("queue_wait_by_type").query("cluster == @cluster")
+    types = list(load_reference("workload_mix").query("cluster == @cluster")["type"])
+    contention = {t: np.where(rng.random(400) < 0.3, rng.lognormal(3.0 + i % 3, 1.5, 400), 0.0)
+                  for i, t in enumerate(types)}
+    kw = {"mean_target": 300.0, "weights": {t: 100.0 / len(types) for t in types}, "max_sample": 100, "seed": 1}
+    fast = cq.fit_latency(contention, targets, **kw)
+    monkeypatch.setattr(cq, "_PointMisses", Direct)
+    assert cq.fit_latency(contention, targets, **kw) == fast

@@ -44,7 +44,8 @@
  *      with kinks where r + i x crosses a break, so it has local maxima a ripple period apart, within
  *      ~1e-5..1e-3 of each other; phi is sampled at a quarter of the shortest ripple period over the
  *      window where the smooth part is within the ripple's size of its maximum, and Newton runs from
- *      the best sampled local maxima.
+ *      the best sampled local maxima. A window capped at +-15 % also has its outer bands out to the
+ *      guard scan's sqrt 2 sampled (a long-period ripple can put a better maximum there).
  * The frozen previous optimiser (checkpoint_newton.c) did 1 and 2 from Daly's interval for E[F].
  * The renewal sums E[N], E[N]', E[N]'' (Weibull and piecewise hazard) are in checkpoint_sums.c,
  * shared through checkpoint.h.
@@ -57,6 +58,7 @@
 #define ACME_RIPPLE_IGNORE 2e-7 /* ... and the smallest breaks' ripples up to this total do not set the step */
 #define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
 #define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
+#define ACME_RIPPLE_KO 8        /* ... and outside it, up to the guard scan's sqrt 2, at most this many a side */
 #define ACME_RIPPLE_NPROBE 5    /* ... and derivative probes at 1/32, 1/16, ..., 1/2 of a step either side */
 #define ROOT2 1.4142135623730951
 
@@ -189,6 +191,21 @@ static double ripple(const renewal *R, double tau, double ph, double *period) {
     return amp;
 }
 
+/* the shortest ripple period (seconds) among the breaks whose ripple a_j (as in ripple, at tau with
+ * phi = ph) is at least thr; infinity for none */
+static double outer_period(const renewal *R, double tau, double ph, double thr) {
+    const acme_failure *f = R->f;
+    double x = tau + R->C, P = INFINITY;
+    int j, q;
+    for (j = 1; j < f->m; j++) {
+        double Wj = 0.0, aj, Pj = x * x / (f->b[j] - R->r[0]);
+        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
+        aj = tau * x * fabs(f->h[j] - f->h[j - 1]) * R->SH[j] * Wj / (8.0 * ph);
+        if (aj >= thr && Pj < P) P = Pj;
+    }
+    return P;
+}
+
 /* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
  * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
@@ -196,7 +213,13 @@ static double ripple(const renewal *R, double tau, double ph, double *period) {
  * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
  * from the two best sampled local maxima and, on each side of tb, from the first of 1/32, 1/16, ...,
  * 1/2 of a step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
- * around a better point found beyond half the window. Returns the best point, *best = phi there. */
+ * around a better point found beyond half the window. When the window is capped (2 amp > kappa
+ * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
+ * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
+ * sampled at a quarter of the shortest period among the breaks whose ripple a_j is at least a quarter
+ * of the smooth drop kappa ACME_RIPPLE_WIN^2 / 2 at the cap (outer_period; shorter ripples cannot lift a
+ * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
+ * best sampled local maximum. Returns the best point, *best = phi there. */
 static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
     double ph[2 * ACME_RIPPLE_K + 1];
     int round;
@@ -252,6 +275,41 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
                 *best = p2;
                 tb = t2;
                 moved = fabs(t2 / t0 - 1.0);
+            }
+        }
+        if (round == 0 && kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN < 2.0 * amp) {
+            double p2, pp2, t2, bs = -1.0, bt = 0.0;
+            int side;
+            for (side = 0; side < 2; side++) {
+                double lim = side ? 1.0 - 1.0 / ROOT2 : ROOT2 - 1.0, so = 0.25 * outer_period(R, t0, ph[K], 0.125 * kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN) / t0;
+                double prev2 = -1.0, prev = -1.0, tp = 0.0, v, t;
+                int n, i;
+                if (!(so > 0) || !isfinite(so)) so = (lim - ACME_RIPPLE_WIN) / ACME_RIPPLE_KO;
+                n = (int)ceil((lim - ACME_RIPPLE_WIN) / so);
+                if (n > ACME_RIPPLE_KO) {
+                    n = ACME_RIPPLE_KO;
+                    so = (lim - ACME_RIPPLE_WIN) / n;
+                }
+                for (i = 0; i <= n + 1; i++) {  /* sampled local maxima of the outer band (i = n + 1: flush) */
+                    double g, gp, d = ACME_RIPPLE_WIN + i * so;
+                    t = t0 * (1.0 + (side ? -d : d));
+                    v = (i <= n && t > gmin && t < gmax) ? phi3(R, t, 0, &g, &gp) : -1.0;
+                    if (i >= 1 && prev > 0 && prev >= v && (i == 1 || prev > prev2) && prev > bs) {
+                        bs = prev;
+                        bt = tp;
+                    }
+                    prev2 = prev;
+                    prev = v;
+                    tp = t;
+                }
+            }
+            if (bs > 0) {
+                t2 = local_max(R, bt, gmin, gmax, &p2, &pp2);
+                if (p2 > *best) {
+                    *best = p2;
+                    tb = t2;
+                    moved = fabs(t2 / t0 - 1.0);
+                }
             }
         }
         if (!(moved > 0.5 * win)) break;

@@ -27,8 +27,10 @@ typedef struct {
     int Q;
     double *r, *w, *I;      /* Q kept nodes (caller buffers) */
     double *hmin;           /* piecewise: least hazard from piece j on (m) */
-    double *omq, *stop;     /* piecewise, per tau: 1 - exp(-h_j x), 1 - exp(-hmin_j x) (m each) */
-    double *u;              /* piecewise: u[j Q + q] = exp(-h_j (r_q - r_{q-1})) (Q m), u[j Q] = 1 */
+    double *omq;            /* piecewise, per tau: 1 - exp(-h_j x) (m) */
+    double *u;              /* piecewise, grouped: u[j Q + q] = V_j[q] = w_q exp(-h_j (r_q - r_0)) */
+    double *uq;             /* ... else (same buffer) uq[j Q + q] = exp(-h_j (r_q - r_{q-1})), uq[j Q] = 1 */
+    int grouped;            /* piecewise: the grouped sums with the table V are used (checkpoint_sums.c) */
     double *SH;             /* piecewise: S(b_j) = exp(-H_j) (m) */
     double *T;              /* piecewise: integral of S from b_j (m) */
     double *nxt;            /* piecewise, per tau: first index of each node in the next piece (Q) */

@@ -11,8 +11,9 @@
  *   summed as their 4-point Gauss rule (cluster_rule, quadrature.c; error ~5e-16 of their share).
  *   Piecewise-constant hazard: closed form piece by piece (geometric series; f = h S, f' = -h^2 S), all
  *   nodes of a piece together: nodes with the same first and last index in the piece share one exp and
- *   one geometric series (piecewise_sums_all); stops once S(b_j) / (1 - exp(-h_min x)) bounds the rest
- *   below 1e-17 of the sum.
+ *   one geometric series (piecewise_sums_groups: groups by binary search, a group's weight from a
+ *   per-scenario table; piecewise_sums_nodes node by node when that table would underflow); stops once
+ *   S(b_j) / (1 - exp(-h_min x)) bounds the rest below 1e-17 of the sum.
  *   Weibull: direct terms until t >= 5 x (distance to the branch point t = 0 of S) and x h(t) <= 1
  *   (relative change per step), then Euler-Maclaurin through the B20 term (remainder ~2 zeta(22)
  *   (eps/2 pi)^22 of the sum, eps the change per step) with the integral from the upper incomplete gamma
@@ -32,6 +33,8 @@
 #define ACME_NCAP 10000000L /* safety cap on direct terms */
 #define ACME_PRUNE 1e-18    /* skip a restart node whose bound is below this fraction of E[N] */
 #define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
+#define ACME_GROUP_MAX 600.0  /* piecewise: group-sum factors exp(-h_j (r_q - r_0)) kept down to exp(-this) */
+#define ACME_GROUP_LAST 100.0 /* ... and used when h_{m-1} (b_{m-1} - r_0) <= this */
 #define EM_P 10
 #define NTAY (2 * EM_P + 2)
 
@@ -203,17 +206,20 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
 /* ---------------------------------------------------------------- piecewise-constant hazard */
 
 /* sum_{m<c} q^m, m q^m, m^2 q^m with q = exp(-delta), omq = 1 - q and rq = 1 / omq (given, one division
- * per piece); c < 0 means infinity */
-static void geometric_sums(double delta, double omq, double rq, double c, double *A, double *B, double *D) {
+ * per piece); c < 0 means infinity; *qc = q^c (0 for c < 0) */
+static void geometric_sums(double delta, double omq, double rq, double c, double *A, double *B, double *D,
+                           double *qc) {
     double q = 1.0 - omq;
     if (c < 0) {
         *A = rq;
         *B = q * rq * rq;
         *D = q * (1.0 + q) * (rq * rq * rq);
+        *qc = 0.0;
     } else if (delta == 0.0) {
         *A = c;
         *B = 0.5 * c * (c - 1.0);
         *D = (c - 1.0) * c * (2.0 * c - 1.0) / 6.0;
+        *qc = 1.0;
     } else if (c * delta < 0.05 && c <= 4096.0) {  /* avoid cancellation: sum directly */
         double sa = 0.0, sb = 0.0, sd = 0.0, qq = exp(-delta), qm = 1.0;
         long m, ci = (long)c;
@@ -226,11 +232,13 @@ static void geometric_sums(double delta, double omq, double rq, double c, double
         *A = sa;
         *B = sb;
         *D = sd;
+        *qc = qm;
     } else {
-        double em = expm1(-c * delta), qc = 1.0 + em;
+        double em = expm1(-c * delta);
+        *qc = 1.0 + em;
         *A = -em * rq;
-        *B = (*A - 1.0 - (c - 1.0) * qc) * rq;
-        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * qc) * rq;
+        *B = (*A - 1.0 - (c - 1.0) * *qc) * rq;
+        *D = (2.0 * (*B) - *A + 1.0 - (c - 1.0) * (c - 1.0) * *qc) * rq;
     }
 }
 
@@ -243,14 +251,14 @@ static double first_index_at(double r, double x, double b) {
     return i;
 }
 
-/* All restart nodes at once, piece by piece (nodes sorted by r). In piece j node q has the terms
+/* All restart nodes at once, piece by piece (nodes sorted by r), node by node. In piece j node q has the terms
  * i in [ilo_q, ihi_q) (ilo_q the first index with r_q + i x >= b_j), S(r_q + i x) = S_lo,q exp(-h_j x)^(i-ilo_q),
  * a geometric series summed in closed form with f = h_j S, f' = -h_j^2 S. Consecutive nodes with the same
  * (ilo, ihi) share the series and S_lo,q = S_lo,g exp(-h_j (r_q - r_g)) (r_g the first node of the group),
  * the ratio a running product of the per-scenario factors u: one exp and one geometric series per group
  * and piece (the nodes' indices change by at most one per x of r), a multiply-add per node.
  * Stops before piece j once S(b_j) wsum / (1 - exp(-hmin_j x)) bounds the rest below ACME_STOP of the sum. */
-static void piecewise_sums_all(renewal *R, double x, double *acc) {
+static void piecewise_sums_nodes(renewal *R, double x, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r, *w = R->w;
     double *nxt = R->nxt;
@@ -281,7 +289,8 @@ static void piecewise_sums_all(renewal *R, double x, double *acc) {
                 if (gilo > 0.0 && Wg > 0.0 && (j == m - 1 || gihi > gilo)) {
                     double c = (j < m - 1) ? gihi - gilo : -1.0, A, B, D;
                     double S = Wg * exp(-(f->H[j] + hj * (rg + gilo * x - bj)));
-                    geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D);
+                    double qc;
+                    geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D, &qc);
                     acc[0] += S * A;
                     acc[1] += hj * S * (gilo * A + B);
                     acc[2] += -hj * hj * S * (gilo * gilo * A + 2.0 * gilo * B + D);
@@ -293,9 +302,112 @@ static void piecewise_sums_all(renewal *R, double x, double *acc) {
                 prod = 1.0;
                 Wg = w[q];
             } else {
-                prod *= R->u[(size_t)j * Q + q];
+                prod *= R->uq[(size_t)j * Q + q];
                 Wg += w[q] * prod;
             }
+        }
+    }
+}
+
+/* first node q' in [lo, hi) with r[q'] + i x >= b (i > 1; hi when none): r ascending, so the predicate
+ * (as first_index_at evaluates it) is monotone in q' */
+static int first_node_at(const double *r, int lo, int hi, double i, double x, double b) {
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r[mid] + i * x >= b) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The groups of piecewise_sums_nodes (maximal runs of nodes with the same first index ilo at b_j and ihi
+ * at b_{j+1}) found by binary search instead of node by node: ilo and ihi do not increase with r, and a
+ * node after q keeps q's ilo (ihi) exactly while r + (ilo - 1) x < b_j (r + (ihi - 1) x < b_{j+1}), the
+ * test first_index_at applies, so the groups are the same. A group's terms are sum_q w_q exp(-h_j (r_q -
+ * r_0)) (a plain sum of the per-scenario table V_j[q], four partial sums: no dependency chain) times
+ * exp(-(H_j + h_j (r_0 + ilo x - b_j))): sums of positive numbers, rounding ~1e-16 relative (a difference
+ * of prefix sums would lose the digits of a light group after heavy ones). Used when no factor of a node
+ * that can have terms in piece j < m - 1 is below exp(-ACME_GROUP_MAX) (R->grouped, ckpt_renewal_init;
+ * a group's exp is then below exp(ACME_GROUP_MAX), no overflow), else piecewise_sums_nodes. The
+ * node-by-node walk (index tests, a running product) was half the time of an evaluation. */
+static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
+    const acme_failure *f = R->f;
+    const double *r = R->r;
+    double pilo, pE = 0.0, E, eh, pc, pA = 0.0, pB = 0.0, pD = 0.0, pqc = 0.0;
+    int j, Q = R->Q, m = f->m, qe = 0;
+    acc[0] = acc[1] = acc[2] = 0.0;
+    for (j = 0; j < m; j++) {
+        double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY, rq;
+        const double *Vj = R->u + (size_t)j * Q;
+        int q = 0;
+        /* the stop test of piecewise_sums_nodes; 1 - exp(-y) <= min(1, y) (with a margin over its rounding) decides most pieces without expm1 */
+        if (j > 0 && R->hmin[j] > 0) {
+            double y = R->hmin[j] * x, lim = R->SH[j] * R->wsum;
+            if (lim <= ACME_STOP * acc[0] * ((y < 1.0) ? y : 1.0) * 1.000001 && lim <= ACME_STOP * acc[0] * -expm1(-y)) break;
+        }
+        while (qe < Q && r[qe] + x < hi_b) qe++;
+        if (qe == 0) continue;
+        R->omq[j] = -expm1(-hj * x);
+        rq = 1.0 / R->omq[j];
+        pilo = -2.0;
+        pc = -2.0;
+        eh = 0.0;
+        while (q < qe) {
+            double ilo = (j == 0) ? 1.0 : first_index_at(r[q], x, bj);
+            double ihi = (j < m - 1) ? first_index_at(r[q], x, hi_b) : 0.0;
+            int e = qe;
+            if (ilo > 1.0) e = first_node_at(r, q + 1, e, ilo - 1.0, x, bj);
+            if (ihi > 1.0) e = first_node_at(r, q + 1, e, ihi - 1.0, x, hi_b);
+            if (j == m - 1 || ihi > ilo) {
+                double G, g0 = 0.0, g1 = 0.0, g2 = 0.0, g3 = 0.0;
+                int k = q;
+                for (; k + 3 < e; k += 4) {
+                    g0 += Vj[k];
+                    g1 += Vj[k + 1];
+                    g2 += Vj[k + 2];
+                    g3 += Vj[k + 3];
+                }
+                for (; k < e; k++) g0 += Vj[k];
+                G = (g0 + g1) + (g2 + g3);
+                if (G > 0.0) {
+                    double c = (j < m - 1) ? ihi - ilo : -1.0, A, B, D, S;
+                    /* the group's exp from the previous group's (same ilo, or one less: times exp(h_j x)) */
+                    if (ilo == pilo) {
+                        E = pE;
+                    } else if (ilo == pilo - 1.0 && hj * x <= 30.0) {
+                        if (eh == 0.0) eh = exp(hj * x);
+                        E = pE * eh;
+                    } else {
+                        E = exp(-(f->H[j] + hj * (r[0] + ilo * x - bj)));
+                    }
+                    pE = E;
+                    pilo = ilo;
+                    S = G * E;
+                    /* the geometric sums of the previous group's c, or of c - 1 plus its last term */
+                    if (c == pc) {
+                        A = pA; B = pB; D = pD;
+                    } else if (c == pc + 1.0 && pc >= 1.0) {
+                        A = pA + pqc;
+                        B = pB + pc * pqc;
+                        D = pD + pc * pc * pqc;
+                        pqc *= 1.0 - R->omq[j];
+                    } else if (want || c < 0.0 || hj == 0.0 || (c * (hj * x) < 0.05 && c <= 4096.0)) {
+                        geometric_sums(hj * x, R->omq[j], rq, c, &A, &B, &D, &pqc);
+                    } else {  /* E[N] only: A and q^c of geometric_sums' closed form */
+                        double em = expm1(-c * (hj * x));
+                        pqc = 1.0 + em;
+                        A = -em * rq;
+                        B = D = 0.0;
+                    }
+                    pc = c; pA = A; pB = B; pD = D;
+                    acc[0] += S * A;
+                    if (want) {
+                        acc[1] += hj * S * (ilo * A + B);
+                        acc[2] += -hj * hj * S * (ilo * ilo * A + 2.0 * ilo * B + D);
+                    }
+                }
+            }
+            q = e;
         }
     }
 }
@@ -313,12 +425,13 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
     R->I = buf + 2 * Q;
     R->hmin = buf + 3 * Q;
     R->omq = R->hmin + (f->family == ACME_PIECEWISE ? f->m : 1);
-    R->stop = R->omq + (f->family == ACME_PIECEWISE ? f->m : 1);
-    R->SH = R->stop + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->SH = R->omq + (f->family == ACME_PIECEWISE ? f->m : 1);
     R->nxt = R->SH + (f->family == ACME_PIECEWISE ? f->m : 1);
-    R->u = R->nxt + Q;
+    R->u = R->nxt + Q;  /* the table V_j (Q m) or, without it, the factors uq (Q m) */
+    R->uq = R->u;
     R->T = R->u + (size_t)Q * (f->family == ACME_PIECEWISE ? f->m : 1);
     R->cbuf = R->T + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->grouped = 0;
     R->cp = 0;
     R->cn = 0;
     R->evals = 0;
@@ -348,9 +461,24 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
             else R->T[j] = R->T[j + 1] + ((f->h[j] > 0) ? -R->SH[j] * expm1(-f->h[j] * (f->b[j + 1] - f->b[j])) / f->h[j]
                                                        : R->SH[j] * (f->b[j + 1] - f->b[j]));
         }
-        for (j = 0; j < m; j++) R->u[(size_t)j * n] = 1.0;
-        for (q = 1; q < n; q++)
-            for (j = 0; j < m; j++) R->u[(size_t)j * n + q] = exp(-f->h[j] * (R->r[q] - R->r[q - 1]));
+        /* the table V (piecewise_sums_groups) when no factor of a node that can have terms in piece j
+         * (r < b_{j+1}) is below exp(-ACME_GROUP_MAX); in the last piece the nodes beyond are left out
+         * (their terms are below exp(-ACME_GROUP_MAX + ACME_GROUP_LAST) of S(b_{m-1}) < 1e-217) */
+        R->grouped = (n > 0 && f->h[m - 1] * (f->b[m - 1] - R->r[0]) <= ACME_GROUP_LAST);
+        for (j = 0; j < m - 1 && R->grouped; j++)
+            for (q = 0; q < n && R->r[q] < f->b[j + 1]; q++)
+                if (f->h[j] * (R->r[q] - R->r[0]) > ACME_GROUP_MAX) R->grouped = 0;
+        if (R->grouped) {
+            for (j = 0; j < m; j++)
+                for (q = 0; q < n; q++) {
+                    double e = f->h[j] * (R->r[q] - R->r[0]);
+                    R->u[(size_t)j * n + q] = (e <= ACME_GROUP_MAX) ? R->w[q] * exp(-e) : 0.0;
+                }
+        } else {
+            for (j = 0; j < m; j++) R->uq[(size_t)j * n] = 1.0;
+            for (q = 1; q < n; q++)
+                for (j = 0; j < m; j++) R->uq[(size_t)j * n + q] = exp(-f->h[j] * (R->r[q] - R->r[q - 1]));
+        }
     }
     R->wsum = 0.0;
     R->G0 = 0.0;
@@ -409,7 +537,8 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     int q, q0 = 0;
     R->evals++;
     if (R->f->family == ACME_PIECEWISE) {
-        piecewise_sums_all(R, x, acc);
+        if (R->grouped) piecewise_sums_groups(R, x, want, acc);
+        else piecewise_sums_nodes(R, x, acc);
         *EN = acc[0];
         *d1 = -acc[1];
         *d2 = -acc[2];

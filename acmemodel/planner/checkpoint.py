@@ -26,8 +26,9 @@ small weight near 0 — are summed as their 4-point Gauss rule, ~1e-15 of E[N]),
 skips what upper bounds on ``τ·E[N]`` exclude (see ``checkpoint.c``). Under a piecewise-constant hazard
 ``E[T](τ)`` has local minima 0.5–3 % apart and ~1e-5–1e-3 from each other (``φ'`` jumps where ``r + i x``
 crosses a break); a ripple search samples that neighbourhood at a quarter of the shortest ripple
-period and refines the best, so the result is the global minimum (tests: within 1e-6 of a brute-force
-grid). The optimisers it replaced are kept for ``benchmarks/bench_solver.py``: ``_core.ckpt_optimize_newton``
+period and refines the best, and when the ripple is large (window capped at ±15 %) also samples the bands
+out to the guard scan's √2 steps, where a long-period ripple can put a distinct, better minimum; so the
+result is the global minimum (tests: within 1e-6 of a brute-force grid). The optimisers it replaced are kept for ``benchmarks/bench_solver.py``: ``_core.ckpt_optimize_newton``
 (the previous one) and ``_core.ckpt_optimize_grid`` (the original grid search).
 
 "Does not finish": a checkpoint cost at or above the MTTF (``C ≥ E[F]``), or an expected wall time that

@@ -206,6 +206,22 @@ def _weibull_direct(d: _Dist, t: float, i: float) -> tuple[float, float, float, 
     return s, i * f, i * i * f1, h
 
 
+def _em_upper_index(d: _Dist, r: float, x: float) -> float:
+    """k > 1: ``n1 = min(floor((t1 − r)/x), 1e15)``, ``t1 = λ (EM_EPS λ/(k x))^(1/(k−1))`` the point where
+    ``x h(t1) = EM_EPS`` (as ``checkpoint_sums.c``). For k near 1 the exponent ``1/(k−1)`` is huge and
+    ``t1`` exceeds the float range (C: ``inf``, then capped to 1e15). The cap is decided first, from
+    ``log t1`` with a factor 2 margin: if ``log t1 > log(r + 2e15 x)`` (far beyond float rounding of the
+    log, ~1e-13 relative) then ``(t1 − r)/x > 1e15`` and n1 = 1e15, the C result; otherwise ``t1 <
+    2.0001 (r + 2e15 x)`` is finite and is computed by the unchanged direct formula, bit for bit the value
+    used before (so in-range values do not change)."""
+    k = d.k
+    base = EM_EPS * d.lam / (k * x)
+    if math.log(d.lam) + math.log(base) / (k - 1.0) > math.log(r + 2e15 * x):
+        return 1e15
+    t1 = d.lam * base ** (1.0 / (k - 1.0))
+    return min(math.floor((t1 - r) / x), 1e15)
+
+
 def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
     """``(Σ_i S(r+ix), Σ_i i f(r+ix), Σ_i i² f'(r+ix))``, i ≥ 1: direct terms until ``t ≥ EM_DMIN x``
     and ``x h(t) ≤ EM_EPS``, then Euler-Maclaurin through B14 to infinity (k ≤ 1) or up to where
@@ -225,8 +241,7 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
     if k <= 1.0:
         J, H, K = _em_end(d, r, x, float(i))
         return acc + J + H - K
-    t1 = d.lam * (EM_EPS * d.lam / (k * x)) ** (1.0 / (k - 1.0))
-    n1 = min(math.floor((t1 - r) / x), 1e15)
+    n1 = _em_upper_index(d, r, x)
     if n1 > i + 1.0 and ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
         J, H, K = _em_end(d, r, x, float(i))  # S(t1) < 1e-20 S(a): the range is [i, infinity)
         return acc + J + H - K

@@ -11,8 +11,9 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
    best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
-   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from 1/8,
-   1/4 or 1/2 of a step either side of the best point where φ' still points away from it).
+   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from 1/32
+   ... 1/2 of a step either side of the best point where φ' still points away from it); a window
+   capped at ±15 % also has its outer bands out to the guard scan's √2 sampled (:func:`outer_period`).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ RIPPLE_SMALL = 1e-9    # piecewise: a ripple below this relative size of φ is i
 RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total do not set the step
 RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
 RIPPLE_K = 24          # ... with at most this many samples on each side
+RIPPLE_KO = 8          # ... and outside it, out to the guard scan's √2, at most this many a side (capped window)
 PROBES = (0.03125, 0.0625, 0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step a side
 SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
 
@@ -119,6 +121,25 @@ def ripple(ren: _Renewal, tau: float, ph: float) -> tuple[float, float]:
     return amp, period
 
 
+def outer_period(ren: _Renewal, tau: float, ph: float, thr: float) -> float:
+    """The shortest ripple period (seconds of τ) among the breaks whose ripple ``a_j`` (as in
+    :func:`ripple`, at ``tau`` with ``φ = ph``) is at least ``thr``; infinity for none."""
+    d = ren.d
+    x = tau + ren.C
+    P = math.inf
+    for j in range(1, d.b.size):
+        Wj = 0.0
+        for r, w in zip(ren.r, ren.w):
+            if not r + x < d.b[j]:
+                break
+            Wj += w
+        aj = tau * x * abs(d.h[j] - d.h[j - 1]) * math.exp(-d.H[j]) * Wj / (8.0 * ph)
+        Pj = x * x / (d.b[j] - ren.r[0])
+        if aj >= thr and Pj < P:
+            P = Pj
+    return P
+
+
 def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: float) -> tuple[float, float]:
     """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
     ``φ ≈ τ U/(τ + C) − τ G0/2`` (``κ = 2 U C tb² / ((tb + C)³ φ)``; φ'' at tb carries the ripple's own
@@ -126,7 +147,7 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
     best sampled local maxima and, on each side, from the first of ``tb (1 ± f step)``,
     ``f ∈ PROBES``, where φ' points away from tb (a kink next to tb splits its maximum), and search
     again around a better point found beyond half the window. Returns ``(τ, φ(τ))``."""
-    for _ in range(3):
+    for rnd in range(3):
         amp, period = ripple(ren, tb, best)
         if not amp > RIPPLE_SMALL or not math.isfinite(period):
             return tb, best
@@ -167,6 +188,34 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
             t2, p2, _ = _local_max(ren, t, gmin, gmax)
             if p2 > best:
                 tb, best, moved = t2, p2, abs(t2 / t0 - 1.0)
+        if rnd == 0 and kappa * RIPPLE_WIN * RIPPLE_WIN < 2.0 * amp:
+            # the window was capped: a ripple this large can make maxima anywhere between the guard
+            # scan's √2 samples, so the bands out to them are sampled too (a quarter of the shortest
+            # period among the breaks whose ripple a_j is at least a quarter of the smooth drop at the
+            # window's edge, at most RIPPLE_KO points a side) and Newton runs from the best sampled maximum
+            bs, bt = -1.0, 0.0
+            for side in (0, 1):
+                lim = 1.0 - 1.0 / ROOT2 if side else ROOT2 - 1.0
+                so = 0.25 * outer_period(ren, t0, ph[K], 0.125 * kappa * RIPPLE_WIN * RIPPLE_WIN) / t0
+                if not (so > 0 and math.isfinite(so)):
+                    so = (lim - RIPPLE_WIN) / RIPPLE_KO
+                n = int(math.ceil((lim - RIPPLE_WIN) / so))
+                if n > RIPPLE_KO:
+                    n = RIPPLE_KO
+                    so = (lim - RIPPLE_WIN) / n
+                prev2 = prev = -1.0
+                tp = 0.0
+                for i in range(n + 2):  # i = n + 1 flushes the last sample
+                    d = RIPPLE_WIN + i * so
+                    t = t0 * (1.0 + (-d if side else d))
+                    v = ren.phi(t, want=0)[0] if i <= n and gmin < t < gmax else -1.0
+                    if i >= 1 and prev > 0 and prev >= v and (i == 1 or prev > prev2) and prev > bs:
+                        bs, bt = prev, tp
+                    prev2, prev, tp = prev, v, t
+            if bs > 0:
+                t2, p2, _ = _local_max(ren, bt, gmin, gmax)
+                if p2 > best:
+                    tb, best, moved = t2, p2, abs(t2 / t0 - 1.0)
         if not moved > 0.5 * win:
             break
     return tb, best
