@@ -33,7 +33,9 @@ KALOS_HEADER = ("job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_
 #: this list; a stale entry costs balance, nothing else.
 HEAVY_FIRST = ("test_calibrate.py", "test_roundtrip.py", "test_survival_eval.py", "test_failure.py",
                "test_cli_output.py", "test_forecast.py", "test_sweep.py", "test_backtest.py", "test_arrival.py",
-               "test_reproduce.py", "test_importers.py", "test_synth.py", "test_checkpoint.py", "test_layout.py")
+               "test_reproduce.py", "test_importers.py", "test_synth.py", "test_checkpoint.py", "test_layout.py",
+               "test_placement.py", "test_queue_policy.py", "test_messy.py", "test_planner.py",
+               "test_synth_formats.py", "test_cluster_sim.py", "test_fuzz_cli.py")
 
 
 def pytest_collection_modifyitems(config, items):
