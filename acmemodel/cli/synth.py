@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import SEED_MAX, check_output_not_input, console
+from acmemodel.cli._common import SEED_MAX, check_output_not_input, console, counted_backoffs
 from acmemodel.cli.export import Fmt
 
 
@@ -108,16 +108,10 @@ def synth_cmd(
             place = int(policy["partitions"].get("pretrain", 0)) or None
         else:
             fill = cluster_queue(total_gpus=total)
-    import warnings
-
-    from acmemodel.errors import DataWarning
-
-    with warnings.catch_warnings(record=True) as caught:  # model back-offs: counted, not printed raw
-        warnings.simplefilter("always", DataWarning)
+    with counted_backoffs() as backoffs:  # model back-offs: counted, not printed raw
         jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale,
                              mix=parse_mix(mix), gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill,
                              pretrain_gpus=place)
-    backoffs = sorted({str(w.message) for w in caught if issubclass(w.category, DataWarning)})
     timezone = b["arrival"].timezones_.get(cluster)
     if fmt is SynthFormat.acmetrace:
         path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, timezone=timezone), out)
