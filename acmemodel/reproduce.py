@@ -93,7 +93,7 @@ from acmemodel.reproduction.compare import (  # noqa: F401  (re-exported)
 )
 from acmemodel.reproduction.plots import _write_plots, plot_curve  # noqa: F401  (re-exported)
 
-__all__ = ["reproduce", "synthesize_cluster", "to_trace", "ks_at_points", "curve_points", "queue_policy",
+__all__ = ["reproduce", "synthesize_cluster", "to_trace", "ks_at_points", "curve_points", "queue_policy", "policy_queue",
            "queue_by_type", "gpu_time_by_size", "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS", "WAIT_POINTS"]
 
 #: length of the synthetic traces (days from 2023-03-01 local time; the trace covers Mar–Aug 2023)
@@ -238,6 +238,32 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
         return wait
 
     return fill
+
+
+def policy_queue(bundle, cluster: str, *, total_gpus: int | None = None, seed: int = 0, info: dict | None = None):
+    """``(fill_queue, policy)`` for :func:`acmemodel.synth.simulate_jobs`: the cluster simulator running the
+    policy ``bundle`` calibrated for ``cluster`` (:func:`queue_policy`: reservation, priorities, best
+    effort, start-up latency from the bundle's queue model), as ``reproduce`` simulates it. On a cluster of
+    ``total_gpus`` other than the published size, every partition but ``shared`` keeps its fraction of the
+    GPUs (whole nodes, at least one). ``policy["partitions"]`` is the layout simulated; ``info`` (a dict)
+    receives the simulation's figures."""
+    from acmemodel.clusters import GPUS_PER_NODE
+
+    pol = queue_policy(bundle, cluster)
+    published = cluster_gpus(cluster)
+    total = int(total_gpus or published)
+    parts = dict(pol["partitions"])
+    if total != published:
+        node = GPUS_PER_NODE
+        parts = {k: max(node, int(round(v * total / published / node)) * node) for k, v in parts.items() if k != "shared"}
+        parts["shared"] = total - sum(parts.values())
+        if parts["shared"] < 0:
+            raise ValueError(f"total_gpus={total} is too small for the calibrated policy's partitions")
+        pol = dict(pol, partitions=parts)
+    qm = bundle.get("queue") if hasattr(bundle, "get") else None
+    fill = _queue_filler(cluster, total, parts, info if info is not None else {}, queue_model=qm, seed=seed,
+                         policy=pol)
+    return fill, pol
 
 
 def sample_latency(queue_model, cluster: str, types: np.ndarray, rng: np.random.Generator) -> np.ndarray:

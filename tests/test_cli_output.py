@@ -242,3 +242,22 @@ def test_fit_json_runs_without_a_progress_bar(tmp_path):
     r = runner.invoke(app, ["fit", "-o", str(tmp_path / "b"), "--model", "gpu_counts", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["models"] == ["gpu_counts"]
+
+
+def test_counted_backoffs_collects_model_backoffs_once_and_shows_the_rest():
+    """synth and plan count the model back-offs (DataWarning) in one line instead of one raw warning per
+    sparse cell; other warnings still reach the user."""
+    import warnings
+
+    import pytest
+
+    from acmemodel.cli._common import counted_backoffs
+    from acmemodel.errors import DataWarning
+
+    with pytest.warns(UserWarning, match="other"):
+        with counted_backoffs() as b:
+            for _ in range(3):
+                warnings.warn("cell A/B is not fitted; answered from A/*", DataWarning)
+            warnings.warn("cell C/D is not fitted; answered from C/*", DataWarning)
+            warnings.warn("other", UserWarning)
+    assert b == ["cell A/B is not fitted; answered from A/*", "cell C/D is not fitted; answered from C/*"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 import warnings
 from importlib import resources
@@ -360,3 +361,34 @@ def test_restart_gap_sampler_uses_the_failure_local_calendar():
     assert stub.X["weekend"].tolist() == [False, True, True]
     cal = calendar_features(rows.assign(cluster="Seren"), {"Seren": "+08:00"}, time_col="end_s")
     assert stub.X["hour"].tolist() == cal["hour"].astype(float).tolist()
+
+
+def test_cli_queue_sim_runs_the_calibrated_policy(tmp_path):
+    """`synth --queue sim` on the default bundle simulates the policy its calibration chose (reservation,
+    Eval last, best effort, start-up latency), as reproduce does: evaluation has the lowest <= 1 s share
+    and it is near the published ~47 % (bar 5 pp plus 3 binomial standard errors of the sample)."""
+    from typer.testing import CliRunner
+
+    from acmemodel.cli import app
+
+    out = tmp_path / "q.csv"
+    r = CliRunner().invoke(app, ["synth", "--days", "7", "--cluster", "Seren", "--queue", "sim", "--seed", "3",
+                                 "-o", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["queue_policy"]["source"] == "bundle calibration" and "pretrain" in doc["queue_policy"]["partitions"]
+    assert "calibrated policy" in doc["queue"]
+    d = pd.read_csv(out)
+    d = d[d["gpu_num"] > 0]
+    le1 = d.groupby("type")["queue"].agg(lambda s: float((s <= 1).mean()))
+    n = d.groupby("type").size()
+    others = le1.drop("Eval")[n.drop("Eval") >= 300]
+    assert len(others) >= 3 and le1["Eval"] < others.min(), le1.to_dict()
+    se = math.sqrt(0.47 * 0.53 / n["Eval"])
+    assert abs(le1["Eval"] - 0.47) <= 0.05 + 3 * se, (le1["Eval"], int(n["Eval"]))
+    # a smaller cluster keeps the reservation's fraction (whole nodes)
+    r = CliRunner().invoke(app, ["synth", "--days", "2", "--cluster", "Seren", "--queue", "sim", "--gpus", "1144",
+                                 "-o", str(tmp_path / "h.csv"), "--json"])
+    assert r.exit_code == 0, r.output
+    parts = json.loads(r.output)["queue_policy"]["partitions"]
+    assert sum(parts.values()) == 1144 and parts["pretrain"] % 8 == 0 and parts["pretrain"] == 768

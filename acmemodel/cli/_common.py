@@ -2,6 +2,7 @@
 (Durations: :func:`acmemodel.planner.config.parse_duration`.)"""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -106,3 +107,22 @@ def print_identifiability(note: str | None) -> None:
     """Print the identifiability note as one ``warning:`` line (nothing when None)."""
     if note:
         console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def counted_backoffs():
+    """Collect the model back-offs (:class:`~acmemodel.errors.DataWarning`) raised inside the block: the
+    yielded list receives their distinct messages, sorted, for a one-line count and the ``--json``
+    ``model_backoffs`` field, instead of one raw warning per sparse cell; other warnings are shown as usual."""
+    import warnings
+
+    from acmemodel.errors import DataWarning
+
+    out: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DataWarning)
+        yield out
+    for w in caught:
+        if not issubclass(w.category, DataWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    out.extend(sorted({str(w.message) for w in caught if issubclass(w.category, DataWarning)}))

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, identifiability_note, print_identifiability
+from acmemodel.cli._common import console, counted_backoffs, identifiability_note, print_identifiability
 from acmemodel.cli._fmt import dur, num, table
 
 
@@ -47,12 +47,14 @@ def plan_cmd(
 
     planner = Planner(bundle, sampler=sample_workload)
     _check_size(planner, cfg, cluster=not no_cluster, yes=yes)
-    result = planner.plan(cfg, cluster=not no_cluster)
+    with counted_backoffs() as backoffs:  # the simulated workload's sparse model cells
+        result = planner.plan(cfg, cluster=not no_cluster)
     if report is not None:
         result.report(report)
     doc = result.to_dict()
     if report is not None:
         doc["report"] = str(report)
+    doc["model_backoffs"] = backoffs
     note = _note(planner)
     if note:
         doc["identifiability"] = note
@@ -60,6 +62,9 @@ def plan_cmd(
         print_json(doc)
         return
     _print_human(doc)
+    if backoffs:
+        console.print(f"{len(backoffs)} sparse model cell(s) of the simulated workload answered from coarser "
+                      "cells (--json lists them)")
     print_identifiability(note)
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import SEED_MAX, check_output_not_input, console
+from acmemodel.cli._common import SEED_MAX, check_output_not_input, console, counted_backoffs
 from acmemodel.cli.export import Fmt
 
 
@@ -59,7 +59,8 @@ def synth_cmd(
         help="Probability a failed Pretrain job is resubmitted (default: the bundle's restart model, "
              "per cluster x type)."),
     queue: str = typer.Option("none", "--queue",
-                              help="none: every job starts at submission; sim: waits from the cluster simulator."),
+                              help="none: every job starts at submission; sim: waits from the cluster simulator "
+                                   "(the bundle's calibrated policy and start-up latency when it has one)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim, and the cluster size "
                                        "written by swf (MaxProcs, MaxNodes), batsim (nb_res) and helios "
                                        "(vc_config nodes); default: the published size."),
@@ -70,7 +71,9 @@ def synth_cmd(
     """Generate arrivals, GPU counts, (state, run time) and Pretrain restart chains from a bundle and
     write them as an AcmeTrace file (default) or, with --format, in a simulator's input format.
     Queueing is not simulated by default (every job starts at submission); --queue sim replays the
-    jobs on the cluster simulator (FIFO + EASY backfill)."""
+    jobs on the cluster simulator: with the policy the bundle calibrated for the cluster (pretraining
+    reservation, Eval last, best effort, start-up latency; as `acmemodel reproduce`), else FIFO + EASY
+    backfill on one partition."""
     import time
 
     import numpy as np
@@ -92,21 +95,23 @@ def synth_cmd(
     check_output_not_input(out, [bundle])
     if fmt is SynthFormat.acmetrace:
         trace_file_kind(out)
-    fill = None
-    if queue == "sim":
-        fill = cluster_queue(total_gpus=gpus if gpus is not None else cluster_gpus(cluster))
     t = time.perf_counter()
     b = resolve_bundle(bundle)
     _check_size(b, cluster, days, scale, yes)
-    import warnings
+    fill, policy, place = None, None, "bundle"
+    if queue == "sim":
+        total = gpus if gpus is not None else cluster_gpus(cluster)
+        from acmemodel.reproduce import policy_queue, queue_policy
 
-    from acmemodel.errors import DataWarning
-
-    with warnings.catch_warnings(record=True) as caught:  # model back-offs: counted, not printed raw
-        warnings.simplefilter("always", DataWarning)
+        if queue_policy(b, cluster)["source"] == "bundle calibration":  # Acme's policy, as reproduce runs it
+            fill, policy = policy_queue(b, cluster, total_gpus=total, seed=seed)
+            place = int(policy["partitions"].get("pretrain", 0)) or None
+        else:
+            fill = cluster_queue(total_gpus=total)
+    with counted_backoffs() as backoffs:  # model back-offs: counted, not printed raw
         jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale,
-                             mix=parse_mix(mix), gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill)
-    backoffs = sorted({str(w.message) for w in caught if issubclass(w.category, DataWarning)})
+                             mix=parse_mix(mix), gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill,
+                             pretrain_gpus=place)
     timezone = b["arrival"].timezones_.get(cluster)
     if fmt is SynthFormat.acmetrace:
         path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, timezone=timezone), out)
@@ -127,7 +132,9 @@ def synth_cmd(
         "restart_attempts": int((jobs["attempt"] > 1).sum()),
         "states": {str(k): int(v) for k, v in jobs["state"].value_counts().items()},
         "queue": ("not simulated (queue = 0, start_time = submit_time)" if fill is None else
-                  f"cluster simulator, {gpus or cluster_gpus(cluster)} GPUs, FIFO + EASY backfill"),
+                  f"cluster simulator, {gpus or cluster_gpus(cluster)} GPUs, " + (
+                      "FIFO + EASY backfill" if policy is None else _policy_text(policy))),
+        "queue_policy": policy,
         "queue_s": (None if fill is None else
                     {k: float(v) for k, v in jobs["queue_s"].describe(percentiles=[.5, .9]).items()
                      if k in ("mean", "50%", "90%", "max")}),
@@ -152,6 +159,16 @@ def synth_cmd(
     console.print("queue not simulated: every job starts at submission (queue = 0)." if fill is None else
                   f"queue: {doc['queue']}; mean wait {doc['queue_s']['mean']:.0f} s, "
                   f"p90 {doc['queue_s']['90%']:.0f} s")
+
+
+def _policy_text(policy: dict) -> str:
+    """One line for the calibrated policy a --queue sim run simulated."""
+    parts = policy["partitions"]
+    lanes = ", ".join(f"{k} {v:,}" for k, v in parts.items() if v)
+    be = policy.get("best_effort_types")
+    return (f"the bundle's calibrated policy (GPUs: {lanes}; Eval last; "
+            + (f"best effort on idle reserved GPUs: {', '.join(be)}; " if policy.get("best_effort") and be else "")
+            + ("start-up latency" if policy.get("latency") else "no latency") + ")")
 
 
 def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None) -> dict:
