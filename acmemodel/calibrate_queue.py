@@ -286,16 +286,14 @@ def place_pretrain(d: pd.DataFrame, capacity: int, seed: int) -> pd.DataFrame:
     within a reservation of ``capacity`` GPUs
     (:func:`acmemodel.joblife.shift_chains`, the generator's step 5): the workload a policy with that
     reservation sees. Deterministic given ``seed``."""
-    from acmemodel.joblife import in_reservation, shift_chains
+    from acmemodel.joblife import place_reservation_jobs
 
     d = d.copy()
-    m = in_reservation(d["type"].astype(str).to_numpy(), d["gpu_num"].to_numpy())
-    if capacity and m.any():
-        sub, _ = shift_chains(d["submit_s"].to_numpy(float)[m], d["run_s"].to_numpy(float)[m],
-                              d["gpu_num"].to_numpy()[m], chain_ids(d)[m], int(capacity),
-                              np.random.default_rng([int(seed), 53]),
-                              window=(float(d["submit_s"].min()), float(d["submit_s"].max()) + 1.0))
-        d.loc[m, "submit_s"] = sub
+    if capacity and len(d):
+        d["submit_s"], _ = place_reservation_jobs(
+            d["type"].astype(str).to_numpy(), d["submit_s"].to_numpy(float), d["run_s"].to_numpy(float),
+            d["gpu_num"].to_numpy(), chain_ids(d), int(capacity), np.random.default_rng([int(seed), 53]),
+            window=(float(d["submit_s"].min()), float(d["submit_s"].max()) + 1.0))
     return d
 
 

@@ -92,7 +92,7 @@ import math
 import numpy as np
 
 __all__ = ["LIFE_GRID_S", "CAUSES", "cause_hazards", "sample_latent", "sample_lives", "failure_domain",
-           "place_reserved", "chain_spans", "shift_chains", "in_reservation", "RESERVED_MIN_GPUS",
+           "place_reserved", "place_reservation_jobs", "chain_spans", "shift_chains", "in_reservation", "RESERVED_MIN_GPUS",
            "PLACE_JITTER_S", "PLACE_TRIES"]
 
 #: time grid (s) of the cause-specific cumulative hazards: 0, then 1 s … 2^25 s log-spaced
@@ -352,6 +352,18 @@ def shift_chains(submit_s, run_s, gpus, chain, capacity: int, rng: np.random.Gen
     new, rep = place_reserved(first, span, g, int(capacity), rng, window=window)
     rep["reservation_gpus"] = int(capacity)
     return np.floor(submit_s + (new - first)[inv]), rep
+
+
+def place_reservation_jobs(types, submit_s, run_s, gpus, chain, capacity: int, rng: np.random.Generator, *,
+                           window: tuple[float, float] | None = None) -> tuple[np.ndarray, dict]:
+    """Submission times (s) of every job, with the chains at home in the reservation
+    (:func:`in_reservation`) placed within ``capacity`` GPUs by :func:`shift_chains` and every other
+    job left where it was. Returns ``(submit_s, report)``."""
+    out = np.array(submit_s, dtype=float)
+    m = np.flatnonzero(in_reservation(types, gpus))
+    out[m], rep = shift_chains(out[m], np.asarray(run_s, float)[m], np.asarray(gpus)[m], np.asarray(chain)[m],
+                               int(capacity), rng, window=window)
+    return out, rep
 
 
 def place_reserved(start_s, span_s, gpus, capacity: int, rng: np.random.Generator, *,

@@ -155,8 +155,7 @@ def queue_policy(bundle, cluster: str, partitions: Mapping[str, int] | None = No
     type not at home in the reservation), "latency": bool, "source": str}``. ``partitions``
     overrides the reservation."""
     total = cluster_gpus(cluster)
-    cal = ((getattr(bundle, "provenance", None) or {}).get("calibration") or {}).get(cluster) or {}
-    pol = cal.get("policy")
+    pol = bundle.calibration(cluster).get("policy")
     if pol:
         if partitions is None:
             parts = {"pretrain": int(pol["reservation_gpus"])}
@@ -260,8 +259,7 @@ def policy_queue(bundle, cluster: str, *, total_gpus: int | None = None, seed: i
         if parts["shared"] < 0:
             raise ValueError(f"total_gpus={total} is too small for the calibrated policy's partitions")
         pol = dict(pol, partitions=parts)
-    qm = bundle.get("queue") if hasattr(bundle, "get") else None
-    fill = _queue_filler(cluster, total, parts, info if info is not None else {}, queue_model=qm, seed=seed,
+    fill = _queue_filler(cluster, total, parts, info if info is not None else {}, queue_model=bundle.get("queue"), seed=seed,
                          policy=pol)
     return fill, pol
 

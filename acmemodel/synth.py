@@ -315,8 +315,7 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
 def pretrain_reservation(bundle, cluster: str) -> int | None:
     """GPUs of the pretraining reservation of ``bundle``'s calibrated queue policy for ``cluster``
     (the calibration's ``policy.reservation_gpus``), or ``None`` when the bundle has no calibrated policy."""
-    cal = ((getattr(bundle, "provenance", None) or {}).get("calibration") or {}).get(cluster) or {}
-    pol = cal.get("policy") or {}
+    pol = bundle.calibration(cluster).get("policy") or {}
     if not pol.get("reservation_gpus"):
         return None
     return int(pol["reservation_gpus"])
@@ -327,13 +326,10 @@ def _place_pretrain(jobs: dict, capacity, rng: np.random.Generator, window) -> d
     :func:`acmemodel.joblife.in_reservation`) of the generated ``jobs`` (column arrays, zero queue) so that they fit a
     reservation of ``capacity`` GPUs (:func:`acmemodel.joblife.shift_chains`); every attempt of a chain
     moves by the same offset. Returns the placement report."""
-    from acmemodel.joblife import in_reservation, shift_chains
+    from acmemodel.joblife import place_reservation_jobs
 
-    m = np.flatnonzero(in_reservation(jobs["type"], jobs["gpu_num"]))
-    if len(m) == 0:
-        return {"chains": 0, "moved": 0, "unplaced": 0, "mean_shift_s": 0.0, "reservation_gpus": int(capacity)}
-    jobs["submit_s"][m], rep = shift_chains(jobs["submit_s"][m], jobs["run_s"][m], jobs["gpu_num"][m],
-                                            jobs["chain_id"][m], int(capacity), rng, window=window)
+    jobs["submit_s"], rep = place_reservation_jobs(jobs["type"], jobs["submit_s"], jobs["run_s"], jobs["gpu_num"],
+                                                   jobs["chain_id"], int(capacity), rng, window=window)
     return rep
 
 

@@ -199,6 +199,11 @@ class Bundle:
     def get(self, key: str, default: Any = None) -> Any:
         return self.models.get(key, default)
 
+    def calibration(self, cluster: str) -> dict:
+        """The calibration's report for ``cluster`` (``provenance["calibration"][cluster]``: its policy,
+        latency laws, per-type fits; ``{}`` for a bundle that was fitted, not calibrated)."""
+        return ((self.provenance or {}).get("calibration") or {}).get(cluster) or {}
+
     # ------------------------------------------------------------------ save/load
     def _document(self) -> tuple[dict, dict[str, str]]:
         from acmemodel._version import __version__

@@ -101,9 +101,9 @@ def synth_cmd(
     fill, policy, place = None, None, "bundle"
     if queue == "sim":
         total = gpus if gpus is not None else cluster_gpus(cluster)
-        from acmemodel.reproduce import policy_queue, queue_policy
+        from acmemodel.reproduce import policy_queue
 
-        if queue_policy(b, cluster)["source"] == "bundle calibration":  # Acme's policy, as reproduce runs it
+        if b.calibration(cluster).get("policy"):  # Acme's policy, as reproduce runs it
             fill, policy = policy_queue(b, cluster, total_gpus=total, seed=seed)
             place = int(policy["partitions"].get("pretrain", 0)) or None
         else:

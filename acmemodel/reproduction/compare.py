@@ -119,7 +119,7 @@ def _diff(a, b) -> float | None:
 
 def _explanations(bundle, cluster: str) -> dict:
     """Known contradictions / unreachable targets of the published sources, keyed by comparison."""
-    cal = ((bundle.provenance or {}).get("calibration") or {}).get(cluster) or {}
+    cal = bundle.calibration(cluster)
     out: dict = {}
     for ty, rep in (cal.get("types") or {}).items():
         rho = rep.get("rho_gpus_duration")
