@@ -376,9 +376,12 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
                     /* the group's exp from the previous group's (same ilo, or one less: times exp(h_j x)) */
                     if (ilo == pilo) {
                         E = pE;
-                    } else if (ilo == pilo - 1.0 && hj * x <= 30.0) {
+                    } else if (pilo > 0.0 && ilo >= pilo - 8.0 && hj * x * (pilo - ilo) <= 30.0) {
+                        /* ilo fell by d <= 8: times exp(h_j x)^d (d products, within d/2 ulp of the exp) */
+                        double d = pilo - ilo;
                         if (eh == 0.0) eh = exp(hj * x);
                         E = pE * eh;
+                        for (; d > 1.0; d -= 1.0) E *= eh;
                     } else {
                         E = exp(-(f->H[j] + hj * (r[0] + ilo * x - bj)));
                     }
