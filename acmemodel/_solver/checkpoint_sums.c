@@ -36,6 +36,7 @@
 #define ACME_GROUP_MAX 600.0  /* piecewise: group-sum factors exp(-h_j (r_q - r_0)) kept down to exp(-this) */
 #define ACME_GROUP_LAST 100.0 /* ... and used when h_{m-1} (b_{m-1} - r_0) <= this */
 #define EM_P 10
+#define CLUSTER_SLOT (2 * ACME_CLUSTER_N + 1) /* a cached cluster rule (cluster_rule): cn (0: not yet), cr, cw */
 #define NTAY (2 * EM_P + 2)
 
 /* B_2 .. B_20 */
@@ -117,7 +118,7 @@ static inline void taylor_upto(wb_series *T, int nc) {
  * The sum over p stops after two consecutive g0 terms below ACME_STOP of J0 + H0 (the same p whatever
  * is wanted): a node far from the branch point of S (a >> x) with a slowly varying hazard needs a few
  * terms, and its coefficients are computed only that far. want = 0: g0 only. */
-static void em_end(const renewal *R, double r, double x, double n, int want, double *J, double *H, double *K) {
+static void em_end(const renewal *R, double r, double x, double n, int want, double tol, double *J, double *H, double *K) {
     const acme_failure *f = R->f;
     double a = r + n * x, z = pow(a / f->lam, f->k), I, ix = 1.0 / x, k0 = 0.0, k1 = 0.0, k2 = 0.0;
     double sc0;
@@ -127,7 +128,8 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
     I = f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
     J[0] = I * ix;
     H[0] = 0.5 * T.c[0];
-    sc0 = J[0] + H[0];
+    sc0 = ACME_STOP * (J[0] + H[0]);
+    if (tol > sc0) sc0 = tol;
     for (p = 1; p <= EM_P; p++) {
         int j = 2 * p - 1, small;
         double B = BERN[p - 1] * INV[2 * p], t0;
@@ -135,7 +137,7 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
         taylor_upto(&T, want ? j + 3 : j + 1);
         t0 = B * c[j];
         k0 += t0;
-        small = fabs(t0) <= ACME_STOP * sc0;
+        small = fabs(t0) <= sc0;
         if (want) {
             k1 += B * (n * (j + 1) * c[j + 1] + j * c[j]);
             k2 += B * (n * n * (j + 1) * (j + 2) * c[j + 2] + 2.0 * n * j * (j + 1) * c[j + 1] + (j - 1) * j * c[j]);
@@ -157,7 +159,7 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
     }
 }
 
-static void weibull_sums(const renewal *R, double r, double x, int want, double *acc) {
+static void weibull_sums(const renewal *R, double r, double x, int want, double tol, double *acc) {
     const acme_failure *f = R->f;
     double k = f->k, lam = f->lam, J0[3], H0[3], K0[3], J1[3], H1[3], K1[3];
     long i = 1;
@@ -169,11 +171,11 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
         acc[0] += s;
         acc[1] += di * (h * s);
         acc[2] += di * di * (((k - 1.0) * h / t - h * h) * s);
-        if (s <= ACME_STOP * acc[0] || i > ACME_NCAP) return;
+        if (s <= ACME_STOP * acc[0] || s <= tol || i > ACME_NCAP) return;
         i++;
     }
     if (k <= 1.0) {
-        em_end(R, r, x, (double)i, want, J0, H0, K0);
+        em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
         for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
         return;
     } else {
@@ -183,13 +185,13 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
         if (n1 > (double)i + 1.0 &&
             pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
             /* S(t1) < 1e-20 S(a): what lies beyond t1 is negligible, the range is [i, infinity) */
-            em_end(R, r, x, (double)i, want, J0, H0, K0);
+            em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
             for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
             return;
         }
         if (n1 > (double)i + 1.0) {
-            em_end(R, r, x, (double)i, want, J0, H0, K0);
-            em_end(R, r, x, n1, want, J1, H1, K1);
+            em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
+            em_end(R, r, x, n1, want, tol, J1, H1, K1);
             for (q = 0; q < 3; q++) acc[q] += (J0[q] - J1[q]) + (H0[q] + H1[q]) + (K1[q] - K0[q]);
             i = (long)n1 + 1;
         }
@@ -198,7 +200,7 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
             acc[0] += s;
             acc[1] += di * (h * s);
             acc[2] += di * di * (((k - 1.0) * h / t - h * h) * s);
-            if (s <= ACME_STOP * acc[0]) break;
+            if (s <= ACME_STOP * acc[0] || s <= tol) break;
         }
     }
 }
@@ -374,9 +376,12 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
                     /* the group's exp from the previous group's (same ilo, or one less: times exp(h_j x)) */
                     if (ilo == pilo) {
                         E = pE;
-                    } else if (ilo == pilo - 1.0 && hj * x <= 30.0) {
+                    } else if (pilo > 0.0 && ilo >= pilo - 8.0 && hj * x * (pilo - ilo) <= 30.0) {
+                        /* ilo fell by d <= 8: times exp(h_j x)^d (d products, within d/2 ulp of the exp) */
+                        double d = pilo - ilo;
                         if (eh == 0.0) eh = exp(hj * x);
                         E = pE * eh;
+                        for (; d > 1.0; d -= 1.0) E *= eh;
                     } else {
                         E = exp(-(f->H[j] + hj * (r[0] + ilo * x - bj)));
                     }
@@ -450,6 +455,10 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
         n++;
     }
     R->Q = n;
+    if (f->family == ACME_WEIBULL) {  /* no cluster rule cached yet (cluster_rule) */
+        double *cache = R->cbuf + (size_t)n * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2);
+        for (q = 0; q <= n; q++) cache[(size_t)q * CLUSTER_SLOT] = 0.0;
+    }
     if (f->family == ACME_PIECEWISE) {
         double hm = INFINITY;
         int m = f->m;
@@ -498,18 +507,36 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
  * has its branch point at 0), at (1 + 2 / DELTA) half-widths of the cluster from its centre: the rule's
  * error is ~(2 + 4 / DELTA)^(-2 N) = 5e-16 of the cluster's share of E[N] and of its derivatives. A
  * restart law with mass near 0 (log-normal, exponential) has many such nodes of small weight: they cost
- * one node each otherwise. The rule of the last prefix is kept (cp, cn). */
+ * one node each otherwise. The rule of the current prefix is in (cp, cr, cw, cn); every prefix's rule is
+ * kept once computed (an optimisation asks for a few prefixes, alternately: E[N] at x and the bounds at
+ * x and y_m + 2x), so the Lanczos process runs once per prefix and scenario. */
 size_t ckpt_cluster_scratch(int Q) {
-    return (size_t)Q * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2);
+    return (size_t)Q * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2) + (size_t)(Q + 1) * CLUSTER_SLOT;
 }
 
 static void cluster_rule(renewal *R, int p) {
-    acme_lanczos L;
-    double *V = R->cbuf, *t = V + (size_t)p * (ACME_CLUSTER_N + 1), *alpha = t + p;
-    double *beta = alpha + ACME_CLUSTER_N + 2, *work = beta + ACME_CLUSTER_N + 2;
-    acme_lanczos_init(&L, p, R->r, R->w, V, t, alpha, beta);
-    R->cn = acme_lanczos_extend(&L, ACME_CLUSTER_N);
-    acme_gauss_rule(&L, R->cn, R->cr, R->cw, work);
+    double *slot = R->cbuf + (size_t)R->Q * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2) +
+                   (size_t)p * CLUSTER_SLOT;
+    int k;
+    if (slot[0] == 0.0) {
+        acme_lanczos L;
+        double *V = R->cbuf, *t = V + (size_t)p * (ACME_CLUSTER_N + 1), *alpha = t + p;
+        double *beta = alpha + ACME_CLUSTER_N + 2, *work = beta + ACME_CLUSTER_N + 2;
+        acme_lanczos_init(&L, p, R->r, R->w, V, t, alpha, beta);
+        R->cn = acme_lanczos_extend(&L, ACME_CLUSTER_N);
+        acme_gauss_rule(&L, R->cn, R->cr, R->cw, work);
+        slot[0] = (double)R->cn;
+        for (k = 0; k < R->cn; k++) {
+            slot[1 + k] = R->cr[k];
+            slot[1 + ACME_CLUSTER_N + k] = R->cw[k];
+        }
+    } else {
+        R->cn = (int)slot[0];
+        for (k = 0; k < R->cn; k++) {
+            R->cr[k] = slot[1 + k];
+            R->cw[k] = slot[1 + ACME_CLUSTER_N + k];
+        }
+    }
     R->cp = p;
 }
 
@@ -548,7 +575,7 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     if (q0 > 0) {
         int k;
         for (k = 0; k < R->cn; k++) {
-            weibull_sums(R, R->cr[k], x, want, s);
+            weibull_sums(R, R->cr[k], x, want, ACME_STOP * acc[0] / R->cw[k], s);
             acc[0] += R->cw[k] * s[0];
             acc[1] += R->cw[k] * s[1];
             acc[2] += R->cw[k] * s[2];
@@ -557,7 +584,7 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     for (q = q0; q < R->Q; q++) {
         double w = R->w[q];
         if (w * R->I[q] / x <= ACME_PRUNE * acc[0]) continue;
-        weibull_sums(R, R->r[q], x, want, s);
+        weibull_sums(R, R->r[q], x, want, ACME_STOP * acc[0] / w, s);
         acc[0] += w * s[0];
         acc[1] += w * s[1];
         acc[2] += w * s[2];
