@@ -11,16 +11,20 @@
  *   summed as their 4-point Gauss rule (cluster_rule, quadrature.c; error ~5e-16 of their share).
  *   Piecewise-constant hazard: closed form piece by piece (geometric series; f = h S, f' = -h^2 S), all
  *   nodes of a piece together: nodes with the same first and last index in the piece share one exp and
- *   one geometric series (piecewise_sums_groups: groups by binary search, a group's weight from a
- *   per-scenario table; piecewise_sums_nodes node by node when that table would underflow); stops once
- *   S(b_j) / (1 - exp(-h_min x)) bounds the rest below 1e-17 of the sum.
+ *   one geometric series (piecewise_sums_groups: groups from the runs of each index at each break, a
+ *   group's weight from a per-scenario table; piecewise_sums_nodes node by node when that table would
+ *   underflow); stops once S(b_j) / (1 - exp(-h_min x)) bounds the rest below 1e-17 of the sum.
  *   Weibull: direct terms until t >= 5 x (distance to the branch point t = 0 of S) and x h(t) <= 1
  *   (relative change per step), then Euler-Maclaurin through the B20 term (remainder ~2 zeta(22)
  *   (eps/2 pi)^22 of the sum, eps the change per step) with the integral from the upper incomplete gamma
  *   function and the derivatives from the Taylor series of S(a + v x) = S(a) exp(-y(v)),
  *   y(v) = z((1 + v x/a)^k - 1) (recurrence n e_n = -sum_j j y_j e_{n-j}); for shape k > 1 the hazard
  *   grows, so that range ends where x h(t) = 1 and the rest is summed term by term until a term is
- *   below 1e-17 of the sum. Agrees with plain summation of millions of terms to ~1e-12 (tests).
+ *   below 1e-17 of the sum (a range shorter than ACME_EM_MINRUN terms is summed term by term too). A
+ *   node's sums also stop at a term or correction below 1e-17 of the E[N] summed so far over its weight:
+ *   the error budget is relative to E[N], not to each node's share (half of the nodes of a log-normal
+ *   restart law carry below 1e-2 of E[N]). Agrees with plain summation of millions of terms to ~1e-12
+ *   (tests).
  * The baseline (checkpoint_grid.c) summed term by term while x h(t) > 0.02 - hundreds of terms per node
  * for k < 1 - with Euler-Maclaurin through B4.
  */
@@ -32,6 +36,7 @@
 #define ACME_EM_DMIN 5.0    /* ... and t >= DMIN x (away from the branch point of S at t = 0) */
 #define ACME_NCAP 10000000L /* safety cap on direct terms */
 #define ACME_PRUNE 1e-18    /* skip a restart node whose bound is below this fraction of E[N] */
+#define ACME_EM_MINRUN 24.0 /* k > 1: Euler-Maclaurin between i and n1 only when n1 - i exceeds this */
 #define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
 #define ACME_GROUP_MAX 600.0  /* piecewise: group-sum factors exp(-h_j (r_q - r_0)) kept down to exp(-this) */
 #define ACME_GROUP_LAST 100.0 /* ... and used when h_{m-1} (b_{m-1} - r_0) <= this */
@@ -54,7 +59,7 @@ double ckpt_surv_tail(const renewal *R, double a, double *S) {
     if (f->family == ACME_WEIBULL) {
         double z = pow(a / f->lam, f->k);
         *S = exp(-z);
-        return f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+        return f->lam / f->k * acme_upper_gamma_pre(1.0 / f->k, z, R->gk, *S * (a / f->lam));
     } else {
         int j = acme_piece(f, a), m = f->m;
         double s = exp(-(f->H[j] + f->h[j] * (a - f->b[j]))), hj = f->h[j];
@@ -125,7 +130,7 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
     int p, small_prev = 0;
     wb_series T;
     taylor_init(&T, f->k, z, x / a);
-    I = f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+    I = f->lam / f->k * acme_upper_gamma_pre(1.0 / f->k, z, R->gk, T.S * (a / f->lam));  /* e^-z z^(1/k) = S a / lam */
     J[0] = I * ix;
     H[0] = 0.5 * T.c[0];
     sc0 = ACME_STOP * (J[0] + H[0]);
@@ -182,14 +187,14 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
         double t1 = lam * pow(ACME_EM_EPS * lam / (k * x), 1.0 / (k - 1.0));
         double n1 = floor((t1 - r) / x);
         if (n1 > 1e15) n1 = 1e15;
-        if (n1 > (double)i + 1.0 &&
-            pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
+        if (n1 - (double)i <= ACME_EM_MINRUN) {
+            /* a short run to t1 is summed term by term with the rest (cheaper than two Euler-Maclaurin ends) */
+        } else if (pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
             /* S(t1) < 1e-20 S(a): what lies beyond t1 is negligible, the range is [i, infinity) */
             em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
             for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
             return;
-        }
-        if (n1 > (double)i + 1.0) {
+        } else {
             em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
             em_end(R, r, x, n1, want, tol, J1, H1, K1);
             for (q = 0; q < 3; q++) acc[q] += (J0[q] - J1[q]) + (H0[q] + H1[q]) + (K1[q] - K0[q]);
@@ -311,32 +316,43 @@ static void piecewise_sums_nodes(renewal *R, double x, double *acc) {
     }
 }
 
-/* first node q' in [lo, hi) with r[q'] + i x >= b (i > 1; hi when none): r ascending, so the predicate
- * (as first_index_at evaluates it) is monotone in q' */
-static int first_node_at(const double *r, int lo, int hi, double i, double x, double b) {
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (r[mid] + i * x >= b) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
-}
-
 /* The groups of piecewise_sums_nodes (maximal runs of nodes with the same first index ilo at b_j and ihi
- * at b_{j+1}) found by binary search instead of node by node: ilo and ihi do not increase with r, and a
- * node after q keeps q's ilo (ihi) exactly while r + (ilo - 1) x < b_j (r + (ihi - 1) x < b_{j+1}), the
- * test first_index_at applies, so the groups are the same. A group's terms are sum_q w_q exp(-h_j (r_q -
+ * at b_{j+1}) from the runs of each index (index_runs, one walk per break shared by the two pieces it
+ * bounds) instead of node by node: ilo and ihi do not increase with r, and a node after q keeps q's ilo
+ * (ihi) exactly while r + (ilo - 1) x < b_j (r + (ihi - 1) x < b_{j+1}), the test first_index_at
+ * applies, so the groups are the same. A group's terms are sum_q w_q exp(-h_j (r_q -
  * r_0)) (a plain sum of the per-scenario table V_j[q], four partial sums: no dependency chain) times
  * exp(-(H_j + h_j (r_0 + ilo x - b_j))): sums of positive numbers, rounding ~1e-16 relative (a difference
  * of prefix sums would lose the digits of a light group after heavy ones). Used when no factor of a node
  * that can have terms in piece j < m - 1 is below exp(-ACME_GROUP_MAX) (R->grouped, ckpt_renewal_init;
  * a group's exp is then below exp(ACME_GROUP_MAX), no overflow), else piecewise_sums_nodes. The
  * node-by-node walk (index tests, a running product) was half the time of an evaluation. */
+
+/* The runs of nodes [0, n) with the same first index i >= 1 at which r + i x >= b (i non-increasing in q):
+ * run k starts at node s[k] with index v[k]; a node after q keeps q's index L exactly while
+ * r + (L - 1) x < b. Returns their number. */
+static int index_runs(const double *r, int n, double x, double b, int *s, double *v) {
+    int q = 0, nr = 0;
+    while (q < n) {
+        double L = first_index_at(r[q], x, b);
+        s[nr] = q;
+        v[nr] = L;
+        nr++;
+        if (L <= 1.0) break;  /* the rest have index 1 */
+        for (q++; q < n && r[q] + (L - 1.0) * x < b; q++) {}
+    }
+    return nr;
+}
+
 static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r;
     double pilo, pE = 0.0, E, eh, pc, pA = 0.0, pB = 0.0, pD = 0.0, pqc = 0.0;
-    int j, Q = R->Q, m = f->m, qe = 0;
+    int j, Q = R->Q, m = f->m, qe = 0, qprev = -1, nlo = 0, nhi = 0;
+    /* runs of the first index at b_j (lo) and b_{j+1} (hi): the hi runs of piece j are the lo runs of
+     * piece j + 1 (scratch: the Weibull cluster buffer, unused under a piecewise hazard) */
+    int *slo = (int *)R->cbuf, *shi = slo + (Q + 1), *st;
+    double *vlo = R->cbuf + (Q + 1), *vhi = vlo + (Q + 1), *vt;
     acc[0] = acc[1] = acc[2] = 0.0;
     for (j = 0; j < m; j++) {
         double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY, rq;
@@ -354,12 +370,34 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
         pilo = -2.0;
         pc = -2.0;
         eh = 0.0;
+        /* lo runs: the previous piece's hi runs over its nodes [0, qprev) (the nodes after have r + x >= b_j:
+         * index 1), else from scratch (b_0 = 0: index 1) */
+        if (j == 0) {
+            slo[0] = 0;
+            vlo[0] = 1.0;
+            nlo = 1;
+        } else if (qprev < 0) {
+            nlo = index_runs(r, qe, x, bj, slo, vlo);
+        } else {
+            st = slo; slo = shi; shi = st;
+            vt = vlo; vlo = vhi; vhi = vt;
+            nlo = nhi;
+            if (qprev < qe && vlo[nlo - 1] > 1.0) {
+                slo[nlo] = qprev;
+                vlo[nlo] = 1.0;
+                nlo++;
+            }
+        }
+        nhi = (j < m - 1) ? index_runs(r, qe, x, hi_b, shi, vhi) : 0;
+        qprev = qe;
+        {
+        int a = 0, c2 = 0;
         while (q < qe) {
-            double ilo = (j == 0) ? 1.0 : first_index_at(r[q], x, bj);
-            double ihi = (j < m - 1) ? first_index_at(r[q], x, hi_b) : 0.0;
-            int e = qe;
-            if (ilo > 1.0) e = first_node_at(r, q + 1, e, ilo - 1.0, x, bj);
-            if (ihi > 1.0) e = first_node_at(r, q + 1, e, ihi - 1.0, x, hi_b);
+            double ilo = vlo[a], ihi = (j < m - 1) ? vhi[c2] : 0.0;
+            int elo = (a + 1 < nlo) ? slo[a + 1] : qe, ehi = (j < m - 1 && c2 + 1 < nhi) ? shi[c2 + 1] : qe;
+            int e = (elo < ehi) ? elo : ehi;
+            if (e == elo) a++;
+            if (e == ehi) c2++;
             if (j == m - 1 || ihi > ilo) {
                 double G, g0 = 0.0, g1 = 0.0, g2 = 0.0, g3 = 0.0;
                 int k = q;
@@ -413,6 +451,7 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
                 }
             }
             q = e;
+        }
         }
     }
 }

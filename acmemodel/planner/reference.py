@@ -136,6 +136,7 @@ CLUSTER_N = 4         # ... are summed as their Gauss rule of this many points .
 CLUSTER_MIN = 6       # ... when there are at least this many
 CLUSTER_Z = 10.0      # ... h: the hazard at r_0 + x, or (k > 1) at z = (t / lambda)^k = Z if that is later
 ROOT2 = math.sqrt(2.0)
+EM_MINRUN = 24.0  # k > 1: Euler-Maclaurin between i and n1 only when n1 − i exceeds this
 TAIL_NEGLIGIBLE = 46.0  # k > 1: z(t1) − z(a) beyond this (S ratio < 1e-20): no upper Euler-Maclaurin end
 
 
@@ -245,10 +246,12 @@ def _weibull_sums(d: _Dist, r: float, x: float, tol: float = 0.0) -> np.ndarray:
         J, H, K = _em_end(d, r, x, float(i), tol)
         return acc + J + H - K
     n1 = _em_upper_index(d, r, x)
-    if n1 > i + 1.0 and ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
+    if n1 - i <= EM_MINRUN:
+        pass  # a short run to t1: term by term with the rest (cheaper than two Euler-Maclaurin ends)
+    elif ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
         J, H, K = _em_end(d, r, x, float(i), tol)  # S(t1) < 1e-20 S(a): the range is [i, infinity)
         return acc + J + H - K
-    if n1 > i + 1.0:
+    else:
         J0, H0, K0 = _em_end(d, r, x, float(i), tol)
         J1, H1, K1 = _em_end(d, r, x, float(n1), tol)
         acc += (J0 - J1) + (H0 + H1) + (K1 - K0)
