@@ -230,7 +230,6 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
             lls[name] = ll
             fitted[name] = f
             scores[name] = float(ll.mean())
-            total[name] = float(ll.sum() + f.loglik(x[~hold], c[~hold]).sum())
         if not lls:
             raise ValueError("no candidate family could be fitted")
         best = max(scores, key=scores.get)
@@ -242,8 +241,13 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
                 ok.append(name)
         # fewest parameters first; among equally simple families the larger log-likelihood over all
         # the cell's values (for equal dimension this is the AIC/BIC comparison, which is more
-        # powerful than the quarter held out)
-        choice = min(ok, key=lambda nm: (_complexity(fitted[nm]), -total[nm]))
+        # powerful than the quarter held out). That total is computed only for the families it
+        # decides between (the empirical family's, on three quarters of a cell, was most of a fit).
+        k_min = min(_complexity(fitted[nm]) for nm in ok)
+        simplest = [nm for nm in ok if _complexity(fitted[nm]) == k_min]
+        for nm in simplest if len(simplest) > 1 else ():
+            total[nm] = float(lls[nm].sum() + fitted[nm].loglik(x[~hold], c[~hold]).sum())
+        choice = simplest[0] if len(simplest) == 1 else min(simplest, key=lambda nm: -total[nm])
         final = try_fit(choice, x, c) or fitted[choice]
         return finish(choice, final, scores)
     # BIC (also used for small cells where a 1/4 hold-out would be too small)
