@@ -217,10 +217,20 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
             ud = (_ranks(zd) + 1.0) / (len(zd) + 1.0)
         return g, p["qdur"](ud)
 
+    sums = {}  # (type, rho, delta) -> (GPU time, small jobs' GPU time) of draw(): the solvers evaluate the
+    #            ends of their brackets before brentq evaluates them again
+
+    def gt_sums(t, rho, delta):
+        key = (t, float(rho), float(delta))
+        if key not in sums:
+            g, d = draw(t, rho, delta)
+            gd = g * d
+            sums[key] = (float(gd.sum()), float(gd[g <= small_max].sum()) if small_max is not None else 0.0)
+        return sums[key]
+
     def solve_rho(t, target, delta=0.0):
         def f(r):
-            g, d = draw(t, r, delta)
-            return float((g * d).sum()) - target
+            return gt_sums(t, r, delta)[0] - target
 
         lo, hi = f(-0.95), f(0.95)
         if lo >= 0:
@@ -240,8 +250,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     #     so its total stays and its small jobs' GPU time is scaled by one common factor
     if small_max is not None:
         def small_gt(t, r, dl):
-            g, d = draw(t, r, dl)
-            return float((g * d)[g <= small_max].sum())
+            return gt_sums(t, r, dl)[1]
 
         cap = float(a.small_job_gt_share[cluster]) * total_gt
         now = {t: small_gt(t, rho[t], 0.0) for t in types}
