@@ -150,3 +150,24 @@ def test_build_features_on_sample(sample_trace):
     assert len(f) == len(sample_trace.jobs)
     assert (f["attempt"] > 1).any()  # the sample has restart chains
     assert (f.loc[f["type"] == "Eval", "batch_size"] > 1).mean() > 0.5  # eval bursts
+
+
+def test_type_bucket_groups_are_the_pandas_groupby():
+    """features.keys.type_bucket_groups (factorize + sort of the distinct keys) yields exactly what
+    DataFrame({type as str, GPU bucket}).groupby(sort=True).indices gives: keys, order, positions —
+    including CPU jobs, values that are one string (1 and "1"), None and NaN, and no jobs."""
+    from acmemodel.features.keys import gpu_bucket, type_bucket_groups
+
+    def ref(types, gpus):
+        key = pd.DataFrame({"t": np.asarray(types, dtype=object).astype(str), "b": gpu_bucket(np.asarray(gpus))})
+        return [(t, b, idx) for (t, b), idx in key.groupby(["t", "b"], sort=True).indices.items()]
+
+    rng = np.random.default_rng(5)
+    kinds = np.array(["Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other"], dtype=object)
+    cases = [(rng.choice(kinds, 3000), rng.choice([0, 1, 2, 8, 16, 64, 256, 512, 1024, 4096], 3000)),
+             (np.array([1, "1", "a", None, np.nan, "b"], dtype=object), np.array([1, 1, 2, 8, 8, 0])),
+             (np.array(["b", "a", "b"]), np.array([5, 5, 1])), (np.array([], dtype=object), np.array([], dtype=int))]
+    for types, gpus in cases:
+        got, want = list(type_bucket_groups(types, gpus)), ref(types, gpus)
+        assert [(t, b) for t, b, _ in got] == [(t, b) for t, b, _ in want]
+        assert all(np.array_equal(a, w) for (_, _, a), (_, _, w) in zip(got, want))
