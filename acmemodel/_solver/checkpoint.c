@@ -513,11 +513,12 @@ static double expected_time_one(const acme_failure *f, renewal *R, double tau, d
 
 static int max_pieces(int family, int P) { return family == ACME_PIECEWISE ? P / 2 : 1; }
 
-/* scratch: H (m) for the failure law, then 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q) for the renewal */
+/* scratch: H (m) for the failure law, then 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q) + m CKPT_GROUP_SLOT(Q)
+ * for the renewal */
 static double *scratch(int family, int P, int Q) {
     int m = max_pieces(family, P);
     return (double *)malloc(sizeof(double) * ((size_t)m + 4 * (size_t)Q + 5 * (size_t)m + (size_t)Q * m + 1 +
-                                              ckpt_cluster_scratch(Q)));
+                                              ckpt_cluster_scratch(Q) + (size_t)m * CKPT_GROUP_SLOT(Q)));
 }
 
 void acme_ckpt_expected_time(int n, const double *tau, const double *work, const double *ckpt,

@@ -326,7 +326,10 @@ static void piecewise_sums_nodes(renewal *R, double x, double *acc) {
  * of prefix sums would lose the digits of a light group after heavy ones). Used when no factor of a node
  * that can have terms in piece j < m - 1 is below exp(-ACME_GROUP_MAX) (R->grouped, ckpt_renewal_init;
  * a group's exp is then below exp(ACME_GROUP_MAX), no overflow), else piecewise_sums_nodes. The
- * node-by-node walk (index tests, a running product) was half the time of an evaluation. */
+ * node-by-node walk (index tests, a running product) was half the time of an evaluation. A piece's groups
+ * and weights are kept from the last evaluation (R->gcache) and reused at the next tau when every group's
+ * first and last nodes keep its two indices (a Newton step, a probe or a neighbouring ripple sample
+ * rarely moves a node across a break): the same groups, so the same sums bit for bit. */
 
 /* The runs of nodes [0, n) with the same first index i >= 1 at which r + i x >= b (i non-increasing in q):
  * run k starts at node s[k] with index v[k]; a node after q keeps q's index L exactly while
@@ -344,6 +347,11 @@ static int index_runs(const double *r, int n, double x, double b, int *s, double
     return nr;
 }
 
+/* node q's first index at b is L (the two tests first_index_at ends on) */
+static int index_is(double r, double x, double b, double L) {
+    return r + L * x >= b && (L == 1.0 || r + (L - 1.0) * x < b);
+}
+
 static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r;
@@ -357,7 +365,8 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
     for (j = 0; j < m; j++) {
         double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY, rq;
         const double *Vj = R->u + (size_t)j * Q;
-        int q = 0;
+        double *gm = R->gcache + (size_t)j * CKPT_GROUP_SLOT(Q), *gr;
+        int g, ng, valid;
         /* the stop test of piecewise_sums_nodes; 1 - exp(-y) <= min(1, y) (with a margin over its rounding) decides most pieces without expm1 */
         if (j > 0 && R->hmin[j] > 0) {
             double y = R->hmin[j] * x, lim = R->SH[j] * R->wsum;
@@ -370,45 +379,77 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
         pilo = -2.0;
         pc = -2.0;
         eh = 0.0;
-        /* lo runs: the previous piece's hi runs over its nodes [0, qprev) (the nodes after have r + x >= b_j:
-         * index 1), else from scratch (b_0 = 0: index 1) */
-        if (j == 0) {
-            slo[0] = 0;
-            vlo[0] = 1.0;
-            nlo = 1;
-        } else if (qprev < 0) {
-            nlo = index_runs(r, qe, x, bj, slo, vlo);
-        } else {
-            st = slo; slo = shi; shi = st;
-            vt = vlo; vlo = vhi; vhi = vt;
-            nlo = nhi;
-            if (qprev < qe && vlo[nlo - 1] > 1.0) {
-                slo[nlo] = qprev;
-                vlo[nlo] = 1.0;
-                nlo++;
-            }
+        /* the groups of the last evaluation in this piece, if every one keeps its indices at this x (its
+         * first and last nodes decide: the index does not increase with r): then also its weight G */
+        ng = (int)gm[0];
+        valid = ng > 0 && (int)gm[1] == qe;
+        for (g = 0; g < ng && valid; g++) {
+            gr = gm + 2 + 5 * (size_t)g;
+            if (j > 0) valid = index_is(r[(int)gr[0]], x, bj, gr[2]) &&
+                               (gr[2] == 1.0 || r[(int)gr[1] - 1] + (gr[2] - 1.0) * x < bj);
+            if (valid && j < m - 1) valid = index_is(r[(int)gr[0]], x, hi_b, gr[3]) &&
+                                            (gr[3] == 1.0 || r[(int)gr[1] - 1] + (gr[3] - 1.0) * x < hi_b);
         }
-        nhi = (j < m - 1) ? index_runs(r, qe, x, hi_b, shi, vhi) : 0;
-        qprev = qe;
-        {
-        int a = 0, c2 = 0;
-        while (q < qe) {
-            double ilo = vlo[a], ihi = (j < m - 1) ? vhi[c2] : 0.0;
-            int elo = (a + 1 < nlo) ? slo[a + 1] : qe, ehi = (j < m - 1 && c2 + 1 < nhi) ? shi[c2 + 1] : qe;
-            int e = (elo < ehi) ? elo : ehi;
-            if (e == elo) a++;
-            if (e == ehi) c2++;
-            if (j == m - 1 || ihi > ilo) {
-                double G, g0 = 0.0, g1 = 0.0, g2 = 0.0, g3 = 0.0;
-                int k = q;
-                for (; k + 3 < e; k += 4) {
-                    g0 += Vj[k];
-                    g1 += Vj[k + 1];
-                    g2 += Vj[k + 2];
-                    g3 += Vj[k + 3];
+        if (!valid) {
+            int a = 0, c2 = 0, q = 0;
+            /* lo runs: the previous piece's hi runs over its nodes [0, qprev) (the nodes after have
+             * r + x >= b_j: index 1), else from scratch (b_0 = 0: index 1) */
+            if (j == 0) {
+                slo[0] = 0;
+                vlo[0] = 1.0;
+                nlo = 1;
+            } else if (qprev < 0) {
+                nlo = index_runs(r, qe, x, bj, slo, vlo);
+            } else {
+                st = slo; slo = shi; shi = st;
+                vt = vlo; vlo = vhi; vhi = vt;
+                nlo = nhi;
+                if (qprev < qe && vlo[nlo - 1] > 1.0) {
+                    slo[nlo] = qprev;
+                    vlo[nlo] = 1.0;
+                    nlo++;
                 }
-                for (; k < e; k++) g0 += Vj[k];
-                G = (g0 + g1) + (g2 + g3);
+            }
+            nhi = (j < m - 1) ? index_runs(r, qe, x, hi_b, shi, vhi) : 0;
+            qprev = qe;
+            for (ng = 0; q < qe; ng++) {  /* the groups: maximal runs of equal (ilo, ihi), and their weights */
+                double ilo = vlo[a], ihi = (j < m - 1) ? vhi[c2] : 0.0, G = 0.0;
+                int elo = (a + 1 < nlo) ? slo[a + 1] : qe, ehi = (j < m - 1 && c2 + 1 < nhi) ? shi[c2 + 1] : qe;
+                int e = (elo < ehi) ? elo : ehi;
+                if (e == elo) a++;
+                if (e == ehi) c2++;
+                if (j == m - 1 || ihi > ilo) {
+                    double g0 = 0.0, g1 = 0.0, g2 = 0.0, g3 = 0.0;
+                    int k = q;
+                    for (; k + 3 < e; k += 4) {
+                        g0 += Vj[k];
+                        g1 += Vj[k + 1];
+                        g2 += Vj[k + 2];
+                        g3 += Vj[k + 3];
+                    }
+                    for (; k < e; k++) g0 += Vj[k];
+                    G = (g0 + g1) + (g2 + g3);
+                }
+                gr = gm + 2 + 5 * (size_t)ng;
+                gr[0] = q;
+                gr[1] = e;
+                gr[2] = ilo;
+                gr[3] = ihi;
+                gr[4] = G;
+                q = e;
+            }
+            gm[0] = ng;
+            gm[1] = qe;
+        } else {
+            qprev = -1;  /* the hi runs were not computed: the next piece starts its lo runs afresh */
+        }
+        for (g = 0; g < ng; g++) {
+            double ilo, ihi, G;
+            gr = gm + 2 + 5 * (size_t)g;
+            ilo = gr[2];
+            ihi = gr[3];
+            G = gr[4];
+            if (j == m - 1 || ihi > ilo) {
                 if (G > 0.0) {
                     double c = (j < m - 1) ? ihi - ilo : -1.0, A, B, D, S;
                     /* the group's exp from the previous group's (same ilo, or one less: times exp(h_j x)) */
@@ -450,8 +491,6 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
                     }
                 }
             }
-            q = e;
-        }
         }
     }
 }
@@ -475,6 +514,7 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
     R->uq = R->u;
     R->T = R->u + (size_t)Q * (f->family == ACME_PIECEWISE ? f->m : 1);
     R->cbuf = R->T + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->gcache = R->cbuf + ckpt_cluster_scratch(Q);
     R->grouped = 0;
     R->cp = 0;
     R->cn = 0;
@@ -494,6 +534,8 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
         n++;
     }
     R->Q = n;
+    if (f->family == ACME_PIECEWISE)  /* no group cached yet (piecewise_sums_groups) */
+        for (j = 0; j < f->m; j++) R->gcache[(size_t)j * CKPT_GROUP_SLOT(n)] = 0.0;
     if (f->family == ACME_WEIBULL) {  /* no cluster rule cached yet (cluster_rule) */
         double *cache = R->cbuf + (size_t)n * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2);
         for (q = 0; q <= n; q++) cache[(size_t)q * CLUSTER_SLOT] = 0.0;
