@@ -191,6 +191,14 @@ class DurationCell:
         return cls(**d)
 
 
+def gof_eligible(ks: dict[str, float], ok: Sequence[str], n: int) -> list[str]:
+    """The goodness-of-fit gate of the family selection (module docstring): the candidates of ``ok``
+    (those within one standard error of the best held-out likelihood) whose KS distance ``ks[name]``
+    is at most ``min(ks) + KS_GATE/√n``; when none of them is, every candidate within that bound."""
+    gate = min(ks.values()) + KS_GATE / math.sqrt(n)
+    return [nm for nm in ok if ks[nm] <= gate] or [nm for nm in ks if ks[nm] <= gate]
+
+
 def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], selection: str,
                    notes: list[str]) -> tuple[Family, dict[str, float]]:
     """Fit the candidate families to continuous excesses ``x`` (> 0) and pick one (module doc).
@@ -251,9 +259,7 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
         # goodness-of-fit gate: a candidate whose KS distance to all the cell's values exceeds the
         # smallest candidate's by more than KS_GATE / sqrt(n) misfits the shape where another fits
         # (the held-out likelihood barely weighs the upper tail, which holds the GPU time)
-        ks = {nm: ks_distance(x, fitted[nm].cdf, c if c.any() else None) for nm in lls}
-        gate = min(ks.values()) + KS_GATE / math.sqrt(n)
-        ok = [nm for nm in ok if ks[nm] <= gate] or [nm for nm in lls if ks[nm] <= gate]
+        ok = gof_eligible({nm: ks_distance(x, fitted[nm].cdf, c if c.any() else None) for nm in lls}, ok, n)
         # fewest parameters first; among equally simple families the larger log-likelihood over all
         # the cell's values (for equal dimension this is the AIC/BIC comparison, which is more
         # powerful than the quarter held out)
