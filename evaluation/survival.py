@@ -105,16 +105,18 @@ def eval_grid(T, n: int = 40) -> np.ndarray:
 
 
 def km_at(T, E, horizons) -> pd.DataFrame:
-    """Kaplan–Meier survival of (T, E) at ``horizons`` with its 95 % band (lifelines)."""
-    from lifelines import KaplanMeierFitter
+    """Kaplan–Meier survival of (T, E) at ``horizons`` with its 95 % band (lifelines'
+    ``KaplanMeierFitter`` numbers, by :func:`acmemodel.models.km.kaplan_meier`): the step function's
+    value at the last event-table time ≤ each horizon."""
+    from acmemodel.models.km import kaplan_meier
 
-    kmf = KaplanMeierFitter().fit(np.asarray(T, float), np.asarray(E, bool))
+    t, S, lo_t, hi_t, _ = kaplan_meier(np.asarray(T, float), np.asarray(E, bool))
     h = np.asarray(horizons, float)
-    s = kmf.survival_function_at_times(h).to_numpy()
-    ci = kmf.confidence_interval_survival_function_
-    idx = np.searchsorted(ci.index.to_numpy(), h, side="right") - 1
-    lo = np.where(idx >= 0, ci.iloc[np.maximum(idx, 0), 0].to_numpy(), 1.0)
-    hi = np.where(idx >= 0, ci.iloc[np.maximum(idx, 0), 1].to_numpy(), 1.0)
+    idx = np.searchsorted(t, h, side="right") - 1
+    at = np.maximum(idx, 0)
+    s = np.where(idx >= 0, S[at], np.nan)
+    lo = np.where(idx >= 0, lo_t[at], 1.0)
+    hi = np.where(idx >= 0, hi_t[at], 1.0)
     return pd.DataFrame({"horizon_s": h, "observed": s, "lower": lo, "upper": hi})
 
 

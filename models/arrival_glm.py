@@ -145,7 +145,9 @@ class ArrivalFitMixin:
     and the batch-size distribution."""
 
     def _fit_glm(self, y: np.ndarray, how: np.ndarray, days: np.ndarray) -> dict:
-        import statsmodels.api as sm
+        # (the modules themselves: statsmodels.api imports all of statsmodels, ~1 s)
+        from statsmodels.genmod import families
+        from statsmodels.genmod.generalized_linear_model import GLM
         from statsmodels.tools.sm_exceptions import ConvergenceWarning as SMConvergenceWarning
         from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
@@ -175,7 +177,7 @@ class ArrivalFitMixin:
         def glm_fit(family):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                res = sm.GLM(ya, Xa, family=family, exposure=expo).fit(maxiter=100, wls_method="qr")
+                res = GLM(ya, Xa, family=family, exposure=expo).fit(maxiter=100, wls_method="qr")
             bad = [w for w in caught if issubclass(w.category, (SMConvergenceWarning, RuntimeWarning))]
             # "perfect prediction" on a tiny cell is harmless when the estimates are finite
             sep = any(issubclass(w.category, PerfectSeparationWarning) for w in caught)
@@ -186,14 +188,14 @@ class ArrivalFitMixin:
                               ConvergenceWarning, stacklevel=4)
             return res
 
-        res = glm_fit(sm.families.Poisson())
+        res = glm_fit(families.Poisson())
         alpha, stat, pval, alpha_se = _ct_dispersion(y, res.mu[:n_real], _hat_diag(res, n_real))
         family = "poisson"
         if self.family == "negbin" or (self.family == "auto" and pval < float(self.dispersion_level) and alpha > 0):
             family = "negbin"
             a = max(alpha, 1e-8)
             for _ in range(2):
-                res = glm_fit(sm.families.NegativeBinomial(alpha=a))
+                res = glm_fit(families.NegativeBinomial(alpha=a))
                 a, _, _, alpha_se = _ct_dispersion(y, res.mu[:n_real], _hat_diag(res, n_real))
                 a = max(a, 1e-8)
             alpha = a

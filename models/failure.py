@@ -53,10 +53,12 @@ Covariates omitted from a key (``cluster``, ``type``) are averaged over the trai
 Non-parametric and comparison models (fitted alongside)
 -------------------------------------------------------
 * Kaplan–Meier per cell (cluster × type × GPU bucket, then backing off to cluster × type, type, all)
-  with Greenwood/log-log 95 % bands (lifelines ``KaplanMeierFitter``), stored on a fixed log grid.
+  with Greenwood/log-log 95 % bands (lifelines' ``KaplanMeierFitter`` numbers, computed by
+  :mod:`acmemodel.models.km`), stored on a fixed log grid.
 * Competing risks failure / cancellation / completion: Aalen–Johansen cumulative incidence per
-  cluster × type, per type and overall (lifelines ``AalenJohansenFitter``; ≤ ``aj_max_rows`` jobs per
-  group, subsampled, because lifelines breaks ties by jitter).
+  cluster × type, per type and overall (lifelines' ``AalenJohansenFitter`` numbers, by
+  :mod:`acmemodel.models.km`; ≤ ``aj_max_rows`` jobs per group, subsampled, because lifelines
+  breaks ties by jitter).
 * Weibull, log-normal and log-logistic AFT and Cox PH (lifelines) on covariates log(g/g_ref), type and
   cluster dummies, fitted on ≤ ``aft_max_rows`` jobs; compared with the two-regime model on a
   time-ordered inner holdout (last ``holdout_fraction`` of submissions) by held-out log-likelihood per

@@ -150,13 +150,18 @@ def aj_confidence_band(aj, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]
                      − 2 Σ_{i≤j} (F_j − F_i) S_{i−1} d_ki/n_i²
 
     with d_i all events, d_ki events of interest, n_i at risk, S the overall Kaplan–Meier.
-    Returns (lower, upper) aligned on ``aj.cumulative_density_.index``.
+    Returns (lower, upper) aligned on ``aj.cumulative_density_.index``. ``aj`` may also be the
+    :class:`~acmemodel.models.km.CumulativeIncidence` of :func:`~acmemodel.models.km.aalen_johansen`
+    (the same numbers; aligned on its ``t``).
     """
-    et = aj.event_table
-    F = aj.cumulative_density_.iloc[:, 0].to_numpy(float)
-    d = et["observed"].to_numpy(float)
-    dk = et[aj.label_cmprisk].to_numpy(float)
-    n = et["at_risk"].to_numpy(float)
+    if hasattr(aj, "event_table"):  # a lifelines AalenJohansenFitter
+        et = aj.event_table
+        F = aj.cumulative_density_.iloc[:, 0].to_numpy(float)
+        d = et["observed"].to_numpy(float)
+        dk = et[aj.label_cmprisk].to_numpy(float)
+        n = et["at_risk"].to_numpy(float)
+    else:
+        F, d, dk, n = (np.asarray(a, float) for a in (aj.F, aj.observed, aj.observed_k, aj.at_risk))
     S = np.cumprod(np.where(n > 0, 1.0 - d / np.where(n > 0, n, 1.0), 1.0))
     lagS = np.r_[1.0, S[:-1]]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -223,19 +228,18 @@ class FailureCurvesMixin:
 
     # ------------------------------------------------------------------ curves
     def _fit_curves(self, frame: pd.DataFrame, rng: np.random.Generator) -> None:
-        from lifelines import AalenJohansenFitter, KaplanMeierFitter
+        # (models.km: lifelines' KaplanMeierFitter / AalenJohansenFitter numbers, without their pandas cost)
+        from acmemodel.models.km import aalen_johansen, kaplan_meier
 
         km: dict[str, dict] = {}
         levels = [("cluster", "type", "gpu_bucket"), ("cluster", "type"), ("type",), ()]
         for keys, label, g in self._curve_cells(frame, levels):
-            kmf = KaplanMeierFitter().fit(g["T"].to_numpy(), g["E"].to_numpy())
-            tl = kmf.survival_function_.index.to_numpy()
-            ci = kmf.confidence_interval_survival_function_
+            tl, s, lo, hi, _ = kaplan_meier(g["T"].to_numpy(), g["E"].to_numpy())
             km[label] = {
                 "n": int(len(g)), "events": int(g["E"].sum()), "t_max": float(g["T"].max()),
-                "s": np.round(_curve_on_grid(tl, kmf.survival_function_.iloc[:, 0].to_numpy(), 1.0), 6),
-                "lo": np.round(_curve_on_grid(tl, ci.iloc[:, 0].to_numpy(), 1.0), 6),
-                "hi": np.round(_curve_on_grid(tl, ci.iloc[:, 1].to_numpy(), 1.0), 6),
+                "s": np.round(_curve_on_grid(tl, s, 1.0), 6),
+                "lo": np.round(_curve_on_grid(tl, lo, 1.0), 6),
+                "hi": np.round(_curve_on_grid(tl, hi, 1.0), 6),
             }
         self.km_ = km
         cif: dict[str, dict] = {}
@@ -253,17 +257,12 @@ class FailureCurvesMixin:
                     z = np.zeros(len(CURVE_GRID_S))
                     entry[cause] = {"F": z, "lo": z, "hi": z}
                     continue
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    aj = AalenJohansenFitter(calculate_variance=False, seed=self.random_state).fit(
-                        T, C, event_of_interest=i + 1)
-                tl = aj.cumulative_density_.index.to_numpy()
-                F = aj.cumulative_density_.iloc[:, 0].to_numpy()
+                aj = aalen_johansen(T, C, i + 1, seed=self.random_state)
                 lo, hi = aj_confidence_band(aj)
                 entry[cause] = {
-                    "F": np.round(_curve_on_grid(tl, F, 0.0), 6),
-                    "lo": np.round(_curve_on_grid(tl, lo, 0.0), 6),
-                    "hi": np.round(_curve_on_grid(tl, hi, 0.0), 6),
+                    "F": np.round(_curve_on_grid(aj.t, aj.F, 0.0), 6),
+                    "lo": np.round(_curve_on_grid(aj.t, lo, 0.0), 6),
+                    "hi": np.round(_curve_on_grid(aj.t, hi, 0.0), 6),
                 }
             cif[label] = entry
         self.cif_ = cif

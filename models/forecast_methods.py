@@ -54,18 +54,21 @@ def _glm_design(t: np.ndarray, n: int) -> np.ndarray:
 
 def _glm(y: np.ndarray, h: int, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The ``"glm"`` method on the original scale (module docstring); None when the fit fails."""
-    import statsmodels.api as sm
+    # (the modules themselves: statsmodels.api imports all of statsmodels, ~1 s)
+    from statsmodels.genmod import families
+    from statsmodels.genmod.generalized_linear_model import GLM
+    from statsmodels.regression.linear_model import OLS
 
     n = len(y)
     X, Xf = _glm_design(np.arange(n), n), _glm_design(np.arange(n, n + h), n)
     a = 0.5 - level / 2
     if np.allclose(y, np.round(y)):  # counts: negative binomial (Poisson when not overdispersed)
-        pois = sm.GLM(y, X, family=sm.families.Poisson()).fit()
+        pois = GLM(y, X, family=families.Poisson()).fit()
         mu_in = pois.fittedvalues
         dof = max(n - X.shape[1], 1)
         alpha = max(0.0, float(np.sum(((y - mu_in) ** 2 - mu_in) / np.maximum(mu_in, 1e-9) ** 2) / dof))
         if alpha > 1e-6:
-            res = sm.GLM(y, X, family=sm.families.NegativeBinomial(alpha=alpha)).fit()
+            res = GLM(y, X, family=families.NegativeBinomial(alpha=alpha)).fit()
         else:
             res = pois
         mu = np.asarray(res.predict(Xf), dtype=float)
@@ -80,7 +83,7 @@ def _glm(y: np.ndarray, h: int, level: float) -> tuple[np.ndarray, np.ndarray, n
         f = np.where(np.isfinite(med), med, mu)
         return f, np.nan_to_num(lo), np.where(np.isfinite(hi), hi, mu)
     z = np.log1p(y)  # continuous (GPU-hours): log-linear least squares, its prediction interval
-    res = sm.OLS(z, X).fit()
+    res = OLS(z, X).fit()
     pr = res.get_prediction(Xf).summary_frame(alpha=2 * a)
     f, lo, hi = (pr[c].to_numpy() for c in ("mean", "obs_ci_lower", "obs_ci_upper"))
     return np.expm1(f), np.expm1(lo), np.expm1(hi)

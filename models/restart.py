@@ -331,12 +331,14 @@ class RestartModel(RestartReportsMixin, BaseModel):
         return pd.DataFrame(rows, columns=["cluster", "type", "n_failed", "n_resubmitted", "p", "prior"])
 
     def _fit_glm(self, X: pd.DataFrame, y: np.ndarray) -> dict:
-        import statsmodels.api as sm
+        # (the modules themselves: statsmodels.api imports all of statsmodels, ~1 s)
+        from statsmodels.genmod import families
+        from statsmodels.genmod.generalized_linear_model import GLM
 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = sm.GLM(y, X, family=sm.families.Gamma(link=sm.families.links.Log())).fit(scale="X2")
+                res = GLM(y, X, family=families.Gamma(link=families.links.Log())).fit(scale="X2")
             if not (np.isfinite(res.scale) and res.scale > 0 and np.all(np.isfinite(res.params))):
                 raise ValueError("degenerate fit")
         except (ValueError, np.linalg.LinAlgError) as e:

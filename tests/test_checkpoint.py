@@ -324,6 +324,35 @@ def test_piecewise_optimum_beyond_the_ripple_window():
     assert et_c[0] < _core.ckpt_optimize_newton(*args)[1][0] * (1 - 5e-5)  # the frozen kernel's first maximum
 
 
+def test_piecewise_optimum_at_a_kink():
+    """bench_solver's piecewise instance (seed 7, scenario 9): the maximum of phi is a kink, where the 8th
+    checkpoint after the 120 s restart crosses the break at 36,367 s beyond which the hazard rises, so
+    phi' jumps from + to - there and Newton cannot converge (it bisected towards the kink for ~25
+    evaluations). The kernel locates the kink and checks phi' on both sides: tau is within 1e-9 of
+    (b_9 - 120) / 8 - C, equal to the twin's, and no point of a fine grid around it or of a grid over
+    -20 % ... +25 % is lower."""
+    p = np.array([[0.0, 600.0, 1002.2375238421307, 1674.1334236620082, 2796.4655618539346, 4671.204533703803,
+                   7802.760775365727, 13033.699397725062, 21771.437684797784, 36366.91965949158,
+                   60747.15251549094, 101471.79286264317, 7.89917067676728e-05, 7.776446129861984e-05,
+                   8.533344400042535e-05, 8.044247175076081e-05, 5.28064640376761e-05, 6.528485015774648e-05,
+                   6.0265546831552756e-05, 4.5437697908559014e-05, 3.249534189770213e-05,
+                   3.660647811033734e-05, 2.4479001086454878e-05, 2.254786883413602e-05]])
+    rv, rw = RestartTime.mixture([RestartTime.lognormal(1800, 300), RestartTime.fixed(120)], [0.6, 0.4]).nodes(
+        max_nodes=64)
+    C = 374.6422651386496
+    args = (np.array([30 * DAY]), np.array([C]), 2, p, rv[None], rw[None])
+    tau_c, et_c, _ = _core.ckpt_optimize(*args)
+    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    assert et_c[0] == pytest.approx(et_n[0], rel=1e-11) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
+    kink = (p[0, 9] - 120.0) / 8 - C
+    assert tau_c[0] == pytest.approx(kink, rel=1e-9)
+    tau = kink * np.concatenate([1.0 + np.linspace(-1e-4, 1e-4, 401), np.geomspace(0.8, 1.25, 2001)])
+    n = tau.size
+    grid = _core.ckpt_expected_time(tau, np.full(n, 30 * DAY), np.full(n, C), 2, np.repeat(p, n, 0),
+                                    np.tile(rv, (n, 1)), np.tile(rw, (n, 1)))[0]
+    assert et_c[0] <= grid.min() * (1 + 1e-12)
+
+
 def test_optimum_is_a_minimum_of_expected_time():
     fail = WeibullFailures(0.7, 6 * H)
     res = optimal_interval(work=30 * DAY, ckpt_cost=60.0, failure=fail, restart=15 * MIN)

@@ -139,6 +139,40 @@ def test_km_with_heavy_censoring_matches_lifelines():
         m.km_curve([1.0], state="FAILED")
 
 
+def test_numpy_km_and_aalen_johansen_are_lifelines_exactly():
+    """models.km (what the failure model's curves use) gives lifelines' KaplanMeierFitter and
+    AalenJohansenFitter numbers bit for bit: untied and tied times, ties between causes (jittered
+    with the same seeded draws, repeatedly), heavy censoring, a single job; and the band of
+    aj_confidence_band is the same from either."""
+    from lifelines import AalenJohansenFitter, KaplanMeierFitter
+
+    from acmemodel.models.km import aalen_johansen, kaplan_meier
+
+    rng = np.random.default_rng(11)
+    cases = [(rng.lognormal(5, 2, 800), rng.integers(0, 4, 800)),
+             (np.round(rng.lognormal(5, 2, 1500)) + 1, rng.integers(0, 4, 1500)),
+             (rng.integers(1, 15, 600).astype(float), rng.integers(0, 4, 600)),
+             (np.round(rng.lognormal(3, 1, 1000), 1) + 0.5, np.where(rng.random(1000) < 0.95, 0, 1)),
+             (np.array([42.0]), np.array([2]))]
+    for seed, (T, C) in enumerate(cases):
+        E = C > 0
+        kmf = KaplanMeierFitter().fit(T, E)
+        t, S, lo, hi, _ = kaplan_meier(T, E)
+        ci = kmf.confidence_interval_survival_function_.to_numpy()
+        assert np.array_equal(kmf.survival_function_.index.to_numpy(), t)
+        assert np.array_equal(kmf.survival_function_.iloc[:, 0].to_numpy(), S)
+        assert np.array_equal(ci[:, 0], lo) and np.array_equal(ci[:, 1], hi)
+        for cause in np.unique(C[C > 0]):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref = AalenJohansenFitter(calculate_variance=False, seed=seed).fit(T, C, event_of_interest=cause)
+            aj = aalen_johansen(T, C, cause, seed=seed)
+            assert np.array_equal(ref.cumulative_density_.index.to_numpy(), aj.t)
+            assert np.array_equal(ref.cumulative_density_.iloc[:, 0].to_numpy(), aj.F)
+            for a, b in zip(aj_confidence_band(ref), aj_confidence_band(aj)):
+                assert np.array_equal(a, b)
+
+
 def test_aalen_johansen_band_equals_lifelines_and_cifs_add_up(compared):
     from lifelines import AalenJohansenFitter
 

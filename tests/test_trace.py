@@ -236,3 +236,19 @@ def test_never_started_jobs_get_nat_without_reading_uninitialised_memory():
             t = convert(x)
             assert t.isna().tolist() == [False, True, True]
             assert t.iloc[0] == pd.Timestamp(1.6e9 + 0.25, unit="s", tz="UTC")
+
+
+def test_chain_column_numbers_are_pandas_to_numeric():
+    """The chain columns' fast parse (Arrow cast of integer literals) gives pd.to_numeric(errors="coerce")'s
+    values: integers with empties, and the pandas fallback for anything else (decimals, text, blanks, NaN)."""
+    from acmemodel.trace.readers import _to_numbers
+
+    rng = np.random.default_rng(3)
+    cases = [pd.Series(rng.integers(-5, 10**12, 5000).astype(str).astype(object)),
+             pd.Series(np.where(rng.random(5000) < 0.8, "", rng.integers(0, 10**6, 5000).astype(str)).astype(object)),
+             pd.Series(["1", "2", "x", ""], dtype=object), pd.Series(["1.5", "2", ""], dtype=object),
+             pd.Series(["-3", "007", "", " 4"], dtype=object), pd.Series(["1", np.nan], dtype=object),
+             pd.Series([1.0, np.nan]), pd.Series([], dtype=object)]
+    for s in cases:
+        want = pd.to_numeric(s, errors="coerce").to_numpy(float)
+        assert np.array_equal(_to_numbers(s).to_numpy(float), want, equal_nan=True), s.head()

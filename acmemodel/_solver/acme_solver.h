@@ -152,6 +152,40 @@ static inline double acme_inv_cumhaz(const acme_failure *f, double e) {
 static inline double acme_upper_gamma_with(double a, double z, double ga);
 static inline double acme_upper_gamma(double a, double z) { return acme_upper_gamma_with(a, z, tgamma(a)); }
 
+/* the same with ga = Gamma(a) given and pre = exp(-z) z^a (callers that know it: Weibull, z = (t/lam)^k,
+ * a = 1/k: pre = S(t) t / lam without an exp and a log) */
+static inline double acme_upper_gamma_pre(double a, double z, double ga, double pre) {
+    if (z <= 0.0) return ga;
+    if (z < a + 1.0) {
+        double ap = a, sum = 1.0 / a, del = sum;
+        int n;
+        for (n = 0; n < 1000; n++) {
+            ap += 1.0;
+            del *= z / ap;
+            sum += del;
+            if (fabs(del) < fabs(sum) * 1e-17) break;
+        }
+        return ga - sum * pre;
+    } else {
+        const double tiny = 1e-300;
+        double b = z + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, hh = d;
+        int i;
+        for (i = 1; i < 1000; i++) {
+            double an = -i * (i - a), del;
+            b += 2.0;
+            d = an * d + b;
+            if (fabs(d) < tiny) d = tiny;
+            c = b + an / c;
+            if (fabs(c) < tiny) c = tiny;
+            d = 1.0 / d;
+            del = d * c;
+            hh *= del;
+            if (fabs(del - 1.0) < 1e-16) break;
+        }
+        return pre * hh;
+    }
+}
+
 /* the same with ga = Gamma(a) given (callers that reuse it across many z) */
 static inline double acme_upper_gamma_with(double a, double z, double ga) {
     if (z <= 0.0) return ga;

@@ -31,7 +31,10 @@
  *      is taken when phi'' < 0 and it stays inside the bracket of known signs, else the geometric
  *      midpoint or a x4 step uphill; it stops when the next step would be below 1e-9 relative and
  *      returns the point evaluated last (quadratic convergence: within ~1e-9 of the root, E[T] within
- *      ~1e-18), so E[T] at the result comes from that evaluation;
+ *      ~1e-18), so E[T] at the result comes from that evaluation; piecewise hazard: where Newton cannot
+ *      land inside a bracket narrower than 1e-4 (relative), phi' may jump there at a kink (kink_in):
+ *      phi' 1e-10 either side of the kink where it falls the most decides, and a maximum at the kink
+ *      ends the search (bisection towards it took ~30 evaluations);
  *   2. a guard for a better local maximum, at sqrt 2 steps but only where bounds do not exclude one:
  *      below tau, phi(s) <= U s / (s + C); above t (x = t + C, D = (F - R)^+, G(y) = P(D >= y)):
  *      phi(s) <= E[D; D >= x] (s N <= D, N = 0 unless D >= x); phi(s) <= s E[N](t) <= phi_best for
@@ -117,6 +120,31 @@ static double daly_interval(double C, double M) {
     return (C < 2.0 * M) ? sqrt(2.0 * C * M) * (1.0 + sqrt(r) / 3.0 + r / 9.0) - C : M;
 }
 
+/* Piecewise hazard: the kink of phi in (lo, hi) where phi' falls the most, -1 for none. S(r_q + i x) has a
+ * kink at x = (b_j - r_q) / i, where phi' jumps by tau w_q i S(b_j) (h_{j-1} - h_j): downwards (a possible
+ * maximum of phi at the kink) where the hazard increases. */
+static double kink_in(const renewal *R, double lo, double hi) {
+    const acme_failure *f = R->f;
+    double xlo = lo + R->C, xhi = hi + R->C, best = 0.0, tk = -1.0;
+    int j, q;
+    for (j = 1; j < f->m; j++) {
+        double dh = f->h[j] - f->h[j - 1];
+        if (!(dh > 0.0)) continue;
+        for (q = 0; q < R->Q && R->r[q] + xlo < f->b[j]; q++) {
+            double d = f->b[j] - R->r[q], i = floor(d / xhi) + 1.0, xk = d / i;
+            if (!(xk > xlo && xk < xhi)) continue;  /* at most one i: (lo, hi) is narrower than x / i here */
+            if (R->w[q] * i * R->SH[j] * dh > best) {
+                best = R->w[q] * i * R->SH[j] * dh;
+                tk = xk - R->C;
+            }
+        }
+    }
+    return tk;
+}
+
+#define ACME_KINK_EPS 1e-10 /* a kink maximum is located to this relative distance */
+#define ACME_KINK_NEAR 1e-4 /* ... once the bracket around it is this narrow (relative) */
+
 /* safeguarded Newton on phi' = 0 from t within [lo, hi]. Returns the last point evaluated, *ph = phi
  * there (so E[T] at the result needs no further evaluation) and *pp = phi'' there; the iteration stops
  * when the next step would be below ACME_NEWTON_DONE relative (quadratic convergence: the point is then
@@ -140,6 +168,25 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph, 
             hi_known = 1;
         }
         tn = (gp < 0) ? t - g / gp : NAN;
+        if (!(lo < tn && tn < hi) && lo_known && hi_known && R->f->family == ACME_PIECEWISE &&
+            hi - lo <= ACME_KINK_NEAR * hi) {
+            /* phi' changes sign in (lo, hi) where Newton cannot land: a jump at a kink? phi' on both sides
+             * of the kink where it falls the most: a maximum there ends the search (bisection towards it
+             * would take ~30 evaluations), else the bracket shrinks to the side holding the maximum */
+            double tk = kink_in(R, lo, hi), a = tk * (1.0 - ACME_KINK_EPS), b = tk * (1.0 + ACME_KINK_EPS);
+            if (tk > 0.0 && lo < a && b < hi) {
+                double pa, pb, ga, gb, ppa, ppb;
+                pa = phi3(R, a, 2, &ga, &ppa);
+                pb = phi3(R, b, 2, &gb, &ppb);
+                if (ga > 0 && gb < 0) {
+                    *ph = (pa > pb) ? pa : pb;
+                    *pp = (pa > pb) ? ppa : ppb;
+                    return (pa > pb) ? a : b;
+                }
+                if (ga <= 0) hi = a;
+                else lo = b;
+            }
+        }
         if (!(lo < tn && tn < hi)) {
             if (lo_known && hi_known) tn = sqrt(lo * hi);
             else if (g > 0) tn = (4.0 * t < gmax) ? 4.0 * t : gmax;
@@ -465,11 +512,12 @@ static double expected_time_one(const acme_failure *f, renewal *R, double tau, d
 
 static int max_pieces(int family, int P) { return family == ACME_PIECEWISE ? P / 2 : 1; }
 
-/* scratch: H (m) for the failure law, then 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q) for the renewal */
+/* scratch: H (m) for the failure law, then 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q) + m CKPT_GROUP_SLOT(Q)
+ * for the renewal */
 static double *scratch(int family, int P, int Q) {
     int m = max_pieces(family, P);
     return (double *)malloc(sizeof(double) * ((size_t)m + 4 * (size_t)Q + 5 * (size_t)m + (size_t)Q * m + 1 +
-                                              ckpt_cluster_scratch(Q)));
+                                              ckpt_cluster_scratch(Q) + (size_t)m * CKPT_GROUP_SLOT(Q)));
 }
 
 void acme_ckpt_expected_time(int n, const double *tau, const double *work, const double *ckpt,

@@ -36,6 +36,7 @@ typedef struct {
     double *nxt;            /* piecewise, per tau: first index of each node in the next piece (Q) */
     double wsum;            /* sum of the kept weights */
     double *cbuf;           /* Weibull: Lanczos scratch for the cluster rule (cluster_scratch(Q)) */
+    double *gcache;         /* piecewise, grouped: the groups of the last evaluation, CKPT_GROUP_SLOT(Q) a piece */
     double cr[ACME_CLUSTER_N], cw[ACME_CLUSTER_N]; /* ... the rule of the first cp nodes (cn points) */
     int cp, cn;
     long evals;
@@ -44,7 +45,11 @@ typedef struct {
 /* integral of S from a and (*S) S(a) (checkpoint_sums.c) */
 double ckpt_surv_tail(const renewal *R, double a, double *S);
 
-/* sort the nodes by r, drop zero weights, I(r), U and G0; buf holds 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q) */
+/* piecewise: doubles of the group cache of one piece (count, node count, then (q0, e, ilo, ihi, G) a group) */
+#define CKPT_GROUP_SLOT(Q) (2 + 5 * (size_t)(Q))
+
+/* sort the nodes by r, drop zero weights, I(r), U and G0; buf holds 4 Q + 5 m + Q m + ckpt_cluster_scratch(Q)
+ * + m CKPT_GROUP_SLOT(Q) */
 void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double *rn, const double *rw,
                        int Q, double *buf);
 

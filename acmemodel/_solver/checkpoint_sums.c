@@ -11,16 +11,20 @@
  *   summed as their 4-point Gauss rule (cluster_rule, quadrature.c; error ~5e-16 of their share).
  *   Piecewise-constant hazard: closed form piece by piece (geometric series; f = h S, f' = -h^2 S), all
  *   nodes of a piece together: nodes with the same first and last index in the piece share one exp and
- *   one geometric series (piecewise_sums_groups: groups by binary search, a group's weight from a
- *   per-scenario table; piecewise_sums_nodes node by node when that table would underflow); stops once
- *   S(b_j) / (1 - exp(-h_min x)) bounds the rest below 1e-17 of the sum.
+ *   one geometric series (piecewise_sums_groups: groups from the runs of each index at each break, a
+ *   group's weight from a per-scenario table; piecewise_sums_nodes node by node when that table would
+ *   underflow); stops once S(b_j) / (1 - exp(-h_min x)) bounds the rest below 1e-17 of the sum.
  *   Weibull: direct terms until t >= 5 x (distance to the branch point t = 0 of S) and x h(t) <= 1
  *   (relative change per step), then Euler-Maclaurin through the B20 term (remainder ~2 zeta(22)
  *   (eps/2 pi)^22 of the sum, eps the change per step) with the integral from the upper incomplete gamma
  *   function and the derivatives from the Taylor series of S(a + v x) = S(a) exp(-y(v)),
  *   y(v) = z((1 + v x/a)^k - 1) (recurrence n e_n = -sum_j j y_j e_{n-j}); for shape k > 1 the hazard
  *   grows, so that range ends where x h(t) = 1 and the rest is summed term by term until a term is
- *   below 1e-17 of the sum. Agrees with plain summation of millions of terms to ~1e-12 (tests).
+ *   below 1e-17 of the sum (a range shorter than ACME_EM_MINRUN terms is summed term by term too). A
+ *   node's sums also stop at a term or correction below 1e-17 of the E[N] summed so far over its weight:
+ *   the error budget is relative to E[N], not to each node's share (half of the nodes of a log-normal
+ *   restart law carry below 1e-2 of E[N]). Agrees with plain summation of millions of terms to ~1e-12
+ *   (tests).
  * The baseline (checkpoint_grid.c) summed term by term while x h(t) > 0.02 - hundreds of terms per node
  * for k < 1 - with Euler-Maclaurin through B4.
  */
@@ -32,10 +36,12 @@
 #define ACME_EM_DMIN 5.0    /* ... and t >= DMIN x (away from the branch point of S at t = 0) */
 #define ACME_NCAP 10000000L /* safety cap on direct terms */
 #define ACME_PRUNE 1e-18    /* skip a restart node whose bound is below this fraction of E[N] */
+#define ACME_EM_MINRUN 24.0 /* k > 1: Euler-Maclaurin between i and n1 only when n1 - i exceeds this */
 #define ACME_TAIL_NEGLIGIBLE 46.0  /* k > 1: z(t1) - z(a) beyond this (S ratio < 1e-20): no upper end */
 #define ACME_GROUP_MAX 600.0  /* piecewise: group-sum factors exp(-h_j (r_q - r_0)) kept down to exp(-this) */
 #define ACME_GROUP_LAST 100.0 /* ... and used when h_{m-1} (b_{m-1} - r_0) <= this */
 #define EM_P 10
+#define CLUSTER_SLOT (2 * ACME_CLUSTER_N + 1) /* a cached cluster rule (cluster_rule): cn (0: not yet), cr, cw */
 #define NTAY (2 * EM_P + 2)
 
 /* B_2 .. B_20 */
@@ -53,7 +59,7 @@ double ckpt_surv_tail(const renewal *R, double a, double *S) {
     if (f->family == ACME_WEIBULL) {
         double z = pow(a / f->lam, f->k);
         *S = exp(-z);
-        return f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+        return f->lam / f->k * acme_upper_gamma_pre(1.0 / f->k, z, R->gk, *S * (a / f->lam));
     } else {
         int j = acme_piece(f, a), m = f->m;
         double s = exp(-(f->H[j] + f->h[j] * (a - f->b[j]))), hj = f->h[j];
@@ -117,17 +123,18 @@ static inline void taylor_upto(wb_series *T, int nc) {
  * The sum over p stops after two consecutive g0 terms below ACME_STOP of J0 + H0 (the same p whatever
  * is wanted): a node far from the branch point of S (a >> x) with a slowly varying hazard needs a few
  * terms, and its coefficients are computed only that far. want = 0: g0 only. */
-static void em_end(const renewal *R, double r, double x, double n, int want, double *J, double *H, double *K) {
+static void em_end(const renewal *R, double r, double x, double n, int want, double tol, double *J, double *H, double *K) {
     const acme_failure *f = R->f;
     double a = r + n * x, z = pow(a / f->lam, f->k), I, ix = 1.0 / x, k0 = 0.0, k1 = 0.0, k2 = 0.0;
     double sc0;
     int p, small_prev = 0;
     wb_series T;
     taylor_init(&T, f->k, z, x / a);
-    I = f->lam / f->k * upper_gamma(1.0 / f->k, z, R->gk);
+    I = f->lam / f->k * acme_upper_gamma_pre(1.0 / f->k, z, R->gk, T.S * (a / f->lam));  /* e^-z z^(1/k) = S a / lam */
     J[0] = I * ix;
     H[0] = 0.5 * T.c[0];
-    sc0 = J[0] + H[0];
+    sc0 = ACME_STOP * (J[0] + H[0]);
+    if (tol > sc0) sc0 = tol;
     for (p = 1; p <= EM_P; p++) {
         int j = 2 * p - 1, small;
         double B = BERN[p - 1] * INV[2 * p], t0;
@@ -135,7 +142,7 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
         taylor_upto(&T, want ? j + 3 : j + 1);
         t0 = B * c[j];
         k0 += t0;
-        small = fabs(t0) <= ACME_STOP * sc0;
+        small = fabs(t0) <= sc0;
         if (want) {
             k1 += B * (n * (j + 1) * c[j + 1] + j * c[j]);
             k2 += B * (n * n * (j + 1) * (j + 2) * c[j + 2] + 2.0 * n * j * (j + 1) * c[j + 1] + (j - 1) * j * c[j]);
@@ -157,7 +164,7 @@ static void em_end(const renewal *R, double r, double x, double n, int want, dou
     }
 }
 
-static void weibull_sums(const renewal *R, double r, double x, int want, double *acc) {
+static void weibull_sums(const renewal *R, double r, double x, int want, double tol, double *acc) {
     const acme_failure *f = R->f;
     double k = f->k, lam = f->lam, J0[3], H0[3], K0[3], J1[3], H1[3], K1[3];
     long i = 1;
@@ -169,27 +176,27 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
         acc[0] += s;
         acc[1] += di * (h * s);
         acc[2] += di * di * (((k - 1.0) * h / t - h * h) * s);
-        if (s <= ACME_STOP * acc[0] || i > ACME_NCAP) return;
+        if (s <= ACME_STOP * acc[0] || s <= tol || i > ACME_NCAP) return;
         i++;
     }
     if (k <= 1.0) {
-        em_end(R, r, x, (double)i, want, J0, H0, K0);
+        em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
         for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
         return;
     } else {
         double t1 = lam * pow(ACME_EM_EPS * lam / (k * x), 1.0 / (k - 1.0));
         double n1 = floor((t1 - r) / x);
         if (n1 > 1e15) n1 = 1e15;
-        if (n1 > (double)i + 1.0 &&
-            pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
+        if (n1 - (double)i <= ACME_EM_MINRUN) {
+            /* a short run to t1 is summed term by term with the rest (cheaper than two Euler-Maclaurin ends) */
+        } else if (pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
             /* S(t1) < 1e-20 S(a): what lies beyond t1 is negligible, the range is [i, infinity) */
-            em_end(R, r, x, (double)i, want, J0, H0, K0);
+            em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
             for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
             return;
-        }
-        if (n1 > (double)i + 1.0) {
-            em_end(R, r, x, (double)i, want, J0, H0, K0);
-            em_end(R, r, x, n1, want, J1, H1, K1);
+        } else {
+            em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
+            em_end(R, r, x, n1, want, tol, J1, H1, K1);
             for (q = 0; q < 3; q++) acc[q] += (J0[q] - J1[q]) + (H0[q] + H1[q]) + (K1[q] - K0[q]);
             i = (long)n1 + 1;
         }
@@ -198,7 +205,7 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
             acc[0] += s;
             acc[1] += di * (h * s);
             acc[2] += di * di * (((k - 1.0) * h / t - h * h) * s);
-            if (s <= ACME_STOP * acc[0]) break;
+            if (s <= ACME_STOP * acc[0] || s <= tol) break;
         }
     }
 }
@@ -309,37 +316,57 @@ static void piecewise_sums_nodes(renewal *R, double x, double *acc) {
     }
 }
 
-/* first node q' in [lo, hi) with r[q'] + i x >= b (i > 1; hi when none): r ascending, so the predicate
- * (as first_index_at evaluates it) is monotone in q' */
-static int first_node_at(const double *r, int lo, int hi, double i, double x, double b) {
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (r[mid] + i * x >= b) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
-}
-
 /* The groups of piecewise_sums_nodes (maximal runs of nodes with the same first index ilo at b_j and ihi
- * at b_{j+1}) found by binary search instead of node by node: ilo and ihi do not increase with r, and a
- * node after q keeps q's ilo (ihi) exactly while r + (ilo - 1) x < b_j (r + (ihi - 1) x < b_{j+1}), the
- * test first_index_at applies, so the groups are the same. A group's terms are sum_q w_q exp(-h_j (r_q -
+ * at b_{j+1}) from the runs of each index (index_runs, one walk per break shared by the two pieces it
+ * bounds) instead of node by node: ilo and ihi do not increase with r, and a node after q keeps q's ilo
+ * (ihi) exactly while r + (ilo - 1) x < b_j (r + (ihi - 1) x < b_{j+1}), the test first_index_at
+ * applies, so the groups are the same. A group's terms are sum_q w_q exp(-h_j (r_q -
  * r_0)) (a plain sum of the per-scenario table V_j[q], four partial sums: no dependency chain) times
  * exp(-(H_j + h_j (r_0 + ilo x - b_j))): sums of positive numbers, rounding ~1e-16 relative (a difference
  * of prefix sums would lose the digits of a light group after heavy ones). Used when no factor of a node
  * that can have terms in piece j < m - 1 is below exp(-ACME_GROUP_MAX) (R->grouped, ckpt_renewal_init;
  * a group's exp is then below exp(ACME_GROUP_MAX), no overflow), else piecewise_sums_nodes. The
- * node-by-node walk (index tests, a running product) was half the time of an evaluation. */
+ * node-by-node walk (index tests, a running product) was half the time of an evaluation. A piece's groups
+ * and weights are kept from the last evaluation (R->gcache) and reused at the next tau when every group's
+ * first and last nodes keep its two indices (a Newton step, a probe or a neighbouring ripple sample
+ * rarely moves a node across a break): the same groups, so the same sums bit for bit. */
+
+/* The runs of nodes [0, n) with the same first index i >= 1 at which r + i x >= b (i non-increasing in q):
+ * run k starts at node s[k] with index v[k]; a node after q keeps q's index L exactly while
+ * r + (L - 1) x < b. Returns their number. */
+static int index_runs(const double *r, int n, double x, double b, int *s, double *v) {
+    int q = 0, nr = 0;
+    while (q < n) {
+        double L = first_index_at(r[q], x, b);
+        s[nr] = q;
+        v[nr] = L;
+        nr++;
+        if (L <= 1.0) break;  /* the rest have index 1 */
+        for (q++; q < n && r[q] + (L - 1.0) * x < b; q++) {}
+    }
+    return nr;
+}
+
+/* node q's first index at b is L (the two tests first_index_at ends on) */
+static int index_is(double r, double x, double b, double L) {
+    return r + L * x >= b && (L == 1.0 || r + (L - 1.0) * x < b);
+}
+
 static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
     const acme_failure *f = R->f;
     const double *r = R->r;
     double pilo, pE = 0.0, E, eh, pc, pA = 0.0, pB = 0.0, pD = 0.0, pqc = 0.0;
-    int j, Q = R->Q, m = f->m, qe = 0;
+    int j, Q = R->Q, m = f->m, qe = 0, qprev = -1, nlo = 0, nhi = 0;
+    /* runs of the first index at b_j (lo) and b_{j+1} (hi): the hi runs of piece j are the lo runs of
+     * piece j + 1 (scratch: the Weibull cluster buffer, unused under a piecewise hazard) */
+    int *slo = (int *)R->cbuf, *shi = slo + (Q + 1), *st;
+    double *vlo = R->cbuf + (Q + 1), *vhi = vlo + (Q + 1), *vt;
     acc[0] = acc[1] = acc[2] = 0.0;
     for (j = 0; j < m; j++) {
         double hj = f->h[j], bj = f->b[j], hi_b = (j < m - 1) ? f->b[j + 1] : INFINITY, rq;
         const double *Vj = R->u + (size_t)j * Q;
-        int q = 0;
+        double *gm = R->gcache + (size_t)j * CKPT_GROUP_SLOT(Q), *gr;
+        int g, ng, valid;
         /* the stop test of piecewise_sums_nodes; 1 - exp(-y) <= min(1, y) (with a margin over its rounding) decides most pieces without expm1 */
         if (j > 0 && R->hmin[j] > 0) {
             double y = R->hmin[j] * x, lim = R->SH[j] * R->wsum;
@@ -352,31 +379,88 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
         pilo = -2.0;
         pc = -2.0;
         eh = 0.0;
-        while (q < qe) {
-            double ilo = (j == 0) ? 1.0 : first_index_at(r[q], x, bj);
-            double ihi = (j < m - 1) ? first_index_at(r[q], x, hi_b) : 0.0;
-            int e = qe;
-            if (ilo > 1.0) e = first_node_at(r, q + 1, e, ilo - 1.0, x, bj);
-            if (ihi > 1.0) e = first_node_at(r, q + 1, e, ihi - 1.0, x, hi_b);
-            if (j == m - 1 || ihi > ilo) {
-                double G, g0 = 0.0, g1 = 0.0, g2 = 0.0, g3 = 0.0;
-                int k = q;
-                for (; k + 3 < e; k += 4) {
-                    g0 += Vj[k];
-                    g1 += Vj[k + 1];
-                    g2 += Vj[k + 2];
-                    g3 += Vj[k + 3];
+        /* the groups of the last evaluation in this piece, if every one keeps its indices at this x (its
+         * first and last nodes decide: the index does not increase with r): then also its weight G */
+        ng = (int)gm[0];
+        valid = ng > 0 && (int)gm[1] == qe;
+        for (g = 0; g < ng && valid; g++) {
+            gr = gm + 2 + 5 * (size_t)g;
+            if (j > 0) valid = index_is(r[(int)gr[0]], x, bj, gr[2]) &&
+                               (gr[2] == 1.0 || r[(int)gr[1] - 1] + (gr[2] - 1.0) * x < bj);
+            if (valid && j < m - 1) valid = index_is(r[(int)gr[0]], x, hi_b, gr[3]) &&
+                                            (gr[3] == 1.0 || r[(int)gr[1] - 1] + (gr[3] - 1.0) * x < hi_b);
+        }
+        if (!valid) {
+            int a = 0, c2 = 0, q = 0;
+            /* lo runs: the previous piece's hi runs over its nodes [0, qprev) (the nodes after have
+             * r + x >= b_j: index 1), else from scratch (b_0 = 0: index 1) */
+            if (j == 0) {
+                slo[0] = 0;
+                vlo[0] = 1.0;
+                nlo = 1;
+            } else if (qprev < 0) {
+                nlo = index_runs(r, qe, x, bj, slo, vlo);
+            } else {
+                st = slo; slo = shi; shi = st;
+                vt = vlo; vlo = vhi; vhi = vt;
+                nlo = nhi;
+                if (qprev < qe && vlo[nlo - 1] > 1.0) {
+                    slo[nlo] = qprev;
+                    vlo[nlo] = 1.0;
+                    nlo++;
                 }
-                for (; k < e; k++) g0 += Vj[k];
-                G = (g0 + g1) + (g2 + g3);
+            }
+            nhi = (j < m - 1) ? index_runs(r, qe, x, hi_b, shi, vhi) : 0;
+            qprev = qe;
+            for (ng = 0; q < qe; ng++) {  /* the groups: maximal runs of equal (ilo, ihi), and their weights */
+                double ilo = vlo[a], ihi = (j < m - 1) ? vhi[c2] : 0.0, G = 0.0;
+                int elo = (a + 1 < nlo) ? slo[a + 1] : qe, ehi = (j < m - 1 && c2 + 1 < nhi) ? shi[c2 + 1] : qe;
+                int e = (elo < ehi) ? elo : ehi;
+                if (e == elo) a++;
+                if (e == ehi) c2++;
+                if (j == m - 1 || ihi > ilo) {
+                    double g0 = 0.0, g1 = 0.0, g2 = 0.0, g3 = 0.0;
+                    int k = q;
+                    for (; k + 3 < e; k += 4) {
+                        g0 += Vj[k];
+                        g1 += Vj[k + 1];
+                        g2 += Vj[k + 2];
+                        g3 += Vj[k + 3];
+                    }
+                    for (; k < e; k++) g0 += Vj[k];
+                    G = (g0 + g1) + (g2 + g3);
+                }
+                gr = gm + 2 + 5 * (size_t)ng;
+                gr[0] = q;
+                gr[1] = e;
+                gr[2] = ilo;
+                gr[3] = ihi;
+                gr[4] = G;
+                q = e;
+            }
+            gm[0] = ng;
+            gm[1] = qe;
+        } else {
+            qprev = -1;  /* the hi runs were not computed: the next piece starts its lo runs afresh */
+        }
+        for (g = 0; g < ng; g++) {
+            double ilo, ihi, G;
+            gr = gm + 2 + 5 * (size_t)g;
+            ilo = gr[2];
+            ihi = gr[3];
+            G = gr[4];
+            if (j == m - 1 || ihi > ilo) {
                 if (G > 0.0) {
                     double c = (j < m - 1) ? ihi - ilo : -1.0, A, B, D, S;
                     /* the group's exp from the previous group's (same ilo, or one less: times exp(h_j x)) */
                     if (ilo == pilo) {
                         E = pE;
-                    } else if (ilo == pilo - 1.0 && hj * x <= 30.0) {
+                    } else if (pilo > 0.0 && ilo >= pilo - 8.0 && hj * x * (pilo - ilo) <= 30.0) {
+                        /* ilo fell by d <= 8: times exp(h_j x)^d (d products, within d/2 ulp of the exp) */
+                        double d = pilo - ilo;
                         if (eh == 0.0) eh = exp(hj * x);
                         E = pE * eh;
+                        for (; d > 1.0; d -= 1.0) E *= eh;
                     } else {
                         E = exp(-(f->H[j] + hj * (r[0] + ilo * x - bj)));
                     }
@@ -407,7 +491,6 @@ static void piecewise_sums_groups(renewal *R, double x, int want, double *acc) {
                     }
                 }
             }
-            q = e;
         }
     }
 }
@@ -431,6 +514,7 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
     R->uq = R->u;
     R->T = R->u + (size_t)Q * (f->family == ACME_PIECEWISE ? f->m : 1);
     R->cbuf = R->T + (f->family == ACME_PIECEWISE ? f->m : 1);
+    R->gcache = R->cbuf + ckpt_cluster_scratch(Q);
     R->grouped = 0;
     R->cp = 0;
     R->cn = 0;
@@ -450,6 +534,12 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
         n++;
     }
     R->Q = n;
+    if (f->family == ACME_PIECEWISE)  /* no group cached yet (piecewise_sums_groups) */
+        for (j = 0; j < f->m; j++) R->gcache[(size_t)j * CKPT_GROUP_SLOT(n)] = 0.0;
+    if (f->family == ACME_WEIBULL) {  /* no cluster rule cached yet (cluster_rule) */
+        double *cache = R->cbuf + (size_t)n * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2);
+        for (q = 0; q <= n; q++) cache[(size_t)q * CLUSTER_SLOT] = 0.0;
+    }
     if (f->family == ACME_PIECEWISE) {
         double hm = INFINITY;
         int m = f->m;
@@ -498,18 +588,36 @@ void ckpt_renewal_init(renewal *R, const acme_failure *f, double C, const double
  * has its branch point at 0), at (1 + 2 / DELTA) half-widths of the cluster from its centre: the rule's
  * error is ~(2 + 4 / DELTA)^(-2 N) = 5e-16 of the cluster's share of E[N] and of its derivatives. A
  * restart law with mass near 0 (log-normal, exponential) has many such nodes of small weight: they cost
- * one node each otherwise. The rule of the last prefix is kept (cp, cn). */
+ * one node each otherwise. The rule of the current prefix is in (cp, cr, cw, cn); every prefix's rule is
+ * kept once computed (an optimisation asks for a few prefixes, alternately: E[N] at x and the bounds at
+ * x and y_m + 2x), so the Lanczos process runs once per prefix and scenario. */
 size_t ckpt_cluster_scratch(int Q) {
-    return (size_t)Q * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2);
+    return (size_t)Q * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2) + (size_t)(Q + 1) * CLUSTER_SLOT;
 }
 
 static void cluster_rule(renewal *R, int p) {
-    acme_lanczos L;
-    double *V = R->cbuf, *t = V + (size_t)p * (ACME_CLUSTER_N + 1), *alpha = t + p;
-    double *beta = alpha + ACME_CLUSTER_N + 2, *work = beta + ACME_CLUSTER_N + 2;
-    acme_lanczos_init(&L, p, R->r, R->w, V, t, alpha, beta);
-    R->cn = acme_lanczos_extend(&L, ACME_CLUSTER_N);
-    acme_gauss_rule(&L, R->cn, R->cr, R->cw, work);
+    double *slot = R->cbuf + (size_t)R->Q * (ACME_CLUSTER_N + 2) + 3 * (size_t)(ACME_CLUSTER_N + 2) +
+                   (size_t)p * CLUSTER_SLOT;
+    int k;
+    if (slot[0] == 0.0) {
+        acme_lanczos L;
+        double *V = R->cbuf, *t = V + (size_t)p * (ACME_CLUSTER_N + 1), *alpha = t + p;
+        double *beta = alpha + ACME_CLUSTER_N + 2, *work = beta + ACME_CLUSTER_N + 2;
+        acme_lanczos_init(&L, p, R->r, R->w, V, t, alpha, beta);
+        R->cn = acme_lanczos_extend(&L, ACME_CLUSTER_N);
+        acme_gauss_rule(&L, R->cn, R->cr, R->cw, work);
+        slot[0] = (double)R->cn;
+        for (k = 0; k < R->cn; k++) {
+            slot[1 + k] = R->cr[k];
+            slot[1 + ACME_CLUSTER_N + k] = R->cw[k];
+        }
+    } else {
+        R->cn = (int)slot[0];
+        for (k = 0; k < R->cn; k++) {
+            R->cr[k] = slot[1 + k];
+            R->cw[k] = slot[1 + ACME_CLUSTER_N + k];
+        }
+    }
     R->cp = p;
 }
 
@@ -548,7 +656,7 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     if (q0 > 0) {
         int k;
         for (k = 0; k < R->cn; k++) {
-            weibull_sums(R, R->cr[k], x, want, s);
+            weibull_sums(R, R->cr[k], x, want, ACME_STOP * acc[0] / R->cw[k], s);
             acc[0] += R->cw[k] * s[0];
             acc[1] += R->cw[k] * s[1];
             acc[2] += R->cw[k] * s[2];
@@ -557,7 +665,7 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
     for (q = q0; q < R->Q; q++) {
         double w = R->w[q];
         if (w * R->I[q] / x <= ACME_PRUNE * acc[0]) continue;
-        weibull_sums(R, R->r[q], x, want, s);
+        weibull_sums(R, R->r[q], x, want, ACME_STOP * acc[0] / w, s);
         acc[0] += w * s[0];
         acc[1] += w * s[1];
         acc[2] += w * s[2];

@@ -203,7 +203,8 @@ def split_clusters(df: pd.DataFrame, cluster: str | None = None) -> list[tuple[s
         if not mask.any():
             raise ValueError(f"cluster={cluster!r} not in the jobs (have: "
                              f"{', '.join(sorted(df['cluster'].unique()))})")
-        df = df[mask]
+        if not mask.all():  # (all rows of that cluster, e.g. one synthetic cluster: no copy of them)
+            df = df[mask]
     if len(df) == 0:
         raise ValueError("no jobs to export")
     out = []

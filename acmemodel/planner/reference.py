@@ -136,6 +136,7 @@ CLUSTER_N = 4         # ... are summed as their Gauss rule of this many points .
 CLUSTER_MIN = 6       # ... when there are at least this many
 CLUSTER_Z = 10.0      # ... h: the hazard at r_0 + x, or (k > 1) at z = (t / lambda)^k = Z if that is later
 ROOT2 = math.sqrt(2.0)
+EM_MINRUN = 24.0  # k > 1: Euler-Maclaurin between i and n1 only when n1 − i exceeds this
 TAIL_NEGLIGIBLE = 46.0  # k > 1: z(t1) − z(a) beyond this (S ratio < 1e-20): no upper Euler-Maclaurin end
 
 
@@ -161,14 +162,15 @@ def _weibull_taylor(d: _Dist, a: float, x: float) -> np.ndarray:
     return math.exp(-z) * e
 
 
-def _em_end(d: _Dist, r: float, x: float, n: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _em_end(d: _Dist, r: float, x: float, n: float, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At the index ``n`` (t = a = r + n x), for ``g0(u) = S(r+ux)``, ``g1(u) = u f(r+ux)``,
     ``g2(u) = u² f'(r+ux)``: the tail integrals ``J = ∫_n^∞ g``, the halves ``H = g(n)/2`` and the
     corrections ``K = Σ_p B_2p/(2p) ĝ_{2p−1}`` (ĝ_j: Taylor coefficients in ``u − n``), so that
     ``Σ_{i≥n} g(i) = J + H − K`` and ``Σ_{i=n0}^{n1} g(i) = J(n0) − J(n1) + H(n0) + H(n1) + K(n1) − K(n0)``
     up to the remainder ``≈ 2 ζ(16) (ε/2π)^16`` of the sum (ε: relative change of g per step). The sum
-    over p stops after two consecutive g0 terms below ``STOP`` of ``J0 + H0`` (a node far from the branch
-    point of S with a slowly varying hazard needs a few)."""
+    over p stops after two consecutive g0 terms below ``STOP`` of ``J0 + H0`` or below ``tol`` (the
+    node's error budget from E[N], :meth:`_Renewal.terms`; a node far from the branch point of S with a
+    slowly varying hazard needs a few)."""
     a = r + n * x
     c = _weibull_taylor(d, a, x)
     I = d.tail_integral(a)
@@ -186,10 +188,11 @@ def _em_end(d: _Dist, r: float, x: float, n: float) -> tuple[np.ndarray, np.ndar
     H = 0.5 * np.array([g0[0], g1[0], g2[0]])
     K = np.zeros(3)
     small_prev = False
-    for p, B in enumerate(BERNOULLI, start=1):  # stop after two g0 terms below STOP of J0 + H0
+    lim = max(STOP * (J[0] + H[0]), tol)
+    for p, B in enumerate(BERNOULLI, start=1):  # stop after two g0 terms below lim
         for q, g in enumerate((g0, g1, g2)):
             K[q] += B / (2 * p) * g[2 * p - 1]
-        small = abs(B / (2 * p) * g0[2 * p - 1]) <= STOP * (J[0] + H[0])
+        small = abs(B / (2 * p) * g0[2 * p - 1]) <= lim
         if small and small_prev:
             break
         small_prev = small
@@ -222,10 +225,11 @@ def _em_upper_index(d: _Dist, r: float, x: float) -> float:
     return min(math.floor((t1 - r) / x), 1e15)
 
 
-def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
+def _weibull_sums(d: _Dist, r: float, x: float, tol: float = 0.0) -> np.ndarray:
     """``(Σ_i S(r+ix), Σ_i i f(r+ix), Σ_i i² f'(r+ix))``, i ≥ 1: direct terms until ``t ≥ EM_DMIN x``
-    and ``x h(t) ≤ EM_EPS``, then Euler-Maclaurin through B14 to infinity (k ≤ 1) or up to where
-    ``x h = EM_EPS`` followed by direct terms (k > 1)."""
+    and ``x h(t) ≤ EM_EPS``, then Euler-Maclaurin through B20 to infinity (k ≤ 1) or up to where
+    ``x h = EM_EPS`` followed by direct terms (k > 1). A term or correction below ``tol`` (the node's
+    error budget from E[N]) ends its sum too, as one below ``STOP`` of the node's own sum does."""
     k = d.k
     acc = np.zeros(3)
     i = 1
@@ -235,26 +239,28 @@ def _weibull_sums(d: _Dist, r: float, x: float) -> np.ndarray:
         if t >= EM_DMIN * x and (x * h <= EM_EPS or k > 1.0) and i <= NCAP:
             break
         acc += (s, a1, a2)
-        if s <= STOP * acc[0] or i > NCAP:
+        if s <= STOP * acc[0] or s <= tol or i > NCAP:
             return acc
         i += 1
     if k <= 1.0:
-        J, H, K = _em_end(d, r, x, float(i))
+        J, H, K = _em_end(d, r, x, float(i), tol)
         return acc + J + H - K
     n1 = _em_upper_index(d, r, x)
-    if n1 > i + 1.0 and ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
-        J, H, K = _em_end(d, r, x, float(i))  # S(t1) < 1e-20 S(a): the range is [i, infinity)
+    if n1 - i <= EM_MINRUN:
+        pass  # a short run to t1: term by term with the rest (cheaper than two Euler-Maclaurin ends)
+    elif ((r + n1 * x) / d.lam) ** k - ((r + i * x) / d.lam) ** k > TAIL_NEGLIGIBLE:
+        J, H, K = _em_end(d, r, x, float(i), tol)  # S(t1) < 1e-20 S(a): the range is [i, infinity)
         return acc + J + H - K
-    if n1 > i + 1.0:
-        J0, H0, K0 = _em_end(d, r, x, float(i))
-        J1, H1, K1 = _em_end(d, r, x, float(n1))
+    else:
+        J0, H0, K0 = _em_end(d, r, x, float(i), tol)
+        J1, H1, K1 = _em_end(d, r, x, float(n1), tol)
         acc += (J0 - J1) + (H0 + H1) + (K1 - K0)
         i = int(n1) + 1
     while i <= NCAP:
         t = r + i * x
         s, a1, a2, _ = _weibull_direct(d, t, float(i))
         acc += (s, a1, a2)
-        if s <= STOP * acc[0]:
+        if s <= STOP * acc[0] or s <= tol:
             break
         i += 1
     return acc
@@ -316,10 +322,11 @@ def _piecewise_sums(d: _Dist, r: float, x: float) -> np.ndarray:
     return acc
 
 
-def _sums_node(d: _Dist, r: float, x: float) -> np.ndarray:
-    """``(Σ_i S(r + i x), Σ_i i f(r + i x), Σ_i i² f'(r + i x))`` for one restart node."""
+def _sums_node(d: _Dist, r: float, x: float, tol: float = 0.0) -> np.ndarray:
+    """``(Σ_i S(r + i x), Σ_i i f(r + i x), Σ_i i² f'(r + i x))`` for one restart node (Weibull: ``tol``
+    the absolute error budget of its sums, :meth:`_Renewal.terms`)."""
     if d.family == WEIBULL:
-        return _weibull_sums(d, r, x)
+        return _weibull_sums(d, r, x, tol)
     return _piecewise_sums(d, r, x)
 
 
@@ -328,7 +335,10 @@ class _Renewal:
 
     Restart nodes are visited in increasing ``r``; a node whose bound ``w I(r) / x`` on its share of
     ``E[N]`` (``Σ_i S(r + i x) ≤ I(r)/x``, ``I(r) = ∫_r^∞ S``, S decreasing) is below ``PRUNE`` of the
-    running sum is skipped. ``U = Σ w I(r) = E[(F − R)^+]`` bounds the work saved per cycle.
+    running sum is skipped. Weibull: a node's sums stop at terms below ``STOP`` of the running E[N]
+    (over its weight) as well as below ``STOP`` of its own sum: the error budget is relative to E[N],
+    not to each node's share (a node of share 1e-6 needs no 1e-17 of itself). ``U = Σ w I(r) =
+    E[(F − R)^+]`` bounds the work saved per cycle.
     """
 
     def __init__(self, d: _Dist, C: float, rn, rw):
@@ -405,11 +415,11 @@ class _Renewal:
         acc = np.zeros(3)
         rule, rest = self._nodes(x, False)
         for r, w in rule:
-            acc += w * _sums_node(self.d, float(r), x)
+            acc += w * _sums_node(self.d, float(r), x, STOP * acc[0] / w)
         for r, w, I in rest:
             if w * I / x <= PRUNE * acc[0]:
                 continue
-            acc += w * _sums_node(self.d, float(r), x)
+            acc += w * _sums_node(self.d, float(r), x, STOP * acc[0] / w)
         return float(acc[0]), -float(acc[1]), -float(acc[2])
 
     def phi(self, tau: float, want: int = 2) -> tuple[float, float, float]:

@@ -35,11 +35,39 @@ RIPPLE_K = 24          # ... with at most this many samples on each side
 RIPPLE_KO = 8          # ... and outside it, out to the guard scan's √2, at most this many a side (capped window)
 PROBES = (0.03125, 0.0625, 0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step a side
 SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
+KINK_EPS = 1e-10     # piecewise: a kink maximum is located to this relative distance ...
+KINK_NEAR = 1e-4     # ... once the Newton bracket around it is this narrow (relative)
 
 
 def _daly(C: float, M: float) -> float:
     r = C / (2.0 * M)
     return math.sqrt(2.0 * C * M) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - C if C < 2.0 * M else M
+
+
+def _kink_in(ren: _Renewal, lo: float, hi: float) -> float:
+    """Piecewise hazard: the kink of φ in ``(lo, hi)`` where φ' falls the most (−1 for none): ``S(r_q + i x)``
+    has a kink at ``x = (b_j − r_q)/i`` where φ' jumps by ``τ w_q i S(b_j) (h_{j−1} − h_j)``, downwards (a
+    possible maximum at the kink) where the hazard increases."""
+    d = ren.d
+    xlo, xhi = lo + ren.C, hi + ren.C
+    SH = np.exp(-d.H)
+    best, tk = 0.0, -1.0
+    for j in range(1, d.b.size):
+        dh = float(d.h[j] - d.h[j - 1])
+        if not dh > 0.0:
+            continue
+        for r, w in zip(ren.r, ren.w):
+            if not r + xlo < d.b[j]:
+                break
+            dd = float(d.b[j] - r)
+            i = math.floor(dd / xhi) + 1.0
+            xk = dd / i
+            if not (xlo < xk < xhi):
+                continue  # at most one i: (lo, hi) is narrower than x / i here
+            wt = float(w) * i * float(SH[j]) * dh
+            if wt > best:
+                best, tk = wt, xk - ren.C
+    return tk
 
 
 def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, float, float]:
@@ -48,7 +76,9 @@ def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, fl
     ×4 / ÷4 uphill while one side is unknown. Returns ``(τ, φ(τ), φ''(τ))`` at the last point evaluated:
     the iteration stops when the next step would be below ``NEWTON_DONE`` relative (quadratic
     convergence: the point is within ~1e-9 of the root, E[T] within ~1e-18), or at ``hi`` (``lo``) when
-    φ still rises (falls) there."""
+    φ still rises (falls) there. Piecewise hazard: when Newton cannot land inside a bracket narrower than
+    ``KINK_NEAR``, φ' may jump there at a kink (:func:`_kink_in`); φ' ``KINK_EPS`` either side of it
+    decides: a maximum at the kink is returned (the better side), else the bracket shrinks."""
     gmin, gmax = lo, hi
     lo_known = hi_known = False
     ph = pp = 0.0
@@ -65,6 +95,22 @@ def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, fl
                 return t, ph, pp
             hi, hi_known = t, True
         tn = t - g / pp if pp < 0 else math.nan
+        if (not (lo < tn < hi) and lo_known and hi_known and ren.d.family == PIECEWISE
+                and hi - lo <= KINK_NEAR * hi):
+            # φ' changes sign where Newton cannot land: φ' on both sides of the kink where it falls the
+            # most; a maximum there ends the search (bisection towards it takes ~30 evaluations), else
+            # the bracket shrinks to the side holding the maximum
+            tk = _kink_in(ren, lo, hi)
+            a, b = tk * (1.0 - KINK_EPS), tk * (1.0 + KINK_EPS)
+            if tk > 0.0 and lo < a and b < hi:
+                pa, ga, ppa = ren.phi(a)
+                pb, gb, ppb = ren.phi(b)
+                if ga > 0 and gb < 0:
+                    return (a, pa, ppa) if pa > pb else (b, pb, ppb)
+                if ga <= 0:
+                    hi = a
+                else:
+                    lo = b
         if not (lo < tn < hi):
             if lo_known and hi_known:
                 tn = math.sqrt(lo * hi)
