@@ -45,9 +45,9 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
    uniforms run along the sorted end times as ``frac(v0 + φ·rank)`` (φ the golden ratio, ``v0 ~
    U(0, 1)``): every job's (state, run time) keeps its law, while sums over many jobs (GPU time by
    type and state, which a few long large-job runs dominate) have the noise of a stratified sample.
-   Run times are capped at the cluster's longest fitted run (``RuntimeModel.max_run_``, as
-   ``RuntimeModel.sample`` does), after the runtime model's size law rescales each run to its own
-   GPU count within the bucket. The runtime model's state probabilities and per-state run times are
+   Run times are capped at the longest fitted run of the job's runtime cell (``RuntimeModel.max_run``,
+   cluster × type × GPU bucket, as ``RuntimeModel.sample`` does), after the runtime model's size law
+   rescales each run to its own GPU count within the bucket. The runtime model's state probabilities and per-state run times are
    therefore not drawn independently: ``P(FAILED, T ≤ t) = ∫_0^t h_F(u) S_F(u) S_C(u) S_X(u) du``
    etc. Outside the failure model's domain this reproduces the runtime model's ``(π_j, G_j)``
    exactly (up to the grid). Inside it, failures follow the failure model, which is not the
@@ -225,9 +225,9 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
     n = len(types)
     state = np.empty(n, dtype=object)
     run = np.empty(n, dtype=float)
+    caps = np.full(n, np.inf)
     g_min = failure_domain(failure)
     direct = not (hasattr(runtime, "state_probabilities") and hasattr(runtime, "cdf"))
-    cap = (getattr(runtime, "max_run_", None) or {}).get(str(cluster))
     gpu_only = bool(getattr(runtime, "gpu_only", False))
     causes = np.asarray(CAUSES, dtype=object)
     for ty, _b, idx in type_bucket_groups(types, gpus):
@@ -293,9 +293,12 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
         t_end = np.where(zero, 0.0, t_end)
         state[idx] = st
         run[idx] = t_end
+        if not direct and hasattr(runtime, "max_run"):  # the cell's longest fitted run (RuntimeModel.max_run)
+            cap_cell = runtime.max_run(**key)
+            if cap_cell is not None:
+                caps[idx] = cap_cell
     _size_law(runtime, cluster, types, gpus, run)
-    if cap is not None:  # the cluster's longest fitted run (RuntimeModel.max_run_), as RuntimeModel.sample caps
-        np.minimum(run, float(cap), out=run)
+    np.minimum(run, caps, out=run)  # as RuntimeModel.sample caps
     return state, run
 
 

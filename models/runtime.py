@@ -76,8 +76,9 @@ class RuntimeModel(DurationModel):
 
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
     :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
-    ``size_slope_`` ({"cluster/type": β}), ``max_run_`` ({cluster: longest fitted run, s}; samples are
-    capped there), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
+    ``size_slope_`` ({"cluster/type": β}), ``max_run_`` ({cluster: longest fitted run, s}), ``run_max_``
+    (CellTable of each cluster × type × GPU bucket cell's longest fitted run, s; samples are capped at
+    :meth:`max_run`), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
     ``n_fit_`` (jobs used).
 
     Example::
@@ -161,6 +162,12 @@ class RuntimeModel(DurationModel):
         # the longest run seen per cluster: samples never exceed it (a cluster's time limit; heavy-tailed families
         # such as the log-logistic otherwise draw centuries now and then)
         self.max_run_ = {str(c): float(v) for c, v in frame.groupby("_cl")["x"].max().items()}
+        # ... and per cell (cluster x type x GPU bucket, backing off like the state cells): a cell's draws
+        # stay within the longest run of its own jobs (the largest jobs' few multi-day runs hold much of a
+        # cluster's GPU time; a tail drawn beyond them is GPU time the trace never had)
+        self.run_max_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
+                                  min_jobs_coarsest=self.min_jobs_coarsest,
+                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, lambda sub, c, p: float(sub["x"].max()))
         # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell. The slope is
         # the within-cell one (fixed effects: log2 run and log2 GPUs centred in each finest cell), so it does not
         # count again the size differences the GPU buckets already carry
@@ -208,11 +215,25 @@ class RuntimeModel(DurationModel):
         return out
 
     def sample(self, n: int, rng: np.random.Generator, **key) -> np.ndarray:
-        """``n`` run times (s) of cell ``key``, scaled by the size law when ``gpus`` is given, at most the
-        longest run the model was fitted on in the cluster (``max_run_``)."""
+        """``n`` run times (s) of cell ``key``, scaled by the size law when ``gpus`` is given, at most
+        :meth:`max_run` of the key."""
         x = super().sample(n, rng, **key) * self.size_factor(**key)
-        cap = (getattr(self, "max_run_", None) or {}).get(str(key.get("cluster")))
+        cap = self.max_run(**key)
         return np.minimum(x, cap) if cap is not None else x
+
+    def max_run(self, **key) -> float | None:
+        """Longest run (s) the model was fitted on in the cell of ``key`` — cluster × type × GPU bucket,
+        the ``state`` key ignored; a cell with fewer than ``min_jobs`` runs, or a key that omits a level,
+        takes the first fitted cell on its back-off chain, i.e. the longest run of the jobs it pools —
+        and never above the cluster's (``max_run_``); ``None`` without a cluster. Samples are capped
+        there: a fitted family's tail is not extrapolated beyond the runs the cell has seen."""
+        self._check_fitted()
+        cl = (getattr(self, "max_run_", None) or {}).get(str(key.get("cluster")))
+        tab = getattr(self, "run_max_", None)
+        if cl is None or tab is None:
+            return cl
+        cell = tab.resolve(**{k: v for k, v in key.items() if k != "state"}).value
+        return min(float(cell), cl)
 
     def quantile(self, q, **key) -> np.ndarray:
         return super().quantile(q, **key) * self.size_factor(**key)
@@ -266,6 +287,8 @@ class RuntimeModel(DurationModel):
         d["max_run"] = dict(getattr(self, "max_run_", {}) or {})
         lg = getattr(self, "lg_ref_", None)
         d["lg_ref"] = None if lg is None else lg.to_dict(lambda v: v)
+        rm = getattr(self, "run_max_", None)
+        d["run_max"] = None if rm is None else rm.to_dict(lambda v: v)
         return d
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
@@ -275,5 +298,6 @@ class RuntimeModel(DurationModel):
         self.max_run_ = {str(k): float(v) for k, v in (d.get("max_run") or {}).items()}
         self.lg_ref_ = None if d.get("lg_ref") is None else CellTable.from_dict(
             d["lg_ref"], lambda v: [float(x) for x in v])
+        self.run_max_ = None if d.get("run_max") is None else CellTable.from_dict(d["run_max"], float)
         if self.lg_ref_ is None:
             self.size_slope_ = {}

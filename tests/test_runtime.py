@@ -284,3 +284,53 @@ def test_heldout_selection_with_an_all_censored_training_part():
         cell = fit_duration_cell(x, c, threshold=1.0, families=tuple(FAMILIES))
     assert "min()" not in cell.note and "all censored" in cell.note
     assert cell.family is not None
+
+
+def test_family_selection_gate_drops_a_family_that_misfits_the_shape():
+    """The KS gate of the family selection (models.duration_cell): a family within one standard error
+    of the best held-out likelihood is still not eligible when its KS distance exceeds the best
+    candidate's by more than 1.63/sqrt(n); with none eligible, the candidates within the bound."""
+    from acmemodel.models.duration_cell import KS_GATE, gof_eligible
+
+    n = 569
+    bar = KS_GATE / math.sqrt(n)  # 0.068
+    # the Seren pretraining cell that motivated the gate: lognormal KS 0.095, empirical 0.026
+    ks = {"lognormal": 0.095, "lognormal_mix2": 0.038, "empirical": 0.026}
+    assert gof_eligible(ks, ["lognormal", "empirical"], n) == ["empirical"]
+    assert gof_eligible(ks, ["lognormal"], n) == ["lognormal_mix2", "empirical"]
+    assert gof_eligible({"lognormal": 0.026 + 0.99 * bar, "empirical": 0.026}, ["lognormal"], n) == ["lognormal"]
+
+
+def test_fitted_cells_pass_the_gate():
+    """On data of every shape the chosen family's KS is within the gate of the best candidate's (all
+    candidates refitted on the same 3/4 the selection uses)."""
+    from acmemodel.models._duration import fit_duration_cell
+    from acmemodel.models.distributions import FAMILIES, get_family
+    from acmemodel.models.duration_cell import KS_GATE
+    from acmemodel.models.gof import ks_distance
+
+    rng = np.random.default_rng(4)
+    n = 400
+    k = rng.random(n) < 0.8
+    x = np.round(np.exp(np.where(k, 5.6 + 1.6 * rng.standard_normal(n), 10.3 + 0.9 * rng.standard_normal(n))))
+    x = x[x > 0]
+    cell = fit_duration_cell(x, np.zeros(len(x), bool), threshold=0.0, families=tuple(FAMILIES))
+    hold = (np.arange(len(x)) % 4) == 3
+    best = min(ks_distance(x, get_family(f).fit(x[~hold], np.zeros((~hold).sum(), bool)).cdf) for f in FAMILIES)
+    chosen = get_family(cell.family.name).fit(x[~hold], np.zeros((~hold).sum(), bool))
+    assert ks_distance(x, chosen.cdf) <= best + KS_GATE / math.sqrt(len(x)) + 1e-9
+
+
+def test_samples_stay_within_their_cell_s_longest_run(model, jobs):
+    """max_run: a cell's draws are capped at its own longest fitted run (not only the cluster's), the
+    cap survives the JSON round trip, and a key without gpus takes the pooled cell's."""
+    ev = jobs[(jobs["type"] == "Eval") & (jobs["gpu_num"] == 1) & (jobs["run_s"] > 0)]
+    top = float(ev["run_s"].max())
+    assert model.max_run(cluster="A", type="Eval", gpus=1) == pytest.approx(top)
+    assert model.max_run_["A"] > 10 * top  # the Pretrain cell's runs are far longer
+    x = model.sample(100_000, np.random.default_rng(0), cluster="A", type="Eval", gpus=1, state="COMPLETED")
+    assert x.max() <= top
+    back = RuntimeModel.from_dict(model.to_dict())
+    assert back.max_run(cluster="A", type="Eval", gpus=1) == pytest.approx(top)
+    assert model.max_run(cluster="A") == pytest.approx(model.max_run_["A"])
+    assert model.max_run(cluster="A", type="Pretrain", gpus=256) <= model.max_run_["A"]

@@ -391,4 +391,8 @@ def test_cli_queue_sim_runs_the_calibrated_policy(tmp_path):
                                  "-o", str(tmp_path / "h.csv"), "--json"])
     assert r.exit_code == 0, r.output
     parts = json.loads(r.output)["queue_policy"]["partitions"]
-    assert sum(parts.values()) == 1144 and parts["pretrain"] % 8 == 0 and parts["pretrain"] == 768
+    from acmemodel import load_default
+
+    full = load_default().calibration("Seren")["policy"]["reservation_gpus"]  # of 2,288 GPUs
+    assert sum(parts.values()) == 1144 and parts["pretrain"] % 8 == 0
+    assert parts["pretrain"] == round(full * 1144 / 2288 / 8) * 8

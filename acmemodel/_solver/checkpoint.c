@@ -143,9 +143,7 @@ static double kink_in(const renewal *R, double lo, double hi) {
 }
 
 #define ACME_KINK_EPS 1e-10 /* a kink maximum is located to this relative distance */
-#ifndef ACME_KINK_NEAR
 #define ACME_KINK_NEAR 1e-4 /* ... once the bracket around it is this narrow (relative) */
-#endif
 
 /* safeguarded Newton on phi' = 0 from t within [lo, hi]. Returns the last point evaluated, *ph = phi
  * there (so E[T] at the result needs no further evaluation) and *pp = phi'' there; the iteration stops
@@ -170,7 +168,8 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph, 
             hi_known = 1;
         }
         tn = (gp < 0) ? t - g / gp : NAN;
-        if (!(lo < tn && tn < hi) && lo_known && hi_known && R->f->family == ACME_PIECEWISE && hi - lo <= ACME_KINK_NEAR * hi) {
+        if (!(lo < tn && tn < hi) && lo_known && hi_known && R->f->family == ACME_PIECEWISE &&
+            hi - lo <= ACME_KINK_NEAR * hi) {
             /* phi' changes sign in (lo, hi) where Newton cannot land: a jump at a kink? phi' on both sides
              * of the kink where it falls the most: a maximum there ends the search (bisection towards it
              * would take ~30 evaluations), else the bracket shrinks to the side holding the maximum */
