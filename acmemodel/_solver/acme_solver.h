@@ -189,34 +189,7 @@ static inline double acme_upper_gamma_pre(double a, double z, double ga, double 
 /* the same with ga = Gamma(a) given (callers that reuse it across many z) */
 static inline double acme_upper_gamma_with(double a, double z, double ga) {
     if (z <= 0.0) return ga;
-    if (z < a + 1.0) {
-        double ap = a, sum = 1.0 / a, del = sum;
-        int n;
-        for (n = 0; n < 1000; n++) {
-            ap += 1.0;
-            del *= z / ap;
-            sum += del;
-            if (fabs(del) < fabs(sum) * 1e-17) break;
-        }
-        return ga - sum * exp(-z + a * log(z));
-    } else {
-        const double tiny = 1e-300;
-        double b = z + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, hh = d;
-        int i;
-        for (i = 1; i < 1000; i++) {
-            double an = -i * (i - a), del;
-            b += 2.0;
-            d = an * d + b;
-            if (fabs(d) < tiny) d = tiny;
-            c = b + an / c;
-            if (fabs(c) < tiny) c = tiny;
-            d = 1.0 / d;
-            del = d * c;
-            hh *= del;
-            if (fabs(del - 1.0) < 1e-16) break;
-        }
-        return exp(-z + a * log(z)) * hh;
-    }
+    return acme_upper_gamma_pre(a, z, ga, exp(-z + a * log(z)));
 }
 
 /* integral_a^inf S(t) dt */
