@@ -90,7 +90,7 @@ from acmemodel.models.failure_mle import (  # noqa: F401  (re-exported)
     CURVE_GRID_S, TwoRegimeFitMixin, _check_component, _curve_on_grid, _Design, _Mixture, _num_jac, _step_at, survival_frame,
 )
 from acmemodel.models.failure_queries import (  # noqa: F401  (re-exported)
-    IDENTIFIABILITY_SIZES, MAX_MTTF_RATIO, FailureQueriesMixin, _human_s,
+    IDENTIFIABILITY_SIZES, MAX_MTTF_RATIO, SUPPORT_MIN_EVENTS, FailureQueriesMixin, _human_s, failure_support,
 )
 
 
@@ -143,7 +143,8 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
     ``early_share_`` (training-average p), ``early_median_s_``, ``params_`` / ``cov_``,
     ``comparison_`` (DataFrame), ``selected_``, ``aft_alpha_`` / ``aft_alpha_ci_`` / ``aft_shape_``
     (Weibull AFT cross-check), ``km_`` / ``cif_`` (curves on :data:`CURVE_GRID_S`), ``n_fit_`` (jobs),
-    ``n_events_``, ``n_excluded_``, ``max_gpus_`` / ``min_gpus_`` (largest / smallest job fitted on:
+    ``n_events_``, ``failure_support_`` (longest observed failure, s, per "cluster/GPU bucket", "*/bucket"
+    and "*/*": :meth:`failure_support_s`), ``n_excluded_``, ``max_gpus_`` / ``min_gpus_`` (largest / smallest job fitted on:
     the synthetic generator of :mod:`acmemodel.joblife` uses this model for jobs of at least
     ``min_gpus_`` GPUs).
     """
@@ -235,6 +236,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self.n_events_ = n_ev
         ev_g = frame["gpus"].to_numpy(float)[frame["E"].to_numpy(bool)]
         self.events_by_gpus_ = {int(t): int((ev_g >= t).sum()) for t in IDENTIFIABILITY_SIZES}
+        self.failure_support_ = failure_support(frame)
         self.max_gpus_ = float(frame["gpus"].max())
         self.min_gpus_ = float(self.min_gpus)
         self.design_ = _Design.build(frame, self.min_level_jobs)
@@ -427,6 +429,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         return {
             "n_fit": self.n_fit_, "n_events": self.n_events_, "n_excluded": self.n_excluded_,
             "events_by_gpus": {str(k): v for k, v in self.events_by_gpus_.items()},
+            "failure_support": dict(getattr(self, "failure_support_", {}) or {}),
             "n_mixture_rows": self.n_mixture_rows_, "max_gpus": self.max_gpus_, "loglik": self.loglik_,
             "min_gpus": self.min_gpus_, "design": self.design_.to_dict(), "combos": [list(c) for c in self.combos_],
             "mix": {"regimes": self._mix.regimes, "nz": self._mix.nz, "nx": self._mix.nx},
@@ -441,6 +444,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
             raise ValueError("curve grid of the saved failure model differs from this version")
         self.n_events_, self.n_excluded_ = int(d["n_events"]), int(d["n_excluded"])
         self.events_by_gpus_ = {int(k): int(v) for k, v in (d.get("events_by_gpus") or {}).items()}
+        self.failure_support_ = {str(k): float(v) for k, v in (d.get("failure_support") or {}).items()}
         self.n_mixture_rows_ = int(d["n_mixture_rows"])
         self.max_gpus_, self.loglik_ = unjson_float(d["max_gpus"]), unjson_float(d["loglik"])
         self.min_gpus_ = unjson_float(d.get("min_gpus", 1.0))

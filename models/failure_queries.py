@@ -17,12 +17,34 @@ from scipy import special, stats
 
 from acmemodel.models.failure_mle import _check_component, _num_jac
 
-__all__ = ["FailureQueriesMixin", "IDENTIFIABILITY_SIZES", "MAX_MTTF_RATIO"]
+__all__ = ["FailureQueriesMixin", "IDENTIFIABILITY_SIZES", "MAX_MTTF_RATIO", "SUPPORT_MIN_EVENTS", "failure_support"]
 
 #: GPU thresholds at which the fit counts failures (identifiability report)
 IDENTIFIABILITY_SIZES: tuple[int, ...] = (8, 64, 256, 1024)
 #: an MTTF interval wider than this ratio (upper / lower) is reported as poorly identified
 MAX_MTTF_RATIO = 10.0
+
+
+#: failures a cluster × GPU-bucket cell needs for its own failure support (else its bucket's, then all)
+SUPPORT_MIN_EVENTS = 10
+
+
+def failure_support(frame: pd.DataFrame) -> dict[str, float]:
+    """Longest observed failure time (s) of a survival frame (``T``, ``E``, ``cluster``, ``gpu_bucket``),
+    per ``"cluster/bucket"`` with at least :data:`SUPPORT_MIN_EVENTS` failures, per ``"*/bucket"`` (all
+    clusters) likewise, and ``"*/*"`` over every failure."""
+    ev = frame[frame["E"].to_numpy(bool)]
+    out: dict[str, float] = {}
+    if not len(ev):
+        return out
+    b = ev["gpu_bucket"].astype(str)
+    for keys, name in ((["cluster", b], "{}/{}"), ([b], "*/{}")):
+        g = ev.groupby(keys)["T"].agg(["max", "size"])
+        for k, row in g[g["size"] >= SUPPORT_MIN_EVENTS].iterrows():
+            k = k if isinstance(k, tuple) else (k,)
+            out[name.format(*k)] = float(row["max"])
+    out["*/*"] = float(ev["T"].max())
+    return out
 
 
 def _human_s(s: float) -> str:
@@ -158,6 +180,25 @@ class FailureQueriesMixin:
         return (f"failure model poorly identified: {cause}; MTTF at {g:,.0f} GPUs spans {span} "
                 f"(95% {_human_s(lo)} to {_human_s(hi)}), alpha {self.alpha_:.2f} "
                 f"[{self.alpha_ci_[0]:.2f}, {self.alpha_ci_[1]:.2f}]")
+
+    def failure_support_s(self, gpus: float, cluster: str | None = None) -> float:
+        """Longest failure time (s) the model saw for jobs of ``gpus`` GPUs (their GPU bucket) in
+        ``cluster`` — the cluster × bucket cell with at least :data:`SUPPORT_MIN_EVENTS` failures, else
+        the bucket over all clusters, else every failure; ``inf`` for a model saved without it. The
+        synthetic generator (:mod:`acmemodel.joblife`) draws no failure beyond it: past the longest
+        failure of the trace the hazard is an extrapolation, and a few multi-day failures of the largest
+        jobs would hold much of a cluster's GPU time. The model's own queries (MTTF, survival, hazard)
+        are not truncated."""
+        from acmemodel.features.keys import gpu_bucket
+
+        sup = getattr(self, "failure_support_", None) or {}
+        if not sup:
+            return math.inf
+        b = str(gpu_bucket(np.array([max(float(gpus), 0.0)]), tuple(self.gpu_edges))[0])
+        for k in (f"{cluster}/{b}", f"*/{b}", "*/*"):
+            if k in sup:
+                return float(sup[k])
+        return math.inf
 
     def survival(self, t, gpus, *, component: str = "all", **key):
         """P(no failure by run time ``t`` s) for a job of ``gpus`` GPUs (t, gpus broadcast).

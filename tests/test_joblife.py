@@ -137,3 +137,51 @@ def test_cli_prints_the_identifiability_line(tmp_path):
     import json
 
     assert "only" in json.loads(r.stdout)["identifiability"]
+
+
+def test_no_synthetic_failure_past_the_failure_model_s_support(default):
+    """joblife draws failures within FailureModel.failure_support_s (the longest failure the model saw
+    for the job's cluster x GPU bucket): none later, and the earlier ones as before."""
+    import copy
+
+    from acmemodel.joblife import sample_lives
+
+    rm = default["runtime"]
+    fm = default["failure"]
+    assert fm.failure_support_ and math.isfinite(fm.failure_support_s(512, "Seren"))
+    n = 20_000
+    types, gpus = np.full(n, "Pretrain", object), np.full(n, 512)
+    st0, run0 = sample_lives(rm, fm, "Seren", types, gpus, np.random.default_rng(8))
+    short = copy.deepcopy(fm)
+    short.failure_support_ = {"*/*": 3600.0}
+    st1, run1 = sample_lives(rm, short, "Seren", types, gpus, np.random.default_rng(8))
+    assert (run1[st1 == "FAILED"] <= 3600.0 + 1e-6).all()
+    assert (run0[st0 == "FAILED"] > 3600.0).any()
+    # below the support the failure law is unchanged: same count of failures within the first hour
+    k0, k1 = int(((st0 == "FAILED") & (run0 <= 3600)).sum()), int(((st1 == "FAILED") & (run1 <= 3600)).sum())
+    assert abs(k0 - k1) <= 4 * math.sqrt(k0) + 5, (k0, k1)
+
+
+def test_failure_support_backs_off():
+    """failure_support_s: the cluster x bucket cell with >= SUPPORT_MIN_EVENTS failures, else the
+    bucket over clusters, else every failure; inf without it (the default bundle, read from JSON,
+    carries it: the test above)."""
+    from acmemodel.models.failure import SUPPORT_MIN_EVENTS, FailureModel, failure_support
+
+    fr = pd.DataFrame({
+        "cluster": ["A"] * 12 + ["B"] * 3 + ["A"] * 10,
+        "gpu_bucket": ["257-1024"] * 15 + ["9-64"] * 10,
+        "T": list(np.arange(1, 13) * 100.0) + [5000.0, 6000.0, 7000.0] + list(np.arange(1, 11) * 10.0),
+        "E": [True] * 25,
+    })
+    sup = failure_support(fr)
+    assert SUPPORT_MIN_EVENTS == 10
+    assert sup["A/257-1024"] == 1200.0 and "B/257-1024" not in sup and sup["*/257-1024"] == 7000.0
+    assert sup["A/9-64"] == 100.0 and sup["*/*"] == 7000.0
+    fm = FailureModel()
+    fm.failure_support_ = sup
+    fm.gpu_edges = FailureModel().gpu_edges
+    assert fm.failure_support_s(512, "A") == 1200.0 and fm.failure_support_s(512, "B") == 7000.0
+    assert fm.failure_support_s(2, "A") == 7000.0  # a bucket without its own support: every failure's
+    fm.failure_support_ = {}
+    assert math.isinf(fm.failure_support_s(512, "A"))
