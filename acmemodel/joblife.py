@@ -35,6 +35,11 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
      jobs it would add held as much GPU time as all the trace's failures of those jobs (Seren,
      expected failed GPU time of the pseudo-trace's ≥ 64-GPU jobs: 818 k GPU-h without the support,
      596 k with it, 575 k in the pseudo-trace);
+   * a run that outlives every cause within the grid (``S(t_K) > 0``: the fitted laws' tails need not
+     sum to one) takes the cause of the hazards continued past the grid (the last grid interval with
+     any hazard), not COMPLETED by default: with the failure model's support, about one Seren
+     pretraining run of 256–1,024 GPUs in six months outlived every cause, and as a multi-day
+     "completed" run it held 2 % of the cluster's GPU time;
    * zero-second runs: with probability ``π_j · G_j(0)`` the run ends at once with state *j* (the
      runtime model's atom); the failure model has no atom, so inside its domain only completion and
      cancellation keep theirs.
@@ -294,10 +299,13 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
                     dHc = np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf])
                     H = np.r_[0.0, np.cumsum(dHc.sum(axis=0))]
                     _, first[m] = _invert(H, dHc, e[m], v[m])
-        never = ~np.isfinite(t_end)  # no cause within the grid: the run ends at its last point
+        never = ~np.isfinite(t_end)  # no cause within the grid: the run ends at its last point (then the cap)
         t_end[never] = LIFE_GRID_S[-1]
+        for m, dHf in laws:  # ... with the cause of the hazards continued past the grid
+            mm = m[never[m]]
+            if len(mm):
+                first[mm] = _tail_cause(np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf]), v[mm])
         st = causes[np.maximum(first, 0)]
-        st[never] = "COMPLETED"
         st = np.where(zero, z_state, st)
         t_end = np.where(zero, 0.0, t_end)
         state[idx] = st
@@ -309,6 +317,19 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
     _size_law(runtime, cluster, types, gpus, run)
     np.minimum(run, caps, out=run)  # as RuntimeModel.sample caps
     return state, run
+
+
+def _tail_cause(dHc: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cause index (:data:`CAUSES`) of runs that outlive every cause within the grid: the hazards are
+    continued as the constants of the last grid interval where any cause has one, so the cause is
+    chosen by ``v`` with that interval's shares ``dHc[:, i] / Σ dHc[:, i]`` (COMPLETED when no cause
+    has any hazard)."""
+    tot = dHc.sum(axis=0)
+    live = np.flatnonzero(tot > 0)
+    if not len(live):
+        return np.zeros(len(v), dtype=np.int64)
+    share = np.cumsum(dHc[:, live[-1]] / tot[live[-1]])
+    return (v[None, :] >= share[:-1, None]).sum(axis=0).astype(np.int64)
 
 
 #: golden-ratio step of the low-discrepancy cause assignment
