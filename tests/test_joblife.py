@@ -185,3 +185,18 @@ def test_failure_support_backs_off():
     assert fm.failure_support_s(2, "A") == 7000.0  # a bucket without its own support: every failure's
     fm.failure_support_ = {}
     assert math.isinf(fm.failure_support_s(512, "A"))
+
+
+def test_a_run_that_outlives_every_cause_takes_the_continued_hazards_cause():
+    """_tail_cause: the cause of a run past the grid is drawn with the shares of the last grid interval
+    with any hazard (not COMPLETED by default); no hazard at all gives COMPLETED."""
+    from acmemodel.joblife import CAUSES, _tail_cause
+
+    dHc = np.array([[0.1, 0.2, 0.0, 0.0],    # COMPLETED
+                    [0.1, 0.8, 0.0, 0.0],    # CANCELLED
+                    [0.0, 0.0, 0.0, 0.0]])   # FAILED
+    v = (np.arange(10_000) + 0.5) / 10_000
+    c = _tail_cause(dHc, v)
+    assert CAUSES[1] == "CANCELLED"
+    assert abs(float((c == 1).mean()) - 0.8) < 1e-3 and abs(float((c == 0).mean()) - 0.2) < 1e-3
+    assert (_tail_cause(np.zeros((3, 4)), v) == 0).all()
