@@ -30,7 +30,8 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
      net hazard, whatever the other causes do, so these laws are exactly what a fit "with the other
      causes censored" (Kaplan–Meier / Nelson–Aalen of one cause) recovers from the synthetic data.
      Failure times are drawn within the failure model's **support**: the hazard is zero past the
-     longest failure it saw for the job's cluster × GPU bucket (``FailureModel.failure_support_s``).
+     longest failure it saw for the job's cluster × GPU bucket (``FailureModel.failure_support_s``;
+     on the grid: from the grid point after it).
      Beyond it the Weibull tail is an extrapolation, and the few multi-day failures of 256–1,024-GPU
      jobs it would add held as much GPU time as all the trace's failures of those jobs (Seren,
      expected failed GPU time of the pseudo-trace's ≥ 64-GPU jobs: 818 k GPU-h without the support,
