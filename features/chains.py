@@ -68,7 +68,7 @@ CHANCE_MARGIN_SIGMA = 1.0
 #: a quarter of a chance follower counted in every stratum (module docstring): a stratum whose few COMPLETED jobs
 #: were never followed is not taken as proof that its failures' followers are restarts
 CHANCE_PRIOR_COUNT = 0.25
-#: candidate inference windows (s): 16 log-spaced from 30 s to 24 h (those below window_s, then window_s)
+#: candidate inference windows (s): 31 log-spaced from 1 s to 24 h (those below window_s, then window_s)
 WINDOW_GRID_S = tuple(float(w) for w in np.round(np.geomspace(1.0, 86400.0, 31)))
 #: columns that carry a known chain (``prev_job_id`` in files, ``prev_index`` in frames)
 CHAIN_DATA_COLUMNS = ("chain_id", "attempt", "restart_gap_s")
