@@ -285,27 +285,26 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
                 if math.isfinite(top):  # no failure past the longest one the model saw (its support)
                     H_F = np.where(LIFE_GRID_S > top, np.interp(top, LIFE_GRID_S, H_F), H_F)
                 laws.append((np.flatnonzero(g == gv), np.diff(H_F)))
+        # per law: its jobs, the per-cause increments and the all-cause cumulative hazard (built once)
+        stacks = []
         for m, dHf in laws:
-            if not len(m):
-                continue
-            dHc = np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf])
-            H = np.r_[0.0, np.cumsum(dHc.sum(axis=0))]
+            if len(m):
+                dHc = np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf])
+                stacks.append((m, dHc, np.r_[0.0, np.cumsum(dHc.sum(axis=0))]))
+        for m, dHc, H in stacks:
             t_end[m], first[m] = _invert(H, dHc, e[m], v[m])
         if stratified and k > 1:
             rank = np.argsort(np.argsort(t_end, kind="stable"), kind="stable")
             v0 = rng.random()
             v = np.mod(v0 + _PHI * rank, 1.0)
-            for m, dHf in laws:
-                if len(m):
-                    dHc = np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf])
-                    H = np.r_[0.0, np.cumsum(dHc.sum(axis=0))]
-                    _, first[m] = _invert(H, dHc, e[m], v[m])
+            for m, dHc, H in stacks:
+                _, first[m] = _invert(H, dHc, e[m], v[m])
         never = ~np.isfinite(t_end)  # no cause within the grid: the run ends at its last point (then the cap)
         t_end[never] = LIFE_GRID_S[-1]
-        for m, dHf in laws:  # ... with the cause of the hazards continued past the grid
+        for m, dHc, _H in stacks:  # ... with the cause of the hazards continued past the grid
             mm = m[never[m]]
             if len(mm):
-                first[mm] = _tail_cause(np.vstack([dH["COMPLETED"], dH["CANCELLED"], dHf]), v[mm])
+                first[mm] = _tail_cause(dHc, v[mm])
         st = causes[np.maximum(first, 0)]
         st = np.where(zero, z_state, st)
         t_end = np.where(zero, 0.0, t_end)
