@@ -165,13 +165,24 @@ class Empirical(Family):
     levels ``(j − ½)/m`` (Kaplan–Meier quantiles, ``scipy.stats.ecdf``, when some observations
     are censored; KM mass beyond the last observation sits at the largest value). So it is the
     log-space ECDF smoothed, with Gaussian (i.e. lognormal-like) tails beyond the data, a proper
-    density for held-out likelihood, and a bounded JSON size. ``h`` is Silverman's rule
-    ``0.9·min(sd, IQR/1.349)·n^(−1/5)`` floored at ``h_floor`` (default 0.05).
+    density for held-out likelihood, and a bounded JSON size. ``h = f · h_S`` floored at ``h_floor``
+    (default 0.05), with ``h_S = 0.9·min(sd, IQR/1.349)·n^(−1/5)`` (Silverman's rule) and the factor
+    ``f ∈ {1, 2^−½, …, 2^−3}`` chosen by **likelihood cross-validation**: atoms and ``h_S`` from
+    three quarters of the values (every 4th held out, in the given order), the mean held-out
+    log-likelihood decides (``f = 1`` below ``CV_MIN_N`` = 40 values). Silverman's rule is the
+    optimum for one Gaussian bump; run times spread over six decades with steps (Kalos's "other"
+    jobs: 2 % → 20 % of runs between 16 and 32 s) it oversmooths: with ``f = 1`` those 250 runs'
+    smoothed law missed their ECDF by KS 0.074, with the cross-validated ``f`` by 0.03, and the
+    held-out likelihood rose for each of Kalos's types.
     ``n_params = m + 1`` (for BIC, which therefore all but excludes it).
     """
 
     name = "empirical"
     param_names = ("h",)
+    #: bandwidth factors (of Silverman's h) tried by the likelihood cross-validation
+    CV_FACTORS = tuple(2.0 ** (-k / 2) for k in range(7))
+    #: fewest values for the cross-validation (below: Silverman's h)
+    CV_MIN_N = 40
 
     def __init__(self, *, atoms, h: float):
         atoms = np.sort(np.asarray(atoms, dtype=float).ravel())
@@ -253,8 +264,9 @@ class Empirical(Family):
         idx = rng.integers(0, self.atoms.size, n)
         return np.exp(self.atoms[idx] + self.h * rng.standard_normal(n))
 
-    @classmethod
-    def _fit(cls, x, c, max_atoms: int = 200, h_floor: float = 0.05, **options):
+    @staticmethod
+    def _atoms(x, c, max_atoms: int) -> tuple[np.ndarray, float]:
+        """The ``m`` log-quantile atoms of ``x`` (KM when censored) and Silverman's bandwidth."""
         y = np.log(x)
         n = y.size
         m = int(min(max_atoms, n))
@@ -272,8 +284,21 @@ class Empirical(Family):
         sd = float(np.std(yu))
         q25, q75 = np.quantile(yu, [0.25, 0.75])
         spread = min(sd, (q75 - q25) / 1.349) if q75 > q25 else sd
-        h = max(0.9 * spread * n ** (-0.2), h_floor)
-        return cls(atoms=atoms, h=h)
+        return atoms, 0.9 * spread * n ** (-0.2)
+
+    @classmethod
+    def _fit(cls, x, c, max_atoms: int = 200, h_floor: float = 0.05, cv: bool = True, **options):
+        atoms, h = cls._atoms(x, c, max_atoms)
+        hold = (np.arange(x.size) % 4) == 3
+        if cv and x.size >= cls.CV_MIN_N and not c[~hold].all() and not c[hold].all():
+            # likelihood cross-validation of the bandwidth factor (class docstring)
+            t_atoms, t_h = cls._atoms(x[~hold], c[~hold], max_atoms)
+
+            def score(f):
+                ll = cls(atoms=t_atoms, h=max(f * t_h, h_floor)).loglik(x[hold], c[hold])
+                return float(ll.mean()) if np.all(np.isfinite(ll)) else -np.inf
+            h *= max(cls.CV_FACTORS, key=score)
+        return cls(atoms=atoms, h=max(h, h_floor))
 
     def to_dict(self):
         return {"family": self.name, "h": self.h, "atoms": [round(float(a), 6) for a in self.atoms]}

@@ -21,7 +21,13 @@ held-out quarter, then apply the one-standard-error rule: among the candidates w
 log-likelihood is within one paired standard error of the best, take the one with the fewest
 parameters (lognormal, Weibull, gamma, log-logistic: 2; mixture: 5; empirical: most), and among
 equally simple ones the largest log-likelihood over all the cell's observations (the AIC/BIC
-comparison for equal dimension, more powerful than the held-out quarter alone). A **goodness-of-fit
+comparison for equal dimension, more powerful than the held-out quarter alone). **Hierarchical
+tie-break**: when the family the *parent cell* chose (the next cell on the back-off chain, fitted
+first, on more data) is among those candidates, it is taken instead — where a cell's own data cannot
+tell the families apart, the coarser cell's choice says which shape the cells share. (Without it,
+Kalos's debug cells of 79–144 runs each took smooth families that each passed the gate at their
+size but all missed the same steep step that the type-level data showed, so that their mixture
+missed the type's run-time curve by KS 0.07.) A **goodness-of-fit
 gate** comes first: a candidate whose KS distance to all the cell's observations exceeds the smallest
 candidate's by more than ``KS_GATE/√n`` (1.63/√n, the Kolmogorov 99 % point) is not eligible — the
 held-out likelihood barely weighs the upper tail, where a misfit family (e.g. a lognormal with KS
@@ -200,10 +206,12 @@ def gof_eligible(ks: dict[str, float], ok: Sequence[str], n: int) -> list[str]:
 
 
 def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], selection: str,
-                   notes: list[str]) -> tuple[Family, dict[str, float]]:
+                   notes: list[str], parent_family: str | None = None) -> tuple[Family, dict[str, float]]:
     """Fit the candidate families to continuous excesses ``x`` (> 0) and pick one (module doc).
 
-    ``notes`` receives the candidates that failed and any warning raised by the *chosen* fit."""
+    ``parent_family``: the family the parent cell chose, which wins among the candidates this cell's
+    data cannot tell apart. ``notes`` receives the candidates that failed and any warning raised by
+    the *chosen* fit."""
     n = x.size
     scores: dict[str, float] = {}
     fitted: dict[str, Family] = {}
@@ -259,6 +267,10 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
         # smallest candidate's by more than KS_GATE / sqrt(n) misfits the shape where another fits
         # (the held-out likelihood barely weighs the upper tail, which holds the GPU time)
         ok = gof_eligible({nm: ks_distance(x, fitted[nm].cdf, c if c.any() else None) for nm in lls}, ok, n)
+        # the parent's family when this cell cannot tell it from the others (module docstring)
+        if parent_family in ok:
+            choice = parent_family
+            return finish(choice, try_fit(choice, x, c) or fitted[choice], scores)
         # fewest parameters first; among equally simple families the larger log-likelihood over all
         # the cell's values (for equal dimension this is the AIC/BIC comparison, which is more
         # powerful than the quarter held out). That total is computed only for the families it
@@ -347,7 +359,10 @@ def fit_duration_cell(x: np.ndarray, censored: np.ndarray | None, *, threshold: 
             else:
                 fx, fc = ex, ec
             try:
-                family, scores = _select_family(fx, fc, families, selection, notes)
+                family, scores = _select_family(
+                    fx, fc, families, selection, notes,
+                    parent_family=None if parent is None or parent.family is None or parent.source == "degenerate"
+                    else parent.family.name)
             except ValueError as e:
                 notes.append(str(e))
                 family, source = LogNormal.fit(ex, ec), "fit"
