@@ -269,8 +269,9 @@ def sample_latency(queue_model, cluster: str, types: np.ndarray, rng: np.random.
     out = np.zeros(len(types))
     if getattr(queue_model, "latency_", None) is None:
         return out
-    for ty in np.unique(types):
-        m = np.flatnonzero(types == ty)
+    codes, uniq = pd.factorize(np.asarray(types), sort=True)    # sorted like np.unique: same draws
+    for k, ty in enumerate(uniq):
+        m = np.flatnonzero(codes == k)
         out[m] = queue_model.sample_latency(len(m), rng, cluster=cluster, type=str(ty))
     return np.round(out)
 
