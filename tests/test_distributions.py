@@ -221,3 +221,29 @@ def test_invalid_inputs():
         LogLogistic(alpha=1, beta=1).ppf(1.5)
     with pytest.raises(ValueError, match="empty"):
         LogNormal.fit([])
+
+
+def test_empirical_bandwidth_by_cross_validation():
+    """Run times with a steep step (the published Kalos "other" duration curve, paper Fig. 5, as a
+    piecewise-linear CDF in log x: 2 % → 20 % of runs between 16 and 32 s): the cross-validated
+    bandwidth is below Silverman's and its law is closer to the truth (at n = 2,000 Silverman's
+    oversmoothing is a bias of ~0.04 against a DKW noise of ~0.03 at 95 %, so the bar is a ratio
+    over three samples); on one lognormal (Silverman's rule is near optimal there) the factor
+    stays within 2^-1 of 1; below CV_MIN_N values Silverman's rule is used."""
+    xp = np.log([8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072,
+                 262144, 1048576])
+    fp = np.array([0, .02, .204, .292, .352, .464, .648, .752, .792, .84, .852, .876, .9, .928, .956, .988, 1])
+    grid = np.geomspace(2, 1e6, 3000)
+    truth = np.interp(np.log(grid), xp, fp)
+    n = 2000
+    err = {"cv": [], "silverman": []}
+    for seed in range(3):
+        x = np.exp(np.interp(np.random.default_rng(seed).random(n), fp, xp))
+        cv, silverman = Empirical.fit(x), Empirical.fit(x, cv=False)
+        assert cv.h < silverman.h and cv.factor_ < 1 and silverman.factor_ == 1
+        err["cv"].append(np.max(np.abs(cv.cdf(grid) - truth)))
+        err["silverman"].append(np.max(np.abs(silverman.cdf(grid) - truth)))
+    assert np.mean(err["cv"]) < 0.6 * np.mean(err["silverman"]), err
+    y = stats.lognorm(s=1.2, scale=50).rvs(n, random_state=np.random.default_rng(5))
+    assert Empirical.fit(y).factor_ >= 0.5
+    assert Empirical.fit(y[:30]).factor_ == 1.0

@@ -334,3 +334,36 @@ def test_samples_stay_within_their_cell_s_longest_run(model, jobs):
     assert back.max_run(cluster="A", type="Eval", gpus=1) == pytest.approx(top)
     assert model.max_run(cluster="A") == pytest.approx(model.max_run_["A"])
     assert model.max_run(cluster="A", type="Pretrain", gpus=256) <= model.max_run_["A"]
+
+
+def test_family_selection_prefers_the_parent_s_family_when_the_cell_cannot_tell():
+    """Hierarchical tie-break (models.duration_cell): a small cell drawn from its parent's shape (a
+    steep step no two-parameter family has) takes the parent's empirical family when the one-SE rule
+    ties it with simpler families, while without the parent the fewest-parameters rule picks one of
+    those; the child's law is then closer to the shape the cells share."""
+    from acmemodel.models._duration import fit_duration_cell
+    from acmemodel.models.distributions import FAMILIES
+
+    # the published Kalos debug-job duration curve (paper Fig. 5), as a piecewise-linear CDF in log x
+    xp = np.log([8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 32768])
+    fp = np.array([0, 0.013, 0.084, 0.173, 0.259, 0.387, 0.708, 0.888, 0.972, 0.991, 0.996, 1.0])
+
+    def draw(n, seed):
+        return np.round(np.exp(np.interp(np.random.default_rng(seed).random(n), fp, xp)))
+
+    fams = tuple(FAMILIES)
+    parent = fit_duration_cell(draw(3000, 0), None, threshold=0.0, families=fams)
+    assert parent.family.name == "empirical"
+    grid = np.geomspace(2, 1e5, 500)
+    alone, child = [], []
+    for seed in range(1, 9):                  # eight sibling cells of 90 runs each
+        x = draw(90, seed)
+        alone.append(fit_duration_cell(x, None, threshold=0.0, families=fams))
+        child.append(fit_duration_cell(x, None, threshold=0.0, families=fams, parent=parent, parent_label="p"))
+    assert sum(c.family.name == "empirical" for c in alone) <= 2
+    assert sum(c.family.name == "empirical" for c in child) >= 6
+    # the siblings' mixture (what a type-level curve sums): the smooth families' shared bias remains
+    truth = np.interp(np.log(grid), xp, fp)
+    mix = {k: np.mean([c.cdf(grid) for c in cells], axis=0) for k, cells in (("alone", alone), ("child", child))}
+    err = {k: float(np.max(np.abs(v - truth))) for k, v in mix.items()}
+    assert err["child"] < 0.7 * err["alone"], err
