@@ -62,7 +62,7 @@
 #define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
 #define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
 #define ACME_RIPPLE_KO 8        /* ... and outside it, up to the guard scan's sqrt 2, at most this many a side */
-#define ACME_RIPPLE_NPROBE 5    /* ... and derivative probes at 1/32, 1/16, ..., 1/2 of a step either side */
+#define ACME_RIPPLE_NPROBE 2    /* ... and derivative probes either side: past the kink raising phi' most, at 1/2 a step */
 #define ROOT2 1.4142135623730951
 
 /* phi = tau E[N] and (want) phi', phi'' */
@@ -149,13 +149,20 @@ static double kink_in(const renewal *R, double lo, double hi) {
  * there (so E[T] at the result needs no further evaluation) and *pp = phi'' there; the iteration stops
  * when the next step would be below ACME_NEWTON_DONE relative (quadratic convergence: the point is then
  * within ~1e-9 of the root, E[T] within ~1e-18). */
-static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
+static double local_max_from(renewal *R, double t, double lo, double hi, const double *first, double *ph,
+                             double *pp) {
     double gmin = lo, gmax = hi, g, gp, tn;
     int lo_known = 0, hi_known = 0, it;
     *ph = 0.0;
     *pp = 0.0;
     for (it = 0; it < 200; it++) {
-        *ph = phi3(R, t, 2, &g, &gp);
+        if (it == 0 && first) {  /* phi, phi', phi'' at t known (a probe) */
+            *ph = first[0];
+            g = first[1];
+            gp = first[2];
+        } else {
+            *ph = phi3(R, t, 2, &g, &gp);
+        }
         *pp = gp;
         if (g == 0.0) return t;
         if (g > 0) {
@@ -197,6 +204,10 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph, 
         t = tn;
     }
     return t;
+}
+
+static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
+    return local_max_from(R, t, lo, hi, NULL, ph, pp);
 }
 
 /* Relative peak-to-peak size of the ripple of phi near tau under a piecewise hazard, and the shortest
@@ -253,13 +264,41 @@ static double outer_period(const renewal *R, double tau, double ph, double thr) 
     return P;
 }
 
+/* Piecewise hazard: the kink of phi with tau in (lo, hi) where phi' jumps up the most, -1 for none. As x
+ * grows past (b_j - r_q) / i, S(r_q + i x) crosses a break where the hazard falls, h_j < h_{j-1}, and
+ * phi' jumps up by tau w_q i S(b_j) (h_{j-1} - h_j): a valley of phi there can split a maximum in two. */
+static double convex_kink_in(const renewal *R, double lo, double hi) {
+    const acme_failure *f = R->f;
+    double xlo = lo + R->C, xhi = hi + R->C, best = 0.0, tk = -1.0;
+    int j, q;
+    for (j = 1; j < f->m; j++) {
+        double dh = f->h[j - 1] - f->h[j];
+        if (!(dh > 0.0)) continue;
+        for (q = 0; q < R->Q && R->r[q] + xlo < f->b[j]; q++) {
+            double d = f->b[j] - R->r[q], i, xk, jump;
+            for (i = floor(d / xlo); i >= 1.0; i -= 1.0) {  /* the kinks d / i above xlo, nearest first */
+                xk = d / i;
+                if (xk >= xhi) break;
+                jump = R->w[q] * i * R->SH[j] * dh;
+                if (xk > xlo && jump > best) {
+                    best = jump;
+                    tk = xk - R->C;
+                }
+            }
+        }
+    }
+    return tk;
+}
+
 /* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
  * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
  * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
  * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
- * from the two best sampled local maxima and, on each side of tb, from the first of 1/32, 1/16, ...,
- * 1/2 of a step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
+ * from the two best sampled local maxima and, on each side of tb, from the first of two probes within half
+ * a step where phi' points away from tb: just past the kink there that raises phi' the most
+ * (convex_kink_in: a valley of phi that splits tb's maximum in two; the probes at 1/32, 1/16, ..., 1/2 of
+ * a step they replace cost up to 10 evaluations and missed some), then half a step; and search again
  * around a better point found beyond half the window. When the window is capped (2 amp > kappa
  * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
  * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
@@ -301,23 +340,31 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
             }
         }
         for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
-            /* c < 2: the sampled maxima; then probes on each side of t0 at 1/32, ..., 1/2 of a step: a
-             * kink next to t0 can split its maximum, and phi' there still points away from t0 */
+            /* c < 2: the sampled maxima; then probes on each side of t0 within half a step: just past the
+             * kink there that raises phi' the most (a valley of phi: it can split t0's maximum), then at
+             * half a step; Newton from the first where phi' points away from t0 */
             int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
-            double t2, p2, pp2, start;
+            double t2, p2, pp2, start, first[3], *known = NULL;
             if (c < 2) {
                 if (!(cph[c] > 0)) continue;
                 start = cand[c];
             } else {
-                double g, gp, off = 0.03125 * (double)(1 << level) * step;
+                double half = 0.5 * step * t0, tk;
                 if (probed[side]) continue;
-                start = t0 * (1.0 + (side == 0 ? off : -off));
+                if (level == 0) {
+                    tk = (side == 0) ? convex_kink_in(R, t0, t0 + half) : convex_kink_in(R, t0 - half, t0);
+                    if (!(tk > 0.0)) continue;
+                    start = tk * ((side == 0) ? 1.0 + ACME_KINK_EPS : 1.0 - ACME_KINK_EPS);
+                } else {
+                    start = t0 + ((side == 0) ? half : -half);
+                }
                 if (!(start > gmin && start < gmax)) continue;
-                phi3(R, start, 2, &g, &gp);
-                if (!((side == 0) ? g > 0 : g < 0)) continue;
+                first[0] = phi3(R, start, 2, &first[1], &first[2]);
+                if (!((side == 0) ? first[1] > 0 : first[1] < 0)) continue;
                 probed[side] = 1;
+                known = first;
             }
-            t2 = local_max(R, start, gmin, gmax, &p2, &pp2);
+            t2 = local_max_from(R, start, gmin, gmax, known, &p2, &pp2);
             if (p2 > *best) {
                 *best = p2;
                 tb = t2;

@@ -11,8 +11,9 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
    best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
-   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from 1/32
-   ... 1/2 of a step either side of the best point where φ' still points away from it); a window
+   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and, on each
+   side of the best point, from just past the kink within half a step that raises φ' the most, or from
+   half a step, where φ' still points away from it: :func:`_convex_kink_in`); a window
    capped at ±15 % also has its outer bands out to the guard scan's √2 sampled (:func:`outer_period`).
 """
 from __future__ import annotations
@@ -33,7 +34,6 @@ RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total d
 RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
 RIPPLE_K = 24          # ... with at most this many samples on each side
 RIPPLE_KO = 8          # ... and outside it, out to the guard scan's √2, at most this many a side (capped window)
-PROBES = (0.03125, 0.0625, 0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step a side
 SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
 KINK_EPS = 1e-10     # piecewise: a kink maximum is located to this relative distance ...
 KINK_NEAR = 1e-4     # ... once the Newton bracket around it is this narrow (relative)
@@ -67,6 +67,34 @@ def _kink_in(ren: _Renewal, lo: float, hi: float) -> float:
             wt = float(w) * i * float(SH[j]) * dh
             if wt > best:
                 best, tk = wt, xk - ren.C
+    return tk
+
+
+def _convex_kink_in(ren: _Renewal, lo: float, hi: float) -> float:
+    """Piecewise hazard: the kink of φ with τ in ``(lo, hi)`` where φ' jumps up the most (−1 for none). As
+    x grows past ``(b_j − r_q)/i``, ``S(r_q + i x)`` crosses a break where the hazard falls and φ' jumps up
+    by ``τ w_q i S(b_j) (h_{j−1} − h_j)``: a valley of φ there can split a maximum in two."""
+    d = ren.d
+    xlo, xhi = lo + ren.C, hi + ren.C
+    SH = np.exp(-d.H)
+    best, tk = 0.0, -1.0
+    for j in range(1, d.b.size):
+        dh = float(d.h[j - 1] - d.h[j])
+        if not dh > 0.0:
+            continue
+        for r, w in zip(ren.r, ren.w):
+            if not r + xlo < d.b[j]:
+                break
+            dd = float(d.b[j] - r)
+            i = math.floor(dd / xlo)
+            while i >= 1.0:  # the kinks dd / i above xlo, nearest first
+                xk = dd / i
+                if xk >= xhi:
+                    break
+                jump = float(w) * i * float(SH[j]) * dh
+                if xk > xlo and jump > best:
+                    best, tk = jump, xk - ren.C
+                i -= 1.0
     return tk
 
 
@@ -190,8 +218,9 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
     """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
     ``φ ≈ τ U/(τ + C) − τ G0/2`` (``κ = 2 U C tb² / ((tb + C)³ φ)``; φ'' at tb carries the ripple's own
     curvature), so only ``|d| ≤ √(2 amp/κ)`` can hold a better maximum: sample there, Newton from the
-    best sampled local maxima and, on each side, from the first of ``tb (1 ± f step)``,
-    ``f ∈ PROBES``, where φ' points away from tb (a kink next to tb splits its maximum), and search
+    best sampled local maxima and, on each side, from the first of: just past the kink within half a
+    step that raises φ' the most (:func:`_convex_kink_in`: a valley there can split tb's maximum), and
+    ``tb ± step tb/2``, where φ' points away from tb, and search
     again around a better point found beyond half the window. Returns ``(τ, φ(τ))``."""
     for rnd in range(3):
         amp, period = ripple(ren, tb, best)
@@ -223,10 +252,12 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
         moved = 0.0
         starts = [t for _, t in cand]
         for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
-            if t is None:  # the first of t0 (1 ± f step), f = 1/32 ... 1/2, where φ' points away from t0
+            if t is None:  # just past the kink raising φ' the most within half a step, then half a step
                 sign = 1.0 if i == len(starts) else -1.0
-                for f in PROBES:
-                    t = t0 * (1.0 + sign * f * step)
+                half = 0.5 * step * t0
+                tk = _convex_kink_in(ren, t0, t0 + half) if sign > 0 else _convex_kink_in(ren, t0 - half, t0)
+                probes = ([tk * (1.0 + sign * KINK_EPS)] if tk > 0.0 else []) + [t0 + sign * half]
+                for t in probes:
                     if gmin < t < gmax and (ren.phi(t)[1] * sign > 0):
                         break
                 else:
