@@ -264,27 +264,50 @@ static double outer_period(const renewal *R, double tau, double ph, double thr) 
     return P;
 }
 
-/* Piecewise hazard: the kink of phi with tau in (lo, hi) where phi' jumps up the most, -1 for none. As x
- * grows past (b_j - r_q) / i, S(r_q + i x) crosses a break where the hazard falls, h_j < h_{j-1}, and
- * phi' jumps up by tau w_q i S(b_j) (h_{j-1} - h_j): a valley of phi there can split a maximum in two. */
-static double convex_kink_in(const renewal *R, double lo, double hi) {
+#define ACME_SPLIT_KINKS 128 /* split_probe: at most this many kinks within half a step (the nearest kept) */
+
+/* Piecewise hazard: where a maximum of phi at t0 (phi'(t0) = 0, phi''(t0) = pp0) may be split in two by a
+ * valley within h of it (side 0: above t0, side 1: below), -1 for no kink there. As x grows past
+ * (b_j - r_q) / i, S(r_q + i x) crosses b_j and phi' jumps by tau w_q i S(b_j) (h_{j-1} - h_j); between
+ * kinks phi' ~ pp0 (t - t0). The kinks in the range, nearest first, give the predicted phi' just past
+ * each (above t0: pp0 (t_k - t0) + the jumps up to t_k; below: pp0 (t_k - t0) - the jumps from t_k);
+ * returns the point just past the kink where it points away from t0 the most (a rising phi there means
+ * another maximum beyond it). */
+static double split_probe(const renewal *R, double t0, double pp0, int side, double h) {
     const acme_failure *f = R->f;
-    double xlo = lo + R->C, xhi = hi + R->C, best = 0.0, tk = -1.0;
-    int j, q;
+    double lo = side ? t0 - h : t0, hi = side ? t0 : t0 + h, xlo = lo + R->C, xhi = hi + R->C;
+    double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], cum = 0.0, bestv = -INFINITY, tk = -1.0;
+    int j, q, n = 0, a, b;
     for (j = 1; j < f->m; j++) {
         double dh = f->h[j - 1] - f->h[j];
-        if (!(dh > 0.0)) continue;
+        if (dh == 0.0) continue;
         for (q = 0; q < R->Q && R->r[q] + xlo < f->b[j]; q++) {
-            double d = f->b[j] - R->r[q], i, xk, jump;
-            for (i = floor(d / xlo); i >= 1.0; i -= 1.0) {  /* the kinks d / i above xlo, nearest first */
+            double d = f->b[j] - R->r[q], i, xk, t, jump, dist;
+            for (i = floor(d / xlo); i >= 1.0; i -= 1.0) {  /* the kinks d / i above xlo, nearest to xlo first */
                 xk = d / i;
                 if (xk >= xhi) break;
-                jump = R->w[q] * i * R->SH[j] * dh;
-                if (xk > xlo && jump > best) {
-                    best = jump;
-                    tk = xk - R->C;
+                if (!(xk > xlo)) continue;
+                t = xk - R->C;
+                jump = t * R->w[q] * i * R->SH[j] * dh;
+                dist = fabs(t - t0);
+                if (n == ACME_SPLIT_KINKS && !(dist < fabs(kt[n - 1] - t0))) continue;
+                if (n < ACME_SPLIT_KINKS) n++;
+                for (a = n - 1; a > 0 && fabs(kt[a - 1] - t0) > dist; a--) {  /* insertion by distance */
+                    kt[a] = kt[a - 1];
+                    kj[a] = kj[a - 1];
                 }
+                kt[a] = t;
+                kj[a] = jump;
             }
+        }
+    }
+    for (b = 0; b < n; b++) {
+        double v;
+        cum += kj[b];
+        v = side ? cum - pp0 * (kt[b] - t0) : pp0 * (kt[b] - t0) + cum;  /* -phi' below, phi' above */
+        if (v > bestv) {
+            bestv = v;
+            tk = kt[b];
         }
     }
     return tk;
@@ -296,9 +319,10 @@ static double convex_kink_in(const renewal *R, double lo, double hi) {
  * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
  * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
  * from the two best sampled local maxima and, on each side of tb, from the first of two probes within half
- * a step where phi' points away from tb: just past the kink there that raises phi' the most
- * (convex_kink_in: a valley of phi that splits tb's maximum in two; the probes at 1/32, 1/16, ..., 1/2 of
- * a step they replace cost up to 10 evaluations and missed some), then half a step; and search again
+ * a step where phi' points away from tb: just past the kink where phi' is predicted to point away the
+ * most (split_probe, from phi''(tb) and the kinks' jumps: a valley of phi that splits tb's maximum in
+ * two; the probes at 1/32, 1/16, ..., 1/2 of a step they replace cost up to 10 evaluations and missed
+ * some), then half a step; and search again
  * around a better point found beyond half the window. When the window is capped (2 amp > kappa
  * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
  * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
@@ -306,11 +330,11 @@ static double convex_kink_in(const renewal *R, double lo, double hi) {
  * of the smooth drop kappa ACME_RIPPLE_WIN^2 / 2 at the cap (outer_period; shorter ripples cannot lift a
  * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
  * best sampled local maximum. Returns the best point, *best = phi there. */
-static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
+static double ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax) {
     double ph[2 * ACME_RIPPLE_K + 1];
     int round;
     for (round = 0; round < 3; round++) {
-        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb;
+        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb, pp0 = pp;
         double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
         int K, k, c, probed[2] = {0, 0};
         if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
@@ -352,7 +376,7 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
                 double half = 0.5 * step * t0, tk;
                 if (probed[side]) continue;
                 if (level == 0) {
-                    tk = (side == 0) ? convex_kink_in(R, t0, t0 + half) : convex_kink_in(R, t0 - half, t0);
+                    tk = split_probe(R, t0, pp0, side, half);
                     if (!(tk > 0.0)) continue;
                     start = tk * ((side == 0) ? 1.0 + ACME_KINK_EPS : 1.0 - ACME_KINK_EPS);
                 } else {
@@ -368,6 +392,7 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
             if (p2 > *best) {
                 *best = p2;
                 tb = t2;
+                pp = pp2;
                 moved = fabs(t2 / t0 - 1.0);
             }
         }
@@ -402,6 +427,7 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
                 if (p2 > *best) {
                     *best = p2;
                     tb = t2;
+                    pp = pp2;
                     moved = fabs(t2 / t0 - 1.0);
                 }
             }
@@ -470,7 +496,7 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
         *best = p2;
         pp = pp2;
     }
-    if (tb > gmin && tb < gmax) tb = ripple_search(R, tb, best, gmin, gmax);
+    if (tb > gmin && tb < gmax) tb = ripple_search(R, tb, best, pp, gmin, gmax);
     return tb;
 }
 
