@@ -74,3 +74,15 @@ def test_random_piecewise_optimum_equals_the_twin(k):
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
     tau_n, et_n, _ = reference.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
+
+
+def test_zero_hazard_piece_in_the_twin():
+    """A piece with no failures (h_j = 0) between others: the twin's geometric sums take 1 / (1 - q) = inf
+    there as C does (it raised ZeroDivisionError), and the optima agree."""
+    p = PiecewiseHazard([0, 1800, 6 * 3600, 30 * 3600], [2e-4, 0.0, 6e-5, 1e-5]).kernel_params()
+    rv, rw = RestartTime.mixture([RestartTime.lognormal(1800, 1500), RestartTime.fixed(120)], [0.6, 0.4]).nodes(
+        max_nodes=24)
+    args = (np.array([W]), np.array([90.0]), 2, p, rv[None], rw[None])
+    tau_c, et_c, _ = _core.ckpt_optimize(*args)
+    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
