@@ -1,4 +1,5 @@
-"""NumPy/SciPy twin of the checkpoint optimiser ``_core.ckpt_optimize`` (``checkpoint.c``).
+"""NumPy/SciPy twin of the checkpoint optimiser ``_core.ckpt_optimize`` (``checkpoint.c``, ripple search in
+``checkpoint_ripple.c``).
 
 Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; ``E[T] = W E[F] / φ``) on
 ``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` with the renewal sums of :mod:`acmemodel.planner.reference`:
