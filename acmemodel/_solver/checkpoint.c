@@ -62,7 +62,7 @@
 #define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
 #define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
 #define ACME_RIPPLE_KO 8        /* ... and outside it, up to the guard scan's sqrt 2, at most this many a side */
-#define ACME_RIPPLE_NPROBE 5    /* ... and derivative probes at 1/32, 1/16, ..., 1/2 of a step either side */
+#define ACME_RIPPLE_NPROBE 2    /* ... and derivative probes either side: past the kink raising phi' most, at 1/2 a step */
 #define ROOT2 1.4142135623730951
 
 /* phi = tau E[N] and (want) phi', phi'' */
@@ -149,13 +149,20 @@ static double kink_in(const renewal *R, double lo, double hi) {
  * there (so E[T] at the result needs no further evaluation) and *pp = phi'' there; the iteration stops
  * when the next step would be below ACME_NEWTON_DONE relative (quadratic convergence: the point is then
  * within ~1e-9 of the root, E[T] within ~1e-18). */
-static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
+static double local_max_from(renewal *R, double t, double lo, double hi, const double *first, double *ph,
+                             double *pp) {
     double gmin = lo, gmax = hi, g, gp, tn;
     int lo_known = 0, hi_known = 0, it;
     *ph = 0.0;
     *pp = 0.0;
     for (it = 0; it < 200; it++) {
-        *ph = phi3(R, t, 2, &g, &gp);
+        if (it == 0 && first) {  /* phi, phi', phi'' at t known (a probe) */
+            *ph = first[0];
+            g = first[1];
+            gp = first[2];
+        } else {
+            *ph = phi3(R, t, 2, &g, &gp);
+        }
         *pp = gp;
         if (g == 0.0) return t;
         if (g > 0) {
@@ -197,6 +204,10 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph, 
         t = tn;
     }
     return t;
+}
+
+static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
+    return local_max_from(R, t, lo, hi, NULL, ph, pp);
 }
 
 /* Relative peak-to-peak size of the ripple of phi near tau under a piecewise hazard, and the shortest
@@ -253,13 +264,65 @@ static double outer_period(const renewal *R, double tau, double ph, double thr) 
     return P;
 }
 
+#define ACME_SPLIT_KINKS 128 /* split_probe: at most this many kinks within half a step (the nearest kept) */
+
+/* Piecewise hazard: where a maximum of phi at t0 (phi'(t0) = 0, phi''(t0) = pp0) may be split in two by a
+ * valley within h of it (side 0: above t0, side 1: below), -1 for no kink there. As x grows past
+ * (b_j - r_q) / i, S(r_q + i x) crosses b_j and phi' jumps by tau w_q i S(b_j) (h_{j-1} - h_j); between
+ * kinks phi' ~ pp0 (t - t0). The kinks in the range, nearest first, give the predicted phi' just past
+ * each (above t0: pp0 (t_k - t0) + the jumps up to t_k; below: pp0 (t_k - t0) - the jumps from t_k);
+ * returns the point just past the kink where it points away from t0 the most (a rising phi there means
+ * another maximum beyond it). */
+static double split_probe(const renewal *R, double t0, double pp0, int side, double h) {
+    const acme_failure *f = R->f;
+    double lo = side ? t0 - h : t0, hi = side ? t0 : t0 + h, xlo = lo + R->C, xhi = hi + R->C;
+    double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], cum = 0.0, bestv = -INFINITY, tk = -1.0;
+    int j, q, n = 0, a, b;
+    for (j = 1; j < f->m; j++) {
+        double dh = f->h[j - 1] - f->h[j];
+        if (dh == 0.0) continue;
+        for (q = 0; q < R->Q && R->r[q] + xlo < f->b[j]; q++) {
+            double d = f->b[j] - R->r[q], i, xk, t, jump, dist;
+            for (i = floor(d / xlo); i >= 1.0; i -= 1.0) {  /* the kinks d / i above xlo, nearest to xlo first */
+                xk = d / i;
+                if (xk >= xhi) break;
+                if (!(xk > xlo)) continue;
+                t = xk - R->C;
+                jump = t * R->w[q] * i * R->SH[j] * dh;
+                dist = fabs(t - t0);
+                if (n == ACME_SPLIT_KINKS && !(dist < fabs(kt[n - 1] - t0))) continue;
+                if (n < ACME_SPLIT_KINKS) n++;
+                for (a = n - 1; a > 0 && fabs(kt[a - 1] - t0) > dist; a--) {  /* insertion by distance */
+                    kt[a] = kt[a - 1];
+                    kj[a] = kj[a - 1];
+                }
+                kt[a] = t;
+                kj[a] = jump;
+            }
+        }
+    }
+    for (b = 0; b < n; b++) {
+        double v;
+        cum += kj[b];
+        v = side ? cum - pp0 * (kt[b] - t0) : pp0 * (kt[b] - t0) + cum;  /* -phi' below, phi' above */
+        if (v > bestv) {
+            bestv = v;
+            tk = kt[b];
+        }
+    }
+    return tk;
+}
+
 /* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
  * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
  * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
  * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
- * from the two best sampled local maxima and, on each side of tb, from the first of 1/32, 1/16, ...,
- * 1/2 of a step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
+ * from the two best sampled local maxima and, on each side of tb, from the first of two probes within half
+ * a step where phi' points away from tb: just past the kink where phi' is predicted to point away the
+ * most (split_probe, from phi''(tb) and the kinks' jumps: a valley of phi that splits tb's maximum in
+ * two; the probes at 1/32, 1/16, ..., 1/2 of a step they replace cost up to 10 evaluations and missed
+ * some), then half a step; and search again
  * around a better point found beyond half the window. When the window is capped (2 amp > kappa
  * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
  * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
@@ -267,11 +330,11 @@ static double outer_period(const renewal *R, double tau, double ph, double thr) 
  * of the smooth drop kappa ACME_RIPPLE_WIN^2 / 2 at the cap (outer_period; shorter ripples cannot lift a
  * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
  * best sampled local maximum. Returns the best point, *best = phi there. */
-static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
+static double ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax) {
     double ph[2 * ACME_RIPPLE_K + 1];
     int round;
     for (round = 0; round < 3; round++) {
-        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb;
+        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb, pp0 = pp;
         double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
         int K, k, c, probed[2] = {0, 0};
         if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
@@ -301,26 +364,35 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
             }
         }
         for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
-            /* c < 2: the sampled maxima; then probes on each side of t0 at 1/32, ..., 1/2 of a step: a
-             * kink next to t0 can split its maximum, and phi' there still points away from t0 */
+            /* c < 2: the sampled maxima; then probes on each side of t0 within half a step: just past the
+             * kink there that raises phi' the most (a valley of phi: it can split t0's maximum), then at
+             * half a step; Newton from the first where phi' points away from t0 */
             int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
-            double t2, p2, pp2, start;
+            double t2, p2, pp2, start, first[3], *known = NULL;
             if (c < 2) {
                 if (!(cph[c] > 0)) continue;
                 start = cand[c];
             } else {
-                double g, gp, off = 0.03125 * (double)(1 << level) * step;
+                double half = 0.5 * step * t0, tk;
                 if (probed[side]) continue;
-                start = t0 * (1.0 + (side == 0 ? off : -off));
+                if (level == 0) {
+                    tk = split_probe(R, t0, pp0, side, half);
+                    if (!(tk > 0.0)) continue;
+                    start = tk * ((side == 0) ? 1.0 + ACME_KINK_EPS : 1.0 - ACME_KINK_EPS);
+                } else {
+                    start = t0 + ((side == 0) ? half : -half);
+                }
                 if (!(start > gmin && start < gmax)) continue;
-                phi3(R, start, 2, &g, &gp);
-                if (!((side == 0) ? g > 0 : g < 0)) continue;
+                first[0] = phi3(R, start, 2, &first[1], &first[2]);
+                if (!((side == 0) ? first[1] > 0 : first[1] < 0)) continue;
                 probed[side] = 1;
+                known = first;
             }
-            t2 = local_max(R, start, gmin, gmax, &p2, &pp2);
+            t2 = local_max_from(R, start, gmin, gmax, known, &p2, &pp2);
             if (p2 > *best) {
                 *best = p2;
                 tb = t2;
+                pp = pp2;
                 moved = fabs(t2 / t0 - 1.0);
             }
         }
@@ -355,6 +427,7 @@ static double ripple_search(renewal *R, double tb, double *best, double gmin, do
                 if (p2 > *best) {
                     *best = p2;
                     tb = t2;
+                    pp = pp2;
                     moved = fabs(t2 / t0 - 1.0);
                 }
             }
@@ -423,7 +496,7 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
         *best = p2;
         pp = pp2;
     }
-    if (tb > gmin && tb < gmax) tb = ripple_search(R, tb, best, gmin, gmax);
+    if (tb > gmin && tb < gmax) tb = ripple_search(R, tb, best, pp, gmin, gmax);
     return tb;
 }
 
