@@ -82,8 +82,13 @@ def test_rows_columns_and_metadata(inprocess, files):
 
 def test_two_worker_local_cluster_gives_identical_rows(inprocess, files):
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    import dask
+
+    # two worker processes (the rows cross a process boundary both ways), forked rather than spawned: a spawned
+    # worker re-imports Python, dask, pandas and acmemodel before its first task (~5 s CPU each, most of this test)
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         df = sweep(files / "cfg.yaml", files / "grid.yaml", sampler=sample_workload, client=client)
     pd.testing.assert_frame_equal(df, inprocess)
 

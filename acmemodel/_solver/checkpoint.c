@@ -43,7 +43,7 @@
  *      E[D; D >= x] - C E[N] - E[D - x N; D >= x] and the work lost rounding down to a checkpoint is
  *      at least x^2/2 times the density at the end of each bin past y_m; B' = -x (f_D(x) - f_D(y_m +
  *      2x)) - G/2 < 0. A better point found restarts step 1 from it;
- *   3. piecewise hazard: a ripple search (ripple, ripple_search). phi is a smooth function plus a ripple
+ *   3. piecewise hazard: a ripple search (checkpoint_ripple.c). phi is a smooth function plus a ripple
  *      with kinks where r + i x crosses a break, so it has local maxima a ripple period apart, within
  *      ~1e-5..1e-3 of each other; phi is sampled at a quarter of the shortest ripple period over the
  *      window where the smooth part is within the ripple's size of its maximum, and Newton runs from
@@ -57,22 +57,6 @@
 #include "checkpoint.h"
 
 #define ACME_NEWTON_DONE 1e-9
-#define ACME_RIPPLE_SMALL 1e-9  /* piecewise: a ripple below this relative size of phi is ignored */
-#define ACME_RIPPLE_IGNORE 2e-7 /* ... and the smallest breaks' ripples up to this total do not set the step */
-#define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
-#define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
-#define ACME_RIPPLE_KO 8        /* ... and outside it, up to the guard scan's sqrt 2, at most this many a side */
-#define ACME_RIPPLE_NPROBE 5    /* ... and derivative probes at 1/32, 1/16, ..., 1/2 of a step either side */
-#define ROOT2 1.4142135623730951
-
-/* phi = tau E[N] and (want) phi', phi'' */
-static double phi3(renewal *R, double tau, int want, double *g, double *gp) {
-    double en, d1, d2;
-    ckpt_renewal_terms(R, tau, want, &en, &d1, &d2);
-    *g = en + tau * d1;
-    *gp = 2.0 * d1 + tau * d2;
-    return tau * en;
-}
 
 /* E[D; D >= tau + C] = sum_q w_q (x S(r_q + x) + I(r_q + x)): bounds phi(s) for all s >= tau. Weibull:
  * the leading nodes by their cluster rule (ckpt_cluster_prefix), nodes with I(r_q) = 0 (underflow) skipped. */
@@ -142,20 +126,26 @@ static double kink_in(const renewal *R, double lo, double hi) {
     return tk;
 }
 
-#define ACME_KINK_EPS 1e-10 /* a kink maximum is located to this relative distance */
 #define ACME_KINK_NEAR 1e-4 /* ... once the bracket around it is this narrow (relative) */
 
 /* safeguarded Newton on phi' = 0 from t within [lo, hi]. Returns the last point evaluated, *ph = phi
  * there (so E[T] at the result needs no further evaluation) and *pp = phi'' there; the iteration stops
  * when the next step would be below ACME_NEWTON_DONE relative (quadratic convergence: the point is then
  * within ~1e-9 of the root, E[T] within ~1e-18). */
-static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
+double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const double *first, double *ph,
+                           double *pp) {
     double gmin = lo, gmax = hi, g, gp, tn;
     int lo_known = 0, hi_known = 0, it;
     *ph = 0.0;
     *pp = 0.0;
     for (it = 0; it < 200; it++) {
-        *ph = phi3(R, t, 2, &g, &gp);
+        if (it == 0 && first) {  /* phi, phi', phi'' at t known (a probe) */
+            *ph = first[0];
+            g = first[1];
+            gp = first[2];
+        } else {
+            *ph = ckpt_phi3(R, t, 2, &g, &gp);
+        }
         *pp = gp;
         if (g == 0.0) return t;
         if (g > 0) {
@@ -176,8 +166,8 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph, 
             double tk = kink_in(R, lo, hi), a = tk * (1.0 - ACME_KINK_EPS), b = tk * (1.0 + ACME_KINK_EPS);
             if (tk > 0.0 && lo < a && b < hi) {
                 double pa, pb, ga, gb, ppa, ppb;
-                pa = phi3(R, a, 2, &ga, &ppa);
-                pb = phi3(R, b, 2, &gb, &ppb);
+                pa = ckpt_phi3(R, a, 2, &ga, &ppa);
+                pb = ckpt_phi3(R, b, 2, &gb, &ppb);
                 if (ga > 0 && gb < 0) {
                     *ph = (pa > pb) ? pa : pb;
                     *pp = (pa > pb) ? ppa : ppb;
@@ -199,169 +189,8 @@ static double local_max(renewal *R, double t, double lo, double hi, double *ph, 
     return t;
 }
 
-/* Relative peak-to-peak size of the ripple of phi near tau under a piecewise hazard, and the shortest
- * ripple period in tau among the breaks that matter (*period, seconds). The function u -> S(r + u x)
- * has a kink where r + u x crosses a break b_j (its slope jumps by x S(b_j) |h_j - h_{j-1}|); in the
- * Euler-Maclaurin form of sum_i S(r + i x) a kink at u0 adds (B2({u0}) / 2) times that jump, whose range
- * over the fractional part {u0} is 1/8: so phi = tau E[N] differs from a smooth function of tau by at
- * most tau x / 8 sum_j |h_j - h_{j-1}| S(b_j) P(R + x < b_j), with period x^2 / (b_j - r) in tau. */
-static double ripple(const renewal *R, double tau, double ph, double *period) {
-    const acme_failure *f = R->f;
-    double x = tau + R->C, amp = 0.0, ignored = 0.0;
-    int j, q, n = 0;
-    *period = INFINITY;
-    if (f->family != ACME_PIECEWISE || !(ph > 0)) return 0.0;
-    for (j = 1; j < f->m; j++) {  /* a_j into omq (scratch until the next evaluation), amp = sum */
-        double dh = fabs(f->h[j] - f->h[j - 1]), Wj = 0.0;
-        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
-        R->omq[j] = tau * x * dh * R->SH[j] * Wj / (8.0 * ph);
-        amp += R->omq[j];
-    }
-    /* the ripples of the smallest breaks, together below ACME_RIPPLE_IGNORE, do not set the period: a
-     * local maximum they make is within their size of the point sampled near it */
-    for (;;) {
-        int jm = -1;
-        for (j = 1; j < f->m; j++)
-            if (R->omq[j] >= 0.0 && (jm < 0 || R->omq[j] < R->omq[jm])) jm = j;
-        if (jm < 0 || ignored + R->omq[jm] > ACME_RIPPLE_IGNORE) break;
-        ignored += R->omq[jm];
-        R->omq[jm] = -1.0;
-        n++;
-    }
-    for (j = 1; j < f->m; j++) {
-        if (R->omq[j] > 0.0) {
-            double P = x * x / (f->b[j] - R->r[0]);
-            if (P < *period) *period = P;
-        }
-    }
-    (void)n;
-    return amp;
-}
-
-/* the shortest ripple period (seconds) among the breaks whose ripple a_j (as in ripple, at tau with
- * phi = ph) is at least thr; infinity for none */
-static double outer_period(const renewal *R, double tau, double ph, double thr) {
-    const acme_failure *f = R->f;
-    double x = tau + R->C, P = INFINITY;
-    int j, q;
-    for (j = 1; j < f->m; j++) {
-        double Wj = 0.0, aj, Pj = x * x / (f->b[j] - R->r[0]);
-        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
-        aj = tau * x * fabs(f->h[j] - f->h[j - 1]) * R->SH[j] * Wj / (8.0 * ph);
-        if (aj >= thr && Pj < P) P = Pj;
-    }
-    return P;
-}
-
-/* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
- * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
- * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
- * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
- * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
- * from the two best sampled local maxima and, on each side of tb, from the first of 1/32, 1/16, ...,
- * 1/2 of a step where phi' points away from tb (a kink next to tb splits its maximum in two), and search again
- * around a better point found beyond half the window. When the window is capped (2 amp > kappa
- * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
- * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
- * sampled at a quarter of the shortest period among the breaks whose ripple a_j is at least a quarter
- * of the smooth drop kappa ACME_RIPPLE_WIN^2 / 2 at the cap (outer_period; shorter ripples cannot lift a
- * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
- * best sampled local maximum. Returns the best point, *best = phi there. */
-static double ripple_search(renewal *R, double tb, double *best, double gmin, double gmax) {
-    double ph[2 * ACME_RIPPLE_K + 1];
-    int round;
-    for (round = 0; round < 3; round++) {
-        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb;
-        double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
-        int K, k, c, probed[2] = {0, 0};
-        if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
-        kappa = 2.0 * R->U * R->C * tb * tb / (x * x * x * *best);
-        win = (kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN > 2.0 * amp) ? sqrt(2.0 * amp / kappa) : ACME_RIPPLE_WIN;
-        step = 0.25 * period / tb;
-        K = (int)ceil(win / step);
-        if (K > ACME_RIPPLE_K) {
-            K = ACME_RIPPLE_K;
-            step = win / K;
-        }
-        for (k = -K; k <= K; k++) {
-            double t = t0 * (1.0 + k * step), g, gp;
-            ph[k + K] = (k == 0) ? *best : (t > gmin && t < gmax) ? phi3(R, t, 0, &g, &gp) : -1.0;
-        }
-        for (k = -K; k <= K; k++) {  /* the two best sampled local maxima other than tb */
-            double v = ph[k + K];
-            if (k == 0 || !(v > 0) || (k > -K && ph[k + K - 1] > v) || (k < K && ph[k + K + 1] > v)) continue;
-            if (v > cph[0]) {
-                cph[1] = cph[0];
-                cand[1] = cand[0];
-                cph[0] = v;
-                cand[0] = t0 * (1.0 + k * step);
-            } else if (v > cph[1]) {
-                cph[1] = v;
-                cand[1] = t0 * (1.0 + k * step);
-            }
-        }
-        for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
-            /* c < 2: the sampled maxima; then probes on each side of t0 at 1/32, ..., 1/2 of a step: a
-             * kink next to t0 can split its maximum, and phi' there still points away from t0 */
-            int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
-            double t2, p2, pp2, start;
-            if (c < 2) {
-                if (!(cph[c] > 0)) continue;
-                start = cand[c];
-            } else {
-                double g, gp, off = 0.03125 * (double)(1 << level) * step;
-                if (probed[side]) continue;
-                start = t0 * (1.0 + (side == 0 ? off : -off));
-                if (!(start > gmin && start < gmax)) continue;
-                phi3(R, start, 2, &g, &gp);
-                if (!((side == 0) ? g > 0 : g < 0)) continue;
-                probed[side] = 1;
-            }
-            t2 = local_max(R, start, gmin, gmax, &p2, &pp2);
-            if (p2 > *best) {
-                *best = p2;
-                tb = t2;
-                moved = fabs(t2 / t0 - 1.0);
-            }
-        }
-        if (round == 0 && kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN < 2.0 * amp) {
-            double p2, pp2, t2, bs = -1.0, bt = 0.0;
-            int side;
-            for (side = 0; side < 2; side++) {
-                double lim = side ? 1.0 - 1.0 / ROOT2 : ROOT2 - 1.0, so = 0.25 * outer_period(R, t0, ph[K], 0.125 * kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN) / t0;
-                double prev2 = -1.0, prev = -1.0, tp = 0.0, v, t;
-                int n, i;
-                if (!(so > 0) || !isfinite(so)) so = (lim - ACME_RIPPLE_WIN) / ACME_RIPPLE_KO;
-                n = (int)ceil((lim - ACME_RIPPLE_WIN) / so);
-                if (n > ACME_RIPPLE_KO) {
-                    n = ACME_RIPPLE_KO;
-                    so = (lim - ACME_RIPPLE_WIN) / n;
-                }
-                for (i = 0; i <= n + 1; i++) {  /* sampled local maxima of the outer band (i = n + 1: flush) */
-                    double g, gp, d = ACME_RIPPLE_WIN + i * so;
-                    t = t0 * (1.0 + (side ? -d : d));
-                    v = (i <= n && t > gmin && t < gmax) ? phi3(R, t, 0, &g, &gp) : -1.0;
-                    if (i >= 1 && prev > 0 && prev >= v && (i == 1 || prev > prev2) && prev > bs) {
-                        bs = prev;
-                        bt = tp;
-                    }
-                    prev2 = prev;
-                    prev = v;
-                    tp = t;
-                }
-            }
-            if (bs > 0) {
-                t2 = local_max(R, bt, gmin, gmax, &p2, &pp2);
-                if (p2 > *best) {
-                    *best = p2;
-                    tb = t2;
-                    moved = fabs(t2 / t0 - 1.0);
-                }
-            }
-        }
-        if (!(moved > 0.5 * win)) break;
-    }
-    return tb;
+static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
+    return ckpt_local_max_from(R, t, lo, hi, NULL, ph, pp);
 }
 
 /* Below t: E[N](s) = sum_{i>=1} G(i x) <= U / x - G(c) / 2 with U / x = sum_{i>=0} of G's mean over the
@@ -395,12 +224,12 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
             /* the bounds hold for every s >= t, t included: checked before phi(t) is evaluated */
             double x = t + C, e3 = saved_bound(R, t), ph, nxt, jump;
             if (e3 <= *best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= *best)) break;
-            ph = phi3(R, t, 0, &g, &gp);
+            ph = ckpt_phi3(R, t, 0, &g, &gp);
             if (ph > *best) { better = t; break; }
             jump = (ph > 0) ? *best / ph : INFINITY;
             nxt = (ph > 0) ? t * ((ROOT2 > jump) ? ROOT2 : jump) : gmax;
             if (nxt >= gmax && t * jump < gmax) {
-                if (phi3(R, gmax, 0, &g, &gp) > *best) better = gmax;
+                if (ckpt_phi3(R, gmax, 0, &g, &gp) > *best) better = gmax;
                 break;
             }
             t = nxt;
@@ -413,7 +242,7 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
                 t = lo;
                 continue;
             }
-            if (phi3(R, t, 0, &g, &gp) > *best) better = t;
+            if (ckpt_phi3(R, t, 0, &g, &gp) > *best) better = t;
             t /= ROOT2;
         }
         if (better < 0) break;
@@ -423,7 +252,7 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
         *best = p2;
         pp = pp2;
     }
-    if (tb > gmin && tb < gmax) tb = ripple_search(R, tb, best, gmin, gmax);
+    if (tb > gmin && tb < gmax) tb = ckpt_ripple_search(R, tb, best, pp, gmin, gmax);
     return tb;
 }
 

@@ -1,10 +1,11 @@
 /*
- * Internal interface between the two files of the checkpoint-interval kernel (not part of the
+ * Internal interface between the files of the checkpoint-interval kernel (not part of the
  * Python-facing API): checkpoint_sums.c computes the renewal sums E[N], dE[N]/dtau, d2E[N]/dtau2 of one
  * scenario (Weibull: direct terms + Euler-Maclaurin; piecewise-constant hazard: geometric series), and
- * checkpoint.c runs the optimiser, the guard scan and the entry points on them. The model and the
+ * checkpoint.c runs the optimiser, the guard scan and the entry points on them, checkpoint_ripple.c the
+ * ripple search of a piecewise hazard. The model and the
  * notation are described at the top of checkpoint.c, the sums at the top of checkpoint_sums.c.
- * Functions shared between the two files carry the prefix ckpt_ (external linkage inside the
+ * Functions shared between the files carry the prefix ckpt_ (external linkage inside the
  * extension only; the other kernel files keep their own static copies under unprefixed names).
  */
 #ifndef ACME_CHECKPOINT_H
@@ -61,5 +62,26 @@ int ckpt_cluster_prefix(renewal *R, double x);
 
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (Weibull and piecewise families; want as in the sums) */
 void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2);
+
+#define ROOT2 1.4142135623730951
+#define ACME_KINK_EPS 1e-10 /* a kink maximum is located to this relative distance (checkpoint.c) */
+
+/* phi = tau E[N] and (want) phi', phi'' */
+static inline double ckpt_phi3(renewal *R, double tau, int want, double *g, double *gp) {
+    double en, d1, d2;
+    ckpt_renewal_terms(R, tau, want, &en, &d1, &d2);
+    *g = en + tau * d1;
+    *gp = 2.0 * d1 + tau * d2;
+    return tau * en;
+}
+
+/* checkpoint.c: safeguarded Newton on phi' = 0 from t within [lo, hi] (first: phi, phi', phi'' at t if
+ * known, else NULL); returns the last point evaluated, *ph = phi and *pp = phi'' there */
+double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const double *first, double *ph,
+                           double *pp);
+
+/* checkpoint_ripple.c: piecewise hazard, the best local maximum of phi near tb (phi = *best, phi'' = pp
+ * there) within [gmin, gmax]; returns it, *best = phi there */
+double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax);
 
 #endif

@@ -336,8 +336,11 @@ static void piecewise_sums_nodes(renewal *R, double x, double *acc) {
  * r + (L - 1) x < b. Returns their number. */
 static int index_runs(const double *r, int n, double x, double b, int *s, double *v) {
     int q = 0, nr = 0;
+    double L = 0.0;
     while (q < n) {
-        double L = first_index_at(r[q], x, b);
+        /* the node ending the last run has r + (L - 1) x >= b: its index is L - 1 unless r + (L - 2) x >= b
+         * too (the common case, checked without first_index_at's division) */
+        L = (nr > 0 && (L == 2.0 || r[q] + (L - 2.0) * x < b)) ? L - 1.0 : first_index_at(r[q], x, b);
         s[nr] = q;
         v[nr] = L;
         nr++;

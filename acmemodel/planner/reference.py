@@ -272,7 +272,7 @@ def _geometric_sums(delta: float, c: float | None, omq: float | None = None) -> 
     if omq is None:
         omq = -math.expm1(-delta)
     q = 1.0 - omq
-    rq = 1.0 / omq  # the C kernel: one division per piece
+    rq = 1.0 / omq if omq > 0.0 else math.inf  # the C kernel: one division per piece (1/0 = inf there)
     if c is None:
         return rq, q * rq * rq, q * (1.0 + q) * (rq * rq * rq)
     if delta == 0.0:

@@ -1,4 +1,5 @@
-"""NumPy/SciPy twin of the checkpoint optimiser ``_core.ckpt_optimize`` (``checkpoint.c``).
+"""NumPy/SciPy twin of the checkpoint optimiser ``_core.ckpt_optimize`` (``checkpoint.c``, ripple search in
+``checkpoint_ripple.c``).
 
 Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; ``E[T] = W E[F] / φ``) on
 ``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` with the renewal sums of :mod:`acmemodel.planner.reference`:
@@ -11,8 +12,9 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
    best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
-   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and from 1/32
-   ... 1/2 of a step either side of the best point where φ' still points away from it); a window
+   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and, on each
+   side of the best point, from just past the kink within half a step where φ' is predicted to point
+   away from it the most (:func:`_split_probe`), or from half a step, where φ' does); a window
    capped at ±15 % also has its outer bands out to the guard scan's √2 sampled (:func:`outer_period`).
 """
 from __future__ import annotations
@@ -33,7 +35,6 @@ RIPPLE_IGNORE = 2e-7   # ... and the smallest breaks' ripples up to this total d
 RIPPLE_WIN = 0.15      # ... the window searched around the best point is at most ±15 %
 RIPPLE_K = 24          # ... with at most this many samples on each side
 RIPPLE_KO = 8          # ... and outside it, out to the guard scan's √2, at most this many a side (capped window)
-PROBES = (0.03125, 0.0625, 0.125, 0.25, 0.5)  # ... and derivative probes at these fractions of a step a side
 SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
 KINK_EPS = 1e-10     # piecewise: a kink maximum is located to this relative distance ...
 KINK_NEAR = 1e-4     # ... once the Newton bracket around it is this narrow (relative)
@@ -67,6 +68,54 @@ def _kink_in(ren: _Renewal, lo: float, hi: float) -> float:
             wt = float(w) * i * float(SH[j]) * dh
             if wt > best:
                 best, tk = wt, xk - ren.C
+    return tk
+
+
+SPLIT_KINKS = 128  # _split_probe: at most this many kinks within half a step (the nearest kept)
+
+
+def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> float:
+    """Piecewise hazard: where a maximum of φ at ``t0`` (``φ'(t0) = 0``, ``φ''(t0) = pp0``) may be split in
+    two by a valley within ``h`` of it (side 0: above t0, 1: below); −1 for no kink there. As x grows past
+    ``(b_j − r_q)/i``, ``S(r_q + i x)`` crosses ``b_j`` and φ' jumps by ``τ w_q i S(b_j) (h_{j−1} − h_j)``;
+    between kinks ``φ' ≈ pp0 (t − t0)``. The kinks in the range, nearest first, give the predicted φ'
+    just past each (above: ``pp0 (t_k − t0)`` + the jumps up to ``t_k``; below: ``pp0 (t_k − t0)`` − the
+    jumps from ``t_k``); returns the kink where it points away from t0 the most."""
+    d = ren.d
+    lo, hi = (t0 - h, t0) if side else (t0, t0 + h)
+    xlo, xhi = lo + ren.C, hi + ren.C
+    SH = np.exp(-d.H)
+    kinks: list[tuple[float, float]] = []  # (τ, jump) by distance from t0
+    for j in range(1, d.b.size):
+        dh = float(d.h[j - 1] - d.h[j])
+        if dh == 0.0:
+            continue
+        for r, w in zip(ren.r, ren.w):
+            if not r + xlo < d.b[j]:
+                break
+            dd = float(d.b[j] - r)
+            i = math.floor(dd / xlo)
+            while i >= 1.0:  # the kinks dd / i above xlo, nearest to xlo first
+                xk = dd / i
+                if xk >= xhi:
+                    break
+                if xk > xlo:
+                    t = xk - ren.C
+                    dist = abs(t - t0)
+                    if not (len(kinks) == SPLIT_KINKS and not dist < abs(kinks[-1][0] - t0)):
+                        if len(kinks) == SPLIT_KINKS:
+                            kinks.pop()
+                        a = len(kinks)
+                        while a > 0 and abs(kinks[a - 1][0] - t0) > dist:
+                            a -= 1
+                        kinks.insert(a, (t, t * float(w) * i * float(SH[j]) * dh))
+                i -= 1.0
+    cum, bestv, tk = 0.0, -math.inf, -1.0
+    for t, jump in kinks:
+        cum += jump
+        v = cum - pp0 * (t - t0) if side else pp0 * (t - t0) + cum  # −φ' below, φ' above
+        if v > bestv:
+            bestv, tk = v, t
     return tk
 
 
@@ -186,19 +235,22 @@ def outer_period(ren: _Renewal, tau: float, ph: float, thr: float) -> float:
     return P
 
 
-def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: float) -> tuple[float, float]:
+def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float,
+                   gmax: float) -> tuple[float, float]:
     """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
     ``φ ≈ τ U/(τ + C) − τ G0/2`` (``κ = 2 U C tb² / ((tb + C)³ φ)``; φ'' at tb carries the ripple's own
     curvature), so only ``|d| ≤ √(2 amp/κ)`` can hold a better maximum: sample there, Newton from the
-    best sampled local maxima and, on each side, from the first of ``tb (1 ± f step)``,
-    ``f ∈ PROBES``, where φ' points away from tb (a kink next to tb splits its maximum), and search
+    best sampled local maxima and, on each side, from the first of: just past the kink within half a
+    step where φ' is predicted to point away from tb the most (:func:`_split_probe`: a valley there can
+    split tb's maximum), and
+    ``tb ± step tb/2``, where φ' points away from tb, and search
     again around a better point found beyond half the window. Returns ``(τ, φ(τ))``."""
     for rnd in range(3):
         amp, period = ripple(ren, tb, best)
         if not amp > RIPPLE_SMALL or not math.isfinite(period):
             return tb, best
         x = tb + ren.C
-        t0 = tb
+        t0, pp0 = tb, pp
         kappa = 2.0 * ren.U * ren.C * tb * tb / (x * x * x * best)
         win = math.sqrt(2.0 * amp / kappa) if kappa * RIPPLE_WIN * RIPPLE_WIN > 2.0 * amp else RIPPLE_WIN
         step = 0.25 * period / tb
@@ -223,17 +275,19 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
         moved = 0.0
         starts = [t for _, t in cand]
         for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
-            if t is None:  # the first of t0 (1 ± f step), f = 1/32 ... 1/2, where φ' points away from t0
+            if t is None:  # just past the kink raising φ' the most within half a step, then half a step
                 sign = 1.0 if i == len(starts) else -1.0
-                for f in PROBES:
-                    t = t0 * (1.0 + sign * f * step)
+                half = 0.5 * step * t0
+                tk = _split_probe(ren, t0, pp0, 0 if sign > 0 else 1, half)
+                probes = ([tk * (1.0 + sign * KINK_EPS)] if tk > 0.0 else []) + [t0 + sign * half]
+                for t in probes:
                     if gmin < t < gmax and (ren.phi(t)[1] * sign > 0):
                         break
                 else:
                     continue
-            t2, p2, _ = _local_max(ren, t, gmin, gmax)
+            t2, p2, pp2 = _local_max(ren, t, gmin, gmax)
             if p2 > best:
-                tb, best, moved = t2, p2, abs(t2 / t0 - 1.0)
+                tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
         if rnd == 0 and kappa * RIPPLE_WIN * RIPPLE_WIN < 2.0 * amp:
             # the window was capped: a ripple this large can make maxima anywhere between the guard
             # scan's √2 samples, so the bands out to them are sampled too (a quarter of the shortest
@@ -259,9 +313,9 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, gmin: float, gmax: flo
                         bs, bt = prev, tp
                     prev2, prev, tp = prev, v, t
             if bs > 0:
-                t2, p2, _ = _local_max(ren, bt, gmin, gmax)
+                t2, p2, pp2 = _local_max(ren, bt, gmin, gmax)
                 if p2 > best:
-                    tb, best, moved = t2, p2, abs(t2 / t0 - 1.0)
+                    tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
         if not moved > 0.5 * win:
             break
     return tb, best
@@ -289,7 +343,7 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
     meff = ren.U / ren.G0 if ren.G0 > 0 else d.mean
     t0 = _daly(C, meff) if C < meff else _daly(C, d.mean)
     t0 = min(max(t0, gmin), gmax)
-    tb, best, _ = _local_max(ren, t0, gmin, gmax)
+    tb, best, pp = _local_max(ren, t0, gmin, gmax)
     for _ in range(8):  # restarts when the guard scan finds a better point
         better = None
         t = tb * ROOT2
@@ -319,12 +373,12 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             t /= ROOT2
         if better is None:
             break
-        t2, p2, _ = _local_max(ren, better, gmin, gmax)
+        t2, p2, pp2 = _local_max(ren, better, gmin, gmax)
         if not p2 > best:
             break
-        tb, best = t2, p2
+        tb, best, pp = t2, p2, pp2
     if gmin < tb < gmax:
-        tb, best = _ripple_search(ren, tb, best, gmin, gmax)
+        tb, best = _ripple_search(ren, tb, best, pp, gmin, gmax)
     _optimize_general.last_evals = ren.evals
     return tb, best
 

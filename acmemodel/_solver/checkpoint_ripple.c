@@ -1,0 +1,245 @@
+/*
+ * Ripple search of the checkpoint-interval optimiser under a piecewise-constant hazard (step 3 of the
+ * optimum described at the top of checkpoint.c; checkpoint.h is the interface). phi(tau) = tau E[N] is
+ * then a smooth function plus a ripple with kinks where r + i x crosses a break, so it has local maxima a
+ * ripple period apart, within ~1e-5..1e-3 of each other: phi is sampled at a quarter of the shortest
+ * ripple period over the window where the smooth part is within the ripple's size of its maximum,
+ * Newton (ckpt_local_max_from) runs from the best sampled local maxima and from probes placed by the
+ * kinks next to the best point (split_probe), and a window capped at +-15 % also has its outer bands out
+ * to the guard scan's sqrt 2 sampled (a long-period ripple can put a better maximum there).
+ */
+#include "checkpoint.h"
+
+#define ACME_RIPPLE_SMALL 1e-9  /* a ripple below this relative size of phi is ignored */
+#define ACME_RIPPLE_IGNORE 2e-7 /* ... and the smallest breaks' ripples up to this total do not set the step */
+#define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
+#define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
+#define ACME_RIPPLE_KO 8        /* ... and outside it, up to the guard scan's sqrt 2, at most this many a side */
+#define ACME_RIPPLE_NPROBE 2    /* ... and derivative probes either side: past the kink split_probe picks, at 1/2 a step */
+
+/* Relative peak-to-peak size of the ripple of phi near tau under a piecewise hazard, and the shortest
+ * ripple period in tau among the breaks that matter (*period, seconds). The function u -> S(r + u x)
+ * has a kink where r + u x crosses a break b_j (its slope jumps by x S(b_j) |h_j - h_{j-1}|); in the
+ * Euler-Maclaurin form of sum_i S(r + i x) a kink at u0 adds (B2({u0}) / 2) times that jump, whose range
+ * over the fractional part {u0} is 1/8: so phi = tau E[N] differs from a smooth function of tau by at
+ * most tau x / 8 sum_j |h_j - h_{j-1}| S(b_j) P(R + x < b_j), with period x^2 / (b_j - r) in tau. */
+static double ripple(const renewal *R, double tau, double ph, double *period) {
+    const acme_failure *f = R->f;
+    double x = tau + R->C, amp = 0.0, ignored = 0.0;
+    int j, q, n = 0;
+    *period = INFINITY;
+    if (f->family != ACME_PIECEWISE || !(ph > 0)) return 0.0;
+    for (j = 1; j < f->m; j++) {  /* a_j into omq (scratch until the next evaluation), amp = sum */
+        double dh = fabs(f->h[j] - f->h[j - 1]), Wj = 0.0;
+        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
+        R->omq[j] = tau * x * dh * R->SH[j] * Wj / (8.0 * ph);
+        amp += R->omq[j];
+    }
+    /* the ripples of the smallest breaks, together below ACME_RIPPLE_IGNORE, do not set the period: a
+     * local maximum they make is within their size of the point sampled near it */
+    for (;;) {
+        int jm = -1;
+        for (j = 1; j < f->m; j++)
+            if (R->omq[j] >= 0.0 && (jm < 0 || R->omq[j] < R->omq[jm])) jm = j;
+        if (jm < 0 || ignored + R->omq[jm] > ACME_RIPPLE_IGNORE) break;
+        ignored += R->omq[jm];
+        R->omq[jm] = -1.0;
+        n++;
+    }
+    for (j = 1; j < f->m; j++) {
+        if (R->omq[j] > 0.0) {
+            double P = x * x / (f->b[j] - R->r[0]);
+            if (P < *period) *period = P;
+        }
+    }
+    (void)n;
+    return amp;
+}
+
+/* the shortest ripple period (seconds) among the breaks whose ripple a_j (as in ripple, at tau with
+ * phi = ph) is at least thr; infinity for none */
+static double outer_period(const renewal *R, double tau, double ph, double thr) {
+    const acme_failure *f = R->f;
+    double x = tau + R->C, P = INFINITY;
+    int j, q;
+    for (j = 1; j < f->m; j++) {
+        double Wj = 0.0, aj, Pj = x * x / (f->b[j] - R->r[0]);
+        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
+        aj = tau * x * fabs(f->h[j] - f->h[j - 1]) * R->SH[j] * Wj / (8.0 * ph);
+        if (aj >= thr && Pj < P) P = Pj;
+    }
+    return P;
+}
+
+#define ACME_SPLIT_KINKS 128 /* split_probe: at most this many kinks within half a step (the nearest kept) */
+
+/* Piecewise hazard: where a maximum of phi at t0 (phi'(t0) = 0, phi''(t0) = pp0) may be split in two by a
+ * valley within h of it (side 0: above t0, side 1: below), -1 for no kink there. As x grows past
+ * (b_j - r_q) / i, S(r_q + i x) crosses b_j and phi' jumps by tau w_q i S(b_j) (h_{j-1} - h_j); between
+ * kinks phi' ~ pp0 (t - t0). The kinks in the range, nearest first, give the predicted phi' just past
+ * each (above t0: pp0 (t_k - t0) + the jumps up to t_k; below: pp0 (t_k - t0) - the jumps from t_k);
+ * returns the point just past the kink where it points away from t0 the most (a rising phi there means
+ * another maximum beyond it). */
+static double split_probe(const renewal *R, double t0, double pp0, int side, double h) {
+    const acme_failure *f = R->f;
+    double lo = side ? t0 - h : t0, hi = side ? t0 : t0 + h, xlo = lo + R->C, xhi = hi + R->C;
+    double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], cum = 0.0, bestv = -INFINITY, tk = -1.0;
+    int j, q, n = 0, a, b;
+    for (j = 1; j < f->m; j++) {
+        double dh = f->h[j - 1] - f->h[j];
+        if (dh == 0.0) continue;
+        for (q = 0; q < R->Q && R->r[q] + xlo < f->b[j]; q++) {
+            double d = f->b[j] - R->r[q], i, xk, t, jump, dist;
+            for (i = floor(d / xlo); i >= 1.0; i -= 1.0) {  /* the kinks d / i above xlo, nearest to xlo first */
+                xk = d / i;
+                if (xk >= xhi) break;
+                if (!(xk > xlo)) continue;
+                t = xk - R->C;
+                jump = t * R->w[q] * i * R->SH[j] * dh;
+                dist = fabs(t - t0);
+                if (n == ACME_SPLIT_KINKS && !(dist < fabs(kt[n - 1] - t0))) continue;
+                if (n < ACME_SPLIT_KINKS) n++;
+                for (a = n - 1; a > 0 && fabs(kt[a - 1] - t0) > dist; a--) {  /* insertion by distance */
+                    kt[a] = kt[a - 1];
+                    kj[a] = kj[a - 1];
+                }
+                kt[a] = t;
+                kj[a] = jump;
+            }
+        }
+    }
+    for (b = 0; b < n; b++) {
+        double v;
+        cum += kj[b];
+        v = side ? cum - pp0 * (kt[b] - t0) : pp0 * (kt[b] - t0) + cum;  /* -phi' below, phi' above */
+        if (v > bestv) {
+            bestv = v;
+            tk = kt[b];
+        }
+    }
+    return tk;
+}
+
+/* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
+ * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
+ * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
+ * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
+ * phi there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side), run Newton
+ * from the two best sampled local maxima and, on each side of tb, from the first of two probes within half
+ * a step where phi' points away from tb: just past the kink where phi' is predicted to point away the
+ * most (split_probe, from phi''(tb) and the kinks' jumps: a valley of phi that splits tb's maximum in
+ * two; the probes at 1/32, 1/16, ..., 1/2 of a step they replace cost up to 10 evaluations and missed
+ * some), then half a step; and search again
+ * around a better point found beyond half the window. When the window is capped (2 amp > kappa
+ * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
+ * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
+ * sampled at a quarter of the shortest period among the breaks whose ripple a_j is at least a quarter
+ * of the smooth drop kappa ACME_RIPPLE_WIN^2 / 2 at the cap (outer_period; shorter ripples cannot lift a
+ * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
+ * best sampled local maximum. Returns the best point, *best = phi there. */
+double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax) {
+    double ph[2 * ACME_RIPPLE_K + 1];
+    int round;
+    for (round = 0; round < 3; round++) {
+        double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb, pp0 = pp;
+        double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
+        int K, k, c, probed[2] = {0, 0};
+        if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
+        kappa = 2.0 * R->U * R->C * tb * tb / (x * x * x * *best);
+        win = (kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN > 2.0 * amp) ? sqrt(2.0 * amp / kappa) : ACME_RIPPLE_WIN;
+        step = 0.25 * period / tb;
+        K = (int)ceil(win / step);
+        if (K > ACME_RIPPLE_K) {
+            K = ACME_RIPPLE_K;
+            step = win / K;
+        }
+        for (k = -K; k <= K; k++) {
+            double t = t0 * (1.0 + k * step), g, gp;
+            ph[k + K] = (k == 0) ? *best : (t > gmin && t < gmax) ? ckpt_phi3(R, t, 0, &g, &gp) : -1.0;
+        }
+        for (k = -K; k <= K; k++) {  /* the two best sampled local maxima other than tb */
+            double v = ph[k + K];
+            if (k == 0 || !(v > 0) || (k > -K && ph[k + K - 1] > v) || (k < K && ph[k + K + 1] > v)) continue;
+            if (v > cph[0]) {
+                cph[1] = cph[0];
+                cand[1] = cand[0];
+                cph[0] = v;
+                cand[0] = t0 * (1.0 + k * step);
+            } else if (v > cph[1]) {
+                cph[1] = v;
+                cand[1] = t0 * (1.0 + k * step);
+            }
+        }
+        for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
+            /* c < 2: the sampled maxima; then probes on each side of t0 within half a step: just past the
+             * kink there that raises phi' the most (a valley of phi: it can split t0's maximum), then at
+             * half a step; Newton from the first where phi' points away from t0 */
+            int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
+            double t2, p2, pp2, start, first[3], *known = NULL;
+            if (c < 2) {
+                if (!(cph[c] > 0)) continue;
+                start = cand[c];
+            } else {
+                double half = 0.5 * step * t0, tk;
+                if (probed[side]) continue;
+                if (level == 0) {
+                    tk = split_probe(R, t0, pp0, side, half);
+                    if (!(tk > 0.0)) continue;
+                    start = tk * ((side == 0) ? 1.0 + ACME_KINK_EPS : 1.0 - ACME_KINK_EPS);
+                } else {
+                    start = t0 + ((side == 0) ? half : -half);
+                }
+                if (!(start > gmin && start < gmax)) continue;
+                first[0] = ckpt_phi3(R, start, 2, &first[1], &first[2]);
+                if (!((side == 0) ? first[1] > 0 : first[1] < 0)) continue;
+                probed[side] = 1;
+                known = first;
+            }
+            t2 = ckpt_local_max_from(R, start, gmin, gmax, known, &p2, &pp2);
+            if (p2 > *best) {
+                *best = p2;
+                tb = t2;
+                pp = pp2;
+                moved = fabs(t2 / t0 - 1.0);
+            }
+        }
+        if (round == 0 && kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN < 2.0 * amp) {
+            double p2, pp2, t2, bs = -1.0, bt = 0.0;
+            int side;
+            for (side = 0; side < 2; side++) {
+                double lim = side ? 1.0 - 1.0 / ROOT2 : ROOT2 - 1.0, so = 0.25 * outer_period(R, t0, ph[K], 0.125 * kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN) / t0;
+                double prev2 = -1.0, prev = -1.0, tp = 0.0, v, t;
+                int n, i;
+                if (!(so > 0) || !isfinite(so)) so = (lim - ACME_RIPPLE_WIN) / ACME_RIPPLE_KO;
+                n = (int)ceil((lim - ACME_RIPPLE_WIN) / so);
+                if (n > ACME_RIPPLE_KO) {
+                    n = ACME_RIPPLE_KO;
+                    so = (lim - ACME_RIPPLE_WIN) / n;
+                }
+                for (i = 0; i <= n + 1; i++) {  /* sampled local maxima of the outer band (i = n + 1: flush) */
+                    double g, gp, d = ACME_RIPPLE_WIN + i * so;
+                    t = t0 * (1.0 + (side ? -d : d));
+                    v = (i <= n && t > gmin && t < gmax) ? ckpt_phi3(R, t, 0, &g, &gp) : -1.0;
+                    if (i >= 1 && prev > 0 && prev >= v && (i == 1 || prev > prev2) && prev > bs) {
+                        bs = prev;
+                        bt = tp;
+                    }
+                    prev2 = prev;
+                    prev = v;
+                    tp = t;
+                }
+            }
+            if (bs > 0) {
+                t2 = ckpt_local_max_from(R, bt, gmin, gmax, NULL, &p2, &pp2);
+                if (p2 > *best) {
+                    *best = p2;
+                    tb = t2;
+                    pp = pp2;
+                    moved = fabs(t2 / t0 - 1.0);
+                }
+            }
+        }
+        if (!(moved > 0.5 * win)) break;
+    }
+    return tb;
+}
