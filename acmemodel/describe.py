@@ -80,7 +80,7 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
                              pd.Timestamp(trace.extracted_at_s, unit="s", tz="UTC").isoformat()),
         "clusters": {},
     }
-    # only the columns read below: every group and filter then copies 10 columns, not all of them
+    # only the columns read below: every group and filter then copies these 11, not all of them
     jobs = trace.jobs
     jobs = jobs[[c for c in _USED if c in jobs.columns]]
     for cluster, cj in jobs.groupby("cluster", sort=True):

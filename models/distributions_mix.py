@@ -177,8 +177,8 @@ class Empirical(Family):
     (default 0.05), with ``h_S = 0.9·min(sd, IQR/1.349)·n^(−1/5)`` (Silverman's rule) and the factor
     ``f ∈ {1, 2^−½, …, 2^−3}`` chosen by **likelihood cross-validation**: atoms and ``h_S`` from
     three quarters of the values (every 4th held out, in the given order), the mean held-out
-    log-likelihood decides (``f = 1`` below ``CV_MIN_N`` = 40 values; the fitted ``factor_``). Silverman's rule is the
-    optimum for one Gaussian bump; run times spread over six decades with steps (Kalos's "other"
+    log-likelihood decides (``f = 1`` below ``CV_MIN_N`` = 40 values; the fitted ``factor_``).
+    Silverman's rule is the optimum for one Gaussian bump; run times spread over six decades with steps (Kalos's "other"
     jobs: 2 % → 20 % of runs between 16 and 32 s) it oversmooths: with ``f = 1`` those 250 runs'
     smoothed law missed their ECDF by KS 0.074, with the cross-validated ``f`` by 0.03, and the
     held-out likelihood rose for each of Kalos's types.
@@ -304,10 +304,10 @@ class Empirical(Family):
             t_atoms, t_h = cls._atoms(x[~hold], c[~hold], max_atoms)
             d, ch = np.log(x[hold])[:, None] - t_atoms, c[hold]
 
-            def score(f):
-                # mean held-out log-likelihood without the Jacobian −log x (the same for every f);
-                # the distances to the atoms are computed once for all factors
-                hf = max(f * t_h, h_floor)
+            def score(fac):
+                # mean held-out log-likelihood without the Jacobian −log x (the same for every
+                # factor); the distances to the atoms are computed once for all factors
+                hf = max(fac * t_h, h_floor)
                 z = d / hf
                 ll = np.empty(len(d))
                 e = -0.5 * z[~ch] ** 2
