@@ -52,6 +52,26 @@ def test_free_definition_and_latency_recovered_from_free_jobs():
     assert np.median(x) == pytest.approx(15.0, rel=0.1)
 
 
+@pytest.mark.parametrize("extra_s", [0.0, 60.0])
+def test_multi_node_free_jobs_join_the_latency_fit_when_they_wait_alike(extra_s):
+    """Idle Kalos, 300 single-node and 300 multi-node (16-64 GPU) free jobs: with the same latency the
+    multi-node jobs join the cell's fit (n = 600); when they wait 60 s longer (whole nodes, not
+    latency) the two-sample KS test rejects and the cell keeps the single-node jobs (n = 300)."""
+    rng = np.random.default_rng(4)
+    n = 600
+    sub = np.sort(rng.uniform(0, 1e6, n))
+    big = rng.permutation(np.r_[np.zeros(n // 2, bool), np.ones(n // 2, bool)])
+    lat = np.exp(np.log(15.0) + 0.3 * rng.standard_normal(n)) + np.where(big, extra_s, 0.0)
+    g = np.where(big, rng.choice([16, 32, 64], n), rng.choice([1, 2, 8], n))
+    start = sub + lat
+    j = pd.DataFrame({"cluster": "Kalos", "type": "Debug", "state": "COMPLETED", "analysis_state": "COMPLETED",
+                      "gpu_num": g, "is_gpu": True, "submit_s": sub, "start_s": start, "end_s": start + 50.0,
+                      "queue_s": lat, "queue_censored": np.zeros(n, bool), "run_s": np.full(n, 50.0)})
+    q = QueueModel(keys=("cluster", "type")).fit(j)
+    cell = q.latency_.resolve(cluster="Kalos", type="Debug")
+    assert cell.value.n == (n if extra_s == 0 else n // 2)
+    assert cell.value.median() == pytest.approx(15.0, rel=0.1)
+
 def test_idle_gpus_held_for_a_waiting_job_are_not_free():
     """A cluster half idle while a job that needs all of it waits: the small jobs queued behind it see idle GPUs
     but wait for contention, not latency; with the empty-queue condition they are not counted as free."""
