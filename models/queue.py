@@ -128,6 +128,21 @@ def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 
     return out
 
 
+def _same_latency(q: np.ndarray, codes: np.ndarray, ok: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """Per row: the multi-node free jobs (``ok & ~small``) of its group (``codes``: cluster × type) wait
+    ``q`` like the group's single-node ones — at least ``POOL_MIN_JOBS`` of them and a two-sample KS test
+    not rejected at ``POOL_ALPHA`` — so they are latency too and join the fit (module docstring)."""
+    from scipy.stats import ks_2samp
+
+    out = np.zeros(len(q), bool)
+    for g in np.unique(codes[ok]):
+        m = (codes == g) & ok
+        a, b = q[m & small], q[m & ~small]
+        if len(a) and len(b) >= POOL_MIN_JOBS and ks_2samp(a, b).pvalue >= POOL_ALPHA:
+            out[codes == g] = True
+    return out
+
+
 @register
 class StartupLatencyModel(DurationModel):
     """Start-up latency ``L`` (seconds): the wait of jobs submitted to a free cluster (module
@@ -215,9 +230,10 @@ class StartupLatencyModel(DurationModel):
             small = jobs["gpu_num"].to_numpy(dtype=float) <= float(self.single_node_gpus)
             cols = [c for c in ("cluster", "type") if c in jobs.columns]
             if cols:
-                cnt = pd.Series(ok & small, index=jobs.index).groupby(
-                    [jobs[c].astype(str) for c in cols]).transform("sum").to_numpy()
-                keep_all = (cnt < int(self.min_jobs)) | self._same_latency(jobs, ok, small, cols)
+                codes = jobs.groupby([jobs[c].astype(str) for c in cols], sort=True).ngroup().to_numpy()
+                cnt = np.bincount(codes, weights=ok & small)[codes]
+                q = jobs["queue_s"].to_numpy(dtype=float)
+                keep_all = (cnt < int(self.min_jobs)) | _same_latency(q, codes, ok, small)
                 ok = ok & (small | keep_all)
         sub = jobs.loc[ok]
         x = np.maximum(sub["queue_s"].to_numpy(dtype=float), 0.0)
@@ -227,23 +243,6 @@ class StartupLatencyModel(DurationModel):
         x = np.where(whole, x + np.random.default_rng(0).uniform(-0.5, 0.5, len(x)), x)
         return self._frame(sub, x, np.zeros(len(sub), bool))
 
-
-    @staticmethod
-    def _same_latency(jobs: pd.DataFrame, ok: np.ndarray, small: np.ndarray, cols: list) -> np.ndarray:
-        """Per row: its cluster × type's multi-node free jobs wait like its single-node ones (at least
-        ``POOL_MIN_JOBS`` of them, two-sample KS test not rejected at ``POOL_ALPHA``): then they are
-        latency too and join the fit (class docstring)."""
-        from scipy.stats import ks_2samp
-
-        out = np.zeros(len(jobs), bool)
-        q = jobs["queue_s"].to_numpy(dtype=float)
-        codes = jobs.groupby([jobs[c].astype(str) for c in cols], sort=True).ngroup().to_numpy()
-        for g in np.unique(codes[ok]):
-            m = (codes == g) & ok
-            a, b = q[m & small], q[m & ~small]
-            if len(a) and len(b) >= POOL_MIN_JOBS and ks_2samp(a, b).pvalue >= POOL_ALPHA:
-                out[codes == g] = True
-        return out
 
 @register
 class QueueModel(DurationModel):
