@@ -40,6 +40,7 @@ typedef struct {
     double *gcache;         /* piecewise, grouped: the groups of the last evaluation, CKPT_GROUP_SLOT(Q) a piece */
     double cr[ACME_CLUSTER_N], cw[ACME_CLUSTER_N]; /* ... the rule of the first cp nodes (cn points) */
     int cp, cn;
+    double wt1;             /* Weibull k > 1, per tau: t where x h(t) = 1 (checkpoint_sums.c) */
     long evals;
 } renewal;
 

@@ -84,11 +84,11 @@ typedef struct {
     int n;  /* c[0..n-1] known */
 } wb_series;
 
-static void taylor_init(wb_series *T, double k, double z, double rho) {
+static void taylor_init(wb_series *T, double k, double z, double S, double rho) {
     T->k = k;
     T->z = z;
     T->rho = rho;
-    T->S = exp(-z);
+    T->S = S;
     T->b = 1.0;
     T->p = 1.0;
     T->e[0] = 1.0;
@@ -123,13 +123,14 @@ static inline void taylor_upto(wb_series *T, int nc) {
  * The sum over p stops after two consecutive g0 terms below ACME_STOP of J0 + H0 (the same p whatever
  * is wanted): a node far from the branch point of S (a >> x) with a slowly varying hazard needs a few
  * terms, and its coefficients are computed only that far. want = 0: g0 only. */
-static void em_end(const renewal *R, double r, double x, double n, int want, double tol, double *J, double *H, double *K) {
+static void em_end(const renewal *R, double r, double x, double n, double z, double Sz, int want, double tol,
+                   double *J, double *H, double *K) {
     const acme_failure *f = R->f;
-    double a = r + n * x, z = pow(a / f->lam, f->k), I, ix = 1.0 / x, k0 = 0.0, k1 = 0.0, k2 = 0.0;
+    double a = r + n * x, I, ix = 1.0 / x, k0 = 0.0, k1 = 0.0, k2 = 0.0;
     double sc0;
     int p, small_prev = 0;
     wb_series T;
-    taylor_init(&T, f->k, z, x / a);
+    taylor_init(&T, f->k, z, Sz, x / a);
     I = f->lam / f->k * acme_upper_gamma_pre(1.0 / f->k, z, R->gk, T.S * (a / f->lam));  /* e^-z z^(1/k) = S a / lam */
     J[0] = I * ix;
     H[0] = 0.5 * T.c[0];
@@ -169,9 +170,12 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
     double k = f->k, lam = f->lam, J0[3], H0[3], K0[3], J1[3], H1[3], K1[3];
     long i = 1;
     int q;
+    double zi, si;  /* z and S at the first index left to Euler-Maclaurin (em_end's start: computed once) */
     acc[0] = acc[1] = acc[2] = 0.0;
     for (;;) {
         double t = r + (double)i * x, z = pow(t / lam, k), s = exp(-z), h = k * z / t, di = (double)i;
+        zi = z;
+        si = s;
         if (t >= ACME_EM_DMIN * x && (x * h <= ACME_EM_EPS || k > 1.0) && i <= ACME_NCAP) break;
         acc[0] += s;
         acc[1] += di * (h * s);
@@ -180,23 +184,22 @@ static void weibull_sums(const renewal *R, double r, double x, int want, double 
         i++;
     }
     if (k <= 1.0) {
-        em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
+        em_end(R, r, x, (double)i, zi, si, want, tol, J0, H0, K0);
         for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
         return;
     } else {
-        double t1 = lam * pow(ACME_EM_EPS * lam / (k * x), 1.0 / (k - 1.0));
-        double n1 = floor((t1 - r) / x);
+        double t1 = R->wt1, n1 = floor((t1 - r) / x), z1 = 0.0;
         if (n1 > 1e15) n1 = 1e15;
         if (n1 - (double)i <= ACME_EM_MINRUN) {
             /* a short run to t1 is summed term by term with the rest (cheaper than two Euler-Maclaurin ends) */
-        } else if (pow((r + n1 * x) / lam, k) - pow((r + (double)i * x) / lam, k) > ACME_TAIL_NEGLIGIBLE) {
+        } else if ((z1 = pow((r + n1 * x) / lam, k)) - zi > ACME_TAIL_NEGLIGIBLE) {
             /* S(t1) < 1e-20 S(a): what lies beyond t1 is negligible, the range is [i, infinity) */
-            em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
+            em_end(R, r, x, (double)i, zi, si, want, tol, J0, H0, K0);
             for (q = 0; q < 3; q++) acc[q] = acc[q] + J0[q] + H0[q] - K0[q];
             return;
         } else {
-            em_end(R, r, x, (double)i, want, tol, J0, H0, K0);
-            em_end(R, r, x, n1, want, tol, J1, H1, K1);
+            em_end(R, r, x, (double)i, zi, si, want, tol, J0, H0, K0);
+            em_end(R, r, x, n1, z1, exp(-z1), want, tol, J1, H1, K1);
             for (q = 0; q < 3; q++) acc[q] += (J0[q] - J1[q]) + (H0[q] + H1[q]) + (K1[q] - K0[q]);
             i = (long)n1 + 1;
         }
@@ -655,6 +658,8 @@ void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1
         *d2 = -acc[2];
         return;
     }
+    /* k > 1: where x h(t) = ACME_EM_EPS (the end of the Euler-Maclaurin range; the same for every node) */
+    if (R->f->k > 1.0) R->wt1 = R->f->lam * pow(ACME_EM_EPS * R->f->lam / (R->f->k * x), 1.0 / (R->f->k - 1.0));
     q0 = ckpt_cluster_prefix(R, x);
     if (q0 > 0) {
         int k;
