@@ -38,6 +38,7 @@ RIPPLE_KO = 8          # ... and outside it, out to the guard scan's √2, at mo
 SHRINK_MAX = 2.0 ** -0.125   # guard scan down: a bound interval [lo, t] is used when lo <= t / 2^(1/8)
 KINK_EPS = 1e-10     # piecewise: a kink maximum is located to this relative distance ...
 KINK_NEAR = 1e-4     # ... once the Newton bracket around it is this narrow (relative)
+ASCENT_TOL = 1e-12   # Newton ascent: a point within this (relative) below the best counts as better (rounding)
 
 
 def _daly(C: float, M: float) -> float:
@@ -119,58 +120,68 @@ def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> f
     return tk
 
 
-def _local_max(ren: _Renewal, t: float, lo: float, hi: float) -> tuple[float, float, float]:
-    """Safeguarded Newton on ``φ'(τ) = 0`` from ``t`` within ``[lo, hi]``: a Newton step when
-    ``φ'' < 0`` and it stays inside the bracket of known signs, else the geometric midpoint, or a step
-    ×4 / ÷4 uphill while one side is unknown. Returns ``(τ, φ(τ), φ''(τ))`` at the last point evaluated:
-    the iteration stops when the next step would be below ``NEWTON_DONE`` relative (quadratic
-    convergence: the point is within ~1e-9 of the root, E[T] within ~1e-18), or at ``hi`` (``lo``) when
-    φ still rises (falls) there. Piecewise hazard: when Newton cannot land inside a bracket narrower than
-    ``KINK_NEAR``, φ' may jump there at a kink (:func:`_kink_in`); φ' ``KINK_EPS`` either side of it
-    decides: a maximum at the kink is returned (the better side), else the bracket shrinks."""
+def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
+               first: tuple[float, float, float] | None = None) -> tuple[float, float, float]:
+    """Safeguarded Newton ascent to a local maximum of φ from ``t`` within ``[lo, hi]`` (``first``: φ,
+    φ', φ'' at ``t`` if known). The best point ``tb`` and a bracket ``lo < tb < hi`` with φ(lo), φ(hi)
+    ≤ φ(tb) (or the range's ends) hold a local maximum at least as high, on the side φ'(tb) points to.
+    Each step evaluates Newton's point ``tb − φ'/φ''`` when ``φ'' < 0`` and it falls on that side, else
+    the side's geometric midpoint, or a ×4 / ÷4 step uphill while that side is unbounded; a better point
+    becomes ``tb`` (the old one a bound; within ``ASCENT_TOL`` below counts as better: rounding decides
+    there), a worse one bounds its side, so φ never ends below its start
+    (Newton on φ' = 0 alone could step over a valley onto a lower maximum). Returns ``(τ, φ(τ), φ''(τ))``
+    of ``tb``; stops when the next step would be below ``NEWTON_DONE`` relative (quadratic convergence:
+    within ~1e-9 of the root, E[T] within ~1e-18), or at ``hi`` (``lo``) when φ still rises (falls)
+    there. Piecewise hazard: when Newton cannot land in a side narrower than ``KINK_NEAR``, φ' may jump
+    there at a kink (:func:`_kink_in`); φ' ``KINK_EPS`` either side of it decides: a maximum at the kink
+    is returned, else both points narrow the bracket."""
     gmin, gmax = lo, hi
     lo_known = hi_known = False
-    ph = pp = 0.0
-    for _ in range(200):
-        ph, g, pp = ren.phi(t)
-        if g == 0.0:
-            return t, ph, pp
-        if g > 0:
-            if t >= gmax:
-                return t, ph, pp
-            lo, lo_known = t, True
-        else:
-            if t <= gmin:
-                return t, ph, pp
-            hi, hi_known = t, True
-        tn = t - g / pp if pp < 0 else math.nan
-        if (not (lo < tn < hi) and lo_known and hi_known and ren.d.family == PIECEWISE
-                and hi - lo <= KINK_NEAR * hi):
-            # φ' changes sign where Newton cannot land: φ' on both sides of the kink where it falls the
-            # most; a maximum there ends the search (bisection towards it takes ~30 evaluations), else
-            # the bracket shrinks to the side holding the maximum
-            tk = _kink_in(ren, lo, hi)
-            a, b = tk * (1.0 - KINK_EPS), tk * (1.0 + KINK_EPS)
-            if tk > 0.0 and lo < a and b < hi:
-                pa, ga, ppa = ren.phi(a)
-                pb, gb, ppb = ren.phi(b)
-                if ga > 0 and gb < 0:
-                    return (a, pa, ppa) if pa > pb else (b, pb, ppb)
-                if ga <= 0:
-                    hi = a
-                else:
-                    lo = b
-        if not (lo < tn < hi):
-            if lo_known and hi_known:
-                tn = math.sqrt(lo * hi)
-            elif g > 0:
-                tn = min(4.0 * t, gmax)
+    tb = t
+    pb, gb, ppb = first if first is not None else ren.phi(t)
+
+    def update(t, ph, g, gp):
+        nonlocal tb, pb, gb, ppb, lo, hi, lo_known, hi_known
+        if ph > pb - ASCENT_TOL * abs(pb):
+            if t > tb:
+                lo, lo_known = tb, True
             else:
-                tn = max(0.25 * t, gmin)
-        if abs(tn - t) <= NEWTON_DONE * t or (lo_known and hi_known and hi - lo <= 4.0 * EPS * hi):
-            return t, ph, pp
-        t = tn
-    return t, ph, pp
+                hi, hi_known = tb, True
+            tb, pb, gb, ppb = t, ph, g, gp
+        elif t > tb:
+            hi, hi_known = t, True
+        else:
+            lo, lo_known = t, True
+
+    for _ in range(200):
+        if gb == 0.0 or (gb > 0 and tb >= gmax) or (gb < 0 and tb <= gmin):
+            break
+        a, b, known = (tb, hi, hi_known) if gb > 0 else (lo, tb, lo_known)
+        tn = tb - gb / ppb if ppb < 0 else math.nan
+        if not (a < tn < b) and known and ren.d.family == PIECEWISE and b - a <= KINK_NEAR * b:
+            # φ' changes sign where Newton cannot land: φ' on both sides of the kink where it falls the
+            # most; a maximum there ends the search, else both points narrow the bracket
+            tk = _kink_in(ren, a, b)
+            ka, kb = tk * (1.0 - KINK_EPS), tk * (1.0 + KINK_EPS)
+            if tk > 0.0 and a < ka and kb < b:
+                pa, ga, ppa = ren.phi(ka)
+                pk, gk, ppk = ren.phi(kb)
+                update(ka, pa, ga, ppa)
+                update(kb, pk, gk, ppk)
+                if ga > 0 and gk < 0 and tb in (ka, kb):
+                    break
+                continue
+        if not (a < tn < b):
+            if known:
+                tn = math.sqrt(a * b)
+            elif gb > 0:
+                tn = min(4.0 * tb, gmax)
+            else:
+                tn = max(0.25 * tb, gmin)
+        if abs(tn - tb) <= NEWTON_DONE * tb or (known and b - a <= 4.0 * EPS * b):
+            break
+        update(tn, *ren.phi(tn))
+    return tb, pb, ppb
 
 
 def ripple(ren: _Renewal, tau: float, ph: float) -> tuple[float, float]:
@@ -275,17 +286,20 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
         moved = 0.0
         starts = [t for _, t in cand]
         for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
+            first = None
             if t is None:  # just past the kink raising φ' the most within half a step, then half a step
                 sign = 1.0 if i == len(starts) else -1.0
                 half = 0.5 * step * t0
                 tk = _split_probe(ren, t0, pp0, 0 if sign > 0 else 1, half)
                 probes = ([tk * (1.0 + sign * KINK_EPS)] if tk > 0.0 else []) + [t0 + sign * half]
                 for t in probes:
-                    if gmin < t < gmax and (ren.phi(t)[1] * sign > 0):
-                        break
+                    if gmin < t < gmax:
+                        first = ren.phi(t)
+                        if first[1] * sign > 0:
+                            break
                 else:
                     continue
-            t2, p2, pp2 = _local_max(ren, t, gmin, gmax)
+            t2, p2, pp2 = _local_max(ren, t, gmin, gmax, first)
             if p2 > best:
                 tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
         if rnd == 0 and kappa * RIPPLE_WIN * RIPPLE_WIN < 2.0 * amp:
