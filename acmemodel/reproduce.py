@@ -265,14 +265,16 @@ def policy_queue(bundle, cluster: str, *, total_gpus: int | None = None, seed: i
 
 
 def sample_latency(queue_model, cluster: str, types: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One start-up latency (s) per job of ``types`` from the queue model's latency part (zeros if none)."""
+    """One start-up latency (s) per job of ``types`` from the queue model's latency part (zeros if none),
+    rounded to whole seconds (the traces' resolution); stratified within each type
+    (:meth:`~acmemodel.models.queue.QueueModel.sample_latency`), as synth stratifies the run times."""
     out = np.zeros(len(types))
     if getattr(queue_model, "latency_", None) is None:
         return out
     codes, uniq = pd.factorize(np.asarray(types), sort=True)    # sorted like np.unique: same draws
     for k, ty in enumerate(uniq):
         m = np.flatnonzero(codes == k)
-        out[m] = queue_model.sample_latency(len(m), rng, cluster=cluster, type=str(ty))
+        out[m] = queue_model.sample_latency(len(m), rng, cluster=cluster, type=str(ty), stratified=True)
     return np.round(out)
 
 
