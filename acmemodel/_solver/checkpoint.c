@@ -25,7 +25,7 @@
  * Optimum. Exponential: Brent's method on phi' over (0, min(M, W)], where phi' changes sign exactly once
  * (root M (1 + W0(-exp(-1-C/M)))). Weibull / piecewise hazard, on the range [1e-3 min(C, E[F]),
  * min(W, 1e3 E[F])] of the original kernel (checkpoint_grid.c):
- *   1. safeguarded Newton on phi'(tau) = 0 from Daly's interval for the mean U / G0 (U = E[(F - R)^+],
+ *   1. safeguarded Newton ascent on phi'(tau) = 0 (never below its start) from Daly's interval for the mean U / G0 (U = E[(F - R)^+],
  *      G0 = P(F > R): the MTTF that phi ~ tau U / (tau + C) - tau G0 / 2 implies), with the analytic
  *      phi'' = 2 E[N]' + tau E[N]'' (the sums below give E[N], E[N]', E[N]'' in one pass); a Newton step
  *      is taken when phi'' < 0 and it stays inside the bracket of known signs, else the geometric
@@ -42,7 +42,11 @@
  *      decreases), phi(s) <= B(x_s) <= B(x) with B(x) = E[D; D >= x] - (x/2) G(y_m + 2x): phi =
  *      E[D; D >= x] - C E[N] - E[D - x N; D >= x] and the work lost rounding down to a checkpoint is
  *      at least x^2/2 times the density at the end of each bin past y_m; B' = -x (f_D(x) - f_D(y_m +
- *      2x)) - G/2 < 0. A better point found restarts step 1 from it;
+ *      2x)) - G/2 < 0. Piecewise hazard: where a ripple as large as the gap 1 - phi / phi_best can lift
+ *      a point between samples above the best, the step is a quarter of its period (ckpt_guard_ratio,
+ *      >= 2^(1/16)) and the kink between samples where phi' falls the most is probed (kink_probe: a
+ *      wear-out jump makes phi a sawtooth whose peaks samples miss). A better point found restarts
+ *      step 1 from it;
  *   3. piecewise hazard: a ripple search (checkpoint_ripple.c). phi is a smooth function plus a ripple
  *      with kinks where r + i x crosses a break, so it has local maxima a ripple period apart, within
  *      ~1e-5..1e-3 of each other; phi is sampled at a quarter of the shortest ripple period over the
@@ -222,6 +226,24 @@ static double down_bound(renewal *R, double t, double ym, double best) {
 
 #define ACME_SHRINK_MAX 0.9170040432046712 /* a bound interval [lo, t] is used when lo <= t / 2^(1/8) */
 
+/* piecewise hazard: just below the kink in (lo, hi) where phi' falls the most (ckpt_kink_peak, a possible
+ * sawtooth peak) if phi there beats best; else, where phi there beats the sample's ph and a ripple there
+ * still exceeds the gap (another kink's peak can be next to it), the local maximum the Newton ascent
+ * reaches from it if that beats best; else -1 */
+static double kink_probe(renewal *R, double lo, double hi, double best, double ph, double gmin, double gmax) {
+    double tk = ckpt_kink_peak(R, lo, hi), t, g, gp, pk, p2, pp2;
+    int rip;
+    if (!(tk > 0.0)) return -1.0;
+    t = tk * (1.0 - ACME_KINK_EPS);
+    pk = ckpt_phi3(R, t, 0, &g, &gp);
+    if (pk > best) return t;
+    if (!(pk > ph)) return -1.0;
+    (void)ckpt_guard_ratio(R, t, pk, best, &rip);
+    if (!rip) return -1.0;
+    t = ckpt_local_max_from(R, t, gmin, gmax, NULL, &p2, &pp2);
+    return (p2 > best) ? t : -1.0;
+}
+
 /* the optimum tau and *best = phi(tau) (evaluated there) */
 static double optimize_general(renewal *R, double W, double C, double *best) {
     const acme_failure *f = R->f;
@@ -235,16 +257,24 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
     if (t0 > gmax) t0 = gmax;
     tb = local_max(R, t0, gmin, gmax, best, &pp);
     for (restart = 0; restart < 8; restart++) {
-        double better = -1.0, t2, p2, pp2, g, gp;
+        double better = -1.0, t2, p2, pp2, g, gp, ph, rs;
+        int first, rip;
         t = tb * ROOT2;
+        first = 1;
         while (t < gmax) {
             /* the bounds hold for every s >= t, t included: checked before phi(t) is evaluated */
-            double x = t + C, e3 = saved_bound(R, t), ph, nxt, jump;
+            double x = t + C, e3 = saved_bound(R, t), nxt, jump;
             if (e3 <= *best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= *best)) break;
             ph = ckpt_phi3(R, t, 0, &g, &gp);
             if (ph > *best) { better = t; break; }
             jump = (ph > 0) ? *best / ph : INFINITY;
-            nxt = (ph > 0) ? t * ((ROOT2 > jump) ? ROOT2 : jump) : gmax;
+            rs = ckpt_guard_ratio(R, t, ph, *best, &rip);
+            nxt = (ph > 0) ? t * ((rs > jump) ? rs : jump) : gmax;
+            if (rip) {  /* a ripple as large as the gap: the sharpest kinks before and after t too */
+                if (first && (better = kink_probe(R, tb, t, *best, ph, gmin, gmax)) > 0) break;
+                if ((better = kink_probe(R, t, (nxt < gmax) ? nxt : gmax, *best, ph, gmin, gmax)) > 0) break;
+            }
+            first = 0;
             if (nxt >= gmax && t * jump < gmax) {
                 if (ckpt_phi3(R, gmax, 0, &g, &gp) > *best) better = gmax;
                 break;
@@ -252,6 +282,7 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
             t = nxt;
         }
         t = tb / ROOT2;
+        first = 1;
         while (better < 0 && t > gmin && R->U * t / (t + C) > *best) {
             /* no better point on [lo, t]: phi(s) <= t U / x - lo G(c) / 2 there (down_bound) */
             double lo = down_bound(R, t, ym, *best);
@@ -259,8 +290,18 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
                 t = lo;
                 continue;
             }
-            if (ckpt_phi3(R, t, 0, &g, &gp) > *best) better = t;
-            t /= ROOT2;
+            ph = ckpt_phi3(R, t, 0, &g, &gp);
+            if (ph > *best) {
+                better = t;
+                break;
+            }
+            rs = ckpt_guard_ratio(R, t, ph, *best, &rip);
+            if (rip) {
+                if (first && (better = kink_probe(R, t, tb, *best, ph, gmin, gmax)) > 0) break;
+                if ((better = kink_probe(R, (t / rs > gmin) ? t / rs : gmin, t, *best, ph, gmin, gmax)) > 0) break;
+            }
+            first = 0;
+            t /= rs;
         }
         if (better < 0) break;
         t2 = local_max(R, better, gmin, gmax, &p2, &pp2);

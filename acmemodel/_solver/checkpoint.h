@@ -84,4 +84,12 @@ double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const dou
  * there) within [gmin, gmax]; returns it, *best = phi there */
 double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax);
 
+/* checkpoint_ripple.c: piecewise hazard, the guard scan's ratio to its next sample from tau (phi = ph < best);
+ * sqrt 2 otherwise */
+#define ACME_GUARD_MIN 1.0442737824274138 /* 2^(1/16): at most 8 samples a sqrt 2 */
+double ckpt_guard_ratio(renewal *R, double tau, double ph, double best, int *rippled);
+
+/* checkpoint_ripple.c: piecewise hazard, the kink in (lo, hi) where phi' falls the most, -1 for none */
+double ckpt_kink_peak(const renewal *R, double lo, double hi);
+
 #endif

@@ -243,3 +243,66 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
     }
     return tb;
 }
+
+/* Guard scan step (checkpoint.c, step 2) at tau with phi = ph < best under a piecewise hazard: the ratio
+ * to the next sample. The scan steps by sqrt 2 (or further where phi(s) <= s E[N](tau) <= best), which a
+ * smooth phi allows; but a ripple (see ripple) as large as the gap 1 - ph / best can lift a point between
+ * the samples above the best (a large wear-out jump makes a peak where a checkpoint of the heaviest
+ * restart node ends just before the jump: seen 7 % above the best, between samples 1.41 apart). The
+ * breaks whose ripples a_j, together with the smaller ones, exceed the gap are sampled at a quarter of
+ * their shortest period: ratio 1 + period / (4 tau), within [ACME_GUARD_MIN, sqrt 2], and *rippled = 1
+ * (the scan then also probes the sharpest kink between its samples, ckpt_kink_peak). */
+double ckpt_guard_ratio(renewal *R, double tau, double ph, double best, int *rippled) {
+    const acme_failure *f = R->f;
+    double x = tau + R->C, gap = 1.0 - ph / best, amp = 0.0, P = INFINITY, below = 0.0, ratio;
+    int j, q;
+    *rippled = 0;
+    if (f->family != ACME_PIECEWISE || !(ph > 0) || !(gap > 0)) return ROOT2;
+    for (j = 1; j < f->m; j++) {  /* a_j into omq (scratch until the next evaluation) */
+        double Wj = 0.0;
+        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
+        R->omq[j] = tau * x * fabs(f->h[j] - f->h[j - 1]) * R->SH[j] * Wj / (8.0 * ph);
+        amp += R->omq[j];
+    }
+    if (!(amp > gap)) return ROOT2;
+    *rippled = 1;
+    for (;;) {  /* the smallest ripples while together below the gap do not set the period */
+        int jm = -1;
+        for (j = 1; j < f->m; j++)
+            if (R->omq[j] >= 0.0 && (jm < 0 || R->omq[j] < R->omq[jm])) jm = j;
+        if (jm < 0 || below + R->omq[jm] > gap) break;
+        below += R->omq[jm];
+        R->omq[jm] = -1.0;
+    }
+    for (j = 1; j < f->m; j++)
+        if (R->omq[j] > 0.0 && x * x / (f->b[j] - R->r[0]) < P) P = x * x / (f->b[j] - R->r[0]);
+    ratio = 1.0 + 0.25 * P / tau;
+    if (ratio < ACME_GUARD_MIN) ratio = ACME_GUARD_MIN;
+    return (ratio < ROOT2) ? ratio : ROOT2;
+}
+
+/* Piecewise hazard: the kink in (lo, hi) where phi' falls the most (any index i: S(r_q + i x) crosses
+ * b_j at x = (b_j - r_q) / i, phi' falling by tau w_q i S(b_j) (h_j - h_{j-1}) where the hazard
+ * increases; for a node and break the largest i in the range), -1 for none. A wear-out jump makes phi
+ * a sawtooth there, its peak at the kink: sampling at a quarter period can miss the top. */
+double ckpt_kink_peak(const renewal *R, double lo, double hi) {
+    const acme_failure *f = R->f;
+    double xlo = lo + R->C, xhi = hi + R->C, best = 0.0, tk = -1.0;
+    int j, q;
+    for (j = 1; j < f->m; j++) {
+        double dh = f->h[j] - f->h[j - 1];
+        if (!(dh > 0.0)) continue;
+        for (q = 0; q < R->Q && R->r[q] + xlo < f->b[j]; q++) {
+            double d = f->b[j] - R->r[q], i = ceil(d / xlo) - 1.0, xk, v;
+            if (i < 1.0) continue;
+            xk = d / i;
+            if (!(xk > xlo && xk < xhi)) continue;
+            v = (xk - R->C) * R->w[q] * i * R->SH[j] * dh;
+            if (v > best) {
+                best = v;
+                tk = xk - R->C;
+            }
+        }
+    }
+    return tk;
+}

@@ -8,7 +8,9 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
    ``U / G0`` (``U = E[(F − R)^+]``, ``G0 = P(F > R)``: the MTTF that ``φ ≈ τ U / (τ + C) − τ G0 / 2``
    implies), returning the last point evaluated (E[T] there is the result, no further evaluation);
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
-   bounds exclude (see :mod:`.reference_newton`);
+   bounds exclude (see :mod:`.reference_newton`); piecewise hazard: shorter steps and a probe of the
+   sharpest kink between samples where a ripple as large as the gap could hide a peak
+   (:func:`guard_ratio`, :func:`kink_peak`);
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
    best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
@@ -246,6 +248,96 @@ def outer_period(ren: _Renewal, tau: float, ph: float, thr: float) -> float:
     return P
 
 
+GUARD_MIN = 2.0 ** (1.0 / 16.0)  # piecewise guard scan: at most 8 samples a √2 (guard_ratio)
+
+
+def guard_ratio(ren: _Renewal, tau: float, ph: float, best: float) -> float:
+    """The guard scan's ratio to its next sample from ``tau`` (φ = ``ph`` < ``best``) under a piecewise
+    hazard (√2 otherwise): √2 suits a smooth φ, but a ripple (:func:`ripple`) as large as the gap
+    ``1 − ph/best`` can lift a point between the samples above the best (a large wear-out jump makes a
+    peak where a checkpoint of the heaviest restart node ends just before it). The breaks whose ripples
+    ``a_j``, with the smaller ones, exceed the gap are sampled at a quarter of their shortest period:
+    ``1 + period/(4 τ)`` within ``[GUARD_MIN, √2]``. Returns ``(ratio, rippled)``: rippled (the ripple
+    exceeds the gap) also has the scan probe the sharpest kink between its samples (:func:`kink_peak`)."""
+    d = ren.d
+    gap = 1.0 - ph / best
+    if d.family != PIECEWISE or not ph > 0 or not gap > 0:
+        return ROOT2, False
+    x = tau + ren.C
+    m = d.b.size
+    a = np.full(m, -1.0)
+    for j in range(1, m):
+        Wj = 0.0
+        for r, w in zip(ren.r, ren.w):
+            if not r + x < d.b[j]:
+                break
+            Wj += w
+        a[j] = tau * x * abs(d.h[j] - d.h[j - 1]) * math.exp(-d.H[j]) * Wj / (8.0 * ph)
+    if not sum(a[1:]) > gap:
+        return ROOT2, False
+    below = 0.0
+    while True:
+        live = [j for j in range(1, m) if a[j] >= 0.0]
+        if not live:
+            break
+        jm = min(live, key=lambda j: (a[j], j))
+        if below + a[jm] > gap:
+            break
+        below += a[jm]
+        a[jm] = -1.0
+    P = math.inf
+    for j in range(1, m):
+        if a[j] > 0.0:
+            P = min(P, x * x / (d.b[j] - ren.r[0]))
+    return min(max(1.0 + 0.25 * P / tau, GUARD_MIN), ROOT2), True
+
+
+def kink_peak(ren: _Renewal, lo: float, hi: float) -> float:
+    """Piecewise hazard: the kink in ``(lo, hi)`` where φ' falls the most, any index ``i`` (``S(r_q + i x)``
+    crosses ``b_j`` at ``x = (b_j − r_q)/i``, φ' falling by ``τ w_q i S(b_j) (h_j − h_{j−1})`` where the
+    hazard increases; per node and break the largest ``i`` in the range); −1 for none. A wear-out jump
+    makes φ a sawtooth there with its peak at the kink, which samples can miss."""
+    d = ren.d
+    xlo, xhi = lo + ren.C, hi + ren.C
+    best, tk = 0.0, -1.0
+    for j in range(1, d.b.size):
+        dh = float(d.h[j] - d.h[j - 1])
+        if not dh > 0.0:
+            continue
+        for r, w in zip(ren.r, ren.w):
+            if not r + xlo < d.b[j]:
+                break
+            dd = float(d.b[j] - r)
+            i = math.ceil(dd / xlo) - 1.0
+            if i < 1.0:
+                continue
+            xk = dd / i
+            if not (xlo < xk < xhi):
+                continue
+            v = (xk - ren.C) * float(w) * i * math.exp(-d.H[j]) * dh
+            if v > best:
+                best, tk = v, xk - ren.C
+    return tk
+
+
+def _kink_probe(ren: _Renewal, lo: float, hi: float, best: float, ph: float, gmin: float,
+                gmax: float) -> float | None:
+    """Just below the kink of :func:`kink_peak` in ``(lo, hi)`` if φ there beats ``best``; else, where φ
+    there beats the sample's ``ph`` and a ripple there still exceeds the gap (another kink's peak can be
+    next to it), the local maximum the Newton ascent reaches from it if that beats ``best``; else None."""
+    tk = kink_peak(ren, lo, hi)
+    if not tk > 0.0:
+        return None
+    t = tk * (1.0 - KINK_EPS)
+    pk = ren.phi(t, want=0)[0]
+    if pk > best:
+        return t
+    if not pk > ph or not guard_ratio(ren, t, pk, best)[1]:
+        return None
+    t2, p2, _ = _local_max(ren, t, gmin, gmax)
+    return t2 if p2 > best else None
+
+
 def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float,
                    gmax: float) -> tuple[float, float]:
     """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
@@ -360,7 +452,7 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
     tb, best, pp = _local_max(ren, t0, gmin, gmax)
     for _ in range(8):  # restarts when the guard scan finds a better point
         better = None
-        t = tb * ROOT2
+        t, first = tb * ROOT2, True
         while t < gmax and better is None:
             x = t + C  # the bounds hold for every s >= t, t included: checked before φ(t) is evaluated
             e3 = ren.saved_bound(t)
@@ -370,21 +462,41 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             if ph > best:
                 better = t
                 break
-            nxt = t * max(ROOT2, best / ph) if ph > 0 else gmax
+            rs, rip = guard_ratio(ren, t, ph, best)
+            nxt = t * max(rs, best / ph) if ph > 0 else gmax
+            if rip:  # a ripple as large as the gap: the sharpest kinks before and after t too
+                if first:
+                    better = _kink_probe(ren, tb, t, best, ph, gmin, gmax)
+                if better is None:
+                    better = _kink_probe(ren, t, min(nxt, gmax), best, ph, gmin, gmax)
+                if better is not None:
+                    break
+            first = False
             if nxt >= gmax and t * (best / ph if ph > 0 else math.inf) < gmax:
                 if ren.phi(gmax, want=0)[0] > best:
                     better = gmax
                 break
             t = nxt
-        t = tb / ROOT2
+        t, first = tb / ROOT2, True
         while better is None and t > gmin and ren.U * t / (t + C) > best:
             lo = _down_bound(ren, t, d.mode, best)  # no better point on [lo, t]
             if lo <= t * SHRINK_MAX:
                 t = lo
                 continue
-            if ren.phi(t, want=0)[0] > best:
+            ph = ren.phi(t, want=0)[0]
+            if ph > best:
                 better = t
-            t /= ROOT2
+                break
+            rs, rip = guard_ratio(ren, t, ph, best)
+            if rip:
+                if first:
+                    better = _kink_probe(ren, t, tb, best, ph, gmin, gmax)
+                if better is None:
+                    better = _kink_probe(ren, max(t / rs, gmin), t, best, ph, gmin, gmax)
+                if better is not None:
+                    break
+            first = False
+            t /= rs
         if better is None:
             break
         t2, p2, pp2 = _local_max(ren, better, gmin, gmax)
