@@ -35,8 +35,46 @@ def _aft_design(frame: pd.DataFrame, design: _Design, g_ref: float) -> pd.DataFr
     return pd.DataFrame(d, index=frame.index)
 
 
+#: the univariate family of each AFT model and, per lifelines parameter block, the intercept it starts from as
+#: a function of the family's log-location ``m`` and log-scale ``s`` (``log T = m + s·Z``)
+_AFT_START = {
+    "weibull_aft": ("weibull", {"lambda_": lambda m, s: m, "rho_": lambda m, s: -math.log(s)}),
+    "lognormal_aft": ("lognormal", {"mu_": lambda m, s: m, "sigma_": lambda m, s: math.log(s)}),
+    "loglogistic_aft": ("loglogistic", {"alpha_": lambda m, s: m, "beta_": lambda m, s: -math.log(s)}),
+}
+
+
+def _aft_start(name: str, T: np.ndarray, E: np.ndarray):
+    """The AFT fit's starting point: every block's intercept from the censored maximum-likelihood fit of the
+    univariate family (:mod:`acmemodel.models.distributions`, L-BFGS on ``(m, log s)``), the covariate
+    coefficients 0. lifelines' own start fits the univariate model by a 400-step Nelder–Mead search (with
+    an autograd gradient it does not use) and sets only the first block's intercept, and it does so even
+    when ``fit`` is given ``initial_point``; so the start is handed over in place of lifelines'
+    ``_create_initial_point`` (signature ``(Ts, E, entries, weights, Xs)``). The optimum is the same
+    likelihood maximum, reached in fewer steps (measured on 3,200–4,000 jobs: the log-likelihood equal or
+    up to 0.02 nats higher, a third of the time). Returns ``None`` when the univariate fit fails (lifelines'
+    own start is used then)."""
+    from acmemodel.models.distributions import get_family
+
+    fam, blocks = _AFT_START[name]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m, s = get_family(fam).fit(T, ~E)._ms()
+        start = {p: f(m, s) for p, f in blocks.items()}
+    except (ValueError, FloatingPointError, ArithmeticError, np.linalg.LinAlgError):
+        return None
+    if not all(math.isfinite(v) for v in start.values()):
+        return None
+
+    def create_initial_point(*args):
+        Xs = args[-1]
+        return {p: np.array([start[p] if c == "Intercept" else 0.0 for c in Xs[p].columns]) for p in blocks}
+    return create_initial_point
+
+
 def _fit_lifelines(name: str, X: pd.DataFrame, T: np.ndarray, E: np.ndarray) -> dict:
-    """Fit one lifelines regression and reduce it to plain parameters."""
+    """Fit one lifelines regression and reduce it to plain parameters (an AFT model from :func:`_aft_start`)."""
     from lifelines import (CoxPHFitter, LogLogisticAFTFitter, LogNormalAFTFitter,
                            WeibullAFTFitter)
 
@@ -45,12 +83,16 @@ def _fit_lifelines(name: str, X: pd.DataFrame, T: np.ndarray, E: np.ndarray) -> 
     # drop constant columns (a level absent from this sample) to keep the information matrix regular
     X = X.loc[:, X.std(axis=0) > 0]
     df = X.assign(T=T, E=E.astype(int))
+    start = _aft_start(name, np.asarray(T, float), np.asarray(E, bool)) if name in _AFT_START else None
     last = None
     for pen in (0.0, 1e-3, 1e-2):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                m = cls(penalizer=pen).fit(df, "T", "E")
+                m = cls(penalizer=pen)
+                if start is not None:
+                    m._create_initial_point = start
+                m = m.fit(df, "T", "E")
             break
         except Exception as e:  # lifelines ConvergenceError and linear-algebra failures
             last = e

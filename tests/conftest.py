@@ -89,3 +89,29 @@ def default_bundle():
     from acmemodel.models.bundle import load_default
 
     return load_default()
+
+
+@pytest.fixture(scope="session")
+def sample_arrival(sample_trace):
+    """``ArrivalModel().fit(load_sample())``, fitted once per session (per xdist worker) for the tests that
+    only read it (fit warnings ignored)."""
+    import warnings
+
+    from acmemodel.models.arrival import ArrivalModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ArrivalModel().fit(sample_trace)
+
+
+@pytest.fixture(scope="session")
+def sample_runtime(sample_trace):
+    """``RuntimeModel().fit(load_sample())``, fitted once per session (per xdist worker) for the tests that
+    only read it (fit warnings ignored)."""
+    import warnings
+
+    from acmemodel.models.runtime import RuntimeModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RuntimeModel().fit(sample_trace)

@@ -210,13 +210,8 @@ def test_batches_from_features_when_absent():
     assert f.cells_[("Seren", "Eval")]["n_batches"] == batches(jobs)["batch_id"].nunique()
 
 
-def test_fit_on_loaded_sample_trace():
-    from acmemodel.trace import load_sample
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        trace = load_sample()
-        f = ArrivalModel().fit(trace)
+def test_fit_on_loaded_sample_trace(sample_trace, sample_arrival):
+    trace, f = sample_trace, sample_arrival  # ArrivalModel().fit(load_sample()), shared (conftest)
     assert set(f.clusters_) == {"Seren", "Kalos"} and f.timezones_["Seren"] == "+08:00"
     cs = f.cell_summary()
     assert (cs["n_jobs"] > 0).all() and np.isfinite(cs["jobs_per_day"]).all()

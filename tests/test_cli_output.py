@@ -27,12 +27,49 @@ def _cfg(tmp_path, name, **over):
     return str(p)
 
 
-def _cli80(args):
+def _cli80_subprocess(args):
     """Run the installed CLI in a subprocess with ``COLUMNS=80`` (as a user's 80-column terminal)."""
     env = {**os.environ, "COLUMNS": "80", "PYTHONWARNINGS": "ignore"}
     r = subprocess.run([sys.executable, "-m", "acmemodel", *args], capture_output=True, text=True, env=env,
                        timeout=600)
     return r
+
+
+class _Run:
+    def __init__(self, r):
+        self.returncode, self.stdout, self.stderr = r.exit_code, r.stdout, r.stderr
+
+
+def _cli80(args, monkeypatch):
+    """Run the CLI in this process as on a user's 80-column terminal: ``COLUMNS=80`` for typer's help
+    console (made per call) and the commands' shared rich consoles at 80 columns (they read ``COLUMNS``
+    once, when :mod:`acmemodel.cli._common` is imported: :func:`test_consoles_take_the_terminal_width`
+    checks that in a fresh process). In-process, so that each check does not pay the libraries' import."""
+    import warnings
+
+    from acmemodel.cli._common import console, err_console
+
+    for c in (console, err_console):
+        monkeypatch.setattr(c, "_width", 80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _Run(runner.invoke(app, args, env={"COLUMNS": "80"}))
+
+
+def test_consoles_take_the_terminal_width():
+    """The installed CLI in a fresh process: its consoles are as wide as ``COLUMNS`` says, and the help of a
+    command fits 80 columns (the in-process checks of :func:`_cli80` set that width directly)."""
+    code = ("from acmemodel.cli._common import console, err_console; "
+            "print(console.width, err_console.width)")
+    for cols in ("80", "123"):
+        env = {**os.environ, "COLUMNS": cols}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                             timeout=600).stdout.split()
+        assert out == [cols, cols]
+    r = _cli80_subprocess(["export", "--help"])
+    assert r.returncode == 0
+    _fits_80(r.stdout)
+    assert "acmetrace" in r.stdout
 
 
 def _fits_80(text):
@@ -93,9 +130,9 @@ def test_quota_only_plan_and_run_without_reservation(tmp_path, capsys):
     assert r.exit_code != 0
 
 
-def test_plan_tables_fit_80_columns_with_human_numbers(tmp_path):
+def test_plan_tables_fit_80_columns_with_human_numbers(tmp_path, monkeypatch):
     p = _cfg(tmp_path, "human", runs=[{"name": "llm-123b", "gpus": 1024, "work": "30d"}])
-    r = _cli80(["plan", p])
+    r = _cli80(["plan", p], monkeypatch)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     _fits_80(out)
@@ -109,8 +146,8 @@ def test_plan_tables_fit_80_columns_with_human_numbers(tmp_path):
     assert re.search(r"\d+(\.\d)? d\b", out) and (" min" in out or " h" in out)
 
 
-def test_forecast_fits_80_columns(tmp_path):
-    r = _cli80(["forecast", "--days", "14", "--method", "seasonal_naive"])
+def test_forecast_fits_80_columns(tmp_path, monkeypatch):
+    r = _cli80(["forecast", "--days", "14", "--method", "seasonal_naive"], monkeypatch)
     assert r.returncode == 0, r.stderr
     _fits_80(r.stdout)
     assert "MASE" in r.stdout and "bounded by 2,288 GPUs × 24 h = 54,912" in r.stdout
@@ -199,8 +236,8 @@ def test_reproduce_reports_progress():
 
 
 @pytest.mark.parametrize("cmd", [["export", "--help"], ["synth", "--help"]])
-def test_help_does_not_split_format_names(cmd):
-    r = _cli80(cmd)
+def test_help_does_not_split_format_names(cmd, monkeypatch):
+    r = _cli80(cmd, monkeypatch)
     assert r.returncode == 0
     _fits_80(r.stdout)
     flat = " ".join(r.stdout.split())
@@ -209,8 +246,8 @@ def test_help_does_not_split_format_names(cmd):
     assert "hel ios" not in flat and "|p hilly" not in flat
 
 
-def test_evaluate_runtime_fits_80_columns():
-    r = _cli80(["evaluate", "runtime", "--no-queue"])
+def test_evaluate_runtime_fits_80_columns(monkeypatch):
+    r = _cli80(["evaluate", "runtime", "--no-queue"], monkeypatch)
     assert r.returncode == 0, r.stderr
     _fits_80(r.stdout)
     assert "mae" in r.stdout and "runtime_model_nostate" in r.stdout.replace("\n", "")

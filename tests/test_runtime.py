@@ -251,11 +251,8 @@ def test_cell_table_generic():
     assert list(rf.level) == [0, 1]
 
 
-def test_sample_trace_end_to_end(tmp_path):
-    from acmemodel.trace import load_sample
-
-    trace = load_sample()
-    m = RuntimeModel().fit(trace)
+def test_sample_trace_end_to_end(tmp_path, sample_trace, sample_runtime):
+    trace, m = sample_trace, sample_runtime  # RuntimeModel().fit(load_sample()), shared (conftest)
     g = trace.jobs[trace.jobs.is_gpu & trace.jobs.started]
     assert m.n_fit_ == len(g)
     # paper facts (qualitative): GPU-job median is minutes; Eval far shorter than Pretrain

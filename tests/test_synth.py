@@ -258,14 +258,9 @@ def _window(days, tz="+08:00"):
 
 # ------------------------------------------------------------------ real models, bundle, CLI
 @pytest.fixture(scope="module")
-def sample_bundle(tmp_path_factory):
-    from acmemodel.trace import load_sample
-    from acmemodel.models.runtime import RuntimeModel
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tr = load_sample()
-        b = Bundle({"arrival": ArrivalModel().fit(tr), "runtime": RuntimeModel().fit(tr)}, name="t")
+def sample_bundle(tmp_path_factory, sample_arrival, sample_runtime):
+    # ArrivalModel().fit(load_sample()) and RuntimeModel().fit(load_sample()), shared (conftest)
+    b = Bundle({"arrival": sample_arrival, "runtime": sample_runtime}, name="t")
     path = tmp_path_factory.mktemp("bundle") / "b"
     b.save(path)
     return path

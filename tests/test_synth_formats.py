@@ -74,15 +74,17 @@ def test_synth_to_batsim_is_valid(tmp_path, kalos_jobs):
 
 
 def test_cli_synth_formats(sample_bundle, tmp_path):  # noqa: F811 (fixture)
-    # 30 days at 4x the sample's arrival rate: enough Pretrain jobs for failures to restart
+    # SWF (whose restart links are checked below): 30 days at 4x the sample's arrival rate, enough Pretrain jobs for
+    # failures to restart; the other formats' files, README and counts: 4 days
     base = ["synth", "--bundle", str(sample_bundle), "--days", "30", "--scale", "4", "--cluster", "Seren", "--seed", "3",
             "--restart-prob", "1", "--json"]
+    small = ["synth", "--bundle", str(sample_bundle), "--days", "4", "--cluster", "Seren", "--seed", "3", "--json"]
     expected = {"swf": ["seren.swf", "seren_swf_jobs.csv"], "batsim": ["seren_workload.json"],
                 "helios": ["Seren/cluster_log.csv", "Seren/vc_config.csv"], "philly": ["Seren/cluster_job_log"]}
     runner, docs = CliRunner(), {}
     for fmt, names in expected.items():
         out = tmp_path / fmt
-        r = runner.invoke(app, base + ["--format", fmt, "-o", str(out)])
+        r = runner.invoke(app, (base if fmt == "swf" else small) + ["--format", fmt, "-o", str(out)])
         assert r.exit_code == 0, r.output
         doc = json.loads(r.output)
         assert doc["format"] == fmt and doc["output"] == str(out)
@@ -96,12 +98,11 @@ def test_cli_synth_formats(sample_bundle, tmp_path):  # noqa: F811 (fixture)
     assert len(F) == doc["written"]["attempts"] and int((F[:, 16] > 0).sum()) == doc["written"]["restarts"] > 0
     assert (F[F[F[:, 16] > 0, 16] - 1, 10] == 0).all()
     # --gpus sets the cluster size the formats record
-    small = ["synth", "--bundle", str(sample_bundle), "--days", "4", "--cluster", "Seren", "--seed", "3", "--json"]
     r = runner.invoke(app, small + ["-f", "batsim", "--gpus", "512", "-o", str(tmp_path / "b512")])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "b512" / "seren_workload.json").read_text())["nb_res"] == 512
     # default stays one AcmeTrace CSV at -o
-    r = runner.invoke(app, base + ["-o", str(tmp_path / "t.csv")])
+    r = runner.invoke(app, small + ["-o", str(tmp_path / "t.csv")])
     assert r.exit_code == 0 and json.loads(r.output)["format"] == "acmetrace"
     assert (tmp_path / "t.csv").read_text().startswith("job_id,user,node_num")
     # user errors: unknown format, a directory format onto an existing file, bad --gpus
