@@ -42,7 +42,9 @@ Comparisons (percent values are percentage points of 100):
 
 * ``shares`` — job-count and GPU-time share per type (``workload_mix.csv``), ``diff_pp``;
 * ``states`` — final-state rates (COMPLETED / CANCELLED / FAILED, TIMEOUT and NODE_FAIL counted as
-  FAILED) by job count and by GPU time (``cluster_summary.csv``), ``diff_pp``;
+  FAILED) by job count and by GPU time (``cluster_summary.csv``), ``diff_pp``, and ``se_pp``: the
+  share's standard error over iid draws of the synthetic jobs (ratio estimator on GPU time; the noise
+  of one trace where few runs hold the GPU time, :func:`acmemodel.reproduction.compare._state_share_se`);
 * ``summary`` — median and mean run time and queue (s), mean GPUs per job, GPU-job count
   (published × scale), with the relative difference; the issue sets no bar for these;
 * ``queue_by_type`` — per type the share of GPU jobs with wait ≤ 1, 10, 100, 1,000 s (and the other

@@ -133,6 +133,11 @@ def test_reproduced_numbers_recomputed_from_jobs(result):
             m = failed if r["state"] == "FAILED" else (g["state"] == r["state"]).to_numpy()
             want = 100 * m.mean() if r["basis"] == "count" else 100 * w[m].sum() / w.sum()
             assert r["reproduced"] == pytest.approx(want, abs=1e-9)
+            # the share's iid standard error: binomial by count, the ratio estimator's on GPU time
+            p = want / 100
+            se = (np.sqrt(p * (1 - p) / len(m)) if r["basis"] == "count"
+                  else np.sqrt(((w * (m - p)) ** 2).sum()) / w.sum())
+            assert r["se_pp"] == pytest.approx(100 * se, rel=1e-9)
         s = {r["name"]: r for r in c["summary"]}
         assert s["gpu_jobs"]["reproduced"] == len(g)
         assert s["mean_gpus"]["reproduced"] == pytest.approx(g["gpu_num"].mean())

@@ -58,11 +58,11 @@ def _render(doc: dict) -> None:
                       _mark(r["within_bar"]), note(r.get("explanation")))
         console.print(t)
         t = Table(title=f"{name}: final-state rates (%)")
-        for col in ("state", "basis", "published", "reproduced", "diff pp", ""):
-            t.add_column(col, justify="right" if col in ("published", "reproduced", "diff pp") else "left")
+        for col in ("state", "basis", "published", "reproduced", "± se", "diff pp", ""):
+            t.add_column(col, justify="right" if col in ("published", "reproduced", "± se", "diff pp") else "left")
         for r in c["states"]:
-            t.add_row(r["state"], r["basis"], _f(r["published"]), _f(r["reproduced"]), _f(r["diff_pp"], "{:+.2f}"),
-                      _mark(r["within_bar"]))
+            t.add_row(r["state"], r["basis"], _f(r["published"]), _f(r["reproduced"]), _f(r.get("se_pp"), "{:.2f}"),
+                      _f(r["diff_pp"], "{:+.2f}"), _mark(r["within_bar"]))
         console.print(t)
         t = Table(title=f"{name}: summary (no bar)")
         for col in ("statistic", "basis", "published", "reproduced", "rel diff", "note"):
