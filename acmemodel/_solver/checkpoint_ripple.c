@@ -15,6 +15,7 @@
 #define ACME_RIPPLE_WIN 0.15    /* ... the window searched around the best point is at most +-15 % */
 #define ACME_RIPPLE_K 24        /* ... with at most this many samples on each side */
 #define ACME_RIPPLE_KO 8        /* ... and outside it, up to the guard scan's sqrt 2, at most this many a side */
+#define ACME_RIPPLE_DROP 0.5  /* ... the share of the smooth drop / gap the set-aside ripples may fill (step) */
 #define ACME_RIPPLE_NPROBE 2    /* ... and derivative probes either side: past the kink split_probe picks, at 1/2 a step */
 
 /* Relative peak-to-peak size of the ripple of phi near tau under a piecewise hazard, and the shortest
@@ -120,6 +121,73 @@ static double split_probe(const renewal *R, double t0, double pp0, int side, dou
     return tk;
 }
 
+/* The shortest period P[j] among the breaks left when the smallest ripples a[j] (j = 1..m-1), while
+ * together at most thr, are set aside (infinity for none; ties in a[j] by the lower j first). */
+static double live_period(const double *a, const double *P, int m, double thr) {
+    double cum = 0.0, out = INFINITY, last = -1.0;
+    int j, lastj = 0;
+    for (;;) {  /* the next smallest a[j] after (last, lastj) in (value, index) order */
+        int jm = -1;
+        for (j = 1; j < m; j++)
+            if (a[j] > 0.0 && (a[j] > last || (a[j] == last && j > lastj)) && (jm < 0 || a[j] < a[jm])) jm = j;
+        if (jm < 0) break;
+        last = a[jm];
+        lastj = jm;
+        if (cum + a[jm] <= thr) cum += a[jm];
+        else if (P[jm] < out) out = P[jm];
+    }
+    return out;
+}
+
+/* phi sampled outwards from t0 (phi(t0) = best) to t0 (1 +- win), at most K samples a side, into
+ * ph/pt (2 ACME_RIPPLE_K + 1 slots, t0 at index *c0; returns the count). The step after a sample at
+ * t0 (1 + d) with value v is a quarter of the shortest period among the breaks whose ripples are not
+ * needed there (as in ckpt_guard_ratio): a point there beats the best only by a lift above
+ * g = min(kappa d^2 / 2, 1 - v / best) (the smooth part's drop, the window's own model, and the
+ * sample's gap), so the smallest ripples, while together at most ACME_RIPPLE_DROP g, do not set the
+ * step (a margin for the model: with all of g, 1 of 400 seeded broad hazards ended 8.9e-6 above a dense
+ * grid); never below step (the window's, set by the ripples above ACME_RIPPLE_IGNORE). */
+static int ripple_samples(renewal *R, double t0, double best, double kappa, double step, double win, int K,
+                          double gmin, double gmax, double *ph, double *pt, int *c0) {
+    const acme_failure *f = R->f;
+    double x = t0 + R->C, a[f->m], P[f->m], sv[2][ACME_RIPPLE_K], st[2][ACME_RIPPLE_K]; /* C99 VLAs: m pieces */
+    int j, q, ns[2] = {0, 0}, side, k, n = 0;
+    for (j = 1; j < f->m; j++) {
+        double Wj = 0.0;
+        for (q = 0; q < R->Q && R->r[q] + x < f->b[j]; q++) Wj += R->w[q];
+        a[j] = t0 * x * fabs(f->h[j] - f->h[j - 1]) * R->SH[j] * Wj / (8.0 * best);
+        P[j] = x * x / (f->b[j] - R->r[0]);
+    }
+    for (side = 0; side < 2; side++) {  /* side 0: below t0, 1: above */
+        double dd = 0.0, v = best, sg = side ? 1.0 : -1.0;
+        while (dd < win && ns[side] < K) {
+            double g = 0.5 * kappa * dd * dd, thr, s2, t, g1, gp;
+            if (1.0 - v / best < g) g = 1.0 - v / best;
+            thr = ACME_RIPPLE_DROP * g;
+            if (thr < ACME_RIPPLE_IGNORE) thr = ACME_RIPPLE_IGNORE;
+            s2 = 0.25 * live_period(a, P, f->m, thr) / t0;
+            dd += (s2 > step) ? s2 : step;
+            t = t0 * (1.0 + sg * dd);
+            v = (t > gmin && t < gmax) ? ckpt_phi3(R, t, 0, &g1, &gp) : -1.0;
+            sv[side][ns[side]] = v;
+            st[side][ns[side]] = t;
+            ns[side]++;
+        }
+    }
+    for (k = ns[0] - 1; k >= 0; k--, n++) {
+        ph[n] = sv[0][k];
+        pt[n] = st[0][k];
+    }
+    *c0 = n;
+    ph[n] = best;
+    pt[n++] = t0;
+    for (k = 0; k < ns[1]; k++, n++) {
+        ph[n] = sv[1][k];
+        pt[n] = st[1][k];
+    }
+    return n;
+}
+
 /* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
  * The smooth part of phi drops by kappa d^2 / 2 (relative) at tb (1 + d), with kappa from the leading
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
@@ -138,12 +206,13 @@ static double split_probe(const renewal *R, double t0, double pp0, int side, dou
  * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
  * best sampled local maximum. Returns the best point, *best = phi there. */
 double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax) {
-    double ph[2 * ACME_RIPPLE_K + 1];
+    double ph[2 * ACME_RIPPLE_K + 1], pt[2 * ACME_RIPPLE_K + 1];
     int round;
     for (round = 0; round < 3; round++) {
         double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb, pp0 = pp;
         double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, moved = 0.0;
-        int K, k, c, probed[2] = {0, 0};
+        int K, k, c, nt, c0, probed[2] = {0, 0};
+        double best0 = *best;
         if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
         kappa = 2.0 * R->U * R->C * tb * tb / (x * x * x * *best);
         win = (kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN > 2.0 * amp) ? sqrt(2.0 * amp / kappa) : ACME_RIPPLE_WIN;
@@ -153,21 +222,18 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
             K = ACME_RIPPLE_K;
             step = win / K;
         }
-        for (k = -K; k <= K; k++) {
-            double t = t0 * (1.0 + k * step), g, gp;
-            ph[k + K] = (k == 0) ? *best : (t > gmin && t < gmax) ? ckpt_phi3(R, t, 0, &g, &gp) : -1.0;
-        }
-        for (k = -K; k <= K; k++) {  /* the two best sampled local maxima other than tb */
-            double v = ph[k + K];
-            if (k == 0 || !(v > 0) || (k > -K && ph[k + K - 1] > v) || (k < K && ph[k + K + 1] > v)) continue;
+        nt = ripple_samples(R, t0, *best, kappa, step, win, K, gmin, gmax, ph, pt, &c0);
+        for (k = 0; k < nt; k++) {  /* the two best sampled local maxima other than t0 */
+            double v = ph[k];
+            if (k == c0 || !(v > 0) || (k > 0 && ph[k - 1] > v) || (k < nt - 1 && ph[k + 1] > v)) continue;
             if (v > cph[0]) {
                 cph[1] = cph[0];
                 cand[1] = cand[0];
                 cph[0] = v;
-                cand[0] = t0 * (1.0 + k * step);
+                cand[0] = pt[k];
             } else if (v > cph[1]) {
                 cph[1] = v;
-                cand[1] = t0 * (1.0 + k * step);
+                cand[1] = pt[k];
             }
         }
         for (c = 0; c < 2 + 2 * ACME_RIPPLE_NPROBE; c++) {
@@ -207,7 +273,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
             double p2, pp2, t2, bs = -1.0, bt = 0.0;
             int side;
             for (side = 0; side < 2; side++) {
-                double lim = side ? 1.0 - 1.0 / ROOT2 : ROOT2 - 1.0, so = 0.25 * outer_period(R, t0, ph[K], 0.125 * kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN) / t0;
+                double lim = side ? 1.0 - 1.0 / ROOT2 : ROOT2 - 1.0, so = 0.25 * outer_period(R, t0, best0, 0.125 * kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN) / t0;
                 double prev2 = -1.0, prev = -1.0, tp = 0.0, v, t;
                 int n, i;
                 if (!(so > 0) || !isfinite(so)) so = (lim - ACME_RIPPLE_WIN) / ACME_RIPPLE_KO;
