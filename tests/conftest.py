@@ -91,27 +91,28 @@ def default_bundle():
     return load_default()
 
 
+def _fit_quietly(model, trace):
+    """``model.fit(trace)`` with its fit warnings ignored."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(trace)
+
+
 @pytest.fixture(scope="session")
 def sample_arrival(sample_trace):
     """``ArrivalModel().fit(load_sample())``, fitted once per session (per xdist worker) for the tests that
     only read it (fit warnings ignored)."""
-    import warnings
-
     from acmemodel.models.arrival import ArrivalModel
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ArrivalModel().fit(sample_trace)
+    return _fit_quietly(ArrivalModel(), sample_trace)
 
 
 @pytest.fixture(scope="session")
 def sample_runtime(sample_trace):
     """``RuntimeModel().fit(load_sample())``, fitted once per session (per xdist worker) for the tests that
     only read it (fit warnings ignored)."""
-    import warnings
-
     from acmemodel.models.runtime import RuntimeModel
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return RuntimeModel().fit(sample_trace)
+    return _fit_quietly(RuntimeModel(), sample_trace)
