@@ -196,56 +196,36 @@ def ripple(ren: _Renewal, tau: float, ph: float) -> tuple[float, float]:
     function of τ by at most ``τ x/8 Σ_j |Δh_j| S(b_j) P(R + x < b_j)``, with period ``x²/(b_j − r)``.
     The smallest breaks' ripples, together below ``RIPPLE_IGNORE``, do not set the period (a local
     maximum they make is within their size of the point sampled near it)."""
-    d = ren.d
-    if d.family != PIECEWISE or not ph > 0:
+    if ren.d.family != PIECEWISE or not ph > 0:
         return 0.0, math.inf
+    a, P = _break_ripples(ren, tau, ph)
+    return float(sum(a[1:])), _live_period(a, P, RIPPLE_IGNORE)
+
+
+def _break_ripples(ren: _Renewal, tau: float, ph: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per break ``j ≥ 1`` of the piecewise hazard (index 0 unused: 0 and ∞), at ``tau`` with ``φ = ph``: its
+    ripple ``a_j = τ x |h_j − h_{j−1}| S(b_j) P(R + x < b_j) / (8 φ)`` and period ``P_j = x²/(b_j − r_0)``
+    (``x = τ + C``; :func:`ripple`)."""
+    d = ren.d
     x = tau + ren.C
     m = d.b.size
-    a = np.full(m, -1.0)
-    amp = 0.0
+    a, P = np.zeros(m), np.full(m, math.inf)
     for j in range(1, m):
-        dh = abs(d.h[j] - d.h[j - 1])
         Wj = 0.0
         for r, w in zip(ren.r, ren.w):
             if not r + x < d.b[j]:
                 break
             Wj += w
-        a[j] = tau * x * dh * math.exp(-d.H[j]) * Wj / (8.0 * ph)
-        amp += a[j]
-    ignored = 0.0
-    while True:
-        live = [j for j in range(1, m) if a[j] >= 0.0]
-        if not live:
-            break
-        jm = min(live, key=lambda j: (a[j], j))
-        if ignored + a[jm] > RIPPLE_IGNORE:
-            break
-        ignored += a[jm]
-        a[jm] = -1.0
-    period = math.inf
-    for j in range(1, m):
-        if a[j] > 0.0:
-            period = min(period, x * x / (d.b[j] - ren.r[0]))
-    return amp, period
+        a[j] = tau * x * abs(d.h[j] - d.h[j - 1]) * math.exp(-d.H[j]) * Wj / (8.0 * ph)
+        P[j] = x * x / (d.b[j] - ren.r[0])
+    return a, P
 
 
 def outer_period(ren: _Renewal, tau: float, ph: float, thr: float) -> float:
     """The shortest ripple period (seconds of τ) among the breaks whose ripple ``a_j`` (as in
     :func:`ripple`, at ``tau`` with ``φ = ph``) is at least ``thr``; infinity for none."""
-    d = ren.d
-    x = tau + ren.C
-    P = math.inf
-    for j in range(1, d.b.size):
-        Wj = 0.0
-        for r, w in zip(ren.r, ren.w):
-            if not r + x < d.b[j]:
-                break
-            Wj += w
-        aj = tau * x * abs(d.h[j] - d.h[j - 1]) * math.exp(-d.H[j]) * Wj / (8.0 * ph)
-        Pj = x * x / (d.b[j] - ren.r[0])
-        if aj >= thr and Pj < P:
-            P = Pj
-    return P
+    a, P = _break_ripples(ren, tau, ph)
+    return min((P[j] for j in range(1, a.size) if a[j] >= thr), default=math.inf)
 
 
 GUARD_MIN = 2.0 ** (1.0 / 16.0)  # piecewise guard scan: at most 8 samples a √2 (guard_ratio)
@@ -263,32 +243,10 @@ def guard_ratio(ren: _Renewal, tau: float, ph: float, best: float) -> float:
     gap = 1.0 - ph / best
     if d.family != PIECEWISE or not ph > 0 or not gap > 0:
         return ROOT2, False
-    x = tau + ren.C
-    m = d.b.size
-    a = np.full(m, -1.0)
-    for j in range(1, m):
-        Wj = 0.0
-        for r, w in zip(ren.r, ren.w):
-            if not r + x < d.b[j]:
-                break
-            Wj += w
-        a[j] = tau * x * abs(d.h[j] - d.h[j - 1]) * math.exp(-d.H[j]) * Wj / (8.0 * ph)
+    a, P = _break_ripples(ren, tau, ph)
     if not sum(a[1:]) > gap:
         return ROOT2, False
-    below = 0.0
-    while True:
-        live = [j for j in range(1, m) if a[j] >= 0.0]
-        if not live:
-            break
-        jm = min(live, key=lambda j: (a[j], j))
-        if below + a[jm] > gap:
-            break
-        below += a[jm]
-        a[jm] = -1.0
-    P = math.inf
-    for j in range(1, m):
-        if a[j] > 0.0:
-            P = min(P, x * x / (d.b[j] - ren.r[0]))
+    P = _live_period(a, P, gap)
     return min(max(1.0 + 0.25 * P / tau, GUARD_MIN), ROOT2), True
 
 
@@ -367,18 +325,7 @@ def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: f
     ``RIPPLE_DROP g``, do not set the step (a margin for the model: with all of g, 1 of 400 seeded broad
     hazards ended 8.9e-6 above a dense grid); never below ``step`` (the window's step, set by the ripples above
     RIPPLE_IGNORE) and at most ``K`` samples a side."""
-    d_ = ren.d
-    x = t0 + ren.C
-    m = d_.b.size
-    a, P = np.zeros(m), np.full(m, math.inf)
-    for j in range(1, m):
-        Wj = 0.0
-        for r, w in zip(ren.r, ren.w):
-            if not r + x < d_.b[j]:
-                break
-            Wj += w
-        a[j] = t0 * x * abs(d_.h[j] - d_.h[j - 1]) * math.exp(-d_.H[j]) * Wj / (8.0 * best)
-        P[j] = x * x / (d_.b[j] - ren.r[0])
+    a, P = _break_ripples(ren, t0, best)
     seq: list[list[tuple[float, float]]] = [[], []]
     for si, sg in enumerate((-1.0, 1.0)):
         dd, v = 0.0, best
