@@ -103,6 +103,8 @@ import math
 
 import numpy as np
 
+from acmemodel.models.distributions import uniforms
+
 __all__ = ["LIFE_GRID_S", "CAUSES", "cause_hazards", "sample_latent", "sample_lives", "failure_domain",
            "place_reserved", "place_reservation_jobs", "chain_spans", "shift_chains", "in_reservation", "RESERVED_MIN_GPUS",
            "PLACE_JITTER_S", "PLACE_TRIES"]
@@ -187,14 +189,6 @@ def _failure_key(failure, cluster: str, type_: str) -> dict:
     return key
 
 
-def _uniforms(k: int, rng: np.random.Generator, stratified: bool) -> np.ndarray:
-    """``k`` U(0, 1) draws; ``stratified``: one in each of the ``k`` strata ``[i/k, (i+1)/k)`` in random
-    order (each draw is still U(0, 1); their empirical CDF is within 1/k of the uniform)."""
-    if not stratified or k < 2:
-        return rng.random(k)
-    return (rng.permutation(k) + rng.random(k)) / k
-
-
 def _invert(H: np.ndarray, dHc: np.ndarray, e: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Observed end of the continuous part (module docstring, step 3): time (s) where the all-cause
     cumulative hazard ``H`` (on :data:`LIFE_GRID_S`, linear in between) reaches ``e``, and the index of
@@ -261,7 +255,7 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
         a_c, a_x, a_f = atom["COMPLETED"], atom["CANCELLED"], atom["FAILED"]
         a_f_row = np.where(in_fm, 0.0, a_f)
         a_tot = a_c + a_x + a_f_row
-        u = _uniforms(k, rng, stratified)
+        u = uniforms(k, rng, stratified)
         # the continuous part conditions on surviving the atom; inside the failure model's domain
         # the failure atom's mass is left to the failure model's own law
         zero = u < a_tot

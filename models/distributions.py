@@ -46,7 +46,7 @@ from acmemodel.models.family import _LOG_2PI, Family, _as_data, _safe_log, famil
 
 __all__ = [
     "Family", "LogNormal", "Weibull", "Gamma", "LogLogistic", "LogNormalMixture2", "Empirical",
-    "FAMILIES", "family_from_dict", "get_family",
+    "FAMILIES", "family_from_dict", "get_family", "uniforms",
 ]
 
 
@@ -396,3 +396,13 @@ def get_family(name: str) -> type[Family]:
         return FAMILIES[name]
     except KeyError:
         raise ValueError(f"unknown distribution family {name!r}; valid: {', '.join(FAMILIES)}") from None
+
+
+def uniforms(k: int, rng: np.random.Generator, stratified: bool = True) -> np.ndarray:
+    """``k`` U(0, 1) draws; ``stratified``: one in each of the ``k`` strata ``[i/k, (i+1)/k)`` in random
+    order (each draw is still U(0, 1); their empirical CDF is within 1/k of the uniform). Inverted
+    through a law's quantile function they are a stratified sample of it (synth's run times,
+    :mod:`acmemodel.joblife`; start-up latencies, :meth:`acmemodel.models.queue.QueueModel.sample_latency`)."""
+    if not stratified or k < 2:
+        return rng.random(k)
+    return (rng.permutation(k) + rng.random(k)) / k

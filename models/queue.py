@@ -51,7 +51,7 @@ import pandas as pd
 from acmemodel.features.keys import DEFAULT_BACKOFF, DEFAULT_GPU_EDGES
 from acmemodel.models._duration import DurationModel
 from acmemodel.models.base import register
-from acmemodel.models.distributions import FAMILIES
+from acmemodel.models.distributions import FAMILIES, uniforms
 
 __all__ = ["QueueModel", "StartupLatencyModel", "free_at_submit", "LATENCY_FAMILIES"]
 
@@ -368,7 +368,7 @@ class QueueModel(DurationModel):
         key = {k: v for k, v in key.items() if k in ("cluster", "type")}
         if not stratified or n < 2:
             return np.maximum(self.latency_.sample(n, rng, **key), 0.0)
-        u = (rng.permutation(int(n)) + rng.random(int(n))) / int(n)
+        u = uniforms(int(n), rng)
         return np.maximum(_quantiles(lambda q: self.latency_.quantile(q, **key), u), 0.0)
 
     def summary(self) -> pd.DataFrame:

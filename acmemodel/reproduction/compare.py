@@ -210,23 +210,21 @@ def gpu_time_by_size(cluster: str, jobs: pd.DataFrame, *, includes_queue: bool) 
     return rows
 
 
-def _state_share_se(jobs: pd.DataFrame, kalos: bool) -> dict:
+def _state_share_se(started: pd.DataFrame, dur: pd.Series) -> dict:
     """Standard error (pp) of each final-state share of the synthetic GPU jobs, ``{(state, basis): se}``:
     by count ``√(r(1 − r)/n)``; by GPU time the ratio estimator's ``√(Σ w_i² (I_i − r)²) / Σ w_i`` with
-    ``w_i`` a job's GPU time on the published basis (Kalos ``gpus × (end − submit)``, Seren ``gpus ×
-    run``) and ``I_i`` its state indicator: the spread of the share over iid draws of these jobs. It
+    ``w_i = gpus × dur`` a started job's GPU time on the published basis (``dur``: Kalos end − submit,
+    Seren run) and ``I_i`` its state indicator: the spread of the share over iid draws of these jobs. It
     says how far another draw of the same model could land: where a few large runs hold the GPU time
     (Kalos: one pretraining run can hold 7 % of it), one synthetic trace's GPU-time shares carry
     several points of noise. synth's stratified draws spread about half as much (Kalos, ten seeds of
     the default bundle: sd 2.6 / 3.7 / 2.8 pp for completed / cancelled / failed, against an iid SE
     of 5–7 pp)."""
-    col = "analysis_state" if "analysis_state" in jobs.columns else "state"
-    if col not in jobs.columns:
+    col = "analysis_state" if "analysis_state" in started.columns else "state"
+    if col not in started.columns:
         return {}
-    g = jobs[(jobs["gpu_num"] > 0) & np.isfinite(jobs["start_s"].to_numpy(float))]
-    dur = (g["end_s"] - g["submit_s"]) if kalos else g["run_s"]
-    w = (g["gpu_num"] * dur).to_numpy(float)
-    st = g[col].astype(str).replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"}).to_numpy()
+    w = (started["gpu_num"] * dur).to_numpy(float)
+    st = started[col].astype(str).replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"}).to_numpy()
     out = {}
     for s in _STATES:
         ind = (st == s).astype(float)
@@ -264,10 +262,13 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
                            "basis": basis if metric == "gpu_time_share" else "count",
                            "explanation": expl.get((metric, t))})
 
+    g = jobs[jobs["gpu_num"] > 0]
+    started = g[np.isfinite(g["start_s"].to_numpy(float))]
+    run_pub_basis = (started["end_s"] - started["submit_s"]) if kalos else started["run_s"]
     states = []
     st_count = c.get("by_analysis_state", {})
     st_gt = cp.get("by_analysis_state", {})
-    se = _state_share_se(jobs, kalos)
+    se = _state_share_se(started, run_pub_basis)
     for s in _STATES:
         k = _STATE_COLS[s]
         for b, col, src, metric in (("count", f"{k}_rate_gpu", st_count, "job_share"),
@@ -279,9 +280,6 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
                            "reproduced": rep, "se_pp": se.get((s, b)), "diff_pp": d,
                            "within_bar": d is not None and abs(d) <= bar_pp, "explanation": None})
 
-    g = jobs[jobs["gpu_num"] > 0]
-    started = g[np.isfinite(g["start_s"].to_numpy(float))]
-    run_pub_basis = (started["end_s"] - started["submit_s"]) if kalos else started["run_s"]
     queue = started["queue_s"]
     pub_gt = float(summ[["complete_gpu_time", "cancel_gpu_time", "fail_gpu_time"]].sum())
     capacity = float(total_gpus) * days * 86400.0
