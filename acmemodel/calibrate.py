@@ -64,7 +64,7 @@ solvers, the infrastructure-failure reference) are in :mod:`acmemodel.calibrate_
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -72,90 +72,30 @@ from scipy import optimize, special, stats
 
 from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
-    _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
-    _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
+    Assumptions, _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
+    STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
+    state_rate_offsets, synthetic_state_rates,
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
-from acmemodel.models.restart import RESUBMIT_PRIOR
 
 START = "2023-03-01"
 
 
-@dataclass
-class Assumptions:
-    """What was not published, stated and overridable (``acmemodel calibrate --set name=value``)."""
-
-    #: length of the pseudo-trace (days from 2023-03-01 local time; the trace covers Mar–Aug 2023)
-    days: float = 184.0
-    #: relative submission rate per local hour of day (working hours, quiet nights)
-    hour_profile: tuple[float, ...] = (
-        0.45, 0.35, 0.28, 0.22, 0.2, 0.2, 0.25, 0.35, 0.55, 0.8, 1.0, 1.05,
-        0.95, 1.0, 1.1, 1.15, 1.15, 1.1, 1.0, 0.95, 0.95, 0.9, 0.75, 0.6)
-    #: weekend rate relative to weekdays
-    weekend_factor: float = 0.55
-    #: mean evaluation burst size (jobs of one user within seconds after a checkpoint)
-    eval_batch_mean: dict[str, float] = field(default_factory=lambda: {"Seren": 8.0, "Kalos": 30.0})
-    #: mean gap between jobs of a burst (s)
-    burst_gap_s: float = 3.0
-    #: share of zero-wait (≤ 1 s) jobs in the queue atom, per cluster (Seren: about half start at once)
-    queue_atom: dict[str, float] = field(default_factory=lambda: {"Seren": 0.5, "Kalos": 0.25})
-    #: Eval waits this many times longer than other types (paper: evaluation waits longest)
-    eval_queue_factor: float = 3.0
-    #: Kalos (published duration includes the queue), hurdle-draw queue only (queue_policy=False): rank
-    #: correlation of queue and total duration (with queue_policy the wait is independent of the run and
-    #: the run-time law is deconvolved, acmemodel.calibrate_queue.deconvolve_run)
-    queue_total_rho: float = 0.8
-    #: probability that a failed Pretrain job (or SFT/MLLM job of >= 32 GPUs) is resubmitted by its
-    #: owner with the same GPUs (default: the restart model's prior for Pretrain,
-    #: acmemodel.models.restart.RESUBMIT_PRIOR), and the resubmission gap (lognormal: median s, sigma).
-    #: The pseudo-trace carries its chains (restart_of links); the bundle's RestartModel fits the
-    #: resubmission probability per cluster x type from them
-    restart_prob: float = RESUBMIT_PRIOR["Pretrain"]
-    restart_gap_median_s: float = 600.0
-    restart_gap_sigma: float = 1.5
-    #: infrastructure failures of jobs of >= infra_min_gpus GPUs: Weibull with this shape and a mean time
-    #: to failure M(g) = M_ref (g / g_ref)^(-infra_alpha). g_ref (None = the count-weighted GPU demand of
-    #: the failure table's Infrastructure reasons with median demand >= 256); M_ref (None = solved so
-    #: that infrastructure failures carry the table's Infrastructure share of the published failed GPU
-    #: time). alpha = 1: independent per-GPU failures in series (an assumption; nothing published
-    #: measures the exponent)
-    infra_min_gpus: int = 64
-    infra_alpha: float = 1.0
-    infra_shape: float = 1.0
-    infra_mttf_ref_s: float | None = None  # None: solved (see published_jobs)
-    infra_g_ref: float | None = None
-    #: number of users per cluster (Zipf-distributed activity)
-    users: int = 300
-    #: waits from the cluster simulator on the calibrated Acme policy + start-up latency
-    #: (acmemodel.calibrate_queue); False: the independent hurdle draw above
-    queue_policy: bool = True
-    #: calibrate(): choose the policy again (every candidate, evaluation quotas included) on a synthetic
-    #: workload of the first fitted bundle, the workload synth and reproduce simulate, then rebuild the
-    #: pseudo-trace's waits with that choice and refit (two passes)
-    policy_on_synthetic: bool = True
-    #: GPU time by job size (published: single-GPU jobs < 2 % of the GPU time in both clusters, jobs of
-    #: >= 256 GPUs > 96 % of Kalos's): where the jobs of at most small_job_gpus[cluster] GPUs would hold
-    #: more than small_job_gt_share[cluster] of the cluster's GPU time (a value inside the published
-    #: bound, with room for sampling noise; an assumption), their durations are shortened within their
-    #: type (a second copula parameter; the type's duration curve and GPU time are kept). Kalos is left
-    #: out by default: its <= 255-GPU jobs are short already (GPU time by size meets the bound within
-    #: 1 pp), and lengthening its large jobs to keep the types' GPU time hands them to the failure
-    #: model's infrastructure hazard (failed GPU time 13 -> 24 %)
-    small_job_gpus: dict[str, int] = field(default_factory=lambda: {"Seren": 1})
-    small_job_gt_share: dict[str, float] = field(default_factory=lambda: {"Seren": 0.015, "Kalos": 0.03})
-
-
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                    assumptions: Assumptions | None = None,
-                   queue_calibration: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                   queue_calibration: dict | None = None,
+                   state_offsets: dict[str, float] | None = None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
     ``queue_calibration``: ``{"policy", "latency"}`` (see :mod:`acmemodel.calibrate_queue`) to use
     instead of choosing them (``Assumptions.queue_policy``); with either, the GPU jobs' waits are the
     simulator's on that policy plus latency draws.
+    ``state_offsets``: {``fail``, ``cancel``, ``fail_gt``, ``cancel_gt``: fraction} added to the published
+    state rates that the state logit targets (:func:`acmemodel.calibrate_inputs.state_rate_offsets`, the
+    calibration's fixed-point step; default none).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -331,10 +271,16 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     rest = ~hit
     lz = np.log(gtime)
     z = (lz - lz[rest].mean()) / lz[rest].std()
-    targets = {"fail": (summ["fail_rate_gpu"] * n - n_hit) / (n - n_hit),
-               "cancel": summ["cancel_rate_gpu"] * n / (n - n_hit),
-               "fail_gt": (summ["fail_rate_gpu_time"] * g_tot - g_hit) / (g_tot - g_hit),
-               "cancel_gt": summ["cancel_rate_gpu_time"] * g_tot / (g_tot - g_hit)}
+    st_off = dict(state_offsets or {})
+    rate = {k: float(summ[col]) + float(st_off.get(k, 0.0)) for k, col in STATE_RATE_COLUMNS.items()}
+    targets = {"fail": (rate["fail"] * n - n_hit) / (n - n_hit),
+               "cancel": rate["cancel"] * n / (n - n_hit),
+               "fail_gt": (rate["fail_gt"] * g_tot - g_hit) / (g_tot - g_hit),
+               "cancel_gt": rate["cancel_gt"] * g_tot / (g_tot - g_hit)}
+    if st_off:
+        report["state_targets"] = {"published": {k: float(summ[c]) for k, c in STATE_RATE_COLUMNS.items()},
+                                   "offsets": {k: float(st_off.get(k, 0.0)) for k in STATE_RATE_COLUMNS},
+                                   "targets": rate}
     th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
     ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
     ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
@@ -492,15 +438,18 @@ FAILURE_LATE_COVARIATES = ("cluster",)
 
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
-                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None):
+                    assumptions: Assumptions | None = None, queue_calibration: dict | None = None,
+                    state_offsets: dict | None = None):
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
-    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them)."""
+    (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them;
+    ``state_offsets``: {cluster: offsets of the state targets}, :func:`published_jobs`)."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
-                                queue_calibration=(queue_calibration or {}).get(cluster))
+                                queue_calibration=(queue_calibration or {}).get(cluster),
+                                state_offsets=(state_offsets or {}).get(cluster))
         links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
@@ -563,13 +512,45 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                  if two_pass else models)
     if two_pass:
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
-        trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc)
-        for cl, q in qc.items():
-            reports[cl]["policy_score_terms"] = q["terms"]
-            reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, seed "
-                                              f"{seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
-        bundle = fit(trace, reports)
+        offsets = None
+        for final in (a.state_fixed_point_traces <= 0, True):
+            trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
+                                             state_offsets=offsets)
+            for cl, q in qc.items():
+                reports[cl]["policy_score_terms"] = q["terms"]
+                reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, "
+                                                  f"seed {seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
+                if offsets is not None:
+                    reports[cl]["state_targets"]["second_pass_synthetic"] = states[cl]["synthetic"]
+            bundle = fit(trace, reports)
+            if final:
+                break
+            # the state targets' fixed-point step (Assumptions.state_fixed_point_traces): a third pass
+            states = synthetic_state_calibration(bundle, days=a.days, seed=seed, traces=a.state_fixed_point_traces,
+                                                 log=log)
+            offsets = {cl: v["offsets"] for cl, v in states.items()}
     return bundle
+
+
+def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: int, log=None) -> dict:
+    """The fixed-point step of the state targets per cluster: ``bundle``'s synthetic state rates — ``traces``
+    traces of ``days`` as :func:`acmemodel.reproduce.reproduce` draws them (:func:`~acmemodel.reproduce.
+    synthesize_cluster`: the recorded policy and start-up latency; seeds
+    ``replica_seed(seed + 31, cluster, r)``), pooled, on the published basis (Kalos: GPUs × (end − submit))
+    — and the offsets ``published − synthetic`` (:func:`acmemodel.calibrate_inputs.state_rate_offsets`) that
+    the next pass adds to the published rates. Returns {cluster: {"synthetic", "offsets"}}."""
+    from acmemodel.reproduce import replica_seed, synthesize_cluster
+
+    out = {}
+    for i, cluster in enumerate(CLUSTER_TZ):
+        frames = [synthesize_cluster(bundle, cluster, seed=replica_seed(seed + 31, i, r), days=days)[0]
+                  for r in range(int(traces))]
+        syn = synthetic_state_rates(frames, queue_in_duration=cluster == "Kalos")
+        out[cluster] = {"synthetic": syn, "offsets": state_rate_offsets(cluster, syn)}
+        if log is not None:
+            log(f"{cluster} state rates of {traces} synthetic traces: " + ", ".join(
+                f"{k} {100 * syn[k]:.1f} % (offset {100 * v:+.1f} pp)" for k, v in out[cluster]["offsets"].items()))
+    return out
 
 
 def synthetic_queue_calibration(bundle, reports: dict, *, days: float, seed: int, log=None) -> dict:

@@ -203,6 +203,71 @@ def test_weekend_factor_override():
         assert abs(obs - expect) <= Z * math.sqrt(expect * (1 - expect) * deff / len(j)), (wf, obs, expect)
 
 
+def test_state_offsets_shift_the_state_targets():
+    """state_offsets (the calibration's fixed-point step) are added to the published state rates the state logit
+    targets: the report says so, and the pseudo-trace's failed and cancelled shares of GPU jobs move by the
+    offsets (same draws otherwise; within Z binomial standard errors of a difference)."""
+    from acmemodel.calibrate import Assumptions, published_jobs
+
+    a = Assumptions(queue_policy=False)
+    off = {"fail": 0.05, "cancel": -0.03, "fail_gt": 0.03, "cancel_gt": -0.05}
+    shares = []
+    for o in (None, off):
+        j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=4, state_offsets=o)
+        g = j[j["is_gpu"]]
+        st = g["state"].replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"})
+        shares.append({"fail": float((st == "FAILED").mean()), "cancel": float((st == "CANCELLED").mean()),
+                       "n": len(g)})
+    t = rep["state_targets"]
+    for k, v in off.items():
+        assert t["offsets"][k] == v and t["targets"][k] == pytest.approx(t["published"][k] + v)
+    for k in ("fail", "cancel"):
+        p = shares[0][k]
+        assert abs(shares[1][k] - shares[0][k] - off[k]) <= Z * math.sqrt(2 * p * (1 - p) / shares[0]["n"]), k
+
+
+def test_state_fixed_point_step():
+    """synthetic_state_rates pools the traces' GPU jobs with a run (TIMEOUT / NODE_FAIL count as failed; GPU time
+    gpu_num × run_s) and state_rate_offsets is published − synthetic, clipped to ±STATE_OFFSET_MAX."""
+    from acmemodel.calibrate_inputs import STATE_OFFSET_MAX, state_rate_offsets, synthetic_state_rates
+    from acmemodel.datasets import load_reference
+
+    a = pd.DataFrame({"gpu_num": [1, 8, 0, 2], "run_s": [10.0, 100.0, 5.0, np.nan],
+                      "state": ["FAILED", "CANCELLED", "FAILED", "FAILED"]})
+    b = pd.DataFrame({"gpu_num": [4], "run_s": [50.0], "state": ["NODE_FAIL"]})
+    r = synthetic_state_rates([a, b])
+    assert r["jobs"] == 3 and r["traces"] == 2
+    assert r["fail"] == pytest.approx(2 / 3) and r["cancel"] == pytest.approx(1 / 3)
+    assert r["fail_gt"] == pytest.approx(210 / 1010) and r["cancel_gt"] == pytest.approx(800 / 1010)
+    summ = load_reference("cluster_summary").set_index("id").loc["Kalos"]
+    o = state_rate_offsets("Kalos", r)
+    assert o["fail"] == pytest.approx(float(np.clip(summ["fail_rate_gpu"] - 2 / 3, -STATE_OFFSET_MAX,
+                                                    STATE_OFFSET_MAX)))
+    assert o["cancel_gt"] == pytest.approx(max(summ["cancel_rate_gpu_time"] - 800 / 1010, -STATE_OFFSET_MAX))
+
+
+def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle):
+    """The fixed-point step measures the bundle's state rates on traces drawn as reproduce draws them (same seeds,
+    same jobs: synthesize_cluster) and on the published basis (Kalos GPU time over end − submit)."""
+    from acmemodel.calibrate import synthetic_state_calibration
+    from acmemodel.calibrate_inputs import state_rate_offsets
+    from acmemodel.reproduce import replica_seed, synthesize_cluster
+
+    out = synthetic_state_calibration(default_bundle, days=4.0, seed=7, traces=2)
+    for i, cl in enumerate(("Seren", "Kalos")):
+        fr = pd.concat([synthesize_cluster(default_bundle, cl, seed=replica_seed(7 + 31, i, r), days=4.0)[0]
+                        for r in range(2)], ignore_index=True)
+        g = fr[(fr["gpu_num"] > 0) & np.isfinite(fr["start_s"])]
+        w = g["gpu_num"] * ((g["end_s"] - g["submit_s"]) if cl == "Kalos" else g["run_s"])
+        failed = g["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"])
+        syn = out[cl]["synthetic"]
+        assert syn["jobs"] == len(g) and syn["traces"] == 2
+        assert syn["fail"] == pytest.approx(failed.mean()) and syn["cancel"] == pytest.approx(
+            (g["state"] == "CANCELLED").mean())
+        assert syn["fail_gt"] == pytest.approx(w[failed].sum() / w.sum(), rel=1e-9)
+        assert out[cl]["offsets"] == state_rate_offsets(cl, syn)
+
+
 def test_queue_atom_override():
     """The share of GPU jobs starting within a second follows queue_atom: atom + (1 − atom) P(lognormal < 1.5 s)."""
     from acmemodel.calibrate import Assumptions, published_jobs

@@ -229,10 +229,11 @@ def test_reproduce_reports_progress():
     from acmemodel.reproduce import reproduce
 
     calls = []
-    reproduce(scale=0.01, days=3, progress=lambda i, n, d: calls.append((i, n, d)))
-    assert [c[2] for c in calls] == ["synthesising Seren", "synthesising Kalos",
+    reproduce(scale=0.01, days=3, replicas=2, progress=lambda i, n, d: calls.append((i, n, d)))
+    assert [c[2] for c in calls] == ["synthesising Seren (1/2)", "synthesising Seren (2/2)",
+                                     "synthesising Kalos (1/2)", "synthesising Kalos (2/2)",
                                      "comparing with the published statistics", "done"]
-    assert calls[-1][0] == calls[-1][1] == 3
+    assert calls[-1][0] == calls[-1][1] == 5
 
 
 @pytest.mark.parametrize("cmd", [["export", "--help"], ["synth", "--help"]])

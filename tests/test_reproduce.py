@@ -41,7 +41,7 @@ def bundle_dir(bundle, tmp_path_factory):
 def result(bundle):
     from acmemodel.reproduce import reproduce
 
-    return reproduce(bundle, scale=SCALE, seed=3, return_jobs=True)
+    return reproduce(bundle, scale=SCALE, seed=3, return_jobs=True, replicas=1)
 
 
 # ------------------------------------------------------------------------------ KS at points
@@ -193,9 +193,9 @@ def test_partitions_change_the_waits(bundle):
     prov = copy.deepcopy(bundle.provenance)
     prov["calibration"]["Seren"]["policy"]["best_effort"] = False
     fifo = Bundle(bundle.models, provenance=prov, name=bundle.name)
-    base = reproduce(fifo, scale=SCALE, seed=3, clusters=("Seren",), return_jobs=True)
+    base = reproduce(fifo, scale=SCALE, seed=3, clusters=("Seren",), return_jobs=True, replicas=1)
     small = reproduce(fifo, scale=SCALE, seed=3, clusters=("Seren",), partitions={"Seren": {"pretrain": 2280}},
-                      return_jobs=True)
+                      return_jobs=True, replicas=1)
     assert small["clusters"]["Seren"]["simulation"]["partitions"] == {"pretrain": 2280, "shared": 8}
     assert base["clusters"]["Seren"]["simulation"]["policy"]["best_effort"] is False
     a = base["jobs"].query("cluster == 'Seren' and is_gpu and type != 'Pretrain'")["queue_s"]
@@ -208,7 +208,7 @@ def test_queue_model_mode(bundle):
     """--queue model: waits from the bundle's queue model (Kalos median wait published as 17 s)."""
     from acmemodel.reproduce import reproduce
 
-    out = reproduce(bundle, scale=SCALE, seed=1, clusters=("Kalos",), queue="model")
+    out = reproduce(bundle, scale=SCALE, seed=1, clusters=("Kalos",), queue="model", replicas=1)
     s = {r["name"]: r for r in out["clusters"]["Kalos"]["summary"]}
     assert out["queue"] == "model"
     assert s["median_queue_s"]["reproduced"] > 1.0
@@ -220,7 +220,7 @@ def test_scale_is_relative_to_the_bundle_volume(bundle, result):
     """scale = fraction of the real volume: at half the bundle's volume, about half the jobs."""
     from acmemodel.reproduce import reproduce
 
-    half = reproduce(bundle, scale=SCALE / 2, seed=5, clusters=("Seren",))
+    half = reproduce(bundle, scale=SCALE / 2, seed=5, clusters=("Seren",), replicas=1)
     s = half["clusters"]["Seren"]
     assert s["simulation"]["arrival_scale"] == pytest.approx(SCALE / 2 / bundle.provenance["scale"])
     assert result["clusters"]["Seren"]["simulation"]["arrival_scale"] == pytest.approx(
@@ -263,13 +263,42 @@ def test_invalid_arguments(bundle):
         reproduce(bundle, scale=SCALE, clusters=("Philly",))
     with pytest.raises(ValueError, match="partitions"):
         reproduce(bundle, scale=SCALE, clusters=("Seren",), partitions={"Seren": {"pretrain": 4096}})
+    for bad in (0, 65, 1.5, True):
+        with pytest.raises(ValueError, match="replicas"):
+            reproduce(bundle, scale=SCALE, clusters=("Kalos",), replicas=bad)
+
+
+def test_replicas_pool_independent_traces(bundle):
+    """replicas=R: each cluster's comparison is of the R traces of seeds replica_seed(seed, i, r) pooled — the
+    GPU-job count is the sum of the R traces' (against published x scale x R) and the state shares are those of
+    the concatenated traces; replica 0 is the replicas=1 trace."""
+    from acmemodel.reproduce import replica_seed, reproduce, synthesize_cluster
+
+    scale = SCALE / 4
+    out = reproduce(bundle, scale=scale, seed=4, clusters=("Kalos",), replicas=2, return_jobs=True)
+    one = reproduce(bundle, scale=scale, seed=4, clusters=("Kalos",), replicas=1, return_jobs=True)
+    traces = [synthesize_cluster(bundle, "Kalos", scale=scale, seed=replica_seed(4, 0, r))[0] for r in range(2)]
+    pub = load_reference("cluster_summary").set_index("id").loc["Kalos", "gpu_job_num"]
+    summ = {r["name"]: r for r in out["clusters"]["Kalos"]["summary"]}["gpu_jobs"]
+    n = [int((t["gpu_num"] > 0).sum()) for t in traces]
+    assert summ["reproduced"] == sum(n) and summ["published"] == pytest.approx(pub * scale * 2)
+    assert {r["name"]: r for r in one["clusters"]["Kalos"]["summary"]}["gpu_jobs"]["reproduced"] == n[0]
+    assert out["replicas"] == 2 and out["clusters"]["Kalos"]["simulation"]["seeds"] == [replica_seed(4, 0, r)
+                                                                                           for r in range(2)]
+    pooled = pd.concat(traces, ignore_index=True)
+    g = pooled[(pooled["gpu_num"] > 0) & np.isfinite(pooled["run_s"])]
+    st = g["state"].replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"})
+    by_count = {r["state"]: r["reproduced"] for r in out["clusters"]["Kalos"]["states"] if r["basis"] == "count"}
+    for s_, v in by_count.items():
+        assert v == pytest.approx(100 * (st == s_).mean(), abs=1e-9)
+    assert len(out["jobs"]) == len(pooled)
 
 
 # ------------------------------------------------------------------------------ plots and CLI
 def test_plots(bundle, tmp_path):
     from acmemodel.reproduce import reproduce
 
-    out = reproduce(bundle, scale=SCALE / 4, seed=2, clusters=("Kalos",), plots=tmp_path)
+    out = reproduce(bundle, scale=SCALE / 4, seed=2, clusters=("Kalos",), plots=tmp_path, replicas=1)
     pngs = sorted(tmp_path.glob("*.png"))
     assert len(pngs) == len(out["clusters"]["Kalos"]["curves"]) == 6
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

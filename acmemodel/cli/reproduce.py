@@ -30,7 +30,8 @@ def _mark(ok) -> str:
 def _render(doc: dict) -> None:
     bar = doc["quality_bar"]
     console.print(f"[bold]reproduce[/bold]: bundle {doc['bundle']} (fitted at scale {doc['bundle_scale']:g}), "
-                  f"scale {doc['scale']:g}, seed {doc['seed']}, {doc['days']:g} days, queue: {doc['queue']}; "
+                  f"scale {doc['scale']:g}, seed {doc['seed']}, {doc.get('replicas', 1)} × {doc['days']:g} days, "
+                  f"queue: {doc['queue']}; "
                   f"{doc['seconds']:.1f} s. Bar: KS ≤ {bar['ks']}, shares within {bar['share_pp']} pp.")
     notes: list[str] = []
 
@@ -152,6 +153,8 @@ def reproduce_cmd(
     queue: QueueMode = typer.Option(QueueMode.simulator, "--queue",
                                     help="Queue times from the cluster simulator, or from the bundle's queue "
                                          "model (a diagnostic)."),
+    replicas: int = typer.Option(4, "--replicas", min=1, max=64,
+                                 help="Independent synthetic traces per cluster, pooled for every comparison."),
 ) -> None:
     """Synthesise Seren- and Kalos-scale six-month traces from a bundle and compare them with the
     published AcmeTrace statistics: shares, state rates, medians and KS distances to every CDF."""
@@ -169,7 +172,7 @@ def reproduce_cmd(
     from acmemodel.cli._fmt import progress
 
     with progress(f"reproduce (scale {scale:g})", enabled=not json_out) as upd:
-        doc = reproduce(bundle, scale=scale, seed=seed, queue=queue.value, plots=plots,
+        doc = reproduce(bundle, scale=scale, seed=seed, queue=queue.value, plots=plots, replicas=replicas,
                         progress=lambda i, n, d: upd(i, n, d))
     if json_out:
         print_json(doc)
