@@ -74,7 +74,7 @@ from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
     Assumptions, _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
     STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
-    state_rate_offsets, synthetic_state_rates,
+    TYPE_SHARE, fixed_point_offsets, synthetic_rates,
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
@@ -86,16 +86,18 @@ START = "2023-03-01"
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                    assumptions: Assumptions | None = None,
                    queue_calibration: dict | None = None,
-                   state_offsets: dict[str, float] | None = None) -> tuple[pd.DataFrame, dict]:
+                   target_offsets: dict[str, float] | None = None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
     ``queue_calibration``: ``{"policy", "latency"}`` (see :mod:`acmemodel.calibrate_queue`) to use
     instead of choosing them (``Assumptions.queue_policy``); with either, the GPU jobs' waits are the
     simulator's on that policy plus latency draws.
-    ``state_offsets``: {``fail``, ``cancel``, ``fail_gt``, ``cancel_gt``: fraction} added to the published
-    state rates that the state logit targets (:func:`acmemodel.calibrate_inputs.state_rate_offsets`, the
-    calibration's fixed-point step; default none).
+    ``target_offsets``: {``fail``, ``cancel``, ``fail_gt``, ``cancel_gt``, ``gt_share:<type>``: fraction}
+    added to the published state rates that the state logit targets and to the published GPU-time shares
+    of the types that the copula's ρ targets (renormalised to sum to 1)
+    (:func:`acmemodel.calibrate_inputs.fixed_point_offsets`, the calibration's fixed-point step; default
+    none).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -121,6 +123,12 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     counts[np.argsort(-(share * n_gpu - counts))[: n_gpu - counts.sum()]] += 1
     types = mix["type"].to_numpy()
     gt_share = dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0))
+    t_off = dict(target_offsets or {})
+    if any(k.startswith(TYPE_SHARE) for k in t_off):  # the fixed-point step's type shares (renormalised)
+        raw = {t: max(v + float(t_off.get(f"{TYPE_SHARE}{t}", 0.0)), 1e-4) for t, v in gt_share.items()}
+        gt_share = {t: v / sum(raw.values()) for t, v in raw.items()}
+        report["type_targets"] = {"published": dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0)),
+                                  "targets": gt_share}
     parts = {}
     for t, k in zip(types, counts):
         parts[t] = dict(n=int(k), qdur=_inverse_cdf(curves[curves["type"] == t]),
@@ -271,15 +279,14 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     rest = ~hit
     lz = np.log(gtime)
     z = (lz - lz[rest].mean()) / lz[rest].std()
-    st_off = dict(state_offsets or {})
-    rate = {k: float(summ[col]) + float(st_off.get(k, 0.0)) for k, col in STATE_RATE_COLUMNS.items()}
+    rate = {k: float(summ[col]) + float(t_off.get(k, 0.0)) for k, col in STATE_RATE_COLUMNS.items()}
     targets = {"fail": (rate["fail"] * n - n_hit) / (n - n_hit),
                "cancel": rate["cancel"] * n / (n - n_hit),
                "fail_gt": (rate["fail_gt"] * g_tot - g_hit) / (g_tot - g_hit),
                "cancel_gt": rate["cancel_gt"] * g_tot / (g_tot - g_hit)}
-    if st_off:
+    if t_off:
         report["state_targets"] = {"published": {k: float(summ[c]) for k, c in STATE_RATE_COLUMNS.items()},
-                                   "offsets": {k: float(st_off.get(k, 0.0)) for k in STATE_RATE_COLUMNS},
+                                   "offsets": {k: float(t_off.get(k, 0.0)) for k in STATE_RATE_COLUMNS},
                                    "targets": rate}
     th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
     ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
@@ -439,17 +446,17 @@ FAILURE_LATE_COVARIATES = ("cluster",)
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
                     assumptions: Assumptions | None = None, queue_calibration: dict | None = None,
-                    state_offsets: dict | None = None):
+                    target_offsets: dict | None = None):
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
     (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them;
-    ``state_offsets``: {cluster: offsets of the state targets}, :func:`published_jobs`)."""
+    ``target_offsets``: {cluster: offsets of the state rates and type shares}, :func:`published_jobs`)."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
     for cluster in CLUSTER_TZ:
         j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
                                 queue_calibration=(queue_calibration or {}).get(cluster),
-                                state_offsets=(state_offsets or {}).get(cluster))
+                                target_offsets=(target_offsets or {}).get(cluster))
         links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
@@ -515,7 +522,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
         offsets = None
         for final in (a.state_fixed_point_traces <= 0, True):
             trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
-                                             state_offsets=offsets)
+                                             target_offsets=offsets)
             for cl, q in qc.items():
                 reports[cl]["policy_score_terms"] = q["terms"]
                 reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, "
@@ -545,8 +552,8 @@ def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: int, 
     for i, cluster in enumerate(CLUSTER_TZ):
         frames = [synthesize_cluster(bundle, cluster, seed=replica_seed(seed + 31, i, r), days=days)[0]
                   for r in range(int(traces))]
-        syn = synthetic_state_rates(frames, queue_in_duration=cluster == "Kalos")
-        out[cluster] = {"synthetic": syn, "offsets": state_rate_offsets(cluster, syn)}
+        syn = synthetic_rates(frames, queue_in_duration=cluster == "Kalos")
+        out[cluster] = {"synthetic": syn, "offsets": fixed_point_offsets(cluster, syn)}
         if log is not None:
             log(f"{cluster} state rates of {traces} synthetic traces: " + ", ".join(
                 f"{k} {100 * syn[k]:.1f} % (offset {100 * v:+.1f} pp)" for k, v in out[cluster]["offsets"].items()))

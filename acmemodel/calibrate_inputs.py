@@ -322,21 +322,24 @@ def _to_contract(df: pd.DataFrame, cluster: str, rng) -> pd.DataFrame:
     return out
 
 
-# ------------------------------------------------------------------------------ state fixed point
+# ------------------------------------------------------------------------------ fixed point of the targets
 #: the published state rates the pseudo-trace's state logit targets (cluster_summary.csv columns), by the
 #: name of the logit's target (``_solve_states``)
 STATE_RATE_COLUMNS = {"fail": "fail_rate_gpu", "cancel": "cancel_rate_gpu",
                       "fail_gt": "fail_rate_gpu_time", "cancel_gt": "cancel_rate_gpu_time"}
-#: largest correction (fraction of 1) of a published state rate by the fixed-point step
-STATE_OFFSET_MAX = 0.10
+#: prefix of a type's GPU-time share target (``gt_share:Pretrain``: workload_mix.csv ``gpu_time_percent``)
+TYPE_SHARE = "gt_share:"
+#: largest correction (fraction of 1) of a published rate or share by the fixed-point step
+TARGET_OFFSET_MAX = 0.10
 
 
-def synthetic_state_rates(frames, *, queue_in_duration: bool = False) -> dict[str, float]:
-    """The state rates of synthetic traces (``simulate_jobs`` frames of one cluster, pooled): over the
-    GPU jobs with a run, the FAILED (TIMEOUT and NODE_FAIL counted as failed) and CANCELLED shares of
-    jobs (``fail``, ``cancel``) and of GPU time (``fail_gt``, ``cancel_gt``) — ``gpu_num × run_s``, or
-    with ``queue_in_duration`` ``gpu_num × (run_s + queue_s)`` (published Kalos GPU time is end −
-    submit) — fractions of 1, plus ``jobs`` and ``traces``."""
+def synthetic_rates(frames, *, queue_in_duration: bool = False) -> dict[str, float]:
+    """The calibration targets measured on synthetic traces (``simulate_jobs`` frames of one cluster,
+    pooled), fractions of 1: over the GPU jobs with a run, the FAILED (TIMEOUT and NODE_FAIL counted as
+    failed) and CANCELLED shares of jobs (``fail``, ``cancel``) and of GPU time (``fail_gt``,
+    ``cancel_gt``), and each type's share of GPU time (``gt_share:<type>``) — GPU time ``gpu_num ×
+    run_s``, or with ``queue_in_duration`` ``gpu_num × (run_s + queue_s)`` (published Kalos GPU time is
+    end − submit) — plus ``jobs`` and ``traces``."""
     g = pd.concat(list(frames), ignore_index=True)
     run = g["run_s"].to_numpy(float)
     g = g[(g["gpu_num"].to_numpy() > 0) & np.isfinite(run)]
@@ -346,17 +349,25 @@ def synthetic_state_rates(frames, *, queue_in_duration: bool = False) -> dict[st
     dur = g["run_s"].to_numpy(float) + (g["queue_s"].to_numpy(float) if queue_in_duration else 0.0)
     w = g["gpu_num"].to_numpy(float) * dur
     tot = max(float(w.sum()), 1e-300)
-    return {"fail": float(failed.mean()), "cancel": float(cancelled.mean()),
-            "fail_gt": float(w[failed].sum() / tot), "cancel_gt": float(w[cancelled].sum() / tot),
-            "jobs": int(len(g)), "traces": len(frames)}
+    out = {"fail": float(failed.mean()), "cancel": float(cancelled.mean()),
+           "fail_gt": float(w[failed].sum() / tot), "cancel_gt": float(w[cancelled].sum() / tot)}
+    by_type = pd.Series(w).groupby(g["type"].astype(str).to_numpy()).sum() / tot
+    out.update({f"{TYPE_SHARE}{t}": float(v) for t, v in by_type.items()})
+    out.update({"jobs": int(len(g)), "traces": len(frames)})
+    return out
 
 
-def state_rate_offsets(cluster: str, synthetic: dict[str, float]) -> dict[str, float]:
-    """One fixed-point step of the pseudo-trace's state targets: ``published − synthetic`` per rate
-    (:data:`STATE_RATE_COLUMNS`), clipped to ±:data:`STATE_OFFSET_MAX`. Added to the published rates
-    the second pass's state logit targets, it moves the bundle's synthetic rates towards the published
-    ones where fitting the pseudo-trace and drawing from the fit do not return its state rates (the
-    generative model is not a fixed point of fit → synth where large jobs fail; :mod:`acmemodel.joblife`)."""
+def fixed_point_offsets(cluster: str, synthetic: dict[str, float]) -> dict[str, float]:
+    """One fixed-point step of the pseudo-trace's targets: ``published − synthetic`` for the state rates
+    (:data:`STATE_RATE_COLUMNS`) and each type's GPU-time share (``gt_share:<type>``; a type absent from
+    the synthetic traces counts as 0), clipped to ±:data:`TARGET_OFFSET_MAX`. Added to the published
+    values, the next pass's targets move the bundle's synthetic figures towards the published ones where
+    fitting the pseudo-trace and drawing from the fit does not return them (the generative model is not
+    a fixed point of fit → synth where large jobs fail, :mod:`acmemodel.joblife`; run time capped per
+    cell and scaled by GPU count)."""
     summ = _summary(cluster)
-    return {k: float(np.clip(float(summ[col]) - synthetic[k], -STATE_OFFSET_MAX, STATE_OFFSET_MAX))
-            for k, col in STATE_RATE_COLUMNS.items()}
+    mix = load_reference("workload_mix").query("cluster == @cluster")
+    pub = {k: float(summ[col]) for k, col in STATE_RATE_COLUMNS.items()}
+    pub.update({f"{TYPE_SHARE}{t}": float(v) / 100.0 for t, v in zip(mix["type"], mix["gpu_time_percent"])})
+    return {k: float(np.clip(v - synthetic.get(k, 0.0), -TARGET_OFFSET_MAX, TARGET_OFFSET_MAX))
+            for k, v in pub.items()}

@@ -203,38 +203,52 @@ def test_weekend_factor_override():
         assert abs(obs - expect) <= Z * math.sqrt(expect * (1 - expect) * deff / len(j)), (wf, obs, expect)
 
 
-def test_state_offsets_shift_the_state_targets():
-    """state_offsets (the calibration's fixed-point step) are added to the published state rates the state logit
-    targets: the report says so, and the pseudo-trace's failed and cancelled shares of GPU jobs move by the
-    offsets (same draws otherwise; within Z binomial standard errors of a difference)."""
+def test_target_offsets_shift_the_targets():
+    """target_offsets (the calibration's fixed-point step) are added to the published state rates the state logit
+    targets and to the types' GPU-time shares the copula targets: the report says so, the pseudo-trace's failed and
+    cancelled shares of GPU jobs move by the offsets (same draws otherwise; within Z binomial standard errors of a
+    difference), and each type holds its new share of the GPU time (renormalised; the copula's ρ is solved on the
+    draws, so to the bisection's tolerance)."""
     from acmemodel.calibrate import Assumptions, published_jobs
 
     a = Assumptions(queue_policy=False)
     off = {"fail": 0.05, "cancel": -0.03, "fail_gt": 0.03, "cancel_gt": -0.05}
-    shares = []
-    for o in (None, off):
-        j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=4, state_offsets=o)
+    shares, reps = [], []
+    for o in (None, off, {"gt_share:Pretrain": 0.05}):  # none, the states' offsets, a type's
+        j, rep = published_jobs("Seren", scale=0.05, assumptions=a, seed=4, target_offsets=o)
+        reps.append(rep)
         g = j[j["is_gpu"]]
         st = g["state"].replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"})
+        w = (g["gpu_num"] * g["run_s"]).groupby(g["type"]).sum()
         shares.append({"fail": float((st == "FAILED").mean()), "cancel": float((st == "CANCELLED").mean()),
-                       "n": len(g)})
-    t = rep["state_targets"]
+                       "n": len(g), "pretrain_gt": float(w["Pretrain"] / w.sum())})
+    t = reps[1]["state_targets"]
     for k, v in off.items():
         assert t["offsets"][k] == v and t["targets"][k] == pytest.approx(t["published"][k] + v)
+    assert "type_targets" not in reps[1]
+    tt = reps[2]["type_targets"]
+    raw = {ty: v + (0.05 if ty == "Pretrain" else 0.0) for ty, v in tt["published"].items()}
+    assert tt["targets"] == pytest.approx({ty: v / sum(raw.values()) for ty, v in raw.items()})
+    # Pretrain's GPU-time share moves by the shift of its target (restart attempts and infrastructure failures,
+    # drawn after the copula, keep the realised share off the target itself by about a point)
+    assert shares[2]["pretrain_gt"] - shares[0]["pretrain_gt"] == pytest.approx(
+        tt["targets"]["Pretrain"] - tt["published"]["Pretrain"], abs=0.01)
     for k in ("fail", "cancel"):
         p = shares[0][k]
         assert abs(shares[1][k] - shares[0][k] - off[k]) <= Z * math.sqrt(2 * p * (1 - p) / shares[0]["n"]), k
 
 
-def test_state_fixed_point_step():
-    """synthetic_state_rates pools the traces' GPU jobs with a run (TIMEOUT / NODE_FAIL count as failed; GPU time
-    gpu_num × run_s) and state_rate_offsets is published − synthetic, clipped to ±STATE_OFFSET_MAX."""
-    from acmemodel.calibrate_inputs import STATE_OFFSET_MAX, state_rate_offsets, synthetic_state_rates
+def test_fixed_point_step():
+    """synthetic_rates pools the traces' GPU jobs with a run (TIMEOUT / NODE_FAIL count as failed; GPU time
+    gpu_num × run_s) and fixed_point_offsets is published − synthetic, clipped to ±TARGET_OFFSET_MAX."""
+    from acmemodel.calibrate_inputs import TARGET_OFFSET_MAX as STATE_OFFSET_MAX
+    from acmemodel.calibrate_inputs import fixed_point_offsets as state_rate_offsets
+    from acmemodel.calibrate_inputs import synthetic_rates as synthetic_state_rates
     from acmemodel.datasets import load_reference
 
     a = pd.DataFrame({"gpu_num": [1, 8, 0, 2], "run_s": [10.0, 100.0, 5.0, np.nan],
-                      "state": ["FAILED", "CANCELLED", "FAILED", "FAILED"]})
-    b = pd.DataFrame({"gpu_num": [4], "run_s": [50.0], "state": ["NODE_FAIL"]})
+                      "state": ["FAILED", "CANCELLED", "FAILED", "FAILED"], "type": ["Eval", "Pretrain", "Eval", "SFT"]})
+    b = pd.DataFrame({"gpu_num": [4], "run_s": [50.0], "state": ["NODE_FAIL"], "type": ["Eval"]})
     r = synthetic_state_rates([a, b])
     assert r["jobs"] == 3 and r["traces"] == 2
     assert r["fail"] == pytest.approx(2 / 3) and r["cancel"] == pytest.approx(1 / 3)
@@ -244,13 +258,17 @@ def test_state_fixed_point_step():
     assert o["fail"] == pytest.approx(float(np.clip(summ["fail_rate_gpu"] - 2 / 3, -STATE_OFFSET_MAX,
                                                     STATE_OFFSET_MAX)))
     assert o["cancel_gt"] == pytest.approx(max(summ["cancel_rate_gpu_time"] - 800 / 1010, -STATE_OFFSET_MAX))
+    assert r["gt_share:Eval"] == pytest.approx(210 / 1010) and "gt_share:SFT" not in r
+    mix = load_reference("workload_mix").query("cluster == 'Kalos'").set_index("type")["gpu_time_percent"] / 100
+    assert o["gt_share:Debug"] == pytest.approx(min(mix["Debug"], STATE_OFFSET_MAX))  # no Debug job: share 0
+    assert o["gt_share:Eval"] == pytest.approx(float(np.clip(mix["Eval"] - 210 / 1010, -0.1, 0.1)))
 
 
 def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle):
     """The fixed-point step measures the bundle's state rates on traces drawn as reproduce draws them (same seeds,
     same jobs: synthesize_cluster) and on the published basis (Kalos GPU time over end − submit)."""
     from acmemodel.calibrate import synthetic_state_calibration
-    from acmemodel.calibrate_inputs import state_rate_offsets
+    from acmemodel.calibrate_inputs import fixed_point_offsets
     from acmemodel.reproduce import replica_seed, synthesize_cluster
 
     out = synthetic_state_calibration(default_bundle, days=4.0, seed=7, traces=2)
@@ -265,7 +283,7 @@ def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle)
         assert syn["fail"] == pytest.approx(failed.mean()) and syn["cancel"] == pytest.approx(
             (g["state"] == "CANCELLED").mean())
         assert syn["fail_gt"] == pytest.approx(w[failed].sum() / w.sum(), rel=1e-9)
-        assert out[cl]["offsets"] == state_rate_offsets(cl, syn)
+        assert out[cl]["offsets"] == fixed_point_offsets(cl, syn)
 
 
 def test_queue_atom_override():
