@@ -520,43 +520,49 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     if two_pass:
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
         offsets = None
-        for final in (a.state_fixed_point_traces <= 0, True):
+        for final in (not any(v > 0 for v in a.fixed_point_traces.values()), True):
             trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
                                              target_offsets=offsets)
             for cl, q in qc.items():
                 reports[cl]["policy_score_terms"] = q["terms"]
                 reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, "
                                                   f"seed {seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
-                if offsets is not None:
+                if offsets is not None and states[cl]["synthetic"] is not None:
                     reports[cl]["state_targets"]["second_pass_synthetic"] = states[cl]["synthetic"]
             bundle = fit(trace, reports)
             if final:
                 break
-            # the state targets' fixed-point step (Assumptions.state_fixed_point_traces): a third pass
-            states = synthetic_state_calibration(bundle, days=a.days, seed=seed, traces=a.state_fixed_point_traces,
-                                                 log=log)
+            # the targets' fixed-point step (Assumptions.fixed_point_traces / fixed_point_step): a third pass
+            states = synthetic_state_calibration(bundle, days=a.days, seed=seed, traces=a.fixed_point_traces,
+                                                 step=a.fixed_point_step, log=log)
             offsets = {cl: v["offsets"] for cl, v in states.items()}
     return bundle
 
 
-def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: int, log=None) -> dict:
-    """The fixed-point step of the state targets per cluster: ``bundle``'s synthetic state rates — ``traces``
-    traces of ``days`` as :func:`acmemodel.reproduce.reproduce` draws them (:func:`~acmemodel.reproduce.
-    synthesize_cluster`: the recorded policy and start-up latency; seeds
+def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: dict[str, int], step: float = 1.0,
+                                log=None) -> dict:
+    """The fixed-point step of the targets per cluster: ``bundle``'s synthetic state rates and type shares —
+    ``traces[cluster]`` traces of ``days`` as :func:`acmemodel.reproduce.reproduce` draws them
+    (:func:`~acmemodel.reproduce.synthesize_cluster`: the recorded policy and start-up latency; seeds
     ``replica_seed(seed + 31, cluster, r)``), pooled, on the published basis (Kalos: GPUs × (end − submit))
-    — and the offsets ``published − synthetic`` (:func:`acmemodel.calibrate_inputs.state_rate_offsets`) that
-    the next pass adds to the published rates. Returns {cluster: {"synthetic", "offsets"}}."""
+    — and the offsets ``step × (published − synthetic)`` (:func:`acmemodel.calibrate_inputs.fixed_point_offsets`)
+    that the next pass adds to the published values (a cluster with 0 traces: none). Returns
+    {cluster: {"synthetic", "offsets"}}."""
     from acmemodel.reproduce import replica_seed, synthesize_cluster
 
     out = {}
     for i, cluster in enumerate(CLUSTER_TZ):
+        k = int(traces.get(cluster, 0))
+        if k <= 0:
+            out[cluster] = {"synthetic": None, "offsets": {}}
+            continue
         frames = [synthesize_cluster(bundle, cluster, seed=replica_seed(seed + 31, i, r), days=days)[0]
-                  for r in range(int(traces))]
+                  for r in range(k)]
         syn = synthetic_rates(frames, queue_in_duration=cluster == "Kalos")
-        out[cluster] = {"synthetic": syn, "offsets": fixed_point_offsets(cluster, syn)}
+        out[cluster] = {"synthetic": syn, "offsets": fixed_point_offsets(cluster, syn, step)}
         if log is not None:
-            log(f"{cluster} state rates of {traces} synthetic traces: " + ", ".join(
-                f"{k} {100 * syn[k]:.1f} % (offset {100 * v:+.1f} pp)" for k, v in out[cluster]["offsets"].items()))
+            log(f"{cluster} on {k} synthetic traces: " + ", ".join(
+                f"{key} {100 * syn.get(key, 0.0):.1f} % ({100 * v:+.1f} pp)" for key, v in out[cluster]["offsets"].items()))
     return out
 
 

@@ -271,7 +271,7 @@ def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle)
     from acmemodel.calibrate_inputs import fixed_point_offsets
     from acmemodel.reproduce import replica_seed, synthesize_cluster
 
-    out = synthetic_state_calibration(default_bundle, days=4.0, seed=7, traces=2)
+    out = synthetic_state_calibration(default_bundle, days=4.0, seed=7, traces={"Seren": 2, "Kalos": 2}, step=0.5)
     for i, cl in enumerate(("Seren", "Kalos")):
         fr = pd.concat([synthesize_cluster(default_bundle, cl, seed=replica_seed(7 + 31, i, r), days=4.0)[0]
                         for r in range(2)], ignore_index=True)
@@ -283,7 +283,9 @@ def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle)
         assert syn["fail"] == pytest.approx(failed.mean()) and syn["cancel"] == pytest.approx(
             (g["state"] == "CANCELLED").mean())
         assert syn["fail_gt"] == pytest.approx(w[failed].sum() / w.sum(), rel=1e-9)
-        assert out[cl]["offsets"] == fixed_point_offsets(cl, syn)
+        assert out[cl]["offsets"] == fixed_point_offsets(cl, syn, 0.5)
+        full = fixed_point_offsets(cl, syn)
+        assert all(v == pytest.approx(full[k] / 2) for k, v in out[cl]["offsets"].items() if abs(full[k]) < 0.1)
 
 
 def test_queue_atom_override():
