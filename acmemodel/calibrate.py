@@ -25,6 +25,7 @@ calibration has two steps, both deterministic given the seed:
      ``P(FAILED) ∝ exp(a_f + b_f z)``, ``P(CANCELLED) ∝ exp(a_c + b_c z)``, ``P(COMPLETED) ∝ 1``,
      with (a_f, b_f, a_c, b_c) solved so that the state rates by count *and* by GPU time match
      ``cluster_summary.csv`` (failures come out early and small, cancellations long and large);
+     in the passes after the second (below) the targets are moved by the fixed-point iteration;
    * **infrastructure failures** of large jobs (≥ 64 GPUs): a Weibull failure process with mean time
      to failure M(g) = M_ref (g/g_ref)^(−α), α = 1 (independent per-GPU failures; an assumption),
      g_ref the failure table's large-job GPU demand, and M_ref solved so that these failures carry
@@ -46,7 +47,18 @@ calibration has two steps, both deterministic given the seed:
      jobs), overridable.
 
 2. :func:`calibrate` fits every model family of the package on that pseudo-trace with its ordinary
-   ``fit`` and returns the :class:`~acmemodel.models.bundle.Bundle`; MLE on stratified draws of a
+   ``fit`` and returns the :class:`~acmemodel.models.bundle.Bundle`. With the queue policy it does so
+   in passes: (1) the workload models, on which (2) the policy is chosen for the synthetic workload,
+   the pseudo-trace's waits rebuilt and every model refitted; then (3, 4) the **fixed-point iteration
+   of the targets** (:class:`Assumptions` ``fixed_point_*``): the fitted bundle is drawn as
+   :func:`acmemodel.reproduce.reproduce` draws it (Seren 6, Kalos 16 six-month traces), its GPU-job
+   state rates by count and GPU time and its types' GPU-time shares are measured on the published
+   basis, ``½ (published − synthetic)`` is added to the offsets of the pseudo-trace's targets (the
+   state logit's and the copula's), and the pseudo-trace is rebuilt (same draws) and refitted. Fitting
+   a pseudo-trace and drawing from the fit does not return its GPU time by state: a few long large-job
+   runs hold it and the failure model, not the run-time cell, draws their failures
+   (:mod:`acmemodel.joblife`). The report keeps each iteration's synthetic values and offsets
+   (``calibration.<cluster>.fixed_point``); MLE on stratified draws of a
    published curve is the minimum-distance fit of the family to the curve. Two exceptions: the
    failure model is fitted on the jobs of ≥ 64 GPUs (its ``min_gpus`` parameter: only their
    failures carry size information in the pseudo-trace; synth draws failures from it for those
@@ -74,7 +86,7 @@ from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
     Assumptions, _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
     STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
-    TYPE_SHARE, fixed_point_offsets, synthetic_rates,
+    TARGET_OFFSET_MAX, TYPE_SHARE, fixed_point_offsets, synthetic_rates,
 )
 from acmemodel.datasets.reference import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
@@ -519,23 +531,27 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                  if two_pass else models)
     if two_pass:
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
-        offsets = None
-        for final in (not any(v > 0 for v in a.fixed_point_traces.values()), True):
+        offsets, history = None, []
+        steps = a.fixed_point_iterations if any(v > 0 for v in a.fixed_point_traces.values()) else 0
+        for it in range(steps + 1):
             trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
                                              target_offsets=offsets)
             for cl, q in qc.items():
                 reports[cl]["policy_score_terms"] = q["terms"]
                 reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, "
                                                   f"seed {seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
-                if offsets is not None and states[cl]["synthetic"] is not None:
-                    reports[cl]["state_targets"]["second_pass_synthetic"] = states[cl]["synthetic"]
+                if history:
+                    reports[cl]["fixed_point"] = [h[cl] for h in history]
             bundle = fit(trace, reports)
-            if final:
+            if it == steps:
                 break
-            # the targets' fixed-point step (Assumptions.fixed_point_traces / fixed_point_step): a third pass
-            states = synthetic_state_calibration(bundle, days=a.days, seed=seed, traces=a.fixed_point_traces,
+            # the targets' fixed-point iteration (Assumptions.fixed_point_*): offsets accumulate step by step
+            states = synthetic_state_calibration(bundle, days=a.days, seed=seed + 1000 * it, traces=a.fixed_point_traces,
                                                  step=a.fixed_point_step, log=log)
-            offsets = {cl: v["offsets"] for cl, v in states.items()}
+            offsets = {cl: {k: float(np.clip((offsets or {}).get(cl, {}).get(k, 0.0) + v, -TARGET_OFFSET_MAX,
+                                             TARGET_OFFSET_MAX))
+                            for k, v in st["offsets"].items()} for cl, st in states.items()}
+            history.append({cl: {"synthetic": st["synthetic"], "offsets": offsets[cl]} for cl, st in states.items()})
     return bundle
 
 

@@ -80,7 +80,7 @@ class Assumptions:
     #: model's infrastructure hazard (failed GPU time 13 -> 24 %)
     small_job_gpus: dict[str, int] = field(default_factory=lambda: {"Seren": 1})
     small_job_gt_share: dict[str, float] = field(default_factory=lambda: {"Seren": 0.015, "Kalos": 0.03})
-    #: calibrate()'s fixed-point step (a third pass): the targets of the pseudo-trace's state logit and of the
+    #: calibrate()'s fixed-point iteration (passes after the second): the targets of the pseudo-trace's state logit and of the
     #: types' GPU-time shares are the published values plus fixed_point_step × (published − synthetic), the
     #: synthetic values measured on fixed_point_traces[cluster] traces of the second-pass bundle drawn as
     #: reproduce draws them (0 traces: no third pass). Fitting the pseudo-trace and drawing from the fit does
@@ -90,6 +90,9 @@ class Assumptions:
     #: half step. Kalos gets more traces: its GPU-time state shares vary 2.6–3.7 pp between traces
     fixed_point_traces: dict[str, int] = field(default_factory=lambda: {"Seren": 6, "Kalos": 16})
     fixed_point_step: float = 0.5
+    #: fixed-point iterations (each a pass: measure, add fixed_point_step × (published − synthetic) to the
+    #: offsets, rebuild the pseudo-trace, refit); the state and type targets interact, so one step is not enough
+    fixed_point_iterations: int = 2
 
 
 # ------------------------------------------------------------------------------ published inputs

@@ -67,7 +67,9 @@ A synthetic GPU job of cluster *c*, type *y* and *g* GPUs is built from the bund
    the shipped bundle is *not* a fixed point of fit → synth (the calibration,
    :func:`acmemodel.calibrate.calibrate`, fits its pseudo-trace as is; fitting a synthetic trace
    back gives the same models — the round-trip test — but the synthetic GPU time by state departs
-   from the pseudo-trace's where large jobs fail).
+   from the pseudo-trace's where large jobs fail; the calibration's fixed-point iteration moves the
+   pseudo-trace's state targets until the synthetic GPU time by state is the published one, see
+   :func:`acmemodel.calibrate.calibrate`).
    CPU jobs (0 GPUs) of a runtime model fitted on GPU jobs only (``gpu_only``) take their type's
    single-GPU law (there is no CPU cell to query; the smallest GPU job is the nearest one).
 4. **Restarts** (:class:`~acmemodel.models.restart.RestartModel`): a FAILED job of cluster *c*,
