@@ -32,7 +32,7 @@ compares it, side by side, with what was published about the real trace
    :data:`PARTITIONS`, FIFO, no best effort and no latency. The cluster size is not scaled, so below ``scale`` ≈ 1
    the cluster is under-loaded and the waits are too short: queue comparisons are meaningful at full
    scale only.
-   **Replicas** (``replicas``, default :data:`REPLICAS`): steps 1–2 are run R times per cluster with
+   **Replicas** (``replicas``, default :data:`REPLICAS`: Seren 4, Kalos 32): steps 1–2 are run R times per cluster with
    independent seeds (:func:`replica_seed`) and every comparison below pools the R traces (counts are
    compared with published × scale × R). One trace's GPU time by state rests on a few hundred large
    runs — in Kalos about a thousand jobs of ≥ 256 GPUs hold > 96 % of the GPU time and about 15 of their
@@ -342,8 +342,26 @@ def to_trace(jobs: pd.DataFrame, timezones: Mapping[str, str] | None = None):
 
 
 # ----------------------------------------------------------------------------------------- driver
-#: synthetic traces per cluster that :func:`reproduce` pools (module docstring, "Replicas")
-REPLICAS = 4
+#: synthetic traces per cluster that :func:`reproduce` pools by default (module docstring, "Replicas"): Kalos's
+#: GPU time rests on ~1,000 large jobs per trace and a trace takes about a second to draw
+REPLICAS: dict[str, int] = {"Seren": 4, "Kalos": 32}
+
+
+def _replicas(replicas, clusters) -> dict[str, int]:
+    """{cluster: R} from :func:`reproduce`'s ``replicas`` (an integer, a mapping, or None), validated."""
+    if replicas is None:
+        replicas = REPLICAS
+    if isinstance(replicas, Mapping):
+        bad = sorted(set(replicas) - set(CLUSTERS))
+        if bad:
+            raise ValueError(f"replicas names unknown clusters {bad}; known: {list(CLUSTERS)}")
+        out = {c: replicas.get(c, REPLICAS.get(c, 1)) for c in clusters}
+    else:
+        out = {c: replicas for c in clusters}
+    for c, r in out.items():
+        if not (isinstance(r, (int, np.integer)) and not isinstance(r, bool) and 1 <= r <= 256):
+            raise ValueError(f"replicas ({c}) must be an integer in [1, 256], got {r!r}")
+    return {c: int(r) for c, r in out.items()}
 
 
 def replica_seed(seed: int, cluster_index: int, replica: int) -> int:
@@ -355,7 +373,7 @@ def replica_seed(seed: int, cluster_index: int, replica: int) -> int:
 def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = DAYS,
               clusters: tuple[str, ...] = CLUSTERS, partitions: Mapping[str, Mapping[str, int]] | None = None,
               queue: str = "simulator", plots: str | Path | None = None, return_jobs: bool = False,
-              progress=None, replicas: int = REPLICAS) -> dict:
+              progress=None, replicas: int | Mapping[str, int] | None = None) -> dict:
     """Synthesise each cluster from ``bundle`` and compare with the published statistics (module
     docstring). ``bundle``: a Bundle, a path, or None (the shipped default). ``scale``: fraction of the
     real job volume (1.0 ≈ 1.1 M jobs). ``partitions``: {cluster: {partition: GPUs}} overriding
@@ -363,10 +381,12 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     queue model, a diagnostic). ``plots``: directory for PNG overlays of every curve.
     ``progress(done, total, description)``: called before each step (a cluster's synthesis, the
     comparison, the plots) and at the end. ``replicas``: independent synthetic traces per cluster
-    (seeds :func:`replica_seed`), pooled for every comparison (module docstring, "Replicas").
+    (seeds :func:`replica_seed`), pooled for every comparison (module docstring, "Replicas"); an integer
+    for every cluster or {cluster: R}; None: :data:`REPLICAS`.
 
     Returns the JSON document ``{"clusters": {NAME: {"shares", "states", "summary", "curves",
-    "simulation"}}, "quality_bar", "ks_definition", "scale", "seed", "days", "bundle", "seconds"}``
+    "simulation"}}, "quality_bar", "ks_definition", "scale", "seed", "replicas" ({cluster: R}), "days", "bundle",
+    "seconds"}``
     (with ``return_jobs=True`` also ``"jobs"``: the synthetic trace contract table).
     """
     from acmemodel.describe import describe
@@ -378,19 +398,19 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     bad = [c for c in clusters if c not in CLUSTERS]
     if bad:
         raise ValueError(f"clusters must be among {CLUSTERS}, got {bad}")
-    if not (isinstance(replicas, (int, np.integer)) and not isinstance(replicas, bool) and 1 <= replicas <= 64):
-        raise ValueError(f"replicas must be an integer in [1, 64], got {replicas!r}")
-    replicas = int(replicas)
+    reps_of = _replicas(replicas, clusters)
     b = resolve_bundle(bundle)
     curves = curve_points()
     frames, infos, first = [], {}, []
-    n_synth = len(clusters) * replicas
+    n_synth = sum(reps_of.values())
     steps = n_synth + 1 + (plots is not None)
     step = progress if progress is not None else (lambda *a: None)
+    done = 0
     for i, cl in enumerate(clusters):
-        reps = []
+        reps, replicas = [], reps_of[cl]
         for r in range(replicas):
-            step(i * replicas + r, steps, f"synthesising {cl}" + (f" ({r + 1}/{replicas})" if replicas > 1 else ""))
+            step(done, steps, f"synthesising {cl}" + (f" ({r + 1}/{replicas})" if replicas > 1 else ""))
+            done += 1
             jobs, info = synthesize_cluster(b, cl, scale=scale, seed=replica_seed(seed, i, r), days=days,
                                             partitions=(partitions or {}).get(cl), queue=queue)
             reps.append((jobs, info))
@@ -407,9 +427,9 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     out: dict = {"clusters": {}}
     for cl, fr in zip(clusters, frames):
         # pooled replicas: R traces of `days` days at `scale` each (counts against published x scale x R)
-        res = _compare_cluster(cl, doc, doc_pub if cl == "Kalos" else doc, fr, scale * replicas,
+        res = _compare_cluster(cl, doc, doc_pub if cl == "Kalos" else doc, fr, scale * reps_of[cl],
                                _explanations(b, cl), curves, total_gpus=infos[cl]["total_gpus"],
-                               days=days * replicas)
+                               days=days * reps_of[cl])
         res["simulation"] = infos[cl]
         out["clusters"][cl] = res
     if "Seren" in clusters:
@@ -434,7 +454,7 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
         c["compared"]["queue_checks"] = len(c["queue_checks"])
     out.update({
         "bundle": getattr(b, "name", None), "bundle_scale": _bundle_scale(b), "scale": scale, "seed": seed,
-        "replicas": replicas, "queue": queue,
+        "replicas": reps_of, "queue": queue,
         "days": days, "quality_bar": dict(QUALITY_BAR),
         "ks_definition": "max over the published points x_i of |F_sample(x_i) - F_published(x_i)|, "
                          "F_sample(x) = fraction of synthetic GPU jobs <= x",

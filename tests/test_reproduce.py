@@ -263,7 +263,7 @@ def test_invalid_arguments(bundle):
         reproduce(bundle, scale=SCALE, clusters=("Philly",))
     with pytest.raises(ValueError, match="partitions"):
         reproduce(bundle, scale=SCALE, clusters=("Seren",), partitions={"Seren": {"pretrain": 4096}})
-    for bad in (0, 65, 1.5, True):
+    for bad in (0, 257, 1.5, True, {"Kalos": 0}, {"Philly": 2}):
         with pytest.raises(ValueError, match="replicas"):
             reproduce(bundle, scale=SCALE, clusters=("Kalos",), replicas=bad)
 
@@ -283,7 +283,7 @@ def test_replicas_pool_independent_traces(bundle):
     n = [int((t["gpu_num"] > 0).sum()) for t in traces]
     assert summ["reproduced"] == sum(n) and summ["published"] == pytest.approx(pub * scale * 2)
     assert {r["name"]: r for r in one["clusters"]["Kalos"]["summary"]}["gpu_jobs"]["reproduced"] == n[0]
-    assert out["replicas"] == 2 and out["clusters"]["Kalos"]["simulation"]["seeds"] == [replica_seed(4, 0, r)
+    assert out["replicas"] == {"Kalos": 2} and out["clusters"]["Kalos"]["simulation"]["seeds"] == [replica_seed(4, 0, r)
                                                                                            for r in range(2)]
     pooled = pd.concat(traces, ignore_index=True)
     g = pooled[(pooled["gpu_num"] > 0) & np.isfinite(pooled["run_s"])]

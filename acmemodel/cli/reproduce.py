@@ -29,9 +29,9 @@ def _mark(ok) -> str:
 
 def _render(doc: dict) -> None:
     bar = doc["quality_bar"]
+    traces = ", ".join(f"{c} {r} × {doc['days']:g} d" for c, r in (doc.get("replicas") or {}).items())
     console.print(f"[bold]reproduce[/bold]: bundle {doc['bundle']} (fitted at scale {doc['bundle_scale']:g}), "
-                  f"scale {doc['scale']:g}, seed {doc['seed']}, {doc.get('replicas', 1)} × {doc['days']:g} days, "
-                  f"queue: {doc['queue']}; "
+                  f"scale {doc['scale']:g}, seed {doc['seed']}, traces pooled: {traces}, queue: {doc['queue']}; "
                   f"{doc['seconds']:.1f} s. Bar: KS ≤ {bar['ks']}, shares within {bar['share_pp']} pp.")
     notes: list[str] = []
 
@@ -153,8 +153,9 @@ def reproduce_cmd(
     queue: QueueMode = typer.Option(QueueMode.simulator, "--queue",
                                     help="Queue times from the cluster simulator, or from the bundle's queue "
                                          "model (a diagnostic)."),
-    replicas: int = typer.Option(4, "--replicas", min=1, max=64,
-                                 help="Independent synthetic traces per cluster, pooled for every comparison."),
+    replicas: Optional[int] = typer.Option(None, "--replicas", min=1, max=256,
+                                           help="Independent synthetic traces per cluster, pooled for every "
+                                                "comparison (default: Seren 4, Kalos 32)."),
 ) -> None:
     """Synthesise Seren- and Kalos-scale six-month traces from a bundle and compare them with the
     published AcmeTrace statistics: shares, state rates, medians and KS distances to every CDF."""
