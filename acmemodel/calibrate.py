@@ -57,8 +57,10 @@ calibration has two steps, both deterministic given the seed:
    state logit's and the copula's), and the pseudo-trace is rebuilt (same draws) and refitted. Fitting
    a pseudo-trace and drawing from the fit does not return its GPU time by state: a few long large-job
    runs hold it and the failure model, not the run-time cell, draws their failures
-   (:mod:`acmemodel.joblife`). The report keeps each iteration's synthetic values and offsets
-   (``calibration.<cluster>.fixed_point``); MLE on stratified draws of a
+   (:mod:`acmemodel.joblife`), and through a few large jobs' states, so the iteration need not settle:
+   every fitted candidate (offsets 0, then each step's) is measured and the one nearest the published
+   values (:func:`fixed_point_score`) is the bundle. The report keeps every candidate's offsets,
+   synthetic values and score and which was chosen (``calibration.<cluster>.fixed_point``); MLE on stratified draws of a
    published curve is the minimum-distance fit of the family to the curve. Two exceptions: the
    failure model is fitted on the jobs of ≥ 64 GPUs (its ``min_gpus`` parameter: only their
    failures carry size information in the pseudo-trace; synth draws failures from it for those
@@ -531,7 +533,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                  if two_pass else models)
     if two_pass:
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
-        offsets, history = None, []
+        offsets, history, best = None, [], None
         steps = a.fixed_point_iterations if any(v > 0 for v in a.fixed_point_traces.values()) else 0
         for it in range(steps + 1):
             trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
@@ -540,19 +542,38 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                 reports[cl]["policy_score_terms"] = q["terms"]
                 reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, "
                                                   f"seed {seed + 1}); first pass (pseudo-trace): {q.get('first_pass')}")
-                if history:
-                    reports[cl]["fixed_point"] = [h[cl] for h in history]
             bundle = fit(trace, reports)
-            if it == steps:
+            if steps == 0:
                 break
-            # the targets' fixed-point iteration (Assumptions.fixed_point_*): offsets accumulate step by step
+            # the targets' fixed-point iteration (Assumptions.fixed_point_*): every fitted candidate is measured
+            # as reproduce draws it and the one nearest the published values is kept (the synthetic shares
+            # respond to the targets through a few large jobs' states, so the iteration need not settle)
             states = synthetic_state_calibration(bundle, days=a.days, seed=seed + 1000 * it, traces=a.fixed_point_traces,
                                                  step=a.fixed_point_step, log=log)
+            score = fixed_point_score(states)
+            history.append({cl: {"offsets": dict((offsets or {}).get(cl, {})), "synthetic": st["synthetic"],
+                                 "score": score} for cl, st in states.items()})
+            if log is not None:
+                log(f"fixed point, candidate {it}: score {score:.2f}")
+            if best is None or score < best[0]:
+                best = (score, it, bundle)
             offsets = {cl: {k: float(np.clip((offsets or {}).get(cl, {}).get(k, 0.0) + v, -TARGET_OFFSET_MAX,
                                              TARGET_OFFSET_MAX))
                             for k, v in st["offsets"].items()} for cl, st in states.items()}
-            history.append({cl: {"synthetic": st["synthetic"], "offsets": offsets[cl]} for cl, st in states.items()})
+        if best is not None:
+            bundle = best[2]
+            for cl in CLUSTER_TZ:
+                bundle.provenance["calibration"][cl]["fixed_point"] = {
+                    "chosen": best[1], "candidates": [h[cl] for h in history]}
     return bundle
+
+
+def fixed_point_score(states: dict) -> float:
+    """Miss of a candidate bundle: Σ over clusters and targets (state rates, type GPU-time shares) of
+    ``((published − synthetic) / 2 pp)²`` (the quality bar), from :func:`synthetic_state_calibration`'s
+    measurement."""
+    return float(sum((v / 0.02) ** 2 for cl, st in states.items() if st["synthetic"] is not None
+                     for v in fixed_point_offsets(cl, st["synthetic"]).values()))
 
 
 def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: dict[str, int], step: float = 1.0,

@@ -90,8 +90,11 @@ class Assumptions:
     #: half step. Kalos gets more traces (each is cheap): its GPU-time state shares vary by an sd of 2.6–3.7 pp between traces
     fixed_point_traces: dict[str, int] = field(default_factory=lambda: {"Seren": 6, "Kalos": 32})
     fixed_point_step: float = 0.5
-    #: fixed-point iterations (each a pass: measure, add fixed_point_step × (published − synthetic) to the
-    #: offsets, rebuild the pseudo-trace, refit); the state and type targets interact, so one step is not enough
+    #: fixed-point iterations (each: add fixed_point_step × (published − synthetic) to the offsets, rebuild the
+    #: pseudo-trace, refit, measure); every measured candidate (the second-pass bundle and one per iteration)
+    #: is scored against the published values and the nearest is kept: the synthetic shares respond to the
+    #: targets through a few large jobs' states (a +0.8 pp Kalos cancelled target moved the synthetic share
+    #: by +9 pp), so the iteration need not settle
     fixed_point_iterations: int = 2
 
 

@@ -264,6 +264,20 @@ def test_fixed_point_step():
     assert o["gt_share:Eval"] == pytest.approx(float(np.clip(mix["Eval"] - 210 / 1010, -0.1, 0.1)))
 
 
+def test_fixed_point_score():
+    """A candidate's score: Σ ((published − synthetic) / 2 pp)² over its clusters' targets (misses clipped at 10 pp);
+    a cluster without a measurement adds nothing."""
+    from acmemodel.calibrate import fixed_point_score
+    from acmemodel.calibrate_inputs import fixed_point_offsets
+
+    syn = {"fail": 0.40, "cancel": 0.07, "fail_gt": 0.10, "cancel_gt": 0.70, "gt_share:Pretrain": 0.9}
+    o = fixed_point_offsets("Kalos", syn)
+    want = sum((v / 0.02) ** 2 for v in o.values())
+    got = fixed_point_score({"Kalos": {"synthetic": syn}, "Seren": {"synthetic": None}})
+    assert got == pytest.approx(want) and want > 0
+    assert o["gt_share:Eval"] == pytest.approx(0.00422838) and o["gt_share:Pretrain"] == pytest.approx(0.05481286)
+
+
 def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle):
     """The fixed-point step measures the bundle's state rates on traces drawn as reproduce draws them (same seeds,
     same jobs: synthesize_cluster) and on the published basis (Kalos GPU time over end − submit)."""
