@@ -8,7 +8,9 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
    ``U / G0`` (``U = E[(F − R)^+]``, ``G0 = P(F > R)``: the MTTF that ``φ ≈ τ U / (τ + C) − τ G0 / 2``
    implies), returning the last point evaluated (E[T] there is the result, no further evaluation);
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
-   bounds exclude (see :mod:`.reference_newton`); piecewise hazard: shorter steps and a probe of the
+   bounds exclude (see :mod:`.reference_newton`); Weibull: a sample is evaluated only where the
+   Euler-Maclaurin bound :meth:`~acmemodel.planner.reference._Renewal.weibull_bound` does not already put
+   it below the best (the bound then stands for φ there); piecewise hazard: shorter steps and a probe of the
    sharpest kink between samples where a ripple as large as the gap could hide a peak
    (:func:`guard_ratio`, :func:`kink_peak`);
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
@@ -27,8 +29,8 @@ import numpy as np
 from scipy import optimize
 
 from acmemodel.planner.reference import (
-    DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, _Dist, _expected_time_one,
-    _Renewal, check_ckpt_values,
+    DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, WEIBULL, _Dist,
+    _expected_time_one, _Renewal, check_ckpt_values,
 )
 
 NEWTON_DONE = 1e-9     # a Newton step below this relative size is not taken: the point is the optimum
@@ -448,18 +450,23 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
     t0 = _daly(C, meff) if C < meff else _daly(C, d.mean)
     t0 = min(max(t0, gmin), gmax)
     tb, best, pp = _local_max(ren, t0, gmin, gmax)
+    wb = d.family == WEIBULL
+    ph = 0.0
     for _ in range(8):  # restarts when the guard scan finds a better point
         better = None
         t, first = tb * ROOT2, True
         while t < gmax and better is None:
             x = t + C  # the bounds hold for every s >= t, t included: checked before φ(t) is evaluated
-            e3 = ren.saved_bound(t)
+            ub, e3 = ren.weibull_bound(t) if wb else (-1.0, ren.saved_bound(t))
             if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
                 break  # nothing above t can beat the best
-            ph = ren.phi(t, want=0)[0]
-            if ph > best:
-                better = t
-                break
+            if wb and ub <= best:
+                ph = ub  # φ(t) ≤ ub ≤ best: no evaluation; the steps below from the bound
+            else:
+                ph = ren.phi(t, want=0)[0]
+                if ph > best:
+                    better = t
+                    break
             rs, rip = guard_ratio(ren, t, ph, best)
             nxt = t * max(rs, best / ph) if ph > 0 else gmax
             if rip:  # a ripple as large as the gap: the sharpest kinks before and after t too
@@ -481,10 +488,11 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             if lo <= t * SHRINK_MAX:
                 t = lo
                 continue
-            ph = ren.phi(t, want=0)[0]
-            if ph > best:
-                better = t
-                break
+            if not (wb and ren.weibull_bound(t)[0] <= best):  # the bound, else φ(t)
+                ph = ren.phi(t, want=0)[0]
+                if ph > best:
+                    better = t
+                    break
             rs, rip = guard_ratio(ren, t, ph, best)
             if rip:
                 if first:
