@@ -26,7 +26,8 @@
  * (root M (1 + W0(-exp(-1-C/M)))). Weibull / piecewise hazard, on the range [1e-3 min(C, E[F]),
  * min(W, 1e3 E[F])] of the original kernel (checkpoint_grid.c):
  *   1. safeguarded Newton ascent on phi'(tau) = 0 (never below its start) from Daly's interval for the mean U / G0 (U = E[(F - R)^+],
- *      G0 = P(F > R): the MTTF that phi ~ tau U / (tau + C) - tau G0 / 2 implies), with the analytic
+ *      G0 = P(F > R): the MTTF that phi ~ tau U / (tau + C) - tau G0 / 2 implies; Weibull k >= 1: the
+ *      maximum of that model with the next Euler-Maclaurin term tau x f_D(0) / 12, em_start), with the analytic
  *      phi'' = 2 E[N]' + tau E[N]'' (the sums below give E[N], E[N]', E[N]'' in one pass); a Newton step
  *      is taken when phi'' < 0 and it stays inside the bracket of known signs, else the geometric
  *      midpoint or a x4 step uphill; it stops when the next step would be below 1e-9 relative and
@@ -141,6 +142,33 @@ static double density_mode(const acme_failure *f) {
 static double daly_interval(double C, double M) {
     double r = C / (2.0 * M);
     return (C < 2.0 * M) ? sqrt(2.0 * C * M) * (1.0 + sqrt(r) / 3.0 + r / 9.0) - C : M;
+}
+
+/* Weibull k >= 1: the Newton ascent's start. Euler-Maclaurin at y = 0 gives E[N] = U / x - G0 / 2 +
+ * x f_D(0) / 12 + O(x^3 f_D''), f_D(0) = sum_q w_q f(r_q) (finite for k >= 1), so the model's maximum
+ * solves U C / x^2 - G0 / 2 + (x + tau) f_D(0) / 12 = 0: Newton on it from Daly's interval t0 (the
+ * root without the f_D(0) term). t0 itself unless the model is concave there and the iteration converges
+ * within a factor 2 of t0. On bench_solver's scenarios the start is within 3e-3 of the optimum in 75-97 %
+ * of them for k >= 1 (Daly's 0-19 %), so the ascent needs one evaluation fewer; for k < 1 f is singular at
+ * 0 and Daly's start is the better one. */
+static double em_start(const renewal *R, double t0) {
+    const acme_failure *f = R->f;
+    double f0 = 0.0, t = t0, C = R->C;
+    int q, it;
+    for (q = 0; q < R->Q; q++) {
+        double z = pow(R->r[q] / f->lam, f->k);
+        f0 += R->w[q] * (f->k / f->lam * pow(R->r[q] / f->lam, f->k - 1.0) * exp(-z));
+    }
+    for (it = 0; it < 30; it++) {
+        double x = t + C, g = R->U * C / (x * x) - 0.5 * R->G0 + (x + t) * f0 / 12.0;
+        double gp = -2.0 * R->U * C / (x * x * x) + f0 / 6.0, tn;
+        if (!(gp < 0.0)) return t0;
+        tn = t - g / gp;
+        if (!(tn > 0.5 * t0 && tn < 2.0 * t0)) return t0;
+        if (fabs(tn - t) <= 1e-12 * tn) return tn;
+        t = tn;
+    }
+    return t0;
 }
 
 /* Piecewise hazard: the kink of phi in (lo, hi) where phi' falls the most, -1 for none. S(r_q + i x) has a
@@ -288,6 +316,7 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
     if (gmax > W) gmax = W;
     if (gmin >= gmax) gmin = 0.5 * gmax;
     t0 = (C < meff) ? daly_interval(C, meff) : daly_interval(C, f->mean);
+    if (wb && f->k >= 1.0) t0 = em_start(R, t0);
     if (!(t0 >= gmin)) t0 = gmin;
     if (t0 > gmax) t0 = gmax;
     tb = local_max(R, t0, gmin, gmax, best, &pp);

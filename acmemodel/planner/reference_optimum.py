@@ -6,7 +6,8 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 
 1. safeguarded Newton on ``φ'(τ) = 0`` (analytic ``φ''``) from Daly's interval for the mean
    ``U / G0`` (``U = E[(F − R)^+]``, ``G0 = P(F > R)``: the MTTF that ``φ ≈ τ U / (τ + C) − τ G0 / 2``
-   implies), returning the last point evaluated (E[T] there is the result, no further evaluation);
+   implies; Weibull k ≥ 1: the maximum of that model with the next Euler-Maclaurin term, :func:`_em_start`),
+   returning the last point evaluated (E[T] there is the result, no further evaluation);
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
    bounds exclude (see :mod:`.reference_newton`); Weibull: a sample is evaluated only where the
    Euler-Maclaurin bound :meth:`~acmemodel.planner.reference._Renewal.weibull_bound` does not already put
@@ -439,6 +440,35 @@ def _down_bound(ren: _Renewal, t: float, ym: float, best: float) -> float:
     return 2.0 * (t * ren.U / x - best) / gc if gc > 0.0 else t
 
 
+def _em_start(ren: _Renewal, t0: float) -> float:
+    """Weibull k ≥ 1: the Newton ascent's start. Euler-Maclaurin at ``y = 0`` gives ``E[N] = U/x − G0/2 +
+    x f_D(0)/12 + O(x³ f_D'')``, ``f_D(0) = Σ_q w_q f(r_q)`` (finite for k ≥ 1), so the model's maximum
+    solves ``U C/x² − G0/2 + (x + τ) f_D(0)/12 = 0``: Newton on it from Daly's interval ``t0`` (its root
+    without the ``f_D(0)`` term); ``t0`` itself unless the model is concave there and the iteration
+    converges within a factor 2 of ``t0``. Within 3e-3 of the optimum in 75-97 % of bench_solver's
+    scenarios with k ≥ 1 (Daly's: 0-19 %): one evaluation fewer; for k < 1 f is singular at 0 and Daly's
+    start is the better one."""
+    d, C = ren.d, ren.C
+    f0 = 0.0
+    for r, w in zip(ren.r, ren.w):
+        z = (float(r) / d.lam) ** d.k
+        f0 += float(w) * (d.k / d.lam * (float(r) / d.lam) ** (d.k - 1.0) * math.exp(-z))
+    t = t0
+    for _ in range(30):
+        x = t + C
+        g = ren.U * C / (x * x) - 0.5 * ren.G0 + (x + t) * f0 / 12.0
+        gp = -2.0 * ren.U * C / (x * x * x) + f0 / 6.0
+        if not gp < 0.0:
+            return t0
+        tn = t - g / gp
+        if not 0.5 * t0 < tn < 2.0 * t0:
+            return t0
+        if abs(tn - t) <= 1e-12 * tn:
+            return tn
+        t = tn
+    return t0
+
+
 def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, float]:
     """``(τ*, φ(τ*))`` for Weibull / piecewise-hazard failures (see the module docstring)."""
     ren = _Renewal(d, C, rn, rw)
@@ -448,9 +478,11 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
         gmin = 0.5 * gmax
     meff = ren.U / ren.G0 if ren.G0 > 0 else d.mean
     t0 = _daly(C, meff) if C < meff else _daly(C, d.mean)
+    wb = d.family == WEIBULL
+    if wb and d.k >= 1.0:
+        t0 = _em_start(ren, t0)
     t0 = min(max(t0, gmin), gmax)
     tb, best, pp = _local_max(ren, t0, gmin, gmax)
-    wb = d.family == WEIBULL
     ph = 0.0
     for _ in range(8):  # restarts when the guard scan finds a better point
         better = None
