@@ -70,7 +70,7 @@
  * the leading nodes by their cluster rule (ckpt_cluster_prefix), nodes with I(r_q) = 0 (underflow) skipped. */
 static double saved_bound(renewal *R, double tau) {
     double x = tau + R->C, s = 0.0, S, I;
-    int q, k, p = ckpt_cluster_prefix(R, x);
+    int q, k, p = ckpt_cluster_prefix_bound(R, x);
     for (k = 0; p > 0 && k < R->cn; k++) {
         I = ckpt_surv_tail(R, R->cr[k] + x, &S);
         s += R->cw[k] * (x * S + I);
@@ -86,7 +86,7 @@ static double saved_bound(renewal *R, double tau) {
 /* G(y) = P(D >= y) = sum_q w_q S(r_q + y), y > 0 (Weibull: as saved_bound) */
 static double surv_d(renewal *R, double y) {
     double s = 0.0;
-    int q, k, p = ckpt_cluster_prefix(R, y);
+    int q, k, p = ckpt_cluster_prefix_bound(R, y);
     for (k = 0; p > 0 && k < R->cn; k++) s += R->cw[k] * acme_surv(R->f, R->cr[k] + y);
     for (q = p; q < R->Q; q++)
         if (R->I[q] > 0.0) s += R->w[q] * acme_surv(R->f, R->r[q] + y);
@@ -113,7 +113,7 @@ static inline void weibull_bound_node(const renewal *R, double a, double w, doub
 static double weibull_bound(renewal *R, double tau, double ym, double *e3) {
     const acme_failure *f = R->f;
     double x = tau + R->C, acc[3] = {0.0, 0.0, 0.0}, fm = 0.0;
-    int q, k, p = ckpt_cluster_prefix(R, x);
+    int q, k, p = ckpt_cluster_prefix_bound(R, x);
     if (ym > 0.0) {
         double zm = pow(ym / f->lam, f->k);
         fm = f->k * zm * exp(-zm) / ym;

@@ -60,6 +60,8 @@ size_t ckpt_cluster_scratch(int Q);
 
 /* Weibull: the number of leading nodes summed as the cluster rule (R->cr, R->cw, R->cn) at x, 0 for none */
 int ckpt_cluster_prefix(renewal *R, double x);
+/* ... for the bounds: the current rule kept when its prefix is no longer than the one at x */
+int ckpt_cluster_prefix_bound(renewal *R, double x);
 
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (Weibull and piecewise families; want as in the sums) */
 void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2);

@@ -355,13 +355,15 @@ class _Renewal:
         self.evals = 0
         self._cp, self._cluster = 0, None
 
-    def cluster(self, x: float) -> int:
+    def cluster(self, x: float, bound: bool = False) -> int:
         """Weibull: the number ``p`` of leading nodes within ``CLUSTER_DELTA · min(r_0 + x, 1/h)`` of the
         least ``r_0`` (at least ``CLUSTER_MIN``, else 0), whose ``CLUSTER_N``-point Gauss rule
         (:mod:`.reference_rule`, kept in ``self._cluster``) stands for them in functions of ``r + x``:
         ``u ↦ Σ_i S(u + i x)`` is analytic for ``u > −x`` and varies on the scale ``1/h``, so the rule's
         error is ~5e-16 of their share (see ``checkpoint_sums.c``). ``h``: the hazard at ``r_0 + x`` or
-        (``k > 1``) at ``z = (t/λ)^k = CLUSTER_Z`` if that is later."""
+        (``k > 1``) at ``z = (t/λ)^k = CLUSTER_Z`` if that is later. ``bound`` (the guard scan's bounds,
+        at x far from the evaluations'): the current rule is kept when its prefix is no longer than ``p``
+        (its nodes lie within the limit at x, so its error bound holds), instead of a new rule."""
         d = self.d
         if d.family != WEIBULL or self.r.size < CLUSTER_MIN:
             return 0
@@ -373,6 +375,8 @@ class _Renewal:
         p = int(np.sum(self.r <= lim))
         if p < CLUSTER_MIN:
             return 0
+        if bound and 0 < self._cp <= p:
+            return self._cp
         if p != self._cp:
             self._cluster = reference_rule.gauss_rule(self.r[:p], self.w[:p], CLUSTER_N)
             self._cp = p
@@ -380,8 +384,9 @@ class _Renewal:
 
     def _nodes(self, x: float, skip_zero: bool):
         """(r, w) pairs for a function of ``r + x``: the cluster rule, then the other nodes (without those
-        whose ``I(r) = 0``, underflow, when ``skip_zero``); the I's of the others for pruning."""
-        p = self.cluster(x)
+        whose ``I(r) = 0``, underflow, when ``skip_zero``: the bounds, which keep the current rule as
+        :meth:`cluster` with ``bound``); the I's of the others for pruning."""
+        p = self.cluster(x, bound=skip_zero)
         rule = list(zip(*self._cluster)) if p else []
         rest = [(r, w, I) for r, w, I in zip(self.r[p:], self.w[p:], self.I[p:]) if not (skip_zero and I == 0.0)]
         return rule, rest
