@@ -46,7 +46,13 @@
  *      2x)) - G/2 < 0. Weibull: a sample is evaluated only where its first-order Euler-Maclaurin bound
  *      (weibull_bound: phi(s) <= s (J/x + G/2 + (x/6) sum_q w_q f(max(r_q + x, y*))), closed forms, no renewal
  *      sum, within ~1 % of phi) does not already put it below the best; the bound then stands for phi(s)
- *      in the step (on bench_solver's 400 scenarios no guard sample needed an evaluation). Piecewise hazard: where a ripple as large as the gap 1 - phi / phi_best can lift
+ *      in the step (on bench_solver's 400 scenarios no guard sample needed an evaluation). Piecewise
+ *      hazard: a closed-form midpoint-rule bound ub >= phi(t) (ckpt_piecewise_guard, checkpoint_ripple.c)
+ *      below the best clears [t, t best / ub] (phi(s) <= s E[N](t)) without an evaluation after the first
+ *      sample up, and replaces the evaluation wherever the scan's ripple test is provably false for every
+ *      phi(t) between it and a lower bound (the scan's step and probes are then those phi(t) would give:
+ *      41.7 -> 37.0 evaluations per optimisation on bench_solver's 400 scenarios, optima identical).
+ *      Where a ripple as large as the gap 1 - phi / phi_best can lift
  *      a point between samples above the best, the step is a quarter of its period (ckpt_guard_ratio,
  *      >= 2^(1/16)) and the kink between samples where phi' falls the most is probed (kink_probe: a
  *      wear-out jump makes phi a sawtooth whose peaks samples miss). A better point found restarts
@@ -330,6 +336,23 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
             double x = t + C, e3, nxt, jump, ub = (wb) ? weibull_bound(R, t, ym, &e3) : -1.0;
             if (!wb) e3 = saved_bound(R, t);
             if (e3 <= *best || (x >= ym && e3 - 0.5 * x * surv_d(R, ym + 2.0 * x) <= *best)) break;
+            if (!wb) {
+                int quiet;
+                double pb = ckpt_piecewise_guard(R, t, *best, &quiet), lim;
+                if (pb < *best && (quiet || !first)) {
+                    /* phi(s) <= s E[N](t) <= s pb / t <= best on [t, t best / pb]: no evaluation; quiet: the
+                     * scan would step by sqrt 2 from phi(t) without kink probes */
+                    lim = t * (*best / pb);
+                    nxt = (quiet && lim < t * ROOT2) ? t * ROOT2 : lim;
+                    first = 0;
+                    if (lim < gmax && gmax <= nxt) {
+                        if (ckpt_phi3(R, gmax, 0, &g, &gp) > *best) better = gmax;
+                        break;
+                    }
+                    t = nxt;
+                    continue;
+                }
+            }
             if (wb && ub <= *best) {
                 ph = ub;  /* phi(t) <= ub <= best: no evaluation; the steps below from the bound */
             } else {
@@ -358,6 +381,15 @@ static double optimize_general(renewal *R, double W, double C, double *best) {
             if (lo <= t * ACME_SHRINK_MAX) {
                 t = lo;
                 continue;
+            }
+            if (!wb) {
+                int quiet;
+                (void)ckpt_piecewise_guard(R, t, *best, &quiet);
+                if (quiet) {  /* phi(t) <= bound < best and the scan's step from phi(t) is sqrt 2, no kink probes */
+                    first = 0;
+                    t /= ROOT2;
+                    continue;
+                }
             }
             if (!(wb && weibull_bound(R, t, ym, &e3) <= *best)) {  /* the bound, else phi(t) */
                 ph = ckpt_phi3(R, t, 0, &g, &gp);

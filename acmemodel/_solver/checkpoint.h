@@ -94,5 +94,9 @@ double ckpt_guard_ratio(renewal *R, double tau, double ph, double best, int *rip
 
 /* checkpoint_ripple.c: piecewise hazard, the kink in (lo, hi) where phi' falls the most, -1 for none */
 double ckpt_kink_peak(const renewal *R, double lo, double hi);
+/* piecewise hazard: an upper bound on phi(tau) from closed forms (midpoint rule, no renewal sum) and
+ * *quiet = 1 when the guard scan's ripple test is false for every phi(tau) the bounds allow
+ * (checkpoint_ripple.c) */
+double ckpt_piecewise_guard(const renewal *R, double tau, double best, int *quiet);
 
 #endif

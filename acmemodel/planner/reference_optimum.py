@@ -11,7 +11,8 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
    bounds exclude (see :mod:`.reference_newton`); Weibull: a sample is evaluated only where the
    Euler-Maclaurin bound :meth:`~acmemodel.planner.reference._Renewal.weibull_bound` does not already put
-   it below the best (the bound then stands for φ there); piecewise hazard: shorter steps and a probe of the
+   it below the best (the bound then stands for φ there); piecewise hazard: the midpoint-rule bound of
+   :mod:`.reference_bounds` clears samples without an evaluation, else shorter steps and a probe of the
    sharpest kink between samples where a ripple as large as the gap could hide a peak
    (:func:`guard_ratio`, :func:`kink_peak`);
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
@@ -29,6 +30,7 @@ import math
 import numpy as np
 from scipy import optimize
 
+from acmemodel.planner.reference_bounds import piecewise_guard
 from acmemodel.planner.reference import (
     DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, WEIBULL, _Dist,
     _expected_time_one, _Renewal, check_ckpt_values,
@@ -492,6 +494,17 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             ub, e3 = ren.weibull_bound(t) if wb else (-1.0, ren.saved_bound(t))
             if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
                 break  # nothing above t can beat the best
+            if not wb:
+                ub, quiet = piecewise_guard(ren, t, best)
+                if ub < best and (quiet or not first):  # φ(s) <= s E[N](t) <= s ub/t <= best on [t, t best/ub]:
+                    lim = t * best / ub  # no evaluation; quiet: the scan would step by √2 without kink probes
+                    nxt, first = max(lim, t * ROOT2) if quiet else lim, False
+                    if lim < gmax <= nxt:
+                        if ren.phi(gmax, want=0)[0] > best:
+                            better = gmax
+                        break
+                    t = nxt
+                    continue
             if wb and ub <= best:
                 ph = ub  # φ(t) ≤ ub ≤ best: no evaluation; the steps below from the bound
             else:
@@ -520,6 +533,12 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             if lo <= t * SHRINK_MAX:
                 t = lo
                 continue
+            if not wb:
+                ub, quiet = piecewise_guard(ren, t, best)
+                if quiet:  # φ(t) <= ub < best and the scan's step from φ(t) is √2 without kink probes
+                    first = False
+                    t /= ROOT2
+                    continue
             if not (wb and ren.weibull_bound(t)[0] <= best):  # the bound, else φ(t)
                 ph = ren.phi(t, want=0)[0]
                 if ph > best:
