@@ -202,6 +202,27 @@ def test_weibull_sums_match_brute_force(k, x_over_lam):
     assert -d2 == pytest.approx((i * i * ((k - 1.0) * h / t - h * h) * s).sum(), rel=1e-10, abs=1e-30)
 
 
+def test_weibull_guard_bound_is_an_upper_bound_on_phi():
+    """The guard scan's Euler-Maclaurin bound (reference ``_Renewal.weibull_bound``, ``weibull_bound`` in
+    checkpoint.c) is never below φ = τ E[N] (C sums) over shapes 0.3-3, a wide restart mixture and τ from
+    0.05 to 20 E[F]; near the optimum it is within a few % of φ (so it spares the scan's evaluations)."""
+    rng = np.random.default_rng(11)
+    rv, rw = RestartTime.mixture([RestartTime.lognormal(1800, 300), RestartTime.fixed(120)], [0.6, 0.4]).nodes(
+        max_nodes=64)
+    for k in (0.3, 0.6, 1.0, 1.4, 2.0, 3.0):
+        M = float(np.exp(rng.uniform(np.log(3600), np.log(5 * DAY))))
+        p = WeibullFailures(k, M).kernel_params()[0]
+        C = float(rng.uniform(10, 600))
+        ren = reference._Renewal(reference._Dist(1, p), C, rv, rw)
+        tau_opt = float(_core.ckpt_optimize(np.array([30 * DAY]), np.array([C]), 1, p[None], rv[None], rw[None])[0][0])
+        for tau in np.concatenate([np.geomspace(0.05 * M, 20 * M, 25), [tau_opt]]):
+            phi = tau * _core.ckpt_terms(tau, C, 1, p, rv, rw)[1]
+            ub = ren.weibull_bound(float(tau))[0]
+            assert ub >= phi * (1 - 1e-13)
+            if tau == tau_opt:
+                assert ub <= phi * 1.05
+
+
 def test_weibull_shape_just_above_one_in_the_twin():
     """Shape k = 1.006 (bench_solver's expected-time instance, row 121): the point t1 where x h(t1) = 1
     is lambda (lambda / (k x))^(1/(k-1)) ~ 1e400 s, beyond the float range; the twin decides the cap on the

@@ -60,6 +60,8 @@ size_t ckpt_cluster_scratch(int Q);
 
 /* Weibull: the number of leading nodes summed as the cluster rule (R->cr, R->cw, R->cn) at x, 0 for none */
 int ckpt_cluster_prefix(renewal *R, double x);
+/* ... for the bounds: the current rule kept when its prefix is no longer than the one at x */
+int ckpt_cluster_prefix_bound(renewal *R, double x);
 
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (Weibull and piecewise families; want as in the sums) */
 void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2);
@@ -92,5 +94,9 @@ double ckpt_guard_ratio(renewal *R, double tau, double ph, double best, int *rip
 
 /* checkpoint_ripple.c: piecewise hazard, the kink in (lo, hi) where phi' falls the most, -1 for none */
 double ckpt_kink_peak(const renewal *R, double lo, double hi);
+/* piecewise hazard: an upper bound on phi(tau) from closed forms (midpoint rule, no renewal sum) and
+ * *quiet = 1 when the guard scan's ripple test is false for every phi(tau) the bounds allow
+ * (checkpoint_ripple.c) */
+double ckpt_piecewise_guard(const renewal *R, double tau, double best, int *quiet);
 
 #endif

@@ -6,9 +6,13 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 
 1. safeguarded Newton on ``φ'(τ) = 0`` (analytic ``φ''``) from Daly's interval for the mean
    ``U / G0`` (``U = E[(F − R)^+]``, ``G0 = P(F > R)``: the MTTF that ``φ ≈ τ U / (τ + C) − τ G0 / 2``
-   implies), returning the last point evaluated (E[T] there is the result, no further evaluation);
+   implies; Weibull k ≥ 1: the maximum of that model with the next Euler-Maclaurin term, :func:`_em_start`),
+   returning the last point evaluated (E[T] there is the result, no further evaluation);
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
-   bounds exclude (see :mod:`.reference_newton`); piecewise hazard: shorter steps and a probe of the
+   bounds exclude (see :mod:`.reference_newton`); Weibull: a sample is evaluated only where the
+   Euler-Maclaurin bound :meth:`~acmemodel.planner.reference._Renewal.weibull_bound` does not already put
+   it below the best (the bound then stands for φ there); piecewise hazard: the midpoint-rule bound of
+   :mod:`.reference_bounds` clears samples without an evaluation, else shorter steps and a probe of the
    sharpest kink between samples where a ripple as large as the gap could hide a peak
    (:func:`guard_ratio`, :func:`kink_peak`);
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
@@ -26,9 +30,10 @@ import math
 import numpy as np
 from scipy import optimize
 
+from acmemodel.planner.reference_bounds import piecewise_guard
 from acmemodel.planner.reference import (
-    DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, _Dist, _expected_time_one,
-    _Renewal, check_ckpt_values,
+    DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, WEIBULL, _Dist,
+    _expected_time_one, _Renewal, check_ckpt_values,
 )
 
 NEWTON_DONE = 1e-9     # a Newton step below this relative size is not taken: the point is the optimum
@@ -437,6 +442,35 @@ def _down_bound(ren: _Renewal, t: float, ym: float, best: float) -> float:
     return 2.0 * (t * ren.U / x - best) / gc if gc > 0.0 else t
 
 
+def _em_start(ren: _Renewal, t0: float) -> float:
+    """Weibull k ≥ 1: the Newton ascent's start. Euler-Maclaurin at ``y = 0`` gives ``E[N] = U/x − G0/2 +
+    x f_D(0)/12 + O(x³ f_D'')``, ``f_D(0) = Σ_q w_q f(r_q)`` (finite for k ≥ 1), so the model's maximum
+    solves ``U C/x² − G0/2 + (x + τ) f_D(0)/12 = 0``: Newton on it from Daly's interval ``t0`` (its root
+    without the ``f_D(0)`` term); ``t0`` itself unless the model is concave there and the iteration
+    converges within a factor 2 of ``t0``. Within 3e-3 of the optimum in 75-97 % of bench_solver's
+    scenarios with k ≥ 1 (Daly's: 0-19 %): one evaluation fewer; for k < 1 f is singular at 0 and Daly's
+    start is the better one."""
+    d, C = ren.d, ren.C
+    f0 = 0.0
+    for r, w in zip(ren.r, ren.w):
+        z = (float(r) / d.lam) ** d.k
+        f0 += float(w) * (d.k / d.lam * (float(r) / d.lam) ** (d.k - 1.0) * math.exp(-z))
+    t = t0
+    for _ in range(30):
+        x = t + C
+        g = ren.U * C / (x * x) - 0.5 * ren.G0 + (x + t) * f0 / 12.0
+        gp = -2.0 * ren.U * C / (x * x * x) + f0 / 6.0
+        if not gp < 0.0:
+            return t0
+        tn = t - g / gp
+        if not 0.5 * t0 < tn < 2.0 * t0:
+            return t0
+        if abs(tn - t) <= 1e-12 * tn:
+            return tn
+        t = tn
+    return t0
+
+
 def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, float]:
     """``(τ*, φ(τ*))`` for Weibull / piecewise-hazard failures (see the module docstring)."""
     ren = _Renewal(d, C, rn, rw)
@@ -446,20 +480,38 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
         gmin = 0.5 * gmax
     meff = ren.U / ren.G0 if ren.G0 > 0 else d.mean
     t0 = _daly(C, meff) if C < meff else _daly(C, d.mean)
+    wb = d.family == WEIBULL
+    if wb and d.k >= 1.0:
+        t0 = _em_start(ren, t0)
     t0 = min(max(t0, gmin), gmax)
     tb, best, pp = _local_max(ren, t0, gmin, gmax)
+    ph = 0.0
     for _ in range(8):  # restarts when the guard scan finds a better point
         better = None
         t, first = tb * ROOT2, True
         while t < gmax and better is None:
             x = t + C  # the bounds hold for every s >= t, t included: checked before φ(t) is evaluated
-            e3 = ren.saved_bound(t)
+            ub, e3 = ren.weibull_bound(t) if wb else (-1.0, ren.saved_bound(t))
             if e3 <= best or (x >= d.mode and e3 - 0.5 * x * ren.surv_d(d.mode + 2.0 * x) <= best):
                 break  # nothing above t can beat the best
-            ph = ren.phi(t, want=0)[0]
-            if ph > best:
-                better = t
-                break
+            if not wb:
+                ub, quiet = piecewise_guard(ren, t, best)
+                if ub < best and (quiet or not first):  # φ(s) <= s E[N](t) <= s ub/t <= best on [t, t best/ub]:
+                    lim = t * best / ub  # no evaluation; quiet: the scan would step by √2 without kink probes
+                    nxt, first = max(lim, t * ROOT2) if quiet else lim, False
+                    if lim < gmax <= nxt:
+                        if ren.phi(gmax, want=0)[0] > best:
+                            better = gmax
+                        break
+                    t = nxt
+                    continue
+            if wb and ub <= best:
+                ph = ub  # φ(t) ≤ ub ≤ best: no evaluation; the steps below from the bound
+            else:
+                ph = ren.phi(t, want=0)[0]
+                if ph > best:
+                    better = t
+                    break
             rs, rip = guard_ratio(ren, t, ph, best)
             nxt = t * max(rs, best / ph) if ph > 0 else gmax
             if rip:  # a ripple as large as the gap: the sharpest kinks before and after t too
@@ -481,10 +533,17 @@ def _optimize_general(d: _Dist, W: float, C: float, rn, rw) -> tuple[float, floa
             if lo <= t * SHRINK_MAX:
                 t = lo
                 continue
-            ph = ren.phi(t, want=0)[0]
-            if ph > best:
-                better = t
-                break
+            if not wb:
+                ub, quiet = piecewise_guard(ren, t, best)
+                if quiet:  # φ(t) <= ub < best and the scan's step from φ(t) is √2 without kink probes
+                    first = False
+                    t /= ROOT2
+                    continue
+            if not (wb and ren.weibull_bound(t)[0] <= best):  # the bound, else φ(t)
+                ph = ren.phi(t, want=0)[0]
+                if ph > best:
+                    better = t
+                    break
             rs, rip = guard_ratio(ren, t, ph, best)
             if rip:
                 if first:
