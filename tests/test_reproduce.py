@@ -309,7 +309,8 @@ def test_cli_json_and_table(bundle_dir):
     from acmemodel.cli import app
 
     runner = CliRunner()
-    r = runner.invoke(app, ["reproduce", "--bundle", str(bundle_dir), "--scale", "0.01", "--seed", "1", "--json"])
+    r = runner.invoke(app, ["reproduce", "--bundle", str(bundle_dir), "--scale", "0.01", "--seed", "1", "--json",
+                            "--replicas", "1"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     for c in doc["clusters"].values():
@@ -317,8 +318,9 @@ def test_cli_json_and_table(bundle_dir):
         assert all({"name", "ks", "n"} <= set(x) for x in c["curves"])
         assert all({"type", "metric", "published", "reproduced", "diff_pp"} <= set(x) for x in c["shares"])
         assert all({"state", "basis", "published", "reproduced", "diff_pp"} <= set(x) for x in c["states"])
-    r = runner.invoke(app, ["reproduce", "--bundle", str(bundle_dir), "--scale", "0.01"])
+    r = runner.invoke(app, ["reproduce", "--bundle", str(bundle_dir), "--scale", "0.01", "--replicas", "2"])
     assert r.exit_code == 0, r.output
+    assert "traces pooled: Seren 2 × 184 d, Kalos 2 × 184 d" in " ".join(r.stdout.split())
     assert "KS distance" in r.stdout and "Seren" in r.stdout and "Kalos" in r.stdout
 
 
