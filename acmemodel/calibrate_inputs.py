@@ -2,7 +2,7 @@
 (:class:`Assumptions`), the published tables read as inverse CDFs and GPU-count samplers, the arrival-time sampler of the stated assumptions, the Gaussian
 copula of GPU count and duration, the state-logit and queue solvers, and the reference point of the
 infrastructure-failure process; the pseudo-trace's conversion to the trace contract; the fixed-point
-step of the state targets (:func:`synthetic_state_rates`, :func:`state_rate_offsets`).
+step of the state and type targets (:func:`synthetic_rates`, :func:`fixed_point_offsets`).
 """
 from __future__ import annotations
 

@@ -241,26 +241,24 @@ def test_target_offsets_shift_the_targets():
 def test_fixed_point_step():
     """synthetic_rates pools the traces' GPU jobs with a run (TIMEOUT / NODE_FAIL count as failed; GPU time
     gpu_num × run_s) and fixed_point_offsets is published − synthetic, clipped to ±TARGET_OFFSET_MAX."""
-    from acmemodel.calibrate_inputs import TARGET_OFFSET_MAX as STATE_OFFSET_MAX
-    from acmemodel.calibrate_inputs import fixed_point_offsets as state_rate_offsets
-    from acmemodel.calibrate_inputs import synthetic_rates as synthetic_state_rates
+    from acmemodel.calibrate_inputs import TARGET_OFFSET_MAX, fixed_point_offsets, synthetic_rates
     from acmemodel.datasets import load_reference
 
     a = pd.DataFrame({"gpu_num": [1, 8, 0, 2], "run_s": [10.0, 100.0, 5.0, np.nan],
                       "state": ["FAILED", "CANCELLED", "FAILED", "FAILED"], "type": ["Eval", "Pretrain", "Eval", "SFT"]})
     b = pd.DataFrame({"gpu_num": [4], "run_s": [50.0], "state": ["NODE_FAIL"], "type": ["Eval"]})
-    r = synthetic_state_rates([a, b])
+    r = synthetic_rates([a, b])
     assert r["jobs"] == 3 and r["traces"] == 2
     assert r["fail"] == pytest.approx(2 / 3) and r["cancel"] == pytest.approx(1 / 3)
     assert r["fail_gt"] == pytest.approx(210 / 1010) and r["cancel_gt"] == pytest.approx(800 / 1010)
     summ = load_reference("cluster_summary").set_index("id").loc["Kalos"]
-    o = state_rate_offsets("Kalos", r)
-    assert o["fail"] == pytest.approx(float(np.clip(summ["fail_rate_gpu"] - 2 / 3, -STATE_OFFSET_MAX,
-                                                    STATE_OFFSET_MAX)))
-    assert o["cancel_gt"] == pytest.approx(max(summ["cancel_rate_gpu_time"] - 800 / 1010, -STATE_OFFSET_MAX))
+    o = fixed_point_offsets("Kalos", r)
+    assert o["fail"] == pytest.approx(float(np.clip(summ["fail_rate_gpu"] - 2 / 3, -TARGET_OFFSET_MAX,
+                                                    TARGET_OFFSET_MAX)))
+    assert o["cancel_gt"] == pytest.approx(max(summ["cancel_rate_gpu_time"] - 800 / 1010, -TARGET_OFFSET_MAX))
     assert r["gt_share:Eval"] == pytest.approx(210 / 1010) and "gt_share:SFT" not in r
     mix = load_reference("workload_mix").query("cluster == 'Kalos'").set_index("type")["gpu_time_percent"] / 100
-    assert o["gt_share:Debug"] == pytest.approx(min(mix["Debug"], STATE_OFFSET_MAX))  # no Debug job: share 0
+    assert o["gt_share:Debug"] == pytest.approx(min(mix["Debug"], TARGET_OFFSET_MAX))  # no Debug job: share 0
     assert o["gt_share:Eval"] == pytest.approx(float(np.clip(mix["Eval"] - 210 / 1010, -0.1, 0.1)))
 
 
