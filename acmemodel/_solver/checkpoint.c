@@ -59,10 +59,13 @@
  *      step 1 from it;
  *   3. piecewise hazard: a ripple search (checkpoint_ripple.c). phi is a smooth function plus a ripple
  *      with kinks where r + i x crosses a break, so it has local maxima a ripple period apart, within
- *      ~1e-5..1e-3 of each other; phi is sampled at a quarter of the shortest ripple period over the
- *      window where the smooth part is within the ripple's size of its maximum, and Newton runs from
- *      the best sampled local maxima. A window capped at +-15 % also has its outer bands out to the
- *      guard scan's sqrt 2 sampled (a long-period ripple can put a better maximum there).
+ *      ~1e-5..1e-3 of each other; phi and phi' are sampled at a quarter of the shortest ripple period
+ *      over the window where the smooth part is within the ripple's size of its maximum, and Newton runs
+ *      from the best sampled candidates, each between its sampled neighbours, and from probes by the
+ *      kinks next to the best point; a kink peak between two samples sloping the same way is
+ *      evaluated. A window capped at +-15 % also has its outer bands out to the guard scan's sqrt 2
+ *      sampled (a long-period ripple can put a better maximum there); the search repeats around any
+ *      better point found (up to 3 rounds).
  * The frozen previous optimiser (checkpoint_newton.c) did 1 and 2 from Daly's interval for E[F].
  * The renewal sums E[N], E[N]', E[N]'' (Weibull and piecewise hazard) are in checkpoint_sums.c,
  * shared through checkpoint.h.
@@ -231,10 +234,18 @@ static void ascent_update(double t, double ph, double g, double gp, double *tb, 
     }
 }
 
-double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const double *first, double *ph,
-                           double *pp) {
+double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const double *first, const double *br,
+                           double *ph, double *pp) {
     double gmin = lo, gmax = hi, tb = t, pb, gb, ppb, tn;
     int lo_known = 0, hi_known = 0, it;
+    if (br && br[0] > lo && br[0] < t) {  /* a known lower point below t bounds the ascent there */
+        lo = br[0];
+        lo_known = 1;
+    }
+    if (br && br[1] < hi && br[1] > t) {
+        hi = br[1];
+        hi_known = 1;
+    }
     if (first) {  /* phi, phi', phi'' at t known (a probe) */
         pb = first[0];
         gb = first[1];
@@ -280,7 +291,7 @@ double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const dou
 }
 
 static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
-    return ckpt_local_max_from(R, t, lo, hi, NULL, ph, pp);
+    return ckpt_local_max_from(R, t, lo, hi, NULL, NULL, ph, pp);
 }
 
 /* Below t: E[N](s) = sum_{i>=1} G(i x) <= U / x - G(c) / 2 with U / x = sum_{i>=0} of G's mean over the
@@ -309,7 +320,7 @@ static double kink_probe(renewal *R, double lo, double hi, double best, double p
     if (!(pk > ph)) return -1.0;
     (void)ckpt_guard_ratio(R, t, pk, best, &rip);
     if (!rip) return -1.0;
-    t = ckpt_local_max_from(R, t, gmin, gmax, NULL, &p2, &pp2);
+    t = ckpt_local_max_from(R, t, gmin, gmax, NULL, NULL, &p2, &pp2);
     return (p2 > best) ? t : -1.0;
 }
 

@@ -17,11 +17,14 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
    (:func:`guard_ratio`, :func:`kink_peak`);
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
-   best one; φ is sampled at a quarter of the shortest period over the window where the smooth part is
-   within the ripple of its maximum, and Newton runs from the best sampled local maxima (and, on each
-   side of the best point, from just past the kink within half a step where φ' is predicted to point
-   away from it the most (:func:`_split_probe`), or from half a step, where φ' does); a window
-   capped at ±15 % also has its outer bands out to the guard scan's √2 sampled (:func:`outer_period`).
+   best one; φ and φ' are sampled at a quarter of the shortest period over the window where the smooth
+   part is within the ripple of its maximum, a kink peak hidden between two samples sloping the same
+   way is evaluated (:func:`_kink_between`), and Newton runs from the best sampled candidates
+   (:func:`_sample_candidate`), each within its sampled neighbours (and, on each side of the best
+   point, from by the kink within half a step where φ' is predicted to point away from it the most
+   (:func:`_split_probe`), or from half a step, where φ' does); a window capped at ±15 % also has its
+   outer bands out to the guard scan's √2 sampled (:func:`outer_period`); the search repeats around
+   any better point found (up to 3 rounds).
 """
 from __future__ import annotations
 
@@ -87,8 +90,10 @@ def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> f
     two by a valley within ``h`` of it (side 0: above t0, 1: below); −1 for no kink there. As x grows past
     ``(b_j − r_q)/i``, ``S(r_q + i x)`` crosses ``b_j`` and φ' jumps by ``τ w_q i S(b_j) (h_{j−1} − h_j)``;
     between kinks ``φ' ≈ pp0 (t − t0)``. The kinks in the range, nearest first, give the predicted φ'
-    just past each (above: ``pp0 (t_k − t0)`` + the jumps up to ``t_k``; below: ``pp0 (t_k − t0)`` − the
-    jumps from ``t_k``); returns the kink where it points away from t0 the most."""
+    just before and just past each (above: ``pp0 (t_k − t0)`` + the jumps up to ``t_k``; below:
+    ``pp0 (t_k − t0)`` − the jumps from ``t_k``; past it with its own jump); returns the point (the kink
+    × (1 ∓ KINK_EPS)) where it points away from t0 the most (just before a kink: where t0 is a kink peak,
+    φ falls into a convex valley past it and rises again to the next)."""
     d = ren.d
     lo, hi = (t0 - h, t0) if side else (t0, t0 + h)
     xlo, xhi = lo + ren.C, hi + ren.C
@@ -119,18 +124,22 @@ def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> f
                         kinks.insert(a, (t, t * float(w) * i * float(SH[j]) * dh))
                 i -= 1.0
     cum, bestv, tk = 0.0, -math.inf, -1.0
-    for t, jump in kinks:
-        cum += jump
-        v = cum - pp0 * (t - t0) if side else pp0 * (t - t0) + cum  # −φ' below, φ' above
-        if v > bestv:
-            bestv, tk = v, t
+    for t, jump in kinks:  # just before each kink (from t0), then just past it
+        for past in (0, 1):
+            if past:
+                cum += jump
+            v = cum - pp0 * (t - t0) if side else pp0 * (t - t0) + cum  # −φ' below, φ' above
+            if v > bestv:
+                bestv, tk = v, t * (1.0 - KINK_EPS if side == past else 1.0 + KINK_EPS)
     return tk
 
 
 def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
-               first: tuple[float, float, float] | None = None) -> tuple[float, float, float]:
+               first: tuple[float, float, float] | None = None,
+               bracket: tuple[float, float] | None = None) -> tuple[float, float, float]:
     """Safeguarded Newton ascent to a local maximum of φ from ``t`` within ``[lo, hi]`` (``first``: φ,
-    φ', φ'' at ``t`` if known). The best point ``tb`` and a bracket ``lo < tb < hi`` with φ(lo), φ(hi)
+    φ', φ'' at ``t`` if known; ``bracket``: points below and above ``t`` where φ is known to be at most
+    φ(t), 0 for an unknown side, between which the ascent stays). The best point ``tb`` and a bracket ``lo < tb < hi`` with φ(lo), φ(hi)
     ≤ φ(tb) (or the range's ends) hold a local maximum at least as high, on the side φ'(tb) points to.
     Each step evaluates Newton's point ``tb − φ'/φ''`` when ``φ'' < 0`` and it falls on that side, else
     the side's geometric midpoint, or a ×4 / ÷4 step uphill while that side is unbounded; a better point
@@ -144,6 +153,10 @@ def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
     is returned, else both points narrow the bracket."""
     gmin, gmax = lo, hi
     lo_known = hi_known = False
+    if bracket is not None and lo < bracket[0] < t:
+        lo, lo_known = bracket[0], True
+    if bracket is not None and t < bracket[1] < hi:
+        hi, hi_known = bracket[1], True
     tb = t
     pb, gb, ppb = first if first is not None else ren.phi(t)
 
@@ -320,10 +333,11 @@ def _live_period(a: np.ndarray, P: np.ndarray, thr: float) -> float:
 
 
 def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: float, win: float, K: int,
-                    gmin: float, gmax: float) -> list[tuple[float, float]]:
-    """φ sampled outwards from ``t0`` (``φ(t0) = best``) to ``t0 (1 ± win)`` and the two best sampled local
-    maxima other than t0, ``[(φ, τ), ...]`` best first (an outermost sample is one when its inner neighbour
-    is not above it). The step after a sample at ``t0 (1 + d)`` with value ``v`` is a quarter of the
+                    gmin: float, gmax: float):
+    """φ (and φ') sampled outwards from ``t0`` (``φ(t0) = best``) to ``t0 (1 ± win)``: ``(cand, line, c0)``,
+    the two best candidates other than t0 (:func:`_sample_candidate`), ``[(height, τ, (τ below, τ
+    above)), ...]`` best first, each with its neighbouring samples not above it (0: unknown side), the
+    samples ``[(φ, τ, φ'), ...]`` ascending in τ and t0's index there. The step after a sample at ``t0 (1 + d)`` with value ``v`` is a quarter of the
     shortest period among the breaks whose ripples are not needed there (as in :func:`guard_ratio`):
     a point there beats the best only by a lift above ``g = min(κ d²/2, 1 − v/best)`` (the smooth part's
     drop, the window's own model, and the sample's gap), so the smallest ripples, while together at most
@@ -331,27 +345,82 @@ def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: f
     hazards ended 8.9e-6 above a dense grid); never below ``step`` (the window's step, set by the ripples above
     RIPPLE_IGNORE) and at most ``K`` samples a side."""
     a, P = _break_ripples(ren, t0, best)
-    seq: list[list[tuple[float, float]]] = [[], []]
+    seq: list[list[tuple[float, float, float]]] = [[], []]
     for si, sg in enumerate((-1.0, 1.0)):
         dd, v = 0.0, best
         while dd < win and len(seq[si]) < K:
             thr = max(RIPPLE_IGNORE, RIPPLE_DROP * min(0.5 * kappa * dd * dd, 1.0 - v / best))
             dd += max(step, 0.25 * _live_period(a, P, thr) / t0)
             t = t0 * (1.0 + sg * dd)
-            v = ren.phi(t, want=0)[0] if gmin < t < gmax else -1.0
-            seq[si].append((v, t))
-    line = seq[0][::-1] + [(best, t0)] + seq[1]
+            v, g = ren.phi(t, want=1)[:2] if gmin < t < gmax else (-1.0, 0.0)
+            seq[si].append((v, t, g))
+    line = seq[0][::-1] + [(best, t0, 0.0)] + seq[1]
     c0 = len(seq[0])
-    cand: list[tuple[float, float]] = []
-    for k, (v, t) in enumerate(line):
-        if k == c0 or not v > 0 or (k > 0 and line[k - 1][0] > v) or (k < len(line) - 1 and line[k + 1][0] > v):
+    cand: list[tuple[float, float, tuple[float, float]]] = []
+    for k, (_, t, _) in enumerate(line):
+        got = None if k == c0 else _sample_candidate(line, c0, k)
+        if got is None:
             continue
+        v, br = got
         if not cand or v > cand[0][0]:
-            cand.insert(0, (v, t))
+            cand.insert(0, (v, t, br))
         elif len(cand) < 2 or v > cand[1][0]:
-            cand[1:] = [(v, t)]
+            cand[1:] = [(v, t, br)]
         del cand[2:]
-    return cand
+    return cand, line, c0
+
+
+def _kink_between(ren: _Renewal, line: list[tuple[float, float, float]], c0: int, best: float) -> float:
+    """A sawtooth peak hidden between two samples of ``line`` (``(φ, τ, φ')`` ascending): where φ rises at
+    both samples k, k + 1 (or falls at both), neither t0, a maximum between them can only be at a kink
+    where φ' falls (:func:`kink_peak`: the sharpest there), its height estimated along the tangent from
+    the lower-slope end (rising: ``φ_k + φ'_k (t_k − τ_k)``; falling: from k + 1). Just below the kink with
+    the highest estimate if that beats ``best``, else −1 (one evaluation there decides)."""
+    bt, be = -1.0, best
+    for k in range(len(line) - 1):
+        (va, ta, ga), (vb, tb, gb) = line[k], line[k + 1]
+        if k == c0 or k + 1 == c0 or not va > 0 or not vb > 0:
+            continue
+        if not ((ga > 0 and gb > 0) or (ga < 0 and gb < 0)):
+            continue
+        if not (va + ga * (tb - ta) if ga > 0 else vb - gb * (tb - ta)) > be:
+            continue  # the estimate at any kink between is below this
+        tk = kink_peak(ren, ta, tb)
+        if not tk > 0.0:
+            continue
+        est = va + ga * (tk - ta) if ga > 0 else vb - gb * (tb - tk)
+        if est > be:
+            be, bt = est, tk * (1.0 - KINK_EPS)
+    return bt
+
+
+def _sample_candidate(line: list[tuple[float, float, float]], c0: int, k: int):
+    """``(estimated height, bracket)`` when sample ``k`` of ``line`` (``(φ, τ, φ')`` ascending in τ, t0 at
+    ``c0``) starts a candidate local maximum, else None. A sampled local maximum (neither neighbour above
+    it) is one, as is a sample whose uphill neighbour (φ' points there) is not above it or lies past the
+    samples: a maximum lies between them (a sawtooth peak between quarter-period samples, both of whose
+    neighbours may be higher). Not when the uphill neighbour is t0 (its own maximum, probed apart). The
+    bracket: the neighbours not above it (0: unknown side). The height: where φ' changes sign towards
+    the uphill neighbour u, where the tangents at k and u meet (exact for a tent), else φ(k)."""
+    v, t, g = line[k]
+    n = len(line)
+    if not v > 0:
+        return None
+    lo_ok = k == 0 or line[k - 1][0] <= v
+    hi_ok = k == n - 1 or line[k + 1][0] <= v
+    br = (line[k - 1][1] if k > 0 and line[k - 1][0] <= v else 0.0,
+          line[k + 1][1] if k < n - 1 and line[k + 1][0] <= v else 0.0)
+    if lo_ok and hi_ok:
+        return v, br
+    u = k + 1 if g > 0 else k - 1 if g < 0 else None
+    if u is None or u == c0 or (0 <= u < n and not line[u][0] <= v):
+        return None
+    est = v
+    if 0 <= u < n and line[u][0] > 0 and line[u][2] * g < 0:
+        vu, tu, gu = line[u]
+        ts = min(max((vu - v + g * t - gu * tu) / (g - gu), min(t, tu)), max(t, tu))
+        est = v + g * (ts - t)
+    return est, br
 
 
 def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float,
@@ -359,11 +428,11 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
     """The smooth part of φ drops by ``κ d²/2`` (relative) at ``tb (1 + d)``, κ from the leading terms
     ``φ ≈ τ U/(τ + C) − τ G0/2`` (``κ = 2 U C tb² / ((tb + C)³ φ)``; φ'' at tb carries the ripple's own
     curvature), so only ``|d| ≤ √(2 amp/κ)`` can hold a better maximum: sample there, Newton from the
-    best sampled local maxima and, on each side, from the first of: just past the kink within half a
-    step where φ' is predicted to point away from tb the most (:func:`_split_probe`: a valley there can
-    split tb's maximum), and
-    ``tb ± step tb/2``, where φ' points away from tb, and search
-    again around a better point found beyond half the window. Returns ``(τ, φ(τ))``."""
+    best sampled candidates (:func:`_sample_candidate`), each within its sampled neighbours, after the
+    kink peak :func:`_kink_between` finds, and, on each side, from the first of: by the kink within half
+    a step where φ' is predicted to point away from tb the most (:func:`_split_probe`: a valley there can
+    split tb's maximum), and ``tb ± step tb/2``, where φ' points away from tb; and search again around any
+    better point found (up to 3 rounds). Returns ``(τ, φ(τ))``."""
     for rnd in range(3):
         amp, period = ripple(ren, tb, best)
         if not amp > RIPPLE_SMALL or not math.isfinite(period):
@@ -377,16 +446,22 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
         if K > RIPPLE_K:
             K = RIPPLE_K
             step = win / K
-        cand = _ripple_samples(ren, t0, best, kappa, step, win, K, gmin, gmax)
+        cand, line, c0 = _ripple_samples(ren, t0, best, kappa, step, win, K, gmin, gmax)
         moved = 0.0
-        starts = [t for _, t in cand]
+        tk = _kink_between(ren, line, c0, best)  # a sawtooth peak between two samples sloping the same way
+        if gmin < tk < gmax:
+            pk, _, ppk = ren.phi(tk)
+            if pk > best:
+                tb, best, pp, moved = tk, pk, ppk, abs(tk / t0 - 1.0)
+        starts = [t for _, t, _ in cand]
         for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
             first = None
-            if t is None:  # just past the kink raising φ' the most within half a step, then half a step
+            br = cand[i][2] if i < len(cand) else None
+            if t is None:  # by the kink raising φ' the most within half a step, then half a step
                 sign = 1.0 if i == len(starts) else -1.0
                 half = 0.5 * step * t0
                 tk = _split_probe(ren, t0, pp0, 0 if sign > 0 else 1, half)
-                probes = ([tk * (1.0 + sign * KINK_EPS)] if tk > 0.0 else []) + [t0 + sign * half]
+                probes = ([tk] if tk > 0.0 else []) + [t0 + sign * half]
                 for t in probes:
                     if gmin < t < gmax:
                         first = ren.phi(t)
@@ -394,7 +469,7 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
                             break
                 else:
                     continue
-            t2, p2, pp2 = _local_max(ren, t, gmin, gmax, first)
+            t2, p2, pp2 = _local_max(ren, t, gmin, gmax, first, br)
             if p2 > best:
                 tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
         if rnd == 0 and kappa * RIPPLE_WIN * RIPPLE_WIN < 2.0 * amp:
@@ -402,7 +477,7 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
             # scan's √2 samples, so the bands out to them are sampled too (a quarter of the shortest
             # period among the breaks whose ripple a_j is at least a quarter of the smooth drop at the
             # window's edge, at most RIPPLE_KO points a side) and Newton runs from the best sampled maximum
-            bs, bt = -1.0, 0.0
+            bs, bt, bbr = -1.0, 0.0, [0.0, 0.0]
             for side in (0, 1):
                 lim = 1.0 - 1.0 / ROOT2 if side else ROOT2 - 1.0
                 so = 0.25 * outer_period(ren, t0, best0, 0.125 * kappa * RIPPLE_WIN * RIPPLE_WIN) / t0
@@ -413,19 +488,23 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
                     n = RIPPLE_KO
                     so = (lim - RIPPLE_WIN) / n
                 prev2 = prev = -1.0
-                tp = 0.0
+                tp = tp2 = 0.0
                 for i in range(n + 2):  # i = n + 1 flushes the last sample
                     d = RIPPLE_WIN + i * so
                     t = t0 * (1.0 + (-d if side else d))
                     v = ren.phi(t, want=0)[0] if i <= n and gmin < t < gmax else -1.0
                     if i >= 1 and prev > 0 and prev >= v and (i == 1 or prev > prev2) and prev > bs:
                         bs, bt = prev, tp
-                    prev2, prev, tp = prev, v, t
+                        # its neighbours in the band bracket its local maximum (the inner one of the
+                        # band's first sample is not sampled; past the last, the range's end)
+                        bbr[1 - side] = t if i <= n else 0.0
+                        bbr[side] = tp2 if i >= 2 else 0.0
+                    prev2, prev, tp2, tp = prev, v, tp, t
             if bs > 0:
-                t2, p2, pp2 = _local_max(ren, bt, gmin, gmax)
+                t2, p2, pp2 = _local_max(ren, bt, gmin, gmax, None, tuple(bbr))
                 if p2 > best:
                     tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
-        if not moved > 0.5 * win:
+        if not moved > 0.0:
             break
     return tb, best
 
