@@ -137,7 +137,10 @@ def test_zero_hazard_piece_in_the_twin():
 # neighbours are both higher: 2.8e-6 above the grid) and #267 (the better maximum one ripple beyond a point
 # a probe moved to: 1.4e-6); broad hazards of seeds 20150 (Newton from a sampled maximum climbed past its
 # neighbours to a lower one: 7.6e-5), 20251 (a valley right above a kink maximum, probed past the kink but
-# not just before the next: 4.9e-6) and 20265 (a kink peak between two rising samples: 1.6e-6).
+# not just before the next: 4.9e-6), 20265 (a kink peak between two rising samples: 1.6e-6), 40005 (an
+# ascent from the window's outermost sample stepped x4 past the peak next to it: 1.5e-4), 40782 and 20390
+# (a peak between t0 and the sample next to it, rising to t0: 5.7e-5, 3.9e-5) and 40324 (a smooth maximum
+# past a kink between two rising samples: 6.5e-6).
 _BENCH_RESTART = RestartTime.mixture([RestartTime.lognormal(1800, 300), RestartTime.fixed(120)], [0.6, 0.4]).nodes(
     max_nodes=64)
 MISSED = {
@@ -157,7 +160,7 @@ MISSED = {
          0.0002045896167831419, 0.00016144403496858457, 0.0001443537192289358, 0.00011136155607622507,
          0.00012655248502071022, 7.550155055307659e-05, 7.317799158972202e-05, 5.913444684184693e-05]
     ).kernel_params(), 401.96736877853516, *_BENCH_RESTART),
-    **{f"broad{s}": _broad(np.random.default_rng(s)) for s in (20150, 20251, 20265)},
+    **{f"broad{s}": _broad(np.random.default_rng(s)) for s in (20150, 20251, 20265, 40005, 40782, 20390, 40324)},
 }
 
 

@@ -62,8 +62,8 @@
  *      ~1e-5..1e-3 of each other; phi and phi' are sampled at a quarter of the shortest ripple period
  *      over the window where the smooth part is within the ripple's size of its maximum, and Newton runs
  *      from the best sampled candidates, each between its sampled neighbours, and from probes by the
- *      kinks next to the best point; a kink peak between two samples sloping the same way is
- *      evaluated. A window capped at +-15 % also has its outer bands out to the guard scan's sqrt 2
+ *      kinks next to the best point; peaks a model of phi' through the kinks predicts between
+ *      samples are evaluated. A window capped at +-15 % also has its outer bands out to the guard scan's sqrt 2
  *      sampled (a long-period ripple can put a better maximum there); the search repeats around any
  *      better point found (up to 3 rounds).
  * The frozen previous optimiser (checkpoint_newton.c) did 1 and 2 from Daly's interval for E[F].
@@ -208,7 +208,9 @@ static double kink_in(const renewal *R, double lo, double hi) {
  * pb, phi' = gb, phi'' = ppb) and a bracket lo < tb < hi with phi(lo), phi(hi) <= pb (or lo, hi the
  * range's ends) hold a local maximum at least as high as pb: on the side phi' points to, (tb, hi) for
  * gb > 0, else (lo, tb). Each step evaluates Newton's point tb - gb / ppb when ppb < 0 and it falls on
- * that side, else the side's geometric midpoint, or a x4 step uphill while that side is unbounded; a
+ * that side, else the side's geometric midpoint, or a step uphill by the ratio uphill (x4, ACME_UPHILL,
+ * unless the caller knows the scale of phi's features: then no step goes further) while that side is
+ * unbounded; a
  * better point becomes tb (the old one a bound), a worse one bounds its side. So phi never ends below
  * its start (but for ACME_ASCENT_TOL a step): an uphill step that jumps over a valley onto a lower maximum is not taken (the Newton
  * iteration on phi' = 0 alone could, 70 % above the optimum on some wear-out hazards). Returns tb, *ph
@@ -235,7 +237,7 @@ static void ascent_update(double t, double ph, double g, double gp, double *tb, 
 }
 
 double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const double *first, const double *br,
-                           double *ph, double *pp) {
+                           double uphill, double *ph, double *pp) {
     double gmin = lo, gmax = hi, tb = t, pb, gb, ppb, tn;
     int lo_known = 0, hi_known = 0, it;
     if (br && br[0] > lo && br[0] < t) {  /* a known lower point below t bounds the ascent there */
@@ -260,6 +262,10 @@ double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const dou
         a = (gb > 0) ? tb : lo;  /* the side holding the maximum */
         b = (gb > 0) ? hi : tb;
         known = (gb > 0) ? hi_known : lo_known;
+        if (!known && uphill < ACME_UPHILL) {  /* the caller's scale: no step past it into the unknown */
+            if (gb > 0 && b > uphill * tb) b = uphill * tb;
+            if (gb < 0 && a < tb / uphill) a = tb / uphill;
+        }
         tn = (ppb < 0) ? tb - gb / ppb : NAN;
         if (!(a < tn && tn < b) && known && R->f->family == ACME_PIECEWISE && b - a <= ACME_KINK_NEAR * b) {
             /* phi' changes sign in (a, b) where Newton cannot land: a jump at a kink? phi' on both sides
@@ -278,8 +284,8 @@ double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const dou
         }
         if (!(a < tn && tn < b)) {
             if (known) tn = sqrt(a * b);
-            else if (gb > 0) tn = (4.0 * tb < gmax) ? 4.0 * tb : gmax;
-            else tn = (0.25 * tb > gmin) ? 0.25 * tb : gmin;
+            else if (gb > 0) tn = (uphill * tb < gmax) ? uphill * tb : gmax;
+            else tn = (tb / uphill > gmin) ? tb / uphill : gmin;
         }
         if (fabs(tn - tb) <= ACME_NEWTON_DONE * tb || (known && b - a <= 4.0 * DBL_EPSILON * b)) break;
         p = ckpt_phi3(R, tn, 2, &g, &gp);
@@ -291,7 +297,7 @@ double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const dou
 }
 
 static double local_max(renewal *R, double t, double lo, double hi, double *ph, double *pp) {
-    return ckpt_local_max_from(R, t, lo, hi, NULL, NULL, ph, pp);
+    return ckpt_local_max_from(R, t, lo, hi, NULL, NULL, ACME_UPHILL, ph, pp);
 }
 
 /* Below t: E[N](s) = sum_{i>=1} G(i x) <= U / x - G(c) / 2 with U / x = sum_{i>=0} of G's mean over the
@@ -320,7 +326,7 @@ static double kink_probe(renewal *R, double lo, double hi, double best, double p
     if (!(pk > ph)) return -1.0;
     (void)ckpt_guard_ratio(R, t, pk, best, &rip);
     if (!rip) return -1.0;
-    t = ckpt_local_max_from(R, t, gmin, gmax, NULL, NULL, &p2, &pp2);
+    t = ckpt_local_max_from(R, t, gmin, gmax, NULL, NULL, ACME_UPHILL, &p2, &pp2);
     return (p2 > best) ? t : -1.0;
 }
 

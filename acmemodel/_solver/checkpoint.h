@@ -80,10 +80,12 @@ static inline double ckpt_phi3(renewal *R, double tau, int want, double *g, doub
 
 /* checkpoint.c: safeguarded Newton on phi' = 0 from t within [lo, hi] (first: phi, phi', phi'' at t if
  * known, else NULL; br: NULL or points {below t, above t} where phi is known to be <= phi(t), 0 for an
- * unknown side: the ascent stays between them); returns the last point evaluated, *ph = phi and *pp =
- * phi'' there */
+ * unknown side: the ascent stays between them; uphill: the ratio of its steps into an unbounded side,
+ * ACME_UPHILL unless the caller knows the scale of phi's features); returns the last point evaluated,
+ * *ph = phi and *pp = phi'' there */
+#define ACME_UPHILL 4.0
 double ckpt_local_max_from(renewal *R, double t, double lo, double hi, const double *first, const double *br,
-                           double *ph, double *pp);
+                           double uphill, double *ph, double *pp);
 
 /* checkpoint_ripple.c: piecewise hazard, the best local maximum of phi near tb (phi = *best, phi'' = pp
  * there) within [gmin, gmax]; returns it, *best = phi there */

@@ -6,12 +6,15 @@
  * ripple period (with phi') over the window where the smooth part is within the ripple's size of its
  * maximum, Newton (ckpt_local_max_from) runs from the best sampled candidates (sample_candidate), each
  * kept between its sampled neighbours, and from probes placed by the kinks next to the best point
- * (split_probe); a kink peak hidden between two samples sloping the same way is evaluated
- * (kink_between); a window capped at +-15 % also has its outer bands out to the guard scan's sqrt 2
- * sampled (a long-period ripple can put a better maximum there); and the search repeats around any
- * better point found (up to 3 rounds). On 1,186 seeded scenarios (bench_solver's 400, 400 random walks,
- * 386 broad hazards that finish) every optimum is within 1e-6 of a dense grid's minimum (before these
- * four, 5 were not: by up to 7.6e-5).
+ * (split_probe); peaks hidden between two samples, where a model of phi' through the kinks between
+ * predicts them (peak_probe), are evaluated (kink_between); a window capped at +-15 % also has its outer
+ * bands out to the guard scan's sqrt 2 sampled (a long-period ripple can put a better maximum there);
+ * and the search repeats around any better point found (up to 3 rounds). Against a dense grid's
+ * minimum (tests/test_checkpoint_random.py's): of bench_solver's 400 piecewise scenarios, 400 random
+ * walks and 1,164 broad hazards that finish (seeds 20000+, 40000+), 8 optima were more than 1e-6 above
+ * it (up to 1.5e-4) before the candidates, brackets, probes and peak models here; now none of those nor
+ * of 300 more bench and 388 more broad scenarios is (2 of all 2,652 are 2e-9 and 1e-8 above it), at
+ * ~1.3e4 optimisations per CPU-second (bench_solver; it was ~1.8e4).
  */
 #include "checkpoint.h"
 
@@ -87,11 +90,13 @@ static double outer_period(const renewal *R, double tau, double ph, double thr) 
  * from t_k; past it, with its own jump); returns the point (the kink x (1 -+ ACME_KINK_EPS)) where it
  * points away from t0 the most: a rising phi there means another maximum beyond it (just before a kink:
  * seen where t0 is a kink peak, phi falls past it into a convex valley and rises again to the next). */
-static double split_probe(const renewal *R, double t0, double pp0, int side, double h) {
+/* The kinks of phi in (lo, hi), at most ACME_SPLIT_KINKS, nearest to anchor first, into kt (tau) and kj
+ * (the jump of phi' there as tau grows: S(r_q + i x) crosses b_j at x = (b_j - r_q) / i, phi' jumping
+ * by tau w_q i S(b_j) (h_{j-1} - h_j)); returns how many. */
+static int near_kinks(const renewal *R, double anchor, double lo, double hi, double *kt, double *kj) {
     const acme_failure *f = R->f;
-    double lo = side ? t0 - h : t0, hi = side ? t0 : t0 + h, xlo = lo + R->C, xhi = hi + R->C;
-    double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], cum = 0.0, bestv = -INFINITY, tk = -1.0;
-    int j, q, n = 0, a, b;
+    double xlo = lo + R->C, xhi = hi + R->C;
+    int j, q, n = 0, a;
     for (j = 1; j < f->m; j++) {
         double dh = f->h[j - 1] - f->h[j];
         if (dh == 0.0) continue;
@@ -103,10 +108,10 @@ static double split_probe(const renewal *R, double t0, double pp0, int side, dou
                 if (!(xk > xlo)) continue;
                 t = xk - R->C;
                 jump = t * R->w[q] * i * R->SH[j] * dh;
-                dist = fabs(t - t0);
-                if (n == ACME_SPLIT_KINKS && !(dist < fabs(kt[n - 1] - t0))) continue;
+                dist = fabs(t - anchor);
+                if (n == ACME_SPLIT_KINKS && !(dist < fabs(kt[n - 1] - anchor))) continue;
                 if (n < ACME_SPLIT_KINKS) n++;
-                for (a = n - 1; a > 0 && fabs(kt[a - 1] - t0) > dist; a--) {  /* insertion by distance */
+                for (a = n - 1; a > 0 && fabs(kt[a - 1] - anchor) > dist; a--) {  /* insertion by distance */
                     kt[a] = kt[a - 1];
                     kj[a] = kj[a - 1];
                 }
@@ -115,6 +120,12 @@ static double split_probe(const renewal *R, double t0, double pp0, int side, dou
             }
         }
     }
+    return n;
+}
+
+static double split_probe(const renewal *R, double t0, double pp0, int side, double h) {
+    double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], cum = 0.0, bestv = -INFINITY, tk = -1.0;
+    int n = near_kinks(R, t0, side ? t0 - h : t0, side ? t0 : t0 + h, kt, kj), b;
     for (b = 0; b < n; b++) {  /* just before each kink (from t0), then just past it */
         int past;
         for (past = 0; past < 2; past++) {
@@ -126,6 +137,39 @@ static double split_probe(const renewal *R, double t0, double pp0, int side, dou
                 tk = kt[b] * ((side == past) ? 1.0 - ACME_KINK_EPS : 1.0 + ACME_KINK_EPS);
             }
         }
+    }
+    return tk;
+}
+
+/* Piecewise hazard: the peak between a sample at ta (phi = va, phi' = ga, phi'' = ppa) and tend that a
+ * model predicts, -1 for none, *est its predicted height. Walking from ta towards tend through the kinks
+ * (near_kinks), phi' follows ga + ppa (t - ta) plus the jumps passed and phi its integral; a peak is a
+ * kink where the predicted phi' turns from towards tend to away from it (returned just on ta's side) or
+ * a point between kinks where it crosses 0 so (phi'' < 0): the one predicted highest. */
+static double peak_probe(const renewal *R, double ta, double va, double ga, double ppa, double tend, double *est) {
+    double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], dir = (tend > ta) ? 1.0 : -1.0, pos = ta, s = ga, v = va;
+    double tk = -1.0;
+    int n = near_kinks(R, ta, (dir > 0) ? ta : tend, (dir > 0) ? tend : ta, kt, kj), b;
+    *est = -INFINITY;
+    for (b = 0; b <= n; b++) {
+        double end = (b < n) ? kt[b] : tend, dt = end - pos, after;
+        if (dir * s > 0 && ppa < 0 && dir * (s + ppa * dt) < 0) {  /* a smooth maximum in this segment */
+            double d = -s / ppa, vm = v + s * d + 0.5 * ppa * d * d;
+            if (vm > *est) {
+                *est = vm;
+                tk = pos + d;
+            }
+        }
+        if (b == n) break;
+        v += s * dt + 0.5 * ppa * dt * dt;
+        s += ppa * dt;
+        after = (dir > 0) ? s + kj[b] : s - kj[b];  /* phi' past the kink going towards tend */
+        if (dir * s > 0 && dir * after < 0 && v > *est) {
+            *est = v;
+            tk = kt[b] * (1.0 - dir * ACME_KINK_EPS);
+        }
+        s = after;
+        pos = kt[b];
     }
     return tk;
 }
@@ -157,9 +201,9 @@ static double live_period(const double *a, const double *P, int m, double thr) {
  * step (a margin for the model: with all of g, 1 of 400 seeded broad hazards ended 8.9e-6 above a dense
  * grid); never below step (the window's, set by the ripples above ACME_RIPPLE_IGNORE). */
 static int ripple_samples(renewal *R, double t0, double best, double kappa, double step, double win, int K,
-                          double gmin, double gmax, double *ph, double *pt, double *pd, int *c0) {
+                          double gmin, double gmax, double *ph, double *pt, double *pd, double *pq, int *c0) {
     const acme_failure *f = R->f;
-    double x = t0 + R->C, a[f->m], P[f->m], sv[2][ACME_RIPPLE_K], st[2][ACME_RIPPLE_K], sd[2][ACME_RIPPLE_K];
+    double x = t0 + R->C, a[f->m], P[f->m], sv[2][ACME_RIPPLE_K], st[2][ACME_RIPPLE_K], sd[2][ACME_RIPPLE_K], sq[2][ACME_RIPPLE_K];
     /* (C99 VLAs: m pieces) */
     int j, q, ns[2] = {0, 0}, side, k, n = 0;
     for (j = 1; j < f->m; j++) {
@@ -171,7 +215,7 @@ static int ripple_samples(renewal *R, double t0, double best, double kappa, doub
     for (side = 0; side < 2; side++) {  /* side 0: below t0, 1: above */
         double dd = 0.0, v = best, sg = side ? 1.0 : -1.0;
         while (dd < win && ns[side] < K) {
-            double g = 0.5 * kappa * dd * dd, thr, s2, t, g1 = 0.0, gp;
+            double g = 0.5 * kappa * dd * dd, thr, s2, t, g1 = 0.0, gp = 0.0;
             if (1.0 - v / best < g) g = 1.0 - v / best;
             thr = ACME_RIPPLE_DROP * g;
             if (thr < ACME_RIPPLE_IGNORE) thr = ACME_RIPPLE_IGNORE;
@@ -182,6 +226,7 @@ static int ripple_samples(renewal *R, double t0, double best, double kappa, doub
             sv[side][ns[side]] = v;
             st[side][ns[side]] = t;
             sd[side][ns[side]] = g1;
+            sq[side][ns[side]] = gp;
             ns[side]++;
         }
     }
@@ -189,15 +234,18 @@ static int ripple_samples(renewal *R, double t0, double best, double kappa, doub
         ph[n] = sv[0][k];
         pt[n] = st[0][k];
         pd[n] = sd[0][k];
+        pq[n] = sq[0][k];
     }
     *c0 = n;
     ph[n] = best;
     pd[n] = 0.0;
+    pq[n] = 0.0;
     pt[n++] = t0;
     for (k = 0; k < ns[1]; k++, n++) {
         ph[n] = sv[1][k];
         pt[n] = st[1][k];
         pd[n] = sd[1][k];
+        pq[n] = sq[1][k];
     }
     return n;
 }
@@ -231,30 +279,41 @@ static int sample_candidate(const double *ph, const double *pt, const double *pd
     return 1;
 }
 
-/* A sawtooth peak hidden between two samples: where phi rises at both samples k, k + 1 (or falls at
- * both), neither t0, a maximum between them can only be at a kink where phi' falls (ckpt_kink_peak:
- * the sharpest there), its height estimated along the tangent from the lower-slope end (from k when
- * rising: ph[k] + pd[k] (t_k - pt[k]); falling: from k + 1). Returns just below the kink with the
- * highest estimate if that estimate beats best, else -1 (one evaluation there decides). */
-static double kink_between(const renewal *R, const double *ph, const double *pt, const double *pd, int nt, int c0,
-                           double best) {
-    double bt = -1.0, be = best;
-    int k;
+/* Peaks hidden between two samples, into kp (returns how many, at most 3; one evaluation at each
+ * decides): where phi rises at both samples k, k + 1 (or falls at both), neither t0, a maximum between
+ * them needs kinks there (a kink peak where phi' falls, or a smooth maximum past one where it rises);
+ * the peak_probe from the end sloping into the pair (phi, phi', phi'' of the sample) with the highest
+ * predicted height, if that beats best (pairs whose first-order rise ph + |pd| (t_{k+1} - t_k) does not
+ * are skipped; seen: a kink peak 1.6e-6, a smooth maximum past a kink 6.5e-6 above the best); and next
+ * to t0, where the neighbouring sample slopes up towards it, the peak_probe between them short of t0's
+ * own kink (phi rising to t0 through a peak and a valley: 5.6e-5 and 3.9e-5 above the best). */
+static int kink_between(const renewal *R, const double *ph, const double *pt, const double *pd, const double *pq,
+                        int nt, int c0, double best, double *kp) {
+    double bt = -1.0, be = best, t0 = pt[c0], tk, est;
+    int k, n = 0;
     for (k = 0; k + 1 < nt; k++) {
-        double tk, est;
+        int a;
         if (k == c0 || k + 1 == c0 || !(ph[k] > 0) || !(ph[k + 1] > 0)) continue;
         if (!((pd[k] > 0 && pd[k + 1] > 0) || (pd[k] < 0 && pd[k + 1] < 0))) continue;
-        est = (pd[k] > 0) ? ph[k] + pd[k] * (pt[k + 1] - pt[k]) : ph[k + 1] - pd[k + 1] * (pt[k + 1] - pt[k]);
-        if (!(est > be)) continue;  /* the estimate at any kink between is below this */
-        tk = ckpt_kink_peak(R, pt[k], pt[k + 1]);
-        if (!(tk > 0.0)) continue;
-        est = (pd[k] > 0) ? ph[k] + pd[k] * (tk - pt[k]) : ph[k + 1] - pd[k + 1] * (pt[k + 1] - tk);
-        if (est > be) {
+        a = (pd[k] > 0) ? k : k + 1;  /* the end whose slope points into the pair */
+        est = ph[a] + fabs(pd[a]) * (pt[k + 1] - pt[k]);
+        if (!(est > be)) continue;  /* the first-order rise from that end: too low, skip the model */
+        tk = peak_probe(R, pt[a], ph[a], pd[a], pq[a], pt[(a == k) ? k + 1 : k], &est);
+        if (tk > 0.0 && est > be) {
             be = est;
-            bt = tk * (1.0 - ACME_KINK_EPS);
+            bt = tk;
         }
     }
-    return bt;
+    if (bt > 0.0) kp[n++] = bt;
+    if (c0 > 0 && ph[c0 - 1] > 0 && pd[c0 - 1] > 0) {
+        tk = peak_probe(R, pt[c0 - 1], ph[c0 - 1], pd[c0 - 1], pq[c0 - 1], t0 * (1.0 - 4.0 * ACME_KINK_EPS), &est);
+        if (tk > 0.0) kp[n++] = tk;
+    }
+    if (c0 + 1 < nt && ph[c0 + 1] > 0 && pd[c0 + 1] < 0) {
+        tk = peak_probe(R, pt[c0 + 1], ph[c0 + 1], pd[c0 + 1], pq[c0 + 1], t0 * (1.0 + 4.0 * ACME_KINK_EPS), &est);
+        if (tk > 0.0) kp[n++] = tk;
+    }
+    return n;
 }
 
 /* Under a piecewise hazard phi has local maxima a ripple period apart near the best one (see ripple).
@@ -262,7 +321,7 @@ static double kink_between(const renewal *R, const double *ph, const double *pt,
  * terms phi ~ tau U / (tau + C) - tau G0 / 2 (kappa = 2 U C tb^2 / ((tb + C)^3 phi); phi'' at tb itself
  * carries the ripple's curvature): so only |d| <= sqrt(2 amp / kappa) can hold a better maximum. Sample
  * phi and phi' there at a quarter of the shortest ripple period (at most ACME_RIPPLE_K points a side);
- * evaluate the kink peak kink_between finds; run Newton from the two best sampled candidates
+ * evaluate the peaks kink_between predicts between samples; run Newton from the two best sampled candidates
  * (sample_candidate), each within its sampled neighbours (an ascent free to climb past them reached a
  * lower maximum it already knew and missed the one by the sample: 7.6e-5), and, on each side of tb, from
  * the first of two probes within half a step where phi' points away from tb: by the kink where phi' is
@@ -270,7 +329,9 @@ static double kink_between(const renewal *R, const double *ph, const double *pt,
  * that splits tb's maximum in two; the probes at 1/32, 1/16, ..., 1/2 of a step they replace cost up to
  * 10 evaluations and missed some), then half a step; and search again around any better point found
  * (once only beyond half the window: a better maximum one ripple past a probe's was missed, 1.4e-6;
- * the repeat costs ~15 % of the rate). When the window is capped (2 amp > kappa
+ * the repeat costs ~15 % of the rate); an ascent from a sample steps into an unbounded side by 1 + step,
+ * not x4 (a x4 step from the window's outermost sample jumped the peak next to it: 1.5e-4). When the
+ * window is capped (2 amp > kappa
  * ACME_RIPPLE_WIN^2) a ripple that large can make a maximum anywhere between the guard scan's sqrt 2
  * samples (seen: 33 % away, 1.06e-4 better): the bands from the cap out to tb sqrt 2 and tb / sqrt 2 are
  * sampled at a quarter of the shortest period among the breaks whose ripple a_j is at least a quarter
@@ -278,12 +339,12 @@ static double kink_between(const renewal *R, const double *ph, const double *pt,
  * point there above tb by themselves), at most ACME_RIPPLE_KO points a side, and Newton runs from the
  * best sampled local maximum. Returns the best point, *best = phi there. */
 double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double gmin, double gmax) {
-    double ph[2 * ACME_RIPPLE_K + 1], pt[2 * ACME_RIPPLE_K + 1], pd[2 * ACME_RIPPLE_K + 1];
+    double ph[2 * ACME_RIPPLE_K + 1], pt[2 * ACME_RIPPLE_K + 1], pd[2 * ACME_RIPPLE_K + 1], pq[2 * ACME_RIPPLE_K + 1];
     int round;
     for (round = 0; round < 3; round++) {
         double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb, pp0 = pp;
-        double cand[2] = {0.0, 0.0}, cph[2] = {-1.0, -1.0}, cbr[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, moved = 0.0;
-        int K, k, c, nt, c0, probed[2] = {0, 0};
+        double cph[2] = {-1.0, -1.0}, cbr[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, moved = 0.0;
+        int K, k, c, nt, c0, probed[2] = {0, 0}, cand[2] = {0, 0}; /* candidates: sample indices */
         double best0 = *best;
         if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
         kappa = 2.0 * R->U * R->C * tb * tb / (x * x * x * *best);
@@ -294,7 +355,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
             K = ACME_RIPPLE_K;
             step = win / K;
         }
-        nt = ripple_samples(R, t0, *best, kappa, step, win, K, gmin, gmax, ph, pt, pd, &c0);
+        nt = ripple_samples(R, t0, *best, kappa, step, win, K, gmin, gmax, ph, pt, pd, pq, &c0);
         for (k = 0; k < nt; k++) {  /* the two best sampled candidates other than t0 (sample_candidate) */
             double v, br[2];
             if (k == c0 || !sample_candidate(ph, pt, pd, nt, c0, k, &v, br)) continue;
@@ -307,20 +368,22 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
             }
             if (c < 2) {
                 cph[c] = v;
-                cand[c] = pt[k];
+                cand[c] = k;
                 cbr[c][0] = br[0];
                 cbr[c][1] = br[1];
             }
         }
-        {  /* a sawtooth peak between two samples sloping the same way (kink_between) */
-            double tk = kink_between(R, ph, pt, pd, nt, c0, *best), gk, ppk, pk;
-            if (tk > gmin && tk < gmax) {
-                pk = ckpt_phi3(R, tk, 2, &gk, &ppk);
+        {  /* sawtooth peaks hidden between samples (kink_between) */
+            double kp[3], gk, ppk, pk;
+            int nk = kink_between(R, ph, pt, pd, pq, nt, c0, *best, kp), i;
+            for (i = 0; i < nk; i++) {
+                if (!(kp[i] > gmin && kp[i] < gmax)) continue;
+                pk = ckpt_phi3(R, kp[i], 2, &gk, &ppk);
                 if (pk > *best) {
                     *best = pk;
-                    tb = tk;
+                    tb = kp[i];
                     pp = ppk;
-                    moved = fabs(tk / t0 - 1.0);
+                    moved = fabs(kp[i] / t0 - 1.0);
                 }
             }
         }
@@ -332,7 +395,11 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
             double t2, p2, pp2, start, first[3], *known = NULL, *br = NULL;
             if (c < 2) {
                 if (!(cph[c] > 0)) continue;
-                start = cand[c];
+                start = pt[cand[c]];  /* phi, phi', phi'' there are the sample's */
+                first[0] = ph[cand[c]];
+                first[1] = pd[cand[c]];
+                first[2] = pq[cand[c]];
+                known = first;
                 br = cbr[c];
             } else {
                 double half = 0.5 * step * t0;
@@ -349,7 +416,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
                 probed[side] = 1;
                 known = first;
             }
-            t2 = ckpt_local_max_from(R, start, gmin, gmax, known, br, &p2, &pp2);
+            t2 = ckpt_local_max_from(R, start, gmin, gmax, known, br, (c < 2) ? 1.0 + step : ACME_UPHILL, &p2, &pp2);
             if (p2 > *best) {
                 *best = p2;
                 tb = t2;
@@ -358,7 +425,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
             }
         }
         if (round == 0 && kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN < 2.0 * amp) {
-            double p2, pp2, t2, bs = -1.0, bt = 0.0, bbr[2] = {0.0, 0.0};
+            double p2, pp2, t2, bs = -1.0, bt = 0.0, bbr[2] = {0.0, 0.0}, bso = 0.0;
             int side;
             for (side = 0; side < 2; side++) {
                 double lim = side ? 1.0 - 1.0 / ROOT2 : ROOT2 - 1.0, so = 0.25 * outer_period(R, t0, best0, 0.125 * kappa * ACME_RIPPLE_WIN * ACME_RIPPLE_WIN) / t0;
@@ -381,6 +448,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
                          * band's first sample is not sampled; past the last, the range's end) */
                         bbr[1 - side] = (i <= n) ? t : 0.0;
                         bbr[side] = (i >= 2) ? tp2 : 0.0;
+                        bso = so;
                     }
                     prev2 = prev;
                     prev = v;
@@ -389,7 +457,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
                 }
             }
             if (bs > 0) {
-                t2 = ckpt_local_max_from(R, bt, gmin, gmax, NULL, bbr, &p2, &pp2);
+                t2 = ckpt_local_max_from(R, bt, gmin, gmax, NULL, bbr, 1.0 + bso, &p2, &pp2);
                 if (p2 > *best) {
                     *best = p2;
                     tb = t2;

@@ -18,8 +18,8 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
    ``r + i x`` crosses a break (:func:`ripple`), so local maxima lie a ripple period apart near the
    best one; φ and φ' are sampled at a quarter of the shortest period over the window where the smooth
-   part is within the ripple of its maximum, a kink peak hidden between two samples sloping the same
-   way is evaluated (:func:`_kink_between`), and Newton runs from the best sampled candidates
+   part is within the ripple of its maximum, peaks a model predicts between samples are evaluated
+   (:func:`_kink_between`), and Newton runs from the best sampled candidates
    (:func:`_sample_candidate`), each within its sampled neighbours (and, on each side of the best
    point, from by the kink within half a step where φ' is predicted to point away from it the most
    (:func:`_split_probe`), or from half a step, where φ' does); a window capped at ±15 % also has its
@@ -82,23 +82,18 @@ def _kink_in(ren: _Renewal, lo: float, hi: float) -> float:
     return tk
 
 
+UPHILL = 4.0  # _local_max: the ratio of its steps into an unbounded side (C's ACME_UPHILL)
 SPLIT_KINKS = 128  # _split_probe: at most this many kinks within half a step (the nearest kept)
 
 
-def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> float:
-    """Piecewise hazard: where a maximum of φ at ``t0`` (``φ'(t0) = 0``, ``φ''(t0) = pp0``) may be split in
-    two by a valley within ``h`` of it (side 0: above t0, 1: below); −1 for no kink there. As x grows past
-    ``(b_j − r_q)/i``, ``S(r_q + i x)`` crosses ``b_j`` and φ' jumps by ``τ w_q i S(b_j) (h_{j−1} − h_j)``;
-    between kinks ``φ' ≈ pp0 (t − t0)``. The kinks in the range, nearest first, give the predicted φ'
-    just before and just past each (above: ``pp0 (t_k − t0)`` + the jumps up to ``t_k``; below:
-    ``pp0 (t_k − t0)`` − the jumps from ``t_k``; past it with its own jump); returns the point (the kink
-    × (1 ∓ KINK_EPS)) where it points away from t0 the most (just before a kink: where t0 is a kink peak,
-    φ falls into a convex valley past it and rises again to the next)."""
+def _near_kinks(ren: _Renewal, anchor: float, lo: float, hi: float) -> list[tuple[float, float]]:
+    """The kinks of φ in ``(lo, hi)``, at most ``SPLIT_KINKS``, nearest to ``anchor`` first: ``[(τ, jump of
+    φ' there as τ grows), ...]`` (``S(r_q + i x)`` crosses ``b_j`` at ``x = (b_j − r_q)/i``, φ' jumping by
+    ``τ w_q i S(b_j) (h_{j−1} − h_j)``)."""
     d = ren.d
-    lo, hi = (t0 - h, t0) if side else (t0, t0 + h)
     xlo, xhi = lo + ren.C, hi + ren.C
     SH = np.exp(-d.H)
-    kinks: list[tuple[float, float]] = []  # (τ, jump) by distance from t0
+    kinks: list[tuple[float, float]] = []  # (τ, jump) by distance from the anchor
     for j in range(1, d.b.size):
         dh = float(d.h[j - 1] - d.h[j])
         if dh == 0.0:
@@ -114,15 +109,59 @@ def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> f
                     break
                 if xk > xlo:
                     t = xk - ren.C
-                    dist = abs(t - t0)
-                    if not (len(kinks) == SPLIT_KINKS and not dist < abs(kinks[-1][0] - t0)):
+                    dist = abs(t - anchor)
+                    if not (len(kinks) == SPLIT_KINKS and not dist < abs(kinks[-1][0] - anchor)):
                         if len(kinks) == SPLIT_KINKS:
                             kinks.pop()
                         a = len(kinks)
-                        while a > 0 and abs(kinks[a - 1][0] - t0) > dist:
+                        while a > 0 and abs(kinks[a - 1][0] - anchor) > dist:
                             a -= 1
                         kinks.insert(a, (t, t * float(w) * i * float(SH[j]) * dh))
                 i -= 1.0
+    return kinks
+
+
+def _peak_probe(ren: _Renewal, ta: float, va: float, ga: float, ppa: float, tend: float) -> tuple[float, float]:
+    """``(τ, predicted φ)`` of the peak between a sample at ``ta`` (φ = ``va``, φ' = ``ga``, φ'' = ``ppa``)
+    and ``tend`` that a model predicts, ``(−1, −inf)`` for none: walking from ``ta`` towards ``tend``
+    through the kinks (:func:`_near_kinks`), φ' follows ``ga + ppa (t − ta)`` plus the jumps passed and φ
+    its integral; a peak is a kink where the predicted φ' turns from towards ``tend`` to away from it
+    (returned just on ta's side) or a point between kinks where it crosses 0 so (φ'' < 0): the one
+    predicted highest."""
+    up = tend > ta
+    dr = 1.0 if up else -1.0
+    pos, sl, v, est, tk = ta, ga, va, -math.inf, -1.0
+    kinks = _near_kinks(ren, ta, *((ta, tend) if up else (tend, ta)))
+    for b in range(len(kinks) + 1):
+        end = kinks[b][0] if b < len(kinks) else tend
+        dt = end - pos
+        if dr * sl > 0 and ppa < 0 and dr * (sl + ppa * dt) < 0:  # a smooth maximum in this segment
+            d = -sl / ppa
+            vm = v + sl * d + 0.5 * ppa * d * d
+            if vm > est:
+                est, tk = vm, pos + d
+        if b == len(kinks):
+            break
+        t, jump = kinks[b]
+        v += sl * dt + 0.5 * ppa * dt * dt
+        sl += ppa * dt
+        after = sl + jump if up else sl - jump  # φ' past the kink going towards tend
+        if dr * sl > 0 and dr * after < 0 and v > est:
+            est, tk = v, t * (1.0 - dr * KINK_EPS)
+        sl, pos = after, t
+    return tk, est
+
+
+def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> float:
+    """Piecewise hazard: where a maximum of φ at ``t0`` (``φ'(t0) = 0``, ``φ''(t0) = pp0``) may be split in
+    two by a valley within ``h`` of it (side 0: above t0, 1: below); −1 for no kink there. As x grows past
+    ``(b_j − r_q)/i``, ``S(r_q + i x)`` crosses ``b_j`` and φ' jumps by ``τ w_q i S(b_j) (h_{j−1} − h_j)``;
+    between kinks ``φ' ≈ pp0 (t − t0)``. The kinks in the range, nearest first, give the predicted φ'
+    just before and just past each (above: ``pp0 (t_k − t0)`` + the jumps up to ``t_k``; below:
+    ``pp0 (t_k − t0)`` − the jumps from ``t_k``; past it with its own jump); returns the point (the kink
+    × (1 ∓ KINK_EPS)) where it points away from t0 the most (just before a kink: where t0 is a kink peak,
+    φ falls into a convex valley past it and rises again to the next)."""
+    kinks = _near_kinks(ren, t0, *((t0 - h, t0) if side else (t0, t0 + h)))
     cum, bestv, tk = 0.0, -math.inf, -1.0
     for t, jump in kinks:  # just before each kink (from t0), then just past it
         for past in (0, 1):
@@ -136,10 +175,12 @@ def _split_probe(ren: _Renewal, t0: float, pp0: float, side: int, h: float) -> f
 
 def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
                first: tuple[float, float, float] | None = None,
-               bracket: tuple[float, float] | None = None) -> tuple[float, float, float]:
+               bracket: tuple[float, float] | None = None, uphill: float = UPHILL) -> tuple[float, float, float]:
     """Safeguarded Newton ascent to a local maximum of φ from ``t`` within ``[lo, hi]`` (``first``: φ,
     φ', φ'' at ``t`` if known; ``bracket``: points below and above ``t`` where φ is known to be at most
-    φ(t), 0 for an unknown side, between which the ascent stays). The best point ``tb`` and a bracket ``lo < tb < hi`` with φ(lo), φ(hi)
+    φ(t), 0 for an unknown side, between which the ascent stays; ``uphill``: the ratio of its steps into
+    an unbounded side, ``UPHILL`` unless the caller knows the scale of φ's features, and then no step,
+    Newton's included, goes further). The best point ``tb`` and a bracket ``lo < tb < hi`` with φ(lo), φ(hi)
     ≤ φ(tb) (or the range's ends) hold a local maximum at least as high, on the side φ'(tb) points to.
     Each step evaluates Newton's point ``tb − φ'/φ''`` when ``φ'' < 0`` and it falls on that side, else
     the side's geometric midpoint, or a ×4 / ÷4 step uphill while that side is unbounded; a better point
@@ -177,6 +218,11 @@ def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
         if gb == 0.0 or (gb > 0 and tb >= gmax) or (gb < 0 and tb <= gmin):
             break
         a, b, known = (tb, hi, hi_known) if gb > 0 else (lo, tb, lo_known)
+        if not known and uphill < UPHILL:  # the caller's scale: no step past it into the unknown
+            if gb > 0 and b > uphill * tb:
+                b = uphill * tb
+            if gb < 0 and a < tb / uphill:
+                a = tb / uphill
         tn = tb - gb / ppb if ppb < 0 else math.nan
         if not (a < tn < b) and known and ren.d.family == PIECEWISE and b - a <= KINK_NEAR * b:
             # φ' changes sign where Newton cannot land: φ' on both sides of the kink where it falls the
@@ -195,9 +241,9 @@ def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
             if known:
                 tn = math.sqrt(a * b)
             elif gb > 0:
-                tn = min(4.0 * tb, gmax)
+                tn = min(uphill * tb, gmax)
             else:
-                tn = max(0.25 * tb, gmin)
+                tn = max(tb / uphill, gmin)
         if abs(tn - tb) <= NEWTON_DONE * tb or (known and b - a <= 4.0 * EPS * b):
             break
         update(tn, *ren.phi(tn))
@@ -336,8 +382,9 @@ def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: f
                     gmin: float, gmax: float):
     """φ (and φ') sampled outwards from ``t0`` (``φ(t0) = best``) to ``t0 (1 ± win)``: ``(cand, line, c0)``,
     the two best candidates other than t0 (:func:`_sample_candidate`), ``[(height, τ, (τ below, τ
-    above)), ...]`` best first, each with its neighbouring samples not above it (0: unknown side), the
-    samples ``[(φ, τ, φ'), ...]`` ascending in τ and t0's index there. The step after a sample at ``t0 (1 + d)`` with value ``v`` is a quarter of the
+    above), (φ, φ', φ'')), ...]`` best first, each with its neighbouring samples not above it (0:
+    unknown side) and its values, the samples ``[(φ, τ, φ', φ''), ...]`` ascending in τ and t0's index
+    there. The step after a sample at ``t0 (1 + d)`` with value ``v`` is a quarter of the
     shortest period among the breaks whose ripples are not needed there (as in :func:`guard_ratio`):
     a point there beats the best only by a lift above ``g = min(κ d²/2, 1 − v/best)`` (the smooth part's
     drop, the window's own model, and the sample's gap), so the smallest ripples, while together at most
@@ -352,57 +399,71 @@ def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: f
             thr = max(RIPPLE_IGNORE, RIPPLE_DROP * min(0.5 * kappa * dd * dd, 1.0 - v / best))
             dd += max(step, 0.25 * _live_period(a, P, thr) / t0)
             t = t0 * (1.0 + sg * dd)
-            v, g = ren.phi(t, want=1)[:2] if gmin < t < gmax else (-1.0, 0.0)
-            seq[si].append((v, t, g))
-    line = seq[0][::-1] + [(best, t0, 0.0)] + seq[1]
+            v, g, gp = ren.phi(t, want=1) if gmin < t < gmax else (-1.0, 0.0, 0.0)
+            seq[si].append((v, t, g, gp))
+    line = seq[0][::-1] + [(best, t0, 0.0, 0.0)] + seq[1]
     c0 = len(seq[0])
     cand: list[tuple[float, float, tuple[float, float]]] = []
-    for k, (_, t, _) in enumerate(line):
+    for k, (vk, t, gk, ppk) in enumerate(line):
         got = None if k == c0 else _sample_candidate(line, c0, k)
         if got is None:
             continue
         v, br = got
         if not cand or v > cand[0][0]:
-            cand.insert(0, (v, t, br))
+            cand.insert(0, (v, t, br, (vk, gk, ppk)))
         elif len(cand) < 2 or v > cand[1][0]:
-            cand[1:] = [(v, t, br)]
+            cand[1:] = [(v, t, br, (vk, gk, ppk))]
         del cand[2:]
     return cand, line, c0
 
 
-def _kink_between(ren: _Renewal, line: list[tuple[float, float, float]], c0: int, best: float) -> float:
-    """A sawtooth peak hidden between two samples of ``line`` (``(φ, τ, φ')`` ascending): where φ rises at
-    both samples k, k + 1 (or falls at both), neither t0, a maximum between them can only be at a kink
-    where φ' falls (:func:`kink_peak`: the sharpest there), its height estimated along the tangent from
-    the lower-slope end (rising: ``φ_k + φ'_k (t_k − τ_k)``; falling: from k + 1). Just below the kink with
-    the highest estimate if that beats ``best``, else −1 (one evaluation there decides)."""
+def _kink_between(ren: _Renewal, line: list[tuple[float, float, float, float]], c0: int,
+                  best: float) -> list[float]:
+    """Peaks hidden between two samples of ``line`` (``(φ, τ, φ', φ'')`` ascending), at most 3 (one
+    evaluation at each decides): where φ rises at both samples k, k + 1 (or falls at both), neither t0,
+    a maximum between them needs kinks there (a kink peak where φ' falls, or a smooth maximum past one
+    where it rises): the :func:`_peak_probe` from the end sloping into the pair with the highest
+    predicted height, if that beats ``best`` (pairs whose first-order rise ``φ + |φ'| Δτ`` does not are
+    skipped); and next to t0, where the neighbouring sample slopes up towards it, the
+    :func:`_peak_probe` between them short of t0's own kink (φ rising to t0 through a peak and a valley:
+    seen 5.6e-5 and 3.9e-5 above the best)."""
     bt, be = -1.0, best
     for k in range(len(line) - 1):
-        (va, ta, ga), (vb, tb, gb) = line[k], line[k + 1]
+        (va, _, ga, _), (vb, _, gb, _) = line[k], line[k + 1]
         if k == c0 or k + 1 == c0 or not va > 0 or not vb > 0:
             continue
         if not ((ga > 0 and gb > 0) or (ga < 0 and gb < 0)):
             continue
-        if not (va + ga * (tb - ta) if ga > 0 else vb - gb * (tb - ta)) > be:
-            continue  # the estimate at any kink between is below this
-        tk = kink_peak(ren, ta, tb)
-        if not tk > 0.0:
-            continue
-        est = va + ga * (tk - ta) if ga > 0 else vb - gb * (tb - tk)
-        if est > be:
-            be, bt = est, tk * (1.0 - KINK_EPS)
-    return bt
+        a, o = (k, k + 1) if ga > 0 else (k + 1, k)  # the end whose slope points into the pair
+        if not line[a][0] + abs(line[a][2]) * (line[k + 1][1] - line[k][1]) > be:
+            continue  # the first-order rise from that end: too low, skip the model
+        tk, est = _peak_probe(ren, line[a][1], line[a][0], line[a][2], line[a][3], line[o][1])
+        if tk > 0.0 and est > be:
+            be, bt = est, tk
+    out = [bt] if bt > 0.0 else []
+    t0 = line[c0][1]
+    if c0 > 0 and line[c0 - 1][0] > 0 and line[c0 - 1][2] > 0:
+        va, ta, ga, ppa = line[c0 - 1]
+        tk = _peak_probe(ren, ta, va, ga, ppa, t0 * (1.0 - 4.0 * KINK_EPS))[0]
+        if tk > 0.0:
+            out.append(tk)
+    if c0 + 1 < len(line) and line[c0 + 1][0] > 0 and line[c0 + 1][2] < 0:
+        va, ta, ga, ppa = line[c0 + 1]
+        tk = _peak_probe(ren, ta, va, ga, ppa, t0 * (1.0 + 4.0 * KINK_EPS))[0]
+        if tk > 0.0:
+            out.append(tk)
+    return out
 
 
-def _sample_candidate(line: list[tuple[float, float, float]], c0: int, k: int):
-    """``(estimated height, bracket)`` when sample ``k`` of ``line`` (``(φ, τ, φ')`` ascending in τ, t0 at
+def _sample_candidate(line: list[tuple[float, float, float, float]], c0: int, k: int):
+    """``(estimated height, bracket)`` when sample ``k`` of ``line`` (``(φ, τ, φ', φ'')`` ascending in τ, t0 at
     ``c0``) starts a candidate local maximum, else None. A sampled local maximum (neither neighbour above
     it) is one, as is a sample whose uphill neighbour (φ' points there) is not above it or lies past the
     samples: a maximum lies between them (a sawtooth peak between quarter-period samples, both of whose
     neighbours may be higher). Not when the uphill neighbour is t0 (its own maximum, probed apart). The
     bracket: the neighbours not above it (0: unknown side). The height: where φ' changes sign towards
     the uphill neighbour u, where the tangents at k and u meet (exact for a tent), else φ(k)."""
-    v, t, g = line[k]
+    v, t, g, _ = line[k]
     n = len(line)
     if not v > 0:
         return None
@@ -417,7 +478,7 @@ def _sample_candidate(line: list[tuple[float, float, float]], c0: int, k: int):
         return None
     est = v
     if 0 <= u < n and line[u][0] > 0 and line[u][2] * g < 0:
-        vu, tu, gu = line[u]
+        vu, tu, gu, _ = line[u]
         ts = min(max((vu - v + g * t - gu * tu) / (g - gu), min(t, tu)), max(t, tu))
         est = v + g * (ts - t)
     return est, br
@@ -448,15 +509,14 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
             step = win / K
         cand, line, c0 = _ripple_samples(ren, t0, best, kappa, step, win, K, gmin, gmax)
         moved = 0.0
-        tk = _kink_between(ren, line, c0, best)  # a sawtooth peak between two samples sloping the same way
-        if gmin < tk < gmax:
-            pk, _, ppk = ren.phi(tk)
-            if pk > best:
-                tb, best, pp, moved = tk, pk, ppk, abs(tk / t0 - 1.0)
-        starts = [t for _, t, _ in cand]
+        for tk in _kink_between(ren, line, c0, best):  # sawtooth peaks hidden between samples
+            if gmin < tk < gmax:
+                pk, _, ppk = ren.phi(tk)
+                if pk > best:
+                    tb, best, pp, moved = tk, pk, ppk, abs(tk / t0 - 1.0)
+        starts = [t for _, t, _, _ in cand]
         for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
-            first = None
-            br = cand[i][2] if i < len(cand) else None
+            first, br = (cand[i][3], cand[i][2]) if i < len(cand) else (None, None)  # the sample's φ, φ', φ''
             if t is None:  # by the kink raising φ' the most within half a step, then half a step
                 sign = 1.0 if i == len(starts) else -1.0
                 half = 0.5 * step * t0
@@ -469,7 +529,7 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
                             break
                 else:
                     continue
-            t2, p2, pp2 = _local_max(ren, t, gmin, gmax, first, br)
+            t2, p2, pp2 = _local_max(ren, t, gmin, gmax, first, br, 1.0 + step if i < len(cand) else UPHILL)
             if p2 > best:
                 tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
         if rnd == 0 and kappa * RIPPLE_WIN * RIPPLE_WIN < 2.0 * amp:
@@ -477,7 +537,7 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
             # scan's √2 samples, so the bands out to them are sampled too (a quarter of the shortest
             # period among the breaks whose ripple a_j is at least a quarter of the smooth drop at the
             # window's edge, at most RIPPLE_KO points a side) and Newton runs from the best sampled maximum
-            bs, bt, bbr = -1.0, 0.0, [0.0, 0.0]
+            bs, bt, bbr, bso = -1.0, 0.0, [0.0, 0.0], 0.0
             for side in (0, 1):
                 lim = 1.0 - 1.0 / ROOT2 if side else ROOT2 - 1.0
                 so = 0.25 * outer_period(ren, t0, best0, 0.125 * kappa * RIPPLE_WIN * RIPPLE_WIN) / t0
@@ -499,9 +559,10 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
                         # band's first sample is not sampled; past the last, the range's end)
                         bbr[1 - side] = t if i <= n else 0.0
                         bbr[side] = tp2 if i >= 2 else 0.0
+                        bso = so
                     prev2, prev, tp2, tp = prev, v, tp, t
             if bs > 0:
-                t2, p2, pp2 = _local_max(ren, bt, gmin, gmax, None, tuple(bbr))
+                t2, p2, pp2 = _local_max(ren, bt, gmin, gmax, None, tuple(bbr), 1.0 + bso)
                 if p2 > best:
                     tb, best, pp, moved = t2, p2, pp2, abs(t2 / t0 - 1.0)
         if not moved > 0.0:
