@@ -84,7 +84,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from acmemodel.clusters import CLUSTER_TZ, utc_offset_seconds
+from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
     Assumptions, _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
     STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
@@ -126,7 +126,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     t0 = pd.Timestamp(START, tz="UTC").timestamp() - off
     n_gpu = max(int(round(summ["gpu_job_num"] * scale)), 50)
     n_cpu = int(round(summ["cpu_job_num"] * scale))
-    includes_queue = cluster == "Kalos"  # published Kalos durations are end − submit
+    includes_queue = published_duration_includes_queue(cluster)  # Kalos: end − submit
     report: dict = {"cluster": cluster, "scale": scale, "gpu_jobs": n_gpu, "cpu_jobs": n_cpu,
                     "assumptions": asdict(a), "types": {}}
 
@@ -595,7 +595,7 @@ def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: dict[
             continue
         frames = [synthesize_cluster(bundle, cluster, seed=replica_seed(seed + 31, i, r), days=days)[0]
                   for r in range(k)]
-        syn = synthetic_rates(frames, queue_in_duration=cluster == "Kalos")
+        syn = synthetic_rates(frames, queue_in_duration=published_duration_includes_queue(cluster))
         out[cluster] = {"synthetic": syn, "offsets": fixed_point_offsets(cluster, syn, step)}
         if log is not None:
             log(f"{cluster} on {k} synthetic traces: " + ", ".join(

@@ -22,13 +22,26 @@ import re
 from typing import Any, Mapping
 
 __all__ = ["CLUSTER_TZ", "CLUSTER_TZNAME", "GPUS_PER_NODE", "utc_offset_seconds", "cluster_timezones",
-           "cluster_table", "cluster_info", "cluster_gpus"]
+           "cluster_table", "cluster_info", "cluster_gpus", "PUBLISHED_DURATION_INCLUDES_QUEUE",
+           "published_duration_includes_queue"]
 
 #: cluster → UTC offset of its trace timestamps (paper Table 1 / AcmeTrace README)
 CLUSTER_TZ: dict[str, str] = {"Seren": "+08:00", "Kalos": "+00:00"}
 
 #: cluster → IANA time-zone name of that offset (SWF ``TimeZoneString``; Seren's +08:00 is China time)
 CLUSTER_TZNAME: dict[str, str] = {"Seren": "Asia/Shanghai", "Kalos": "UTC"}
+
+#: clusters whose published ``duration`` and ``gpu_time`` count the queue (``end − submit``): Kalos. Trace
+#: readers recompute both from the timestamps and count the rows so (``duration_includes_queue``); the
+#: calibration and the reproduction compare with the published numbers on this basis.
+PUBLISHED_DURATION_INCLUDES_QUEUE: frozenset[str] = frozenset({"Kalos"})
+
+
+def published_duration_includes_queue(cluster: str) -> bool:
+    """Whether ``cluster``'s published durations are ``end − submit`` (queue included) rather than
+    ``end − start`` (:data:`PUBLISHED_DURATION_INCLUDES_QUEUE`; case-insensitive)."""
+    return str(cluster).lower() in {c.lower() for c in PUBLISHED_DURATION_INCLUDES_QUEUE}
+
 
 #: GPUs per node of both AcmeTrace clusters (8 × A100-SXM-80GB; ``clusters.csv``)
 GPUS_PER_NODE = 8

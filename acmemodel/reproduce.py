@@ -93,7 +93,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import CLUSTER_TZ, cluster_gpus
+from acmemodel.clusters import CLUSTER_TZ, cluster_gpus, published_duration_includes_queue
 # the comparison and the plots live in acmemodel.reproduction; their names stay importable from here
 from acmemodel.reproduction.compare import (  # noqa: F401  (re-exported)
     CLUSTERS, KALOS_DURATION_NOTE, KALOS_QUEUE_NOTE, KS95, QUALITY_BAR, SEREN_SOURCES_NOTE, WAIT_POINTS,
@@ -423,11 +423,12 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     jobs = pd.concat(frames, ignore_index=True)
     trace = to_trace(jobs)
     doc = describe(trace)
-    doc_pub = describe(_published_semantics(trace)) if "Kalos" in clusters else doc
+    pub = [cl for cl in clusters if published_duration_includes_queue(cl)]
+    doc_pub = describe(_published_semantics(trace, pub)) if pub else doc
     out: dict = {"clusters": {}}
     for cl, fr in zip(clusters, frames):
         # pooled replicas: R traces of `days` days at `scale` each (counts against published x scale x R)
-        res = _compare_cluster(cl, doc, doc_pub if cl == "Kalos" else doc, fr, scale * reps_of[cl],
+        res = _compare_cluster(cl, doc, doc_pub if cl in pub else doc, fr, scale * reps_of[cl],
                                _explanations(b, cl), curves, total_gpus=infos[cl]["total_gpus"],
                                days=days * reps_of[cl])
         res["simulation"] = infos[cl]

@@ -69,3 +69,13 @@ def test_import_is_light():
            "'acmemodel.datasets') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_published_duration_includes_queue_is_one_fact():
+    """Kalos's published durations count the queue, Seren's do not; names are case-insensitive, an
+    unknown cluster's do not."""
+    from acmemodel.clusters import PUBLISHED_DURATION_INCLUDES_QUEUE, published_duration_includes_queue
+
+    assert PUBLISHED_DURATION_INCLUDES_QUEUE == frozenset({"Kalos"})
+    assert published_duration_includes_queue("Kalos") and published_duration_includes_queue("kalos")
+    assert not published_duration_includes_queue("Seren") and not published_duration_includes_queue("Helios")

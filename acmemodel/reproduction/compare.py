@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from acmemodel.clusters import published_duration_includes_queue
+
 __all__ = ["ks_at_points", "curve_points", "queue_by_type", "gpu_time_by_size",
            "CLUSTERS", "QUALITY_BAR", "WAIT_POINTS", "KS95"]
 
@@ -88,12 +90,12 @@ def curve_points() -> list[dict]:
 
 
 
-def _published_semantics(trace, cluster: str = "Kalos"):
-    """The ``cluster`` rows as the published Kalos files count them: ``run_s`` and ``gpu_time_s`` from
-    ``end − submit``."""
+def _published_semantics(trace, clusters=("Kalos",)):
+    """The rows of ``clusters`` (those whose published durations include the queue, as the Kalos files
+    count them): ``run_s`` and ``gpu_time_s`` from ``end − submit``."""
     from acmemodel.trace import Trace
 
-    j = trace.jobs[trace.jobs["cluster"] == cluster].copy()
+    j = trace.jobs[trace.jobs["cluster"].isin(list(clusters))].copy()
     total = j["end_s"] - j["submit_s"]
     j["run_s"] = np.where(j["started"], total, np.nan)
     j["gpu_time_s"] = np.where(j["started"], j["gpu_num"] * total, 0.0)
@@ -242,8 +244,8 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
     from acmemodel.datasets import load_reference
 
     bar_pp, bar_ks = QUALITY_BAR["share_pp"], QUALITY_BAR["ks"]
-    kalos = cluster == "Kalos"
-    basis = "queue+run" if kalos else "run"
+    includes_queue = published_duration_includes_queue(cluster)
+    basis = "queue+run" if includes_queue else "run"
     mix = load_reference("workload_mix").query("cluster == @cluster")
     summ = load_reference("cluster_summary").set_index("id").loc[cluster]
     c, cp = doc["clusters"].get(cluster, {}), doc_pub["clusters"].get(cluster, {})
@@ -264,7 +266,7 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
 
     g = jobs[jobs["gpu_num"] > 0]
     started = g[np.isfinite(g["start_s"].to_numpy(float))]
-    run_pub_basis = (started["end_s"] - started["submit_s"]) if kalos else started["run_s"]
+    run_pub_basis = (started["end_s"] - started["submit_s"]) if includes_queue else started["run_s"]
     states = []
     st_count = c.get("by_analysis_state", {})
     st_gt = cp.get("by_analysis_state", {})
@@ -290,7 +292,7 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
         ("median_queue_s", float(summ["med_que_time_gpu"]), float(queue.median()), "start - submit"),
         ("mean_queue_s", float(summ["avg_que_time_gpu"]), float(queue.mean()), "start - submit"),
         ("mean_gpus", float(summ["avg_gpu_num"]), float(g["gpu_num"].mean()), "GPUs per GPU job"),
-        ("utilization", pub_gt / capacity, float((g["gpu_num"] * _duration(g, kalos)).sum()) / capacity,
+        ("utilization", pub_gt / capacity, float((g["gpu_num"] * _duration(g, includes_queue)).sum()) / capacity,
          f"GPU time ({basis}) / (GPUs x {days:g} days)"),
     ]
     util = rows[-1][2]
@@ -305,19 +307,19 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
         note = None
         if cluster == "Seren" and name in ("median_run_s", "mean_run_s", "mean_gpus"):
             note = expl.get("summary")
-        if kalos and name in ("median_queue_s", "mean_queue_s"):
+        if includes_queue and name in ("median_queue_s", "mean_queue_s"):
             note = expl.get("queue")
         if name in ("median_queue_s", "mean_queue_s", "utilization") and overloaded:
             note = overloaded
         summary.append({"name": name, "published": pub, "reproduced": rep if math.isfinite(rep) else None,
                         "rel_diff": rel, "basis": b, "within_bar": None, "explanation": note})
-    if kalos:
+    if includes_queue:
         summary.append({"name": "median_run_s (end - start)", "published": None,
                         "reproduced": c.get("median_run_s"), "rel_diff": None, "basis": "run",
                         "within_bar": None, "explanation": "not published (the Kalos files include the queue)"})
 
     curve_rows = []
-    dur = _duration(g, kalos)
+    dur = _duration(g, includes_queue)
     types = g["type"].astype(str).to_numpy()
     for cv in curves:
         if cv["cluster"] != cluster:
@@ -332,7 +334,7 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
         n = int(len(sample))
         within = bool(math.isfinite(ks) and ks <= bar_ks)
         e = None
-        if not within and kalos and cv["kind"] != "gpu_count_cdf_by_jobs":
+        if not within and includes_queue and cv["kind"] != "gpu_count_cdf_by_jobs":
             e = expl.get("kalos_duration")
         curve_rows.append({"name": cv["name"], "kind": cv["kind"], "type": cv["type"], "basis": b,
                            "ks": ks if math.isfinite(ks) else None, "at_x": at if math.isfinite(at) else None,
@@ -341,4 +343,4 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
     qrows, qchecks = queue_by_type(cluster, jobs)
     return {"shares": shares, "states": states, "summary": summary, "curves": curve_rows,
             "queue_by_type": qrows, "queue_checks": qchecks,
-            "gpu_time_by_size": gpu_time_by_size(cluster, jobs, includes_queue=kalos)}
+            "gpu_time_by_size": gpu_time_by_size(cluster, jobs, includes_queue=includes_queue)}
