@@ -203,8 +203,8 @@ static double live_period(const double *a, const double *P, int m, double thr) {
 static int ripple_samples(renewal *R, double t0, double best, double kappa, double step, double win, int K,
                           double gmin, double gmax, double *ph, double *pt, double *pd, double *pq, int *c0) {
     const acme_failure *f = R->f;
-    double x = t0 + R->C, a[f->m], P[f->m], sv[2][ACME_RIPPLE_K], st[2][ACME_RIPPLE_K], sd[2][ACME_RIPPLE_K], sq[2][ACME_RIPPLE_K];
-    /* (C99 VLAs: m pieces) */
+    double x = t0 + R->C, a[f->m], P[f->m]; /* C99 VLAs: m pieces */
+    double sv[2][ACME_RIPPLE_K], st[2][ACME_RIPPLE_K], sd[2][ACME_RIPPLE_K], sq[2][ACME_RIPPLE_K];
     int j, q, ns[2] = {0, 0}, side, k, n = 0;
     for (j = 1; j < f->m; j++) {
         double Wj = 0.0;
