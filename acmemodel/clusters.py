@@ -40,7 +40,10 @@ PUBLISHED_DURATION_INCLUDES_QUEUE: frozenset[str] = frozenset({"Kalos"})
 def published_duration_includes_queue(cluster: str) -> bool:
     """Whether ``cluster``'s published durations are ``end − submit`` (queue included) rather than
     ``end − start`` (:data:`PUBLISHED_DURATION_INCLUDES_QUEUE`; case-insensitive)."""
-    return str(cluster).lower() in {c.lower() for c in PUBLISHED_DURATION_INCLUDES_QUEUE}
+    return str(cluster).lower() in _INCLUDES_QUEUE_LOWER
+
+
+_INCLUDES_QUEUE_LOWER = frozenset(c.lower() for c in PUBLISHED_DURATION_INCLUDES_QUEUE)
 
 
 #: GPUs per node of both AcmeTrace clusters (8 × A100-SXM-80GB; ``clusters.csv``)

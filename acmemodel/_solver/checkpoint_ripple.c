@@ -82,14 +82,6 @@ static double outer_period(const renewal *R, double tau, double ph, double thr) 
 
 #define ACME_SPLIT_KINKS 128 /* split_probe: at most this many kinks within half a step (the nearest kept) */
 
-/* Piecewise hazard: where a maximum of phi at t0 (phi'(t0) = 0, phi''(t0) = pp0) may be split in two by a
- * valley within h of it (side 0: above t0, side 1: below), -1 for no kink there. As x grows past
- * (b_j - r_q) / i, S(r_q + i x) crosses b_j and phi' jumps by tau w_q i S(b_j) (h_{j-1} - h_j); between
- * kinks phi' ~ pp0 (t - t0). The kinks in the range, nearest first, give the predicted phi' just before
- * and just past each (above t0: pp0 (t_k - t0) + the jumps up to t_k; below: pp0 (t_k - t0) - the jumps
- * from t_k; past it, with its own jump); returns the point (the kink x (1 -+ ACME_KINK_EPS)) where it
- * points away from t0 the most: a rising phi there means another maximum beyond it (just before a kink:
- * seen where t0 is a kink peak, phi falls past it into a convex valley and rises again to the next). */
 /* The kinks of phi in (lo, hi), at most ACME_SPLIT_KINKS, nearest to anchor first, into kt (tau) and kj
  * (the jump of phi' there as tau grows: S(r_q + i x) crosses b_j at x = (b_j - r_q) / i, phi' jumping
  * by tau w_q i S(b_j) (h_{j-1} - h_j)); returns how many. */
@@ -123,6 +115,14 @@ static int near_kinks(const renewal *R, double anchor, double lo, double hi, dou
     return n;
 }
 
+/* Piecewise hazard: where a maximum of phi at t0 (phi'(t0) = 0, phi''(t0) = pp0) may be split in two by a
+ * valley within h of it (side 0: above t0, side 1: below), -1 for no kink there. As x grows past
+ * (b_j - r_q) / i, S(r_q + i x) crosses b_j and phi' jumps by tau w_q i S(b_j) (h_{j-1} - h_j); between
+ * kinks phi' ~ pp0 (t - t0). The kinks in the range, nearest first, give the predicted phi' just before
+ * and just past each (above t0: pp0 (t_k - t0) + the jumps up to t_k; below: pp0 (t_k - t0) - the jumps
+ * from t_k; past it, with its own jump); returns the point (the kink x (1 -+ ACME_KINK_EPS)) where it
+ * points away from t0 the most: a rising phi there means another maximum beyond it (just before a kink:
+ * seen where t0 is a kink peak, phi falls past it into a convex valley and rises again to the next). */
 static double split_probe(const renewal *R, double t0, double pp0, int side, double h) {
     double kt[ACME_SPLIT_KINKS], kj[ACME_SPLIT_KINKS], cum = 0.0, bestv = -INFINITY, tk = -1.0;
     int n = near_kinks(R, t0, side ? t0 - h : t0, side ? t0 : t0 + h, kt, kj), b;
@@ -250,22 +250,26 @@ static int ripple_samples(renewal *R, double t0, double best, double kappa, doub
     return n;
 }
 
-/* Whether the sample k (phi = ph[k] > 0, phi' = pd[k], at pt[k]; samples ascending in tau, t0 at c0
- * excluded) starts a candidate local maximum, its estimated height *est and bracket br (points below
- * and above pt[k] with phi <= ph[k], 0 for an unknown side). A sampled local maximum (neither neighbour
+/* sample_bracket: the neighbours of sample k not above it, {below, above} (0 for an unknown side): they
+ * bracket the local maximum an ascent from it looks for. sample_candidate: whether the sample k (phi =
+ * ph[k] > 0, phi' = pd[k], at pt[k]; samples ascending in tau, t0 at c0 excluded) starts a candidate
+ * local maximum, and its estimated height *est. A sampled local maximum (neither neighbour
  * above it) is one, as is a sample whose uphill neighbour (phi' points there) is not above it or lies
  * past the samples: a maximum lies between them (a sawtooth peak between quarter-period samples is
  * caught so although both neighbours of its samples may be higher). Not when the uphill neighbour is
  * t0 (its own maximum, probed apart). *est: where phi' changes sign towards the uphill neighbour u,
  * the height where the tangents at k and u meet (exact for a tent), else ph[k]. */
+static void sample_bracket(const double *ph, const double *pt, int nt, int k, double *br) {
+    br[0] = (k > 0 && ph[k - 1] <= ph[k]) ? pt[k - 1] : 0.0;
+    br[1] = (k < nt - 1 && ph[k + 1] <= ph[k]) ? pt[k + 1] : 0.0;
+}
+
 static int sample_candidate(const double *ph, const double *pt, const double *pd, int nt, int c0, int k,
-                            double *est, double *br) {
+                            double *est) {
     double v = ph[k], g = pd[k];
     int lo_ok = k == 0 || ph[k - 1] <= v, hi_ok = k == nt - 1 || ph[k + 1] <= v, u;
     if (!(v > 0)) return 0;
     *est = v;
-    br[0] = (k > 0 && ph[k - 1] <= v) ? pt[k - 1] : 0.0;
-    br[1] = (k < nt - 1 && ph[k + 1] <= v) ? pt[k + 1] : 0.0;
     if (lo_ok && hi_ok) return 1;
     u = (g > 0) ? k + 1 : (g < 0) ? k - 1 : -2;
     if (u == -2 || u == c0 || !((u < 0 || u >= nt) ? 1 : ph[u] <= v)) return 0;
@@ -343,7 +347,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
     int round;
     for (round = 0; round < 3; round++) {
         double period, amp = ripple(R, tb, *best, &period), x = tb + R->C, kappa, win, step, t0 = tb, pp0 = pp;
-        double cph[2] = {-1.0, -1.0}, cbr[2][2] = {{0.0, 0.0}, {0.0, 0.0}}, moved = 0.0;
+        double cph[2] = {-1.0, -1.0}, moved = 0.0;
         int K, k, c, nt, c0, probed[2] = {0, 0}, cand[2] = {0, 0}; /* candidates: sample indices */
         double best0 = *best;
         if (!(amp > ACME_RIPPLE_SMALL) || !isfinite(period)) return tb;
@@ -357,20 +361,16 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
         }
         nt = ripple_samples(R, t0, *best, kappa, step, win, K, gmin, gmax, ph, pt, pd, pq, &c0);
         for (k = 0; k < nt; k++) {  /* the two best sampled candidates other than t0 (sample_candidate) */
-            double v, br[2];
-            if (k == c0 || !sample_candidate(ph, pt, pd, nt, c0, k, &v, br)) continue;
+            double v;
+            if (k == c0 || !sample_candidate(ph, pt, pd, nt, c0, k, &v)) continue;
             c = (v > cph[0]) ? 0 : (v > cph[1]) ? 1 : 2;
             if (c == 0) {
                 cph[1] = cph[0];
                 cand[1] = cand[0];
-                cbr[1][0] = cbr[0][0];
-                cbr[1][1] = cbr[0][1];
             }
             if (c < 2) {
                 cph[c] = v;
                 cand[c] = k;
-                cbr[c][0] = br[0];
-                cbr[c][1] = br[1];
             }
         }
         {  /* sawtooth peaks hidden between samples (kink_between) */
@@ -392,7 +392,7 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
              * kink there that raises phi' the most (a valley of phi: it can split t0's maximum), then at
              * half a step; Newton from the first where phi' points away from t0 */
             int side = (c - 2) / ACME_RIPPLE_NPROBE, level = (c - 2) % ACME_RIPPLE_NPROBE;
-            double t2, p2, pp2, start, first[3], *known = NULL, *br = NULL;
+            double t2, p2, pp2, start, first[3], cbr[2], *known = NULL, *br = NULL;
             if (c < 2) {
                 if (!(cph[c] > 0)) continue;
                 start = pt[cand[c]];  /* phi, phi', phi'' there are the sample's */
@@ -400,7 +400,8 @@ double ckpt_ripple_search(renewal *R, double tb, double *best, double pp, double
                 first[1] = pd[cand[c]];
                 first[2] = pq[cand[c]];
                 known = first;
-                br = cbr[c];
+                sample_bracket(ph, pt, nt, cand[c], cbr);
+                br = cbr;
             } else {
                 double half = 0.5 * step * t0;
                 if (probed[side]) continue;

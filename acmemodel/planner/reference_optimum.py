@@ -183,7 +183,7 @@ def _local_max(ren: _Renewal, t: float, lo: float, hi: float,
     Newton's included, goes further). The best point ``tb`` and a bracket ``lo < tb < hi`` with φ(lo), φ(hi)
     ≤ φ(tb) (or the range's ends) hold a local maximum at least as high, on the side φ'(tb) points to.
     Each step evaluates Newton's point ``tb − φ'/φ''`` when ``φ'' < 0`` and it falls on that side, else
-    the side's geometric midpoint, or a ×4 / ÷4 step uphill while that side is unbounded; a better point
+    the side's geometric midpoint, or a step uphill by ×/÷ ``uphill`` while that side is unbounded; a better point
     becomes ``tb`` (the old one a bound; within ``ASCENT_TOL`` below counts as better: rounding decides
     there), a worse one bounds its side, so φ never ends below its start
     (Newton on φ' = 0 alone could step over a valley onto a lower maximum). Returns ``(τ, φ(τ), φ''(τ))``
@@ -381,10 +381,8 @@ def _live_period(a: np.ndarray, P: np.ndarray, thr: float) -> float:
 def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: float, win: float, K: int,
                     gmin: float, gmax: float):
     """φ (and φ') sampled outwards from ``t0`` (``φ(t0) = best``) to ``t0 (1 ± win)``: ``(cand, line, c0)``,
-    the two best candidates other than t0 (:func:`_sample_candidate`), ``[(height, τ, (τ below, τ
-    above), (φ, φ', φ'')), ...]`` best first, each with its neighbouring samples not above it (0:
-    unknown side) and its values, the samples ``[(φ, τ, φ', φ''), ...]`` ascending in τ and t0's index
-    there. The step after a sample at ``t0 (1 + d)`` with value ``v`` is a quarter of the
+    the indices in ``line`` of the two best candidates other than t0 (:func:`_sample_candidate`), best
+    first, the samples ``[(φ, τ, φ', φ''), ...]`` ascending in τ and t0's index there. The step after a sample at ``t0 (1 + d)`` with value ``v`` is a quarter of the
     shortest period among the breaks whose ripples are not needed there (as in :func:`guard_ratio`):
     a point there beats the best only by a lift above ``g = min(κ d²/2, 1 − v/best)`` (the smooth part's
     drop, the window's own model, and the sample's gap), so the smallest ripples, while together at most
@@ -403,18 +401,25 @@ def _ripple_samples(ren: _Renewal, t0: float, best: float, kappa: float, step: f
             seq[si].append((v, t, g, gp))
     line = seq[0][::-1] + [(best, t0, 0.0, 0.0)] + seq[1]
     c0 = len(seq[0])
-    cand: list[tuple[float, float, tuple[float, float]]] = []
-    for k, (vk, t, gk, ppk) in enumerate(line):
-        got = None if k == c0 else _sample_candidate(line, c0, k)
-        if got is None:
+    cand: list[tuple[float, int]] = []  # (estimated height, index)
+    for k in range(len(line)):
+        v = None if k == c0 else _sample_candidate(line, c0, k)
+        if v is None:
             continue
-        v, br = got
         if not cand or v > cand[0][0]:
-            cand.insert(0, (v, t, br, (vk, gk, ppk)))
+            cand.insert(0, (v, k))
         elif len(cand) < 2 or v > cand[1][0]:
-            cand[1:] = [(v, t, br, (vk, gk, ppk))]
+            cand[1:] = [(v, k)]
         del cand[2:]
-    return cand, line, c0
+    return [k for _, k in cand], line, c0
+
+
+def _sample_bracket(line: list[tuple[float, float, float, float]], k: int) -> tuple[float, float]:
+    """The neighbours of sample ``k`` not above it, ``(τ below, τ above)`` (0 for an unknown side): they
+    bracket the local maximum an ascent from it looks for."""
+    v = line[k][0]
+    return (line[k - 1][1] if k > 0 and line[k - 1][0] <= v else 0.0,
+            line[k + 1][1] if k < len(line) - 1 and line[k + 1][0] <= v else 0.0)
 
 
 def _kink_between(ren: _Renewal, line: list[tuple[float, float, float, float]], c0: int,
@@ -456,12 +461,12 @@ def _kink_between(ren: _Renewal, line: list[tuple[float, float, float, float]], 
 
 
 def _sample_candidate(line: list[tuple[float, float, float, float]], c0: int, k: int):
-    """``(estimated height, bracket)`` when sample ``k`` of ``line`` (``(φ, τ, φ', φ'')`` ascending in τ, t0 at
+    """The estimated height when sample ``k`` of ``line`` (``(φ, τ, φ', φ'')`` ascending in τ, t0 at
     ``c0``) starts a candidate local maximum, else None. A sampled local maximum (neither neighbour above
     it) is one, as is a sample whose uphill neighbour (φ' points there) is not above it or lies past the
     samples: a maximum lies between them (a sawtooth peak between quarter-period samples, both of whose
     neighbours may be higher). Not when the uphill neighbour is t0 (its own maximum, probed apart). The
-    bracket: the neighbours not above it (0: unknown side). The height: where φ' changes sign towards
+    height: where φ' changes sign towards
     the uphill neighbour u, where the tangents at k and u meet (exact for a tent), else φ(k)."""
     v, t, g, _ = line[k]
     n = len(line)
@@ -469,10 +474,8 @@ def _sample_candidate(line: list[tuple[float, float, float, float]], c0: int, k:
         return None
     lo_ok = k == 0 or line[k - 1][0] <= v
     hi_ok = k == n - 1 or line[k + 1][0] <= v
-    br = (line[k - 1][1] if k > 0 and line[k - 1][0] <= v else 0.0,
-          line[k + 1][1] if k < n - 1 and line[k + 1][0] <= v else 0.0)
     if lo_ok and hi_ok:
-        return v, br
+        return v
     u = k + 1 if g > 0 else k - 1 if g < 0 else None
     if u is None or u == c0 or (0 <= u < n and not line[u][0] <= v):
         return None
@@ -481,7 +484,7 @@ def _sample_candidate(line: list[tuple[float, float, float, float]], c0: int, k:
         vu, tu, gu, _ = line[u]
         ts = min(max((vu - v + g * t - gu * tu) / (g - gu), min(t, tu)), max(t, tu))
         est = v + g * (ts - t)
-    return est, br
+    return est
 
 
 def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float,
@@ -514,11 +517,13 @@ def _ripple_search(ren: _Renewal, tb: float, best: float, pp: float, gmin: float
                 pk, _, ppk = ren.phi(tk)
                 if pk > best:
                     tb, best, pp, moved = tk, pk, ppk, abs(tk / t0 - 1.0)
-        starts = [t for _, t, _, _ in cand]
-        for i, t in enumerate(starts + [None, None]):  # the sampled maxima, then one probe a side
-            first, br = (cand[i][3], cand[i][2]) if i < len(cand) else (None, None)  # the sample's φ, φ', φ''
-            if t is None:  # by the kink raising φ' the most within half a step, then half a step
-                sign = 1.0 if i == len(starts) else -1.0
+        for i, k in enumerate(cand + [None, None]):  # the sampled candidates, then one probe a side
+            if k is not None:  # from the sample (its φ, φ', φ''), between its neighbours
+                v, t, g, gp = line[k]
+                first, br = (v, g, gp), _sample_bracket(line, k)
+            else:  # by the kink raising φ' the most within half a step, then half a step
+                br = None
+                sign = 1.0 if i == len(cand) else -1.0
                 half = 0.5 * step * t0
                 tk = _split_probe(ren, t0, pp0, 0 if sign > 0 else 1, half)
                 probes = ([tk] if tk > 0.0 else []) + [t0 + sign * half]

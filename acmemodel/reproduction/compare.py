@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import published_duration_includes_queue
+from acmemodel.clusters import PUBLISHED_DURATION_INCLUDES_QUEUE, published_duration_includes_queue
 
 __all__ = ["ks_at_points", "curve_points", "queue_by_type", "gpu_time_by_size",
            "CLUSTERS", "QUALITY_BAR", "WAIT_POINTS", "KS95"]
@@ -90,7 +90,7 @@ def curve_points() -> list[dict]:
 
 
 
-def _published_semantics(trace, clusters=("Kalos",)):
+def _published_semantics(trace, clusters=PUBLISHED_DURATION_INCLUDES_QUEUE):
     """The rows of ``clusters`` (those whose published durations include the queue, as the Kalos files
     count them): ``run_s`` and ``gpu_time_s`` from ``end − submit``."""
     from acmemodel.trace import Trace
