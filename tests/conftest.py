@@ -45,6 +45,19 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
+#: public real logs of other clusters (``../shared/data/real/`` beside the checkout: its README gives each file's
+#: source); never shipped in the package. Tests on them skip when the folder is absent.
+REAL_DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+
+
+@pytest.fixture(scope="session")
+def real_data():
+    """The folder of real logs, or a skip when this checkout has none beside it."""
+    if not REAL_DATA.is_dir():
+        pytest.skip(f"no real logs at {REAL_DATA}")
+    return REAL_DATA
+
+
 def utc_from_seconds(seconds) -> pd.Series:
     """UTC timestamps of Unix seconds, NaN -> NaT, without handing NaNs to ``pd.to_datetime(unit="s")``: pandas < 3
     reads uninitialised memory at the NaN entries of a float array there and then raises a FloatingPointError now
