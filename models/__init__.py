@@ -15,6 +15,7 @@ from acmemodel.models.predictor import RuntimePredictor  # noqa: F401,E402
 from acmemodel.models.gpu_counts import GpuCountModel  # noqa: F401,E402
 from acmemodel.models.arrival import ArrivalModel  # noqa: F401,E402
 from acmemodel.models.forecast import DemandForecaster  # noqa: F401,E402
+from acmemodel.models.fleet_reliability import FleetReliability  # noqa: F401,E402
 
 #: bundle name → model class (every model a bundle may hold)
 MODELS: dict[str, type] = {
@@ -36,4 +37,4 @@ DEFAULT_MODELS: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "ar
 SUBMODELS: tuple[type, ...] = (StartupLatencyModel,)
 
 __all__ = ["BaseModel", "Bundle", "MODELS", "DEFAULT_MODELS", "SUBMODELS", "MODEL_REGISTRY", "register", *(
-    c.__name__ for c in (*MODELS.values(), *SUBMODELS))]
+    c.__name__ for c in (*MODELS.values(), *SUBMODELS)), "FleetReliability"]

@@ -25,6 +25,7 @@ class From(str, Enum):
     philly = "philly"
     pai2020 = "pai2020"
     k8s = "k8s"
+    failures = "failures"
 
 
 #: extras written after the AcmeTrace columns (when the importer found them)
@@ -113,9 +114,15 @@ def convert_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
 ) -> None:
     """Convert a Slurm sacct extract, an SWF file, a Helios/Philly/PAI trace or a Kubernetes pod list
-    into the AcmeTrace schema; report what was mapped how and what was quarantined."""
+    into the AcmeTrace schema; report what was mapped how and what was quarantined. ``--from failures``:
+    a node failure log → uptime intervals (-o .csv/.parquet) or a reliability preset (-o .json)."""
     from rich.table import Table
 
+    if src is From.failures:  # a node failure log: uptime intervals or a reliability preset
+        from acmemodel.cli.convert_failures import convert_failures, print_report
+
+        print_report(convert_failures(paths, out, name=cluster, extracted_at=extracted_at), json_out)
+        return
     trace, s = convert(paths, src.value, out, cluster=cluster, timezone=timezone, extracted_at=extracted_at,
                        type_map=type_map)
     if json_out:
