@@ -28,8 +28,8 @@ def checkpoint_cmd(
                                "(default without --mttf: the embedded default bundle)."),
     work: str = typer.Option("30d", "--work", help="Failure-free compute of the run, e.g. 30d."),
     reliability: Optional[str] = typer.Option(
-        None, "--reliability", help="Published failure rate: acme-2023, meta-rsc1, meta-rsc2 or llama3-405b "
-                                    "(sets MTTF at --gpus and, where published, restart and checkpoint cost)."),
+        None, "--reliability", help="Failure rate: acme-2023, meta-rsc1, meta-rsc2, llama3-405b or "
+                                    "a preset file of 'convert --from failures' (sets MTTF at --gpus and, where published, restart and checkpoint cost)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Recommended checkpoint interval, expected overhead, ETTR and GPU-hours lost per day.

@@ -22,8 +22,8 @@ def plan_cmd(
     replicas: Optional[int] = typer.Option(None, "--replicas", help="Override simulation.replicas."),
     no_cluster: bool = typer.Option(False, "--no-cluster", help="Skip the cluster simulation and quota search."),
     reliability: Optional[str] = typer.Option(
-        None, "--reliability", help="Published failure rate for every run: acme-2023, meta-rsc1, meta-rsc2 or "
-                                    "llama3-405b (overrides failures.reliability/mttf of the config)."),
+        None, "--reliability", help="Failure rate for every run: acme-2023, meta-rsc1, meta-rsc2, llama3-405b "
+                                    "or a preset file of 'convert --from failures' (overrides failures.reliability/mttf of the config)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
                                                   "this machine's memory."),
@@ -38,7 +38,9 @@ def plan_cmd(
         from importlib import resources
 
         config = Path(str(resources.files("acmemodel.planner").joinpath("examples", "example.yaml")))
-    cfg = ClusterConfig.load(config, reliability=reliability)
+    from acmemodel.planner.reliability import preset_spec
+
+    cfg = ClusterConfig.load(config, reliability=preset_spec(reliability))
     if replicas is not None:
         if replicas < 1:
             raise ValueError(f"--replicas must be a positive integer, got {replicas}")

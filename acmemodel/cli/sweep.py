@@ -51,8 +51,8 @@ def sweep_cmd(
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="Fitted bundle (default: the embedded default)."),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Sweep seed (default: the grid's, else simulation.seed)."),
     reliability: Optional[str] = typer.Option(
-        None, "--reliability", help="Published failure rate of the base config: acme-2023, meta-rsc1, "
-                                    "meta-rsc2 or llama3-405b (a grid axis failures.reliability varies it)."),
+        None, "--reliability", help="Failure rate of the base config: acme-2023, meta-rsc1, meta-rsc2, "
+                                    "llama3-405b or a preset file of 'convert --from failures' (a grid axis failures.reliability varies it)."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """One row per grid point: completion time, failures, ETTR, GPU-hours lost by cause and failure
@@ -67,6 +67,9 @@ def sweep_cmd(
         raise ValueError(f"-o/--out: {out} is a directory; give a .parquet file path")
     if seed is not None and seed < 0:
         raise ValueError(f"--seed must be >= 0, got {seed}")
+    from acmemodel.planner.reliability import preset_spec
+
+    reliability = preset_spec(reliability)
     plan = plan_sweep(config, grid, seed=seed, allow_large=yes, reliability=reliability)  # bad grid: one error line, before any work
     client, cluster = _client(workers, scheduler)
     t0 = time.perf_counter()

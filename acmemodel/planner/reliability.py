@@ -156,6 +156,14 @@ def get_preset(name: str, where: str = "reliability") -> ReliabilityPreset:
                       f"'acmemodel convert --from failures'), got {name!r}")
 
 
+def preset_spec(value: str | None) -> str | None:
+    """A ``--reliability`` value as the config stores it: a published name as is, an existing preset
+    file as its absolute path (so a config or a sweep point finds it from any directory)."""
+    if value is None or str(value) in PRESETS or not Path(str(value)).is_file():
+        return value
+    return str(Path(str(value)).resolve())
+
+
 def preset_from_fleet(model, *, name: str, source: str, gpus_per_node: int | None = None) -> ReliabilityPreset:
     """A preset from a fitted :class:`~acmemodel.models.fleet_reliability.FleetReliability` (module
     docstring): its node failure rate, Weibull shape, repair-time law (as restart time) and category
