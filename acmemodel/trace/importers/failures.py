@@ -40,8 +40,8 @@ decommission dates the first of the following month.
 
 Intervals
 ---------
-Per node, the observation window is [``in_service`` (else the system's first record; never after
-the node's first failure), ``decommission`` (else the end of the log: the latest time in the file or
+Per node, the observation window is [``in_service`` (else the system's earliest in-service date or
+record; never after the node's first failure), ``decommission`` (else the end of the log: the latest time in the file or
 ``extracted_at``; never before the node's last repair)]. Its failures, sorted, cut it into rows of
 ``kind``:
 
@@ -186,25 +186,22 @@ def _month_date(v: str, *, next_month: bool) -> float:
 
 
 def _times(values: pd.Series) -> np.ndarray:
-    """Timestamps → s since the epoch (naive = UTC); NaN when missing/unparsable."""
-    v = values.astype(str).str.strip()
+    """Timestamps → s since the epoch (naive = UTC); NaN when missing/unparsable. Formats tried in
+    turn: ``m/d/Y H:M`` (LANL), ISO 8601, then whatever pandas reads."""
+    v = values.astype(str).str.strip().to_numpy(object)
     out = np.full(len(v), np.nan)
-    ok = v.str.len() > 0
-    if not ok.any():
-        return out
-    vv = v[ok]
-    t = pd.to_datetime(vv, format="%m/%d/%Y %H:%M", errors="coerce", utc=True)
-    rest = t.isna()
-    if rest.any():
-        t2 = pd.to_datetime(vv[rest], format="ISO8601", errors="coerce", utc=True)
-        t = t.where(~rest, t2)
-        rest = t.isna()
-        if rest.any():
-            t3 = pd.Series([pd.to_datetime(x, errors="coerce", utc=True) for x in vv[rest]], index=vv[rest].index)
-            t = t.where(~rest, t3)
-    ns = t.astype("int64").to_numpy(dtype=float) / 1e9
-    ns[t.isna().to_numpy()] = np.nan
-    out[ok.to_numpy()] = ns
+    todo = np.array([len(x) > 0 for x in v], dtype=bool)
+    for fmt in ("%m/%d/%Y %H:%M", "ISO8601", None):
+        if not todo.any():
+            break
+        idx = np.flatnonzero(todo)
+        if fmt is None:
+            t = pd.Series([pd.to_datetime(x, errors="coerce", utc=True) for x in v[idx]], dtype="datetime64[ns, UTC]")
+        else:
+            t = pd.Series(pd.to_datetime(pd.Series(v[idx]), format=fmt, errors="coerce", utc=True))
+        ok = t.notna().to_numpy()
+        out[idx[ok]] = t[ok].astype("int64").to_numpy(dtype=float) / 1e9
+        todo[idx[ok]] = False
     return out
 
 
@@ -284,7 +281,8 @@ def read_failures(paths, *, extracted_at: float | None = None) -> FailureLog:
     log_end = float(np.nanmax(np.r_[f["start"].to_numpy(), f["end"].to_numpy()])) if extracted_at is None \
         else float(extracted_at)
     f = f.sort_values(["system", "node", "start", "end"], kind="stable").reset_index(drop=True)
-    rows, folded, sys_first = [], 0, f.groupby("system")["start"].min()
+    rows, folded = [], 0
+    sys_first = np.fmin(f.groupby("system")["start"].min(), f.groupby("system")["in_service"].min())
     sys_nodes = f.groupby("system")["nodes"].max()
     sys_gpn = f.groupby("system")["gpus_per_node"].max()
     seen = f.groupby("system")["node"].nunique()
