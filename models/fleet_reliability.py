@@ -15,8 +15,8 @@ What :meth:`FleetReliability.fit` estimates
 * **Time-between-failures law** of a node (uptime from a repair end to the next failure): maximum
   likelihood on the ``tbf`` (event) and ``censored`` (right-censored) rows — the ``first`` rows are
   left out because their origin is not a renewal — for a Weibull ``S(t) = exp(−(t/λ)^k)``, an
-  exponential and a log-normal (lifelines' parametric fitters; the Weibull shape's interval is the
-  Wald interval from the observed information). Families are compared by log-likelihood and AIC
+  exponential and a log-normal (censored likelihoods; the Weibull shape's interval is the Wald
+  interval from the observed information; checked against lifelines' fitters in the tests). Families are compared by log-likelihood and AIC
   (lower is better). ``k < 1`` = decreasing hazard (a node that was just repaired fails again
   sooner). Pooling nodes of different rates into one fit also lowers ``k`` (a mixture of exponentials
   has a decreasing hazard), so the shape is also fitted per system (``tbf_by_system_``).
@@ -61,35 +61,86 @@ def garwood(k: int, exposure: float, confidence: float = 0.95) -> tuple[float, f
     return k / exposure, lo / exposure, hi / exposure
 
 
+def _weibull_loglik(k: float, lam: float, t: np.ndarray, e: np.ndarray, slog: float) -> float:
+    """Right-censored Weibull log-likelihood: Σ_events [log k − k log λ + (k−1) log t] − Σ (t/λ)^k."""
+    d = e.sum()
+    return d * (math.log(k) - k * math.log(lam)) + (k - 1) * slog - float(np.sum((t / lam) ** k))
+
+
+def _weibull_mle(t: np.ndarray, e: np.ndarray, confidence: float) -> dict:
+    """Censored Weibull MLE: the profile score in ``k`` solved by bracketing
+    (``1/k + Σ_ev log t / d − Σ t^k log t / Σ t^k = 0``, ``λ^k = Σ t^k / d``); the shape's interval is
+    the Wald interval ``k ± z·se`` with ``se`` from the observed information (numerical Hessian of the
+    log-likelihood in ``(log k, log λ)``)."""
+    from scipy.optimize import brentq
+
+    d = float(e.sum())
+    x = t / np.exp(np.mean(np.log(t)))            # rescaled: well-conditioned powers
+    lx = np.log(x)
+    mean_ev = float(lx[e == 1].sum()) / d
+
+    def score(k):
+        w = x ** k
+        return 1.0 / k + mean_ev - float(np.sum(w * lx) / np.sum(w))
+
+    lo, hi = 0.01, 1.0
+    while score(hi) > 0 and hi < 100:
+        hi *= 2.0
+    k = brentq(score, lo, hi, xtol=1e-10)
+    lam_x = float((np.sum(x ** k) / d) ** (1.0 / k))
+    slog = float(lx[e == 1].sum())
+
+    def ll(th):
+        return _weibull_loglik(math.exp(th[0]), math.exp(th[1]), x, e, slog)
+
+    th0, h = np.array([math.log(k), math.log(lam_x)]), 1e-4
+    H = np.empty((2, 2))
+    for i in range(2):
+        for j in range(2):
+            ei, ej = np.eye(2)[i] * h, np.eye(2)[j] * h
+            H[i, j] = (ll(th0 + ei + ej) - ll(th0 + ei - ej) - ll(th0 - ei + ej) + ll(th0 - ei - ej)) / (4 * h * h)
+    cov = np.linalg.inv(-H)
+    se = k * math.sqrt(max(cov[0, 0], 0.0))
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    scale = lam_x * float(np.exp(np.mean(np.log(t))))
+    return {"shape": float(k), "shape_se": se, "shape_lower": float(k - z * se), "shape_upper": float(k + z * se),
+            "scale_s": scale, "mean_s": scale * math.gamma(1 + 1 / k),
+            "loglik": float(_weibull_loglik(k, scale, t, e, float(np.log(t)[e == 1].sum())))}
+
+
+def _lognormal_mle(t: np.ndarray, e: np.ndarray) -> dict:
+    """Censored log-normal MLE of ``log t ~ Normal(μ, σ²)`` (L-BFGS on ``(μ, log σ)``)."""
+    from scipy.optimize import minimize
+
+    lt, ev = np.log(t), e == 1
+    slt = float(lt[ev].sum())
+
+    def nll(th):
+        mu, sg = th[0], math.exp(th[1])
+        z = (lt - mu) / sg
+        return -(float(np.sum(stats.norm.logpdf(z[ev]))) - ev.sum() * th[1] - slt
+                 + float(np.sum(stats.norm.logsf(z[~ev]))))
+
+    th0 = np.array([lt[ev].mean(), math.log(max(lt[ev].std(), 1e-3))])
+    r = minimize(nll, th0, method="L-BFGS-B")
+    return {"mu_log_s": float(r.x[0]), "sigma": float(math.exp(r.x[1])), "loglik": -float(r.fun)}
+
+
 def _fit_tbf(t: np.ndarray, e: np.ndarray, confidence: float, families=TBF_FAMILIES) -> dict:
     """Weibull / exponential / log-normal MLE of right-censored uptimes ``t`` (s), events ``e``
-    (``families``: which of them)."""
-    from lifelines import ExponentialFitter, LogNormalFitter, WeibullFitter
-
-    th = t / 3600.0  # hours: better-conditioned optimisation
-    out: dict[str, Any] = {"n": int(len(t)), "events": int(e.sum()), "censored": int(len(t) - e.sum())}
-    fams = {}
-    alpha = 1.0 - confidence
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        w = WeibullFitter(alpha=alpha).fit(th, e)
-        ci = w.summary.loc["rho_"]
-        fams["weibull"] = {"shape": float(w.rho_), "shape_se": float(ci["se(coef)"]),
-                           "shape_lower": float(next(v for c, v in ci.items() if str(c).startswith("coef lower"))),
-                           "shape_upper": float(next(v for c, v in ci.items() if str(c).startswith("coef upper"))), "scale_s": float(w.lambda_) * 3600.0,
-                           "mean_s": float(w.lambda_ * math.gamma(1 + 1 / w.rho_)) * 3600.0,
-                           "loglik": float(w.log_likelihood_) - float(e.sum()) * math.log(3600.0)}
-        if "exponential" in families:
-            x = ExponentialFitter(alpha=alpha).fit(th, e)
-            fams["exponential"] = {"mean_s": float(x.lambda_) * 3600.0,
-                                   "loglik": float(x.log_likelihood_) - float(e.sum()) * math.log(3600.0)}
-        if "lognormal" in families:
-            ln = LogNormalFitter(alpha=alpha).fit(th, e)
-            fams["lognormal"] = {"mu_log_s": float(ln.mu_) + math.log(3600.0), "sigma": float(ln.sigma_),
-                                 "loglik": float(ln.log_likelihood_) - float(e.sum()) * math.log(3600.0)}
+    (``families``: which of them); log-likelihoods in seconds, AIC = 2·params − 2·loglik."""
+    t, e = np.asarray(t, float), np.asarray(e, int)
+    d = float(e.sum())
+    out: dict[str, Any] = {"n": int(len(t)), "events": int(d), "censored": int(len(t) - d)}
+    fams: dict[str, dict] = {"weibull": _weibull_mle(t, e, confidence)}
+    if "exponential" in families:
+        m = float(t.sum()) / d
+        fams["exponential"] = {"mean_s": m, "loglik": -d * math.log(m) - float(t.sum()) / m}
+    if "lognormal" in families:
+        fams["lognormal"] = _lognormal_mle(t, e)
     k = {"weibull": 2, "exponential": 1, "lognormal": 2}
-    for f, d in fams.items():
-        d["aic"] = 2 * k[f] - 2 * d["loglik"]
+    for f, v in fams.items():
+        v["aic"] = 2 * k[f] - 2 * v["loglik"]
     out["families"] = fams
     out["best"] = min(fams, key=lambda f: fams[f]["aic"])
     return out

@@ -91,6 +91,24 @@ def test_synthetic_weibull_shape_and_rate_recovered(syn):
     assert back.sample(5, np.random.default_rng(0)).shape == (5,)
 
 
+def test_censored_fits_match_lifelines():
+    from lifelines import LogNormalFitter, WeibullFitter
+
+    from acmemodel.models.fleet_reliability import _fit_tbf
+
+    rng = np.random.default_rng(1)
+    t, c = rng.weibull(0.7, 800) * 20 * DAY, rng.uniform(0, 60 * DAY, 800)
+    e, t = (t < c).astype(int), np.minimum(t, c)
+    f = _fit_tbf(t, e, 0.95)["families"]
+    w = WeibullFitter().fit(t / 3600, e)
+    assert f["weibull"]["shape"] == pytest.approx(w.rho_, rel=1e-4)
+    assert f["weibull"]["shape_se"] == pytest.approx(w.summary.loc["rho_", "se(coef)"], rel=1e-3)
+    assert f["weibull"]["loglik"] == pytest.approx(w.log_likelihood_ - e.sum() * math.log(3600), rel=1e-7)
+    ln = LogNormalFitter().fit(t / 3600, e)
+    assert f["lognormal"]["sigma"] == pytest.approx(ln.sigma_, rel=1e-3)
+    assert f["lognormal"]["loglik"] == pytest.approx(ln.log_likelihood_ - e.sum() * math.log(3600), rel=1e-6)
+
+
 def test_garwood_interval():
     assert garwood(0, 10.0)[1] == 0.0
     r, lo, hi = garwood(10, 5.0)
