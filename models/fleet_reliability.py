@@ -19,7 +19,8 @@ What :meth:`FleetReliability.fit` estimates
   interval from the observed information; checked against lifelines' fitters in the tests). Families are compared by log-likelihood and AIC
   (lower is better). ``k < 1`` = decreasing hazard (a node that was just repaired fails again
   sooner). Pooling nodes of different rates into one fit also lowers ``k`` (a mixture of exponentials
-  has a decreasing hazard), so the shape is also fitted per system (``tbf_by_system_``).
+  has a decreasing hazard), so the shape is also fitted per system (``tbf_by_system_``) and per node
+  for the nodes with at least ``min_events`` failures (``tbf_nodes_``: their median and quartiles).
 * **Repair-time law** (the down time ``repair_s`` of each failure, > 0): log-normal, Weibull and
   exponential by maximum likelihood (scipy, location 0), chosen by AIC.
 * **MTTF(g) of a job spanning g nodes**: ``MTTF(g) = 1 / (g · r)``, ``r`` the overall failure rate per
@@ -174,7 +175,7 @@ class FleetReliability(BaseModel):
     Parameters
     ----------
     confidence : level of every interval (default 0.95).
-    min_events : fewest ``tbf`` failures for a system's own Weibull fit (``tbf_by_system_``).
+    min_events : fewest ``tbf`` failures for a system's or a node's own Weibull fit.
 
     Fitted attributes
     -----------------
@@ -184,6 +185,8 @@ class FleetReliability(BaseModel):
     tbf_ : dict — the node time-between-failures fits (``families`` → parameters, log-lik, AIC;
         ``best``); the Weibull shape ``tbf_["families"]["weibull"]["shape"]`` with ``shape_lower/upper``.
     tbf_by_system_ : DataFrame — per system: nodes, failures, Weibull shape and interval.
+    tbf_nodes_ : dict — per-node Weibull shapes of the nodes with ``min_events`` failures or more:
+        ``nodes``, ``median``, ``q25``, ``q75``, ``share_upper_below_1`` (share whose interval lies below 1).
     repair_ : dict — the repair-time fits (``families``, ``best``, ``mean_s``, ``median_s``).
     category_mix_ : dict — category → share of the failures.
     gpus_per_node_ : GPUs per node from the log (``None`` when it does not say).
@@ -232,6 +235,16 @@ class FleetReliability(BaseModel):
                          "shape": w["shape"], "shape_lower": w["shape_lower"], "shape_upper": w["shape_upper"]})
         self.tbf_by_system_ = pd.DataFrame(rows, columns=["system", "nodes", "failures", "shape", "shape_lower",
                                                           "shape_upper"])
+        shapes, below = [], []
+        for _, g in tb.groupby(["system", "node"], sort=False):
+            if int(g["event"].sum()) >= int(self.min_events):
+                w = _weibull_mle(g["duration_s"].to_numpy(float), g["event"].to_numpy(int), float(self.confidence))
+                shapes.append(w["shape"])
+                below.append(w["shape_upper"] < 1.0)
+        q = np.quantile(shapes, [0.25, 0.5, 0.75]) if shapes else [np.nan] * 3
+        self.tbf_nodes_ = {"nodes": len(shapes), "min_events": int(self.min_events), "q25": float(q[0]),
+                           "median": float(q[1]), "q75": float(q[2]),
+                           "share_upper_below_1": float(np.mean(below)) if below else None}
         r = ev["repair_s"].to_numpy(float)
         r = r[r > 0]
         if len(r) < 2:
@@ -312,6 +325,11 @@ class FleetReliability(BaseModel):
             rows.append({"quantity": f"TBF {f}" + (" shape" if f == "weibull" else ""), "scope": "fleet",
                          "category": "all", "estimate": est, "lower": lo, "upper": hi, "n": self.tbf_["events"],
                          "note": f"loglik {d['loglik']:.1f}, AIC {d['aic']:.1f}" + (" (chosen)" if f == best else "")})
+        tn = self.tbf_nodes_
+        if tn["nodes"]:
+            rows.append({"quantity": "TBF weibull shape, per node (median)", "scope": "node", "category": "all",
+                         "estimate": tn["median"], "lower": tn["q25"], "upper": tn["q75"], "n": tn["nodes"],
+                         "note": f"interquartile range of {tn['nodes']} nodes with >= {tn['min_events']} failures"})
         best = self.repair_["best"]
         for f, d in self.repair_["families"].items():
             rows.append({"quantity": f"repair {f}", "scope": "fleet", "category": "all", "estimate": np.nan,
@@ -327,6 +345,7 @@ class FleetReliability(BaseModel):
     def _fitted_to_dict(self) -> dict[str, Any]:
         return {"rates": self.rates_.to_dict(orient="list"), "rate_per_node_day": self.rate_per_node_day_,
                 "tbf": self.tbf_, "tbf_by_system": self.tbf_by_system_.to_dict(orient="list"),
+                "tbf_nodes": self.tbf_nodes_,
                 "repair": self.repair_, "category_mix": self.category_mix_, "gpus_per_node": self.gpus_per_node_,
                 "n_fit": self.n_fit_}
 
@@ -335,6 +354,8 @@ class FleetReliability(BaseModel):
         self.rate_per_node_day_ = float(d["rate_per_node_day"])
         self.tbf_ = d["tbf"]
         self.tbf_by_system_ = pd.DataFrame(d["tbf_by_system"])
+        self.tbf_nodes_ = {k: (np.nan if v is None and k != "share_upper_below_1" else v)
+                           for k, v in d["tbf_nodes"].items()}
         self.repair_ = d["repair"]
         self.category_mix_ = d["category_mix"]
         self.gpus_per_node_ = d.get("gpus_per_node")

@@ -275,6 +275,8 @@ def test_lanl_end_to_end(real_data, tmp_path):
     assert w["shape_upper"] < 1.0                                # decreasing hazard
     assert rep["tbf"]["families"]["exponential"]["aic"] > w["aic"]
     assert rep["repair"]["best"] == "lognormal"                  # Schroeder & Gibson's repair law
+    tn = rep["tbf_nodes"]                                        # nodes with >= 30 failures: own fits
+    assert tn["nodes"] >= 50 and tn["q75"] < 1.0 and tn["share_upper_below_1"] > 0.5
     big = [r for r in rep["rates_systems"] if r["category"] == "all" and r["system"] in ("18", "19")]
     assert [r["nodes"] for r in big] == [1024, 1024]
     for r in big:

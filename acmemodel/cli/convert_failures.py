@@ -58,6 +58,7 @@ def convert_failures(paths, out: Path, *, name: str | None = None, extracted_at:
     rep["largest_systems"] = systems["system"].head(3).tolist()
     rep["tbf"] = model.tbf_
     rep["tbf_by_system"] = model.tbf_by_system_.to_dict(orient="records")
+    rep["tbf_nodes"] = model.tbf_nodes_
     rep["repair"] = model.repair_
     rep["mttf_s"] = {str(g): preset.mttf_s(g) for g in REPORT_GPUS}
     return rep
@@ -107,6 +108,11 @@ def print_report(rep: dict, json_out: bool) -> None:
             lt.add_row(law, f + (" *" if f == d["best"] else ""), num(v["loglik"], 6), num(v["aic"], 6), extra)
             law = ""
     console.print(lt)
+    tn = rep["tbf_nodes"]
+    if tn["nodes"]:
+        console.print(f"per-node Weibull shape: median {tn['median']:.2f} (quartiles {tn['q25']:.2f}–{tn['q75']:.2f}) "
+                      f"over the {tn['nodes']} nodes with ≥ {tn['min_events']} failures; the pooled shape is lower "
+                      "because nodes of different rates are mixed", highlight=False)
     p = rep["preset"]
     console.print(f"preset {p['name']}: {num(p['failures_per_1000_node_days'])} failures per 1,000 node-days, "
                   f"{p['gpus_per_node']} GPUs per node, restart (repair) mean {dur(p['restart_s'])}; MTTF "
