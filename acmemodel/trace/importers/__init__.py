@@ -13,6 +13,9 @@ philly     Philly ``cluster_job_log`` JSON (:mod:`.philly`)
 pai2020    Alibaba PAI 2020 ``pai_job_table`` / ``pai_task_table`` (:mod:`.pai2020`)
 k8s        Kubernetes pod lists, e.g. Alibaba GPU 2023 ``openb_pod_list_*.csv`` (:mod:`.k8s`)
 =========  =====================================================================================
+
+Node failure logs are not job traces: ``acmemodel convert --from failures`` reads them with
+:mod:`.failures` into uptime intervals (not through :func:`read`).
 """
 from __future__ import annotations
 
