@@ -228,9 +228,10 @@ class FleetReliability(BaseModel):
             k = int(g["event"].sum())
             if k < int(self.min_events):
                 continue
-            f = _fit_tbf(g["duration_s"].to_numpy(float), g["event"].to_numpy(int), float(self.confidence),
-                         families=("weibull",))
-            w = f["families"]["weibull"]
+            try:
+                w = _weibull_mle(g["duration_s"].to_numpy(float), g["event"].to_numpy(int), float(self.confidence))
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError):  # degenerate sample: no own fit
+                continue
             rows.append({"system": s, "nodes": int(g["node"].nunique()), "failures": k,
                          "shape": w["shape"], "shape_lower": w["shape_lower"], "shape_upper": w["shape_upper"]})
         self.tbf_by_system_ = pd.DataFrame(rows, columns=["system", "nodes", "failures", "shape", "shape_lower",
@@ -238,7 +239,11 @@ class FleetReliability(BaseModel):
         shapes, below = [], []
         for _, g in tb.groupby(["system", "node"], sort=False):
             if int(g["event"].sum()) >= int(self.min_events):
-                w = _weibull_mle(g["duration_s"].to_numpy(float), g["event"].to_numpy(int), float(self.confidence))
+                try:
+                    w = _weibull_mle(g["duration_s"].to_numpy(float), g["event"].to_numpy(int),
+                                     float(self.confidence))
+                except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+                    continue
                 shapes.append(w["shape"])
                 below.append(w["shape_upper"] < 1.0)
         q = np.quantile(shapes, [0.25, 0.5, 0.75]) if shapes else [np.nan] * 3

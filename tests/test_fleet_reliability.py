@@ -152,7 +152,8 @@ def test_intervals_truth_stated(tmp_path):
     """Node a: in service 2020-01-01, fails 01-11 00:00 (fixed 01:00), 01-31 00:00 (fixed 02:00), again
     01-31 01:00 (during that repair: folded, the repair ends 03:00), decommissioned 2020-03-01.
     Node b: no in-service date (starts with its system, 01-01), one failure 02-01 (30 min),
-    censored at the log end 2020-04-01. The system has 3 nodes: one never fails. Two rows quarantined."""
+    censored at the log end 2020-04-01 (a failure logged after it is quarantined). The system has 3 nodes:
+    one never fails. Four rows quarantined."""
     p = tmp_path / "log.csv"
     p.write_text(
         "System,Node,Failure Start,Repair End,Category,Nodes,In Service,Decommission\n"
@@ -162,11 +163,13 @@ def test_intervals_truth_stated(tmp_path):
         "s,b,2020-02-01 00:00,,Network,3,,\n"
         "s,b,2020-02-01 00:00,2020-02-01 00:30,Network,3,,\n"
         "s,,2020-02-02 00:00,2020-02-02 00:30,Network,3,,\n"
-        "s,b,not a time,2020-02-02 00:30,Network,3,,\n")
+        "s,b,not a time,2020-02-02 00:30,Network,3,,\n"
+        "s,b,2020-05-01 00:00,2020-05-01 00:30,Network,3,,\n")
     fl = read_failures(p, extracted_at=pd.Timestamp("2020-04-01", tz="UTC").value / 1e9)
     r = fl.report
-    assert (r["records_in"], r["failures"], r["folded"], r["quarantined"]) == (7, 3, 1, 3)
-    assert r["quarantined_by_reason"] == {"missing_repair_time": 1, "missing_node": 1, "unparsable_failure_start": 1}
+    assert (r["records_in"], r["failures"], r["folded"], r["quarantined"]) == (8, 3, 1, 4)
+    assert r["quarantined_by_reason"] == {"missing_repair_time": 1, "missing_node": 1, "unparsable_failure_start": 1,
+                                          "after_log_end": 1}
     iv = fl.intervals.set_index(["node", "kind"]).sort_index()
     H = 3600.0
     a = fl.intervals[fl.intervals["node"] == "a"].reset_index(drop=True)

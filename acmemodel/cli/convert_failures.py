@@ -42,11 +42,15 @@ def convert_failures(paths, out: Path, *, name: str | None = None, extracted_at:
     if tabular:
         write_intervals(log.intervals, out)
         return rep
+    from acmemodel.errors import AcmeModelError
     from acmemodel.models.fleet_reliability import FleetReliability
     from acmemodel.planner.reliability import preset_from_fleet, save_preset_file
 
-    model = FleetReliability().fit(log.intervals)
     src = ", ".join(Path(p).name for p in paths)
+    try:
+        model = FleetReliability().fit(log.intervals)
+    except AcmeModelError as e:
+        raise AcmeModelError(f"{src}: {e}") from None
     preset = preset_from_fleet(model, name=name or out.name.split(".")[0], source=f"failure log {src}")
     save_preset_file(preset, out, fleet={"model": model.to_dict(), "import": log.report})
     r = model.rates_

@@ -63,7 +63,8 @@ Records in = failures accepted + folded + quarantined, always. **Folded**: a fai
 before (or the same minute as) the previous repair end of the same node — a failure during the
 repair, or the same incident logged twice — is merged into that down period (its end extends it).
 **Quarantined** (with a reason): ``missing_node``, ``unparsable_failure_start``,
-``missing_repair_time`` (neither repair end nor down time), ``repair_before_start``.
+``missing_repair_time`` (neither repair end nor down time), ``repair_before_start``,
+``after_log_end`` (a failure that starts after ``extracted_at``).
 """
 from __future__ import annotations
 
@@ -275,6 +276,13 @@ def read_failures(paths, *, extracted_at: float | None = None) -> FailureLog:
     f = pd.concat(frames, ignore_index=True)
     rej = (pd.concat(rejected, ignore_index=True) if rejected else
            pd.DataFrame({c: pd.Series(dtype=object) for c in ("file", "line", "reason", "detail", "raw")}))
+    if extracted_at is not None and len(f):
+        late = (f["start"] > float(extracted_at)).to_numpy()
+        if late.any():
+            rej = pd.concat([rej, pd.DataFrame({"file": f["file"].to_numpy()[late], "line": f["line"].to_numpy()[late],
+                                                "reason": "after_log_end", "detail": "failure after --extracted-at",
+                                                "raw": ""})], ignore_index=True)
+            f = f.loc[~late].reset_index(drop=True)
     if len(f) == 0:
         raise TraceFormatError(f"{', '.join(map(str, paths))}: no failure record could be used "
                                f"({len(rej)} quarantined)")
