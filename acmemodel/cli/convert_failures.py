@@ -104,11 +104,11 @@ def print_report(rep: dict, json_out: bool) -> None:
             st.add_row(str(r["system"]), num(r["nodes"]), num(r["failures"]), num(r["per_1000_node_days"]),
                        f"{num(r['lower'])}–{num(r['upper'])}", top)
     console.print(st)
-    lt = table("Laws (maximum likelihood; lower AIC is better)", ["law", "family", "log-lik", "AIC", ""])
-    for law, d in (("time between failures", rep["tbf"]), ("repair time", rep["repair"])):
+    lt = table("Laws (maximum likelihood; lower AIC is better)", ["law", "family", "log-lik", "AIC", "Weibull"])
+    for law, d in (("between failures", rep["tbf"]), ("repair time", rep["repair"])):
         for f, v in d["families"].items():
-            extra = f"shape {v['shape']:.3f} ({v['shape_lower']:.3f}–{v['shape_upper']:.3f})" \
-                if law.startswith("time") and f == "weibull" else ""
+            extra = f"k {v['shape']:.2f} ({v['shape_lower']:.2f}–{v['shape_upper']:.2f})" \
+                if law.startswith("between") and f == "weibull" else ""
             lt.add_row(law, f + (" *" if f == d["best"] else ""), num(v["loglik"], 6), num(v["aic"], 6), extra)
             law = ""
     console.print(lt)
