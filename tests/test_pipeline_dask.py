@@ -36,3 +36,20 @@ def test_fit_unreachable_scheduler_is_one_error_line(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2 and len(err) == 1 and "--scheduler tcp://127.0.0.1:9" in err[0]
     assert not (tmp_path / "b").exists()
+
+
+def test_trace_paths_expand_directories_and_globs(tmp_path):
+    from acmemodel.errors import TraceFormatError
+    from acmemodel.trace.readers import expand_trace_paths
+
+    (tmp_path / "d").mkdir()
+    for n in ("b.csv", "a.parquet", "c.csv.gz", "notes.txt", ".hidden.csv"):
+        (tmp_path / "d" / n).write_text("x")
+    assert [p.name for p in expand_trace_paths([tmp_path / "d"])] == ["a.parquet", "b.csv", "c.csv.gz"]
+    assert [p.name for p in expand_trace_paths([str(tmp_path / "d" / "*.csv*")])] == ["b.csv", "c.csv.gz"]
+    assert len(expand_trace_paths([tmp_path / "d"], "swf")) == 4  # an importer's files: every visible file
+    with pytest.raises(TraceFormatError, match="no file matches"):
+        expand_trace_paths([str(tmp_path / "nothing*.csv")])
+    (tmp_path / "e").mkdir()
+    with pytest.raises(TraceFormatError, match="no trace file"):
+        expand_trace_paths([tmp_path / "e"])
