@@ -267,7 +267,7 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
         cell.update(self._fit_batch_sizes(sizes))
         cell["gap_q"] = (np.quantile(gaps, np.linspace(0, 1, _N_GAP_Q)) if len(gaps) else None)
         # user batch shares by rank
-        _, ucount = np.unique(u[first], return_counts=True)
+        ucount = pd.Series(u[first]).value_counts(sort=False).to_numpy()  # hashed: np.unique sorts strings
         shares = np.sort(ucount)[::-1] / ucount.sum()
         cell["user_shares"] = shares[:_MAX_USER_RANKS]
         cell["user_tail_n"] = int(max(len(shares) - _MAX_USER_RANKS, 0))

@@ -13,6 +13,8 @@ Every concrete model registers itself with :func:`register` so a bundle can rebu
 """
 from __future__ import annotations
 
+import json
+
 import inspect
 from typing import Any, ClassVar
 
@@ -85,7 +87,20 @@ class BaseModel:
         known = set(target._param_names())
         obj = target(**{k: _unjson_param(v) for k, v in params.items() if k in known})
         obj._fitted_from_dict(d.get("fitted", {}), artifacts or {})
+        # the texts as read: saving a loaded model writes them again byte for byte (a booster rebuilt
+        # from text re-dumps without its training-parameter block)
+        # (kept only while the model is the one loaded: a refit changes its document)
+        if artifacts:
+            obj._loaded_artifacts = (dict(artifacts), json.dumps(obj.to_dict(), sort_keys=True))
         return obj
+
+    def saved_artifacts(self) -> dict[str, str]:
+        """The artifact texts a bundle writes: those the model was loaded from while it is that model,
+        else :meth:`artifacts`."""
+        loaded = getattr(self, "_loaded_artifacts", None)
+        if loaded and json.dumps(self.to_dict(), sort_keys=True) == loaded[1]:
+            return dict(loaded[0])
+        return self.artifacts()
 
 
 def _unjson_param(v: Any) -> Any:

@@ -214,7 +214,7 @@ class Bundle:
             if not isinstance(name, str) or not _PLAIN.match(name):
                 raise BundleError(f"model name {name!r} is not a plain name (letters, digits, _ and -)")
             d = model.to_dict()
-            arts = model.artifacts()
+            arts = model.saved_artifacts()
             bad = [a for a in arts if not _PLAIN.match(str(a))]
             if bad:
                 raise BundleError(f"model {name!r}: artifact name(s) {bad} are not plain names")

@@ -151,9 +151,9 @@ def test_bad_grid_is_one_error_line_before_any_work(files, capsys, axes, message
 
 def test_unreachable_scheduler_is_one_error_line(files, capsys, monkeypatch):
     pytest.importorskip("dask.distributed")
-    from acmemodel.cli import sweep as cli_sweep
+    from acmemodel.cli import _dask
 
-    monkeypatch.setattr(cli_sweep, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(_dask, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(SystemExit) as e:
         main(["sweep", str(files / "cfg.yaml"), "--grid", str(files / "grid.yaml"), "-o", str(files / "y.parquet"),
               "--scheduler", "tcp://127.0.0.1:9"])

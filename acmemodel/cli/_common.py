@@ -30,7 +30,7 @@ err_console = _Console(stderr=True)
 
 # Options shared by the commands that fit or evaluate models on a trace (typer copies them per command).
 #: positional trace files (none = the shipped sample)
-TRACE_PATHS = typer.Argument(None, help="AcmeTrace files; none = the shipped sample")
+TRACE_PATHS = typer.Argument(None, help="AcmeTrace files, directories of them or glob patterns; none = the shipped sample")
 #: ``--cluster``: one cluster name for all files
 CLUSTER = typer.Option(None, "--cluster", help="Cluster name for all files.")
 #: ``--test-fraction`` / ``--cutoff``: the time-ordered held-out split (:func:`acmemodel.evaluation.split.time_split`)

@@ -37,9 +37,16 @@ def fit_cmd(
     out: Path = typer.Option(..., "-o", "--out", help="Bundle to write: a directory, or a .zip file."),
     models: Optional[List[str]] = typer.Option(None, "--model", help="Fit only these models (repeatable)."),
     cluster: Optional[str] = CLUSTER,
+    workers: Optional[int] = typer.Option(None, "--workers", help="Fit the models in parallel on a local Dask "
+                                                                  "cluster of N worker processes."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Fit the models on an existing Dask cluster: "
+                                                                    "the scheduler address, e.g. tcp://host:8786."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
-    """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle."""
+    """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle.
+
+    With --workers/--scheduler each model is one Dask task (the bundle is the same as in-process)."""
+    from acmemodel.cli._dask import close_client, dask_client
     from acmemodel.pipeline import fit_bundle
 
     check_bundle_out(out)
@@ -50,11 +57,15 @@ def fit_cmd(
     from acmemodel.features.names import jobs_with_extras
 
     # (an imported trace's job names, partitions and restart links go to the models that use them)
-    with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
-        warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
-        bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
-                            provenance=trace_provenance(trace), name=out.stem,
-                            progress=lambda i, n, d: upd(i, n, d))
+    client, cluster_ = dask_client(workers, scheduler)
+    try:
+        with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
+            warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
+            bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
+                                provenance=trace_provenance(trace), name=out.stem,
+                                progress=lambda i, n, d: upd(i, n, d), client=client)
+    finally:
+        close_client(client, cluster_)
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
     note = identifiability_note(bundle)

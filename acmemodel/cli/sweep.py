@@ -10,31 +10,7 @@ import typer
 
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import SEED_MAX, console
-
-#: how long --scheduler waits for the scheduler to answer
-CONNECT_TIMEOUT = "10s"
-
-def _client(workers: Optional[int], scheduler: Optional[str]):
-    """(client, cluster) for --workers / --scheduler, or (None, None) in-process."""
-    if workers is not None and scheduler is not None:
-        raise ValueError("give either --workers or --scheduler, not both")
-    if workers is None and scheduler is None:
-        return None, None
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:  # pragma: no cover - dask[distributed] is a dependency
-        raise ValueError("--workers/--scheduler need dask.distributed (pip install 'dask[distributed]')") from None
-    if workers is not None:
-        if workers < 1:
-            raise ValueError(f"--workers must be a positive integer, got {workers}")
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-        return Client(cluster), cluster
-    try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT), None
-    except Exception as e:
-        raise ValueError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there "
-                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})") from None
-
+from acmemodel.cli._dask import close_client, dask_client
 
 @app.command("sweep")
 def sweep_cmd(
@@ -71,7 +47,7 @@ def sweep_cmd(
 
     reliability = preset_spec(reliability)
     plan = plan_sweep(config, grid, seed=seed, allow_large=yes, reliability=reliability)  # bad grid: one error line, before any work
-    client, cluster = _client(workers, scheduler)
+    client, cluster = dask_client(workers, scheduler)
     t0 = time.perf_counter()
     try:
         from acmemodel.synth import sample_workload
@@ -82,10 +58,7 @@ def sweep_cmd(
         sys.stderr.write(f"interrupted: finished points are in {out.name}.partial/; rerun with --resume\n")
         raise typer.Exit(130)
     finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+        close_client(client, cluster)
     elapsed = time.perf_counter() - t0
     written = plot_sweep(df, df.attrs.get("acmemodel.sweep", {}), plots) if plots is not None else []
     n_ok = int((df["status"] == "ok").sum())

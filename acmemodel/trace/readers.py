@@ -25,6 +25,38 @@ from acmemodel.trace.files import (  # noqa: F401  (re-exported: these lived her
 
 
 # ---------------------------------------------------------------------------------------------- api
+#: the files a directory given to :func:`load_trace` contributes (AcmeTrace format)
+TRACE_SUFFIXES = (".csv", ".csv.gz", ".gz", ".parquet")
+
+
+def expand_trace_paths(paths, format: str = "acmetrace") -> list[Path]:
+    """Paths with each directory replaced by its trace files (for the AcmeTrace format: ``*.csv``,
+    ``*.csv.gz``, ``*.parquet``, ``*.gz``; for an importer: every regular file not starting with ``.``),
+    sorted by name, and each glob pattern (``*``, ``?``, ``[``) by its matches, sorted; a pattern or a
+    directory with no match is a :class:`TraceFormatError` naming it. Other paths pass unchanged (a
+    missing file is reported by the reader)."""
+    import glob
+
+    out: list[Path] = []
+    acme = str(format or "acmetrace").lower() == "acmetrace"
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".") and (
+                not acme or f.name.lower().endswith(TRACE_SUFFIXES)))
+            if not files:
+                raise TraceFormatError(f"{p}: a directory with no trace file inside")
+            out.extend(files)
+        elif not p.exists() and any(c in str(p) for c in "*?["):
+            files = sorted(Path(f) for f in glob.glob(str(p)) if Path(f).is_file())
+            if not files:
+                raise TraceFormatError(f"{p}: no file matches this pattern")
+            out.extend(files)
+        else:
+            out.append(p)
+    return out
+
+
 def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: str | Sequence[str] | None = None,
                *, format: str = "acmetrace", timezone: str | None = None, extracted_at=None,
                type_map=None) -> Trace:
@@ -33,7 +65,8 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     Parameters
     ----------
     paths : a path or a list of paths (``.csv``, ``.csv.gz``/``.gz``, ``.parquet``; for other formats
-        the files that format uses, see :mod:`acmemodel.trace.importers`).
+        the files that format uses, see :mod:`acmemodel.trace.importers`); a directory stands for its
+        trace files and a glob pattern for its matches (:func:`expand_trace_paths`).
     cluster : cluster name for every file, or one name per file. Default: from the file name
         (``*seren*`` → Seren, ``*kalos*`` → Kalos), else from the schema (Kalos columns → Kalos,
         otherwise Seren) with a warning; imported formats: the file name's stem.
@@ -56,7 +89,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    paths = [Path(p) for p in paths]
+    paths = expand_trace_paths(paths, format)
     if not paths:
         raise TraceFormatError("load_trace: no trace files given")
     if cluster is None or isinstance(cluster, str):

@@ -1,0 +1,38 @@
+"""The ``--workers N`` / ``--scheduler ADDRESS`` options shared by the commands that run on Dask (``fit``,
+``sweep``): a local cluster of worker processes or an existing scheduler."""
+from __future__ import annotations
+
+from typing import Optional
+
+#: how long --scheduler waits for the scheduler to answer
+CONNECT_TIMEOUT = "10s"
+
+
+def dask_client(workers: Optional[int], scheduler: Optional[str]):
+    """(client, cluster) for --workers / --scheduler, or (None, None) in-process."""
+    if workers is not None and scheduler is not None:
+        raise ValueError("give either --workers or --scheduler, not both")
+    if workers is None and scheduler is None:
+        return None, None
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - dask[distributed] is a dependency
+        raise ValueError("--workers/--scheduler need dask.distributed (pip install 'dask[distributed]')") from None
+    if workers is not None:
+        if workers < 1:
+            raise ValueError(f"--workers must be a positive integer, got {workers}")
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        return Client(cluster), cluster
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT), None
+    except Exception as e:
+        raise ValueError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there "
+                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no answer'})") from None
+
+
+def close_client(client, cluster) -> None:
+    """Close what :func:`dask_client` opened (nothing for an in-process run)."""
+    if client is not None:
+        client.close()
+    if cluster is not None:
+        cluster.close()

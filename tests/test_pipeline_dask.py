@@ -1,0 +1,55 @@
+"""``fit_bundle`` on a Dask cluster (one task per model) gives the bundle the in-process fit gives."""
+import json
+
+import pytest
+
+from acmemodel.evaluation.synthetic import synthetic_jobs
+from acmemodel.pipeline import fit_bundle
+
+
+def _models_doc(bundle) -> str:
+    doc, files = bundle._document()
+    return json.dumps({"models": doc["models"], "files": files}, sort_keys=True)
+
+
+def test_dask_fit_equals_in_process_fit():
+    distributed = pytest.importorskip("dask.distributed")
+    jobs = synthetic_jobs(3000, 5, days=40.0)
+    tz = {"Seren": "+08:00", "Kalos": "+00:00"}
+    names = ["runtime", "arrival", "gpu_counts", "predictor"]
+    local = fit_bundle(jobs, tz, models=names)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        remote = fit_bundle(jobs, tz, models=names, client=client)
+    assert list(remote.models) == names
+    assert _models_doc(remote) == _models_doc(local)
+    assert set(remote.provenance["fit_seconds"]) == set(names)
+
+
+def test_fit_unreachable_scheduler_is_one_error_line(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("dask.distributed")
+    from acmemodel.cli import _dask, main
+
+    monkeypatch.setattr(_dask, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(SystemExit) as e:
+        main(["fit", "-o", str(tmp_path / "b"), "--model", "gpu_counts", "--scheduler", "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and "--scheduler tcp://127.0.0.1:9" in err[0]
+    assert not (tmp_path / "b").exists()
+
+
+def test_trace_paths_expand_directories_and_globs(tmp_path):
+    from acmemodel.errors import TraceFormatError
+    from acmemodel.trace.readers import expand_trace_paths
+
+    (tmp_path / "d").mkdir()
+    for n in ("b.csv", "a.parquet", "c.csv.gz", "notes.txt", ".hidden.csv"):
+        (tmp_path / "d" / n).write_text("x")
+    assert [p.name for p in expand_trace_paths([tmp_path / "d"])] == ["a.parquet", "b.csv", "c.csv.gz"]
+    assert [p.name for p in expand_trace_paths([str(tmp_path / "d" / "*.csv*")])] == ["b.csv", "c.csv.gz"]
+    assert len(expand_trace_paths([tmp_path / "d"], "swf")) == 4  # an importer's files: every visible file
+    with pytest.raises(TraceFormatError, match="no file matches"):
+        expand_trace_paths([str(tmp_path / "nothing*.csv")])
+    (tmp_path / "e").mkdir()
+    with pytest.raises(TraceFormatError, match="no trace file"):
+        expand_trace_paths([tmp_path / "e"])
