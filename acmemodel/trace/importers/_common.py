@@ -288,6 +288,29 @@ def make_table(cols: dict):
     return pa.table(arrays, names=names)
 
 
+def iso_utc(sec: float) -> str | None:
+    """Unix seconds → ``YYYY-MM-DD HH:MM:SS+00:00`` (None when not finite)."""
+    if sec is None or not np.isfinite(sec):
+        return None
+    return pd.Timestamp(int(round(float(sec) * 1e9)), unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S+00:00")
+
+
+def entry_time_strings(sec: np.ndarray) -> np.ndarray:
+    """The extra column ``entry_time`` of left-truncated rows (:mod:`acmemodel.trace`): the UTC time at
+    which the row entered observation (the trace start), ``None`` for rows observed from their
+    creation."""
+    sec = np.asarray(sec, dtype=float)
+    out = np.full(len(sec), None, dtype=object)
+    for v in np.unique(sec[np.isfinite(sec)]):
+        out[sec == v] = iso_utc(v)
+    return out
+
+
+def queue_unknown_strings(mask: np.ndarray) -> np.ndarray:
+    """The extra column ``queue_unknown`` (``"1"`` where the source does not record the wait)."""
+    return np.where(np.asarray(mask, dtype=bool), "1", None).astype(object)
+
+
 def raw_lines(text_lines: Sequence[str], idx: Iterable[int]) -> list[str]:
     return [text_lines[i] for i in idx]
 
