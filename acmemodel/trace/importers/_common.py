@@ -230,6 +230,9 @@ def timezone_offset(tz: str | None) -> str:
     """A UTC offset string ``+HH:MM`` (validated)."""
     if tz is None:
         return "+00:00"
+    if isinstance(tz, str) and "/" in tz:  # (a zone name would stand for its standard offset: say so)
+        raise ValueError(f"timezone: expected a UTC offset such as +08:00, got the zone name {tz!r} "
+                         "(naive local times are read with one fixed offset)")
     try:
         sec = utc_offset_seconds(tz if isinstance(tz, (int, float)) else str(tz))
     except (ValueError, KeyError, TypeError):
