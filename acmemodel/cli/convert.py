@@ -60,8 +60,12 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
         raise ValueError(f"no job was accepted from {', '.join(map(str, paths))} "
                          f"({len(trace.rejected)} rejected): nothing to write")
     tz = trace.timezones.get(cl, "+00:00")
-    table = acmetrace_table(trace.jobs, cluster=cl, schema="kalos", timezone=tz)
-    ex = trace.extras
+    # rows in submit order (as the writer puts them), the extra columns taken in the same order
+    import numpy as np
+
+    order = np.argsort(trace.jobs["submit_s"].to_numpy(dtype=float), kind="stable")
+    table = acmetrace_table(trace.jobs.iloc[order], cluster=cl, schema="kalos", timezone=tz)
+    ex = None if trace.extras is None else trace.extras.iloc[order].reset_index(drop=True)
     for c in EXTRA_ORDER:
         if ex is not None and c in ex.columns:
             v = ex[c].astype(object).where(ex[c].notna(), None).to_numpy(object)

@@ -63,7 +63,9 @@ unknown: ``queue_s`` NaN). Its ``start_time`` is the scheduled time when known, 
 (the run began before the trace: its age at entry is unknown). The trace layer turns these into
 ``Trace.jobs`` columns ``left_truncated`` and ``entry_age_s``; models use them as delayed-entry
 observations or leave them out of a fit, counted (see :mod:`acmemodel.trace`). A row created before
-the trace start (ISO times with an ``origin``) is left-truncated the same way.
+the trace start (ISO times with an ``origin``) is left-truncated the same way. A row created before
+the trace start but scheduled after it has a whole run: only its wait is unknown (extra column
+``queue_unknown`` = 1, ``queue_s`` NaN); it is not marked left-truncated.
 
 Mapping of the other columns: ``gpu_num`` = num_gpu (a shared GPU, ``gpu_milli`` < 1000, still
 counts as one; the fraction ``num_gpu × gpu_milli / 1000`` is kept as ``gpu_fraction``),
@@ -151,9 +153,12 @@ def read(path, *, timezone: str | None = None, type_map=None, origin=None, extra
     t_x = float(allt.max()) if extracted_at is None and len(allt) else (
         _seconds(extracted_at, "extracted_at") if extracted_at is not None else np.nan)
 
-    # left truncation: created before the trace start (empty creation time, or one before the origin)
+    # left truncation: created before the trace start (empty creation time, or one before the origin);
+    # scheduled inside the trace, only the wait is cut (queue unknown), the run is whole
     with np.errstate(invalid="ignore"):
-        trunc = ~fail & (np.isnan(cre) | (cre < start0))
+        before = ~fail & (np.isnan(cre) | (cre < start0))
+        wait_cut = before & np.isfinite(sch) & (sch >= start0)
+    trunc = before & ~wait_cut
     ended = np.isfinite(dele) & (dele < t_x)
     alive = ~ended
     phase_col = col("pod_phase")
@@ -184,10 +189,13 @@ def read(path, *, timezone: str | None = None, type_map=None, origin=None, extra
     end = np.where(alive & np.isin(state, ["RUNNING", "PENDING"]), np.where(np.isfinite(dele), t_x, np.nan), dele)
     start = sch.copy()
     submit = cre.copy()
-    if trunc.any():
-        submit[trunc] = start0
+    if before.any():
+        submit[before] = start0
         # the run began before the trace (unknown when): entry at the trace start, age unknown
         start[trunc & np.isnan(sch)] = start0
+        # (scheduled before the trace start, known: the submit time, unknown, is put at the start)
+        early = trunc & np.isfinite(sch) & (sch < start0)
+        submit[early] = sch[early]
     pend_never = pend_ph & ended  # deleted while pending: never started
     start[pend_never] = np.nan
     if extracted_at is not None:
@@ -235,12 +243,15 @@ def read(path, *, timezone: str | None = None, type_map=None, origin=None, extra
         out["gpu_spec"] = col("gpu_spec")
     if (trunc & ok).any():
         out["entry_time"] = C.entry_time_strings(entry)
+    if (wait_cut & ok).any():
+        out["queue_unknown"] = C.queue_unknown_strings(wait_cut)
     out = {k: v[ok] for k, v in out.items()}
     table = C.make_table(out)
     n_ok = int(ok.sum())
     report = {"format": "k8s", "file": str(path), "records_in": int(n), "accepted_rows": n_ok,
               "folded": 0, "rejected": q.counts(), "timezone": tz,
               "left_truncated": int((trunc & ok).sum()),
+              "unknown_waits": int((wait_cut & ok).sum()),
               "right_censored": int((alive & ok & np.isin(state, ["RUNNING", "PENDING"])).sum()),
               "ended_while_running": int((run_ph & ended & ok).sum()),
               "trace_start_utc": C.iso_utc(start0), "extracted_at_utc": C.iso_utc(t_x),
