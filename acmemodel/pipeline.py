@@ -51,10 +51,17 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(timezones or {}))
     import warnings
 
+    from acmemodel.errors import DataWarning
+
     fitted, seconds, notes = {}, {}, {}
+    skip = _no_recorded_waits(jobs) if "queue" in names else None
     for i, m in enumerate(names):
         if progress is not None:
             progress(i, len(names), f"fitting {m}")
+        if m == "queue" and skip:  # unknown waits are missing, never zeros: nothing to fit
+            notes[m] = {skip: DataWarning}
+            warnings.warn(f"{m}: {skip}", DataWarning, stacklevel=2)
+            continue
         t = time.perf_counter()
         model = builders[m](**params.get(m, {}))
         data = trace if m not in subsets else Trace(
@@ -96,6 +103,20 @@ def _warning_sentences(caught) -> dict:
             text += "."
         out.setdefault(text[:1].upper() + text[1:] if text else text, cat)
     return out
+
+
+def _no_recorded_waits(jobs: pd.DataFrame) -> str | None:
+    """Why the queue model cannot be fitted when no started job has a recorded wait (e.g. an SWF log
+    whose waits are all −1: unknown, read as missing), else None."""
+    import numpy as np
+
+    if "queue_s" not in jobs.columns or not len(jobs):
+        return None
+    q = jobs["queue_s"].to_numpy(dtype=float)
+    if np.isfinite(q).any():
+        return None
+    return (f"not fitted: the trace records no waits ({len(q):,} jobs, every wait unknown, e.g. SWF "
+            "wait -1); unknown waits are missing, not 0")
 
 
 def _fit_one(model, trace):

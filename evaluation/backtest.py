@@ -303,6 +303,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
                                                & (test["gpu_num"] > 0)).sum())
 
     # ---------------------------------------------------------------- queueing
+    if include_queue and not np.isfinite(train["queue_s"].to_numpy(dtype=float)).any():
+        include_queue = False  # unknown waits (e.g. SWF -1) are missing, not 0: nothing to fit or score
+        info["queue_skipped"] = "the training jobs record no waits (unknown waits are missing, not 0)"
     if include_queue:
         qm = QueueModel().fit(train)
         qg = QueueModel(keys=()).fit(train)

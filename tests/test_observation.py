@@ -240,3 +240,16 @@ def test_nasa_swf_unknown_waits_and_daylight_saving(real_data):
         m = (j["submit_s"] >= lo).to_numpy() & (j["submit_s"] < hi).to_numpy()
         assert m.sum() > 50
         np.testing.assert_array_equal(cal["hour"].to_numpy()[m], (utc_hour[m] + off) % 24)
+
+
+def test_queue_model_not_fitted_without_a_recorded_wait(tmp_path):
+    from acmemodel.pipeline import fit_bundle
+
+    f = tmp_path / "nowait.swf"
+    f.write_text("\n".join(line.replace("   30 ", "   -1 ").replace("      0    300", "     -1    300")
+                           for line in SWF.splitlines()) + "\n")
+    t = load(f, format="swf")
+    assert t.jobs["queue_s"].isna().all() and t.imports[0]["unknown_waits"] == 4
+    with pytest.warns(DataWarning, match="records no waits"):
+        b = fit_bundle(t.jobs, t.timezones, models=["queue"])
+    assert "queue" not in b.models and "records no waits" in b.provenance["fit_notes"]["queue"][0]
