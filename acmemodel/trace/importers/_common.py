@@ -41,7 +41,12 @@ class Imported:
     (records merged into another row, e.g. sacct steps into their job), ``mapping`` (AcmeTrace
     column ← source field/rule, human-readable), ``types`` (type → how many rows, and by which rule),
     ``states`` (source state → AcmeTrace state, counts). records_in = accepted_rows + folded +
-    rejected rows, always.
+    rejected rows, always (minus rows added by expansion: sacct ``expanded_array_tasks``, Philly
+    ``attempt_rows_added``). Importers that see them also report ``left_truncated`` (accepted rows
+    that existed before the trace began, extra column ``entry_time``), ``right_censored`` and
+    ``unknown_waits`` (extra column ``queue_unknown``); ``acmemodel convert`` adds up the accounting
+    of the loaded trace (``accounting``: records in = accepted + left-truncated + folded +
+    quarantined − expanded).
     """
 
     format: str
