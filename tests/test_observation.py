@@ -253,3 +253,13 @@ def test_queue_model_not_fitted_without_a_recorded_wait(tmp_path):
     with pytest.warns(DataWarning, match="records no waits"):
         b = fit_bundle(t.jobs, t.timezones, models=["queue"])
     assert "queue" not in b.models and "records no waits" in b.provenance["fit_notes"]["queue"][0]
+
+
+def test_arrival_model_does_not_count_left_truncated_rows_as_arrivals(lifecycle):
+    from acmemodel.models.arrival import ArrivalModel
+
+    t, _ = lifecycle
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = ArrivalModel().fit(t)
+    assert m.n_fit_ == len(t.jobs) - 3  # the three rows that entered at the trace start
