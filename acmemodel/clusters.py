@@ -21,7 +21,7 @@ import numbers
 import re
 from typing import Any, Mapping
 
-__all__ = ["CLUSTER_TZ", "CLUSTER_TZNAME", "GPUS_PER_NODE", "utc_offset_seconds", "cluster_timezones",
+__all__ = ["CLUSTER_TZ", "CLUSTER_TZNAME", "GPUS_PER_NODE", "utc_offset_seconds", "zone_offsets", "cluster_timezones",
            "cluster_table", "cluster_info", "cluster_gpus", "PUBLISHED_DURATION_INCLUDES_QUEUE",
            "published_duration_includes_queue"]
 
@@ -58,7 +58,9 @@ def utc_offset_seconds(offset: Any) -> int:
     """Seconds east of UTC of a fixed UTC offset.
 
     Accepts ``"+08:00"``, ``"-05:30"``, ``"+0800"``, ``"+8"``, ``"UTC+08:00"``, ``"Z"``, ``"UTC"``,
-    ``"GMT"`` (case-insensitive, surrounding blanks ignored) or a number of seconds (``28800``).
+    ``"GMT"`` (case-insensitive, surrounding blanks ignored) or a number of seconds (``28800``); an
+    IANA zone name (``US/Pacific``, a trace whose zone is named, e.g. an SWF ``TimeZoneString``) gives
+    its standard offset — per-instant, DST-aware offsets are :func:`zone_offsets`.
     Raises ``ValueError`` naming the value for anything else, including offsets of a day or more.
     """
     if isinstance(offset, numbers.Real) and not isinstance(offset, bool):
@@ -75,8 +77,58 @@ def utc_offset_seconds(offset: Any) -> int:
             hh, mm = int(h1 or h2), int(m1 or m2 or 0)
             if hh < 24 and mm < 60:
                 return (-1 if sign == "-" else 1) * (hh * 3600 + mm * 60)
+        zone = _zone(offset.strip())
+        if zone is not None:  # an IANA zone name: its standard (non-DST) offset; see zone_offsets
+            return _standard_offset(zone)
     raise ValueError(f"timezone must be a UTC offset like '+08:00', '+0800', 'Z', 'UTC' or seconds east "
                      f"of UTC (less than a day), got {offset!r}")
+
+
+@functools.lru_cache(maxsize=64)
+def _zone(name: str):
+    """The ``zoneinfo.ZoneInfo`` of an IANA zone name (``US/Pacific``), or None."""
+    if "/" not in name:
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except Exception:  # noqa: BLE001 (not a zone name)
+        return None
+
+
+def _standard_offset(zone) -> int:
+    """Seconds east of UTC of a zone's standard time (its January or July offset without DST)."""
+    import datetime as dt
+
+    offs = []
+    for month in (1, 7):
+        d = dt.datetime(2001, month, 1, tzinfo=zone)
+        offs.append(int((d.utcoffset() - (d.dst() or dt.timedelta(0))).total_seconds()))
+    return offs[0]
+
+
+def zone_offsets(tz: Any, unix_s) -> "np.ndarray":
+    """Seconds east of UTC of ``tz`` at each instant ``unix_s`` (float Unix seconds, NaN kept).
+
+    ``tz`` is a fixed offset (anything :func:`utc_offset_seconds` reads: the same offset everywhere)
+    or an IANA zone name (``US/Pacific``): then the offset follows the zone's rules, daylight saving
+    included (zoneinfo), e.g. −7 h before and −8 h after 1993-10-31 09:00 UTC in US/Pacific. A zone
+    name given where one fixed offset is needed (:func:`utc_offset_seconds`) stands for its standard
+    offset."""
+    import numpy as np
+    import pandas as pd
+
+    t = np.asarray(unix_s, dtype=float)
+    zone = _zone(tz.strip()) if isinstance(tz, str) else None
+    if zone is None:
+        return np.where(np.isfinite(t), float(utc_offset_seconds(tz)), np.nan)
+    out = np.full(t.shape, np.nan)
+    ok = np.isfinite(t)
+    if ok.any():
+        ts = pd.to_datetime(t[ok], unit="s", utc=True).tz_convert(zone)
+        out[ok] = ts.tz_localize(None).asi8 / 1e9 - t[ok]
+    return out
 
 
 def cluster_timezones(trace_or_jobs: Any = None, timezones: Mapping[str, str] | None = None) -> dict[str, str]:

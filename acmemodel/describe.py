@@ -17,6 +17,12 @@ Jobs unfinished when the trace was extracted are counted in ``unfinished`` (``ru
 SUSPENDED, run time censored; ``pending``: never started, wait censored; ``extracted_at_utc`` the
 censoring time). Their censored run times are left out of the run-time medians and quantiles (which
 are over finished jobs), their censored waits out of the queue statistics.
+
+``observation`` counts the jobs observed only in part: ``left_truncated`` (existed before the trace
+began, e.g. instances without a creation time: their run time is known only from the trace start, so
+they are left out of the run-time medians and quantiles, and their wait is unknown) and
+``unknown_waits`` (started jobs whose wait the source does not record, e.g. SWF wait −1: left out of
+the queue statistics, never counted as 0).
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
 #: the job-table columns :func:`describe` reads
 _USED = ("cluster", "type", "state", "analysis_state", "gpu_num", "gpu_time_s", "is_gpu", "started",
-         "run_censored", "run_s", "queue_s")
+         "run_censored", "run_s", "queue_s", "left_truncated")
 
 
 def _num(x) -> float | None:
@@ -43,7 +49,7 @@ def _group_stats(g: pd.DataFrame, by: str, n_total: int, gpu_total: float, full:
     out = {}
     for key, grp in g.groupby(by, sort=True, observed=True):
         started = grp[grp["started"]]
-        finished = started[~started["run_censored"]] if "run_censored" in started else started
+        finished = _finished(started)
         row = {
             "jobs": int(len(grp)),
             "job_share": _num(len(grp) / n_total) if n_total else None,
@@ -52,12 +58,27 @@ def _group_stats(g: pd.DataFrame, by: str, n_total: int, gpu_total: float, full:
         if full:
             row.update({
                 "median_run_s": _num(finished["run_s"].median()) if len(finished) else None,
-                "median_queue_s": _num(started["queue_s"].median()) if len(started) else None,
+                "median_queue_s": _median(started["queue_s"]),
                 "mean_gpus": _num(grp["gpu_num"].mean()),
                 "gpu_time_s": _num(grp["gpu_time_s"].sum()),
             })
         out[str(key)] = row
     return out
+
+
+def _median(x: pd.Series) -> float | None:
+    """Median of the known values (None when there is none: e.g. every wait unknown)."""
+    x = x.dropna()
+    return _num(x.median()) if len(x) else None
+
+
+def _finished(started: pd.DataFrame) -> pd.DataFrame:
+    """Started jobs whose whole run time is known: not censored at extraction, not left-truncated."""
+    m = np.ones(len(started), dtype=bool)
+    for c in ("run_censored", "left_truncated"):
+        if c in started:
+            m &= ~started[c].to_numpy(dtype=bool)
+    return started[m]
 
 
 def _quantiles(x: pd.Series) -> dict:
@@ -91,15 +112,18 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
                                          categories=bucket_labels(gpu_edges))
         started = g[g["started"]]
         rc = cj["run_censored"].to_numpy(dtype=bool) if "run_censored" in cj else np.zeros(len(cj), bool)
-        finished = started[~started["run_censored"]] if "run_censored" in started else started
+        finished = _finished(started)
+        lt = cj["left_truncated"].to_numpy(dtype=bool) if "left_truncated" in cj else np.zeros(len(cj), bool)
+        unknown_wait = cj["started"].to_numpy(dtype=bool) & np.isnan(cj["queue_s"].to_numpy(dtype=float))
         doc["clusters"][str(cluster)] = {
             "jobs": int(len(cj)),
             "gpu_jobs": int(n),
             "cpu_jobs": int(len(c)),
             "unfinished": {"running": int(rc.sum()), "pending": int((cj["state"] == "PENDING").sum())},
+            "observation": {"left_truncated": int(lt.sum()), "unknown_waits": int(unknown_wait.sum())},
             "gpu_time_s": _num(total),
             "median_run_s": _num(finished["run_s"].median()) if len(finished) else None,
-            "median_queue_s": _num(started["queue_s"].median()) if len(started) else None,
+            "median_queue_s": _median(started["queue_s"]),
             "mean_gpus": _num(g["gpu_num"].mean()) if n else None,
             "run_s_quantiles": _quantiles(finished["run_s"]),
             "queue_s_quantiles": _quantiles(started["queue_s"]),
@@ -110,7 +134,7 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
             "cpu": {
                 "jobs": int(len(c)),
                 "median_run_s": _num(c.loc[c["started"], "run_s"].median()) if c["started"].any() else None,
-                "median_queue_s": _num(c.loc[c["started"], "queue_s"].median()) if c["started"].any() else None,
+                "median_queue_s": _median(c.loc[c["started"], "queue_s"]),
                 "by_analysis_state": {str(k): int(v) for k, v in c["analysis_state"].value_counts().items()},
             },
         }

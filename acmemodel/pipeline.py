@@ -37,6 +37,10 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     warning under ``"fit_notes"`` (``{model: [sentence]}``; each is re-issued once as a warning).
     ``progress(done, total, description)`` is called before each model and at the end.
 
+    With ``models=None`` (every model) a model the trace cannot inform is left out of the bundle with its
+    reason as a note (its fit's ``ValueError``, e.g. a trace without a failed job has no failure model; a
+    trace without a recorded wait no queue model); a model named in ``models`` raises instead.
+
     ``client``: a ``dask.distributed.Client``. The models are then fitted as one task each on its workers
     (the job table scattered once to every worker), the most expensive first, and each fitted model comes
     back as its bundle document (``to_dict`` JSON plus LightGBM text artifacts) and is rebuilt with
@@ -57,19 +61,36 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(timezones or {}))
     import warnings
 
+    from acmemodel.errors import DataWarning
+
+    skips = {"queue": _no_recorded_waits(jobs)} if "queue" in names else {}
+    skips = {m: why for m, why in skips.items() if why}
     if client is not None:
-        return _fit_on_dask(client, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress)
+        return _fit_on_dask(client, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress,
+                            skips, explicit=models is not None)
     fitted, seconds, notes = {}, {}, {}
     for i, m in enumerate(names):
         if progress is not None:
             progress(i, len(names), f"fitting {m}")
+        if m in skips:  # e.g. unknown waits are missing, never zeros: nothing to fit
+            notes[m] = {skips[m]: DataWarning}
+            warnings.warn(f"{m}: {skips[m]}", DataWarning, stacklevel=2)
+            continue
         t = time.perf_counter()
         model = builders[m](**params.get(m, {}))
         data = trace if m not in subsets else Trace(
             jobs=jobs[subsets[m]].reset_index(drop=True), rejected=pd.DataFrame(), timezones=trace.timezones)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fitted[m] = _fit_one(model, data)
+            try:
+                fitted[m] = _fit_one(model, data)
+            except ValueError as e:  # the trace cannot inform this model (e.g. no failed job)
+                if models is not None:  # asked for by name: the error is the answer
+                    raise
+                why = _not_fitted(e)
+                notes[m] = {why: DataWarning}
+                warnings.warn(f"{m}: {why}", DataWarning, stacklevel=2)
+                continue
         seconds[m] = round(time.perf_counter() - t, 3)
         sentences = _warning_sentences(caught)
         if sentences:
@@ -109,8 +130,16 @@ def fit_model_document(m: str, params: dict, jobs: pd.DataFrame, mask, timezones
             "notes": [(text, cat.__name__) for text, cat in _warning_sentences(caught).items()]}
 
 
-def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, name, log, progress) -> Bundle:
-    """:func:`fit_bundle` with one Dask task per model (see its ``client``)."""
+def _not_fitted(e: Exception) -> str:
+    """The note of a model the trace cannot inform (its fit's ``ValueError``)."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return f"not fitted: {text.rstrip('.')}."
+
+
+def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, name, log, progress, skips,
+                 explicit: bool) -> Bundle:
+    """:func:`fit_bundle` with one Dask task per model (see its ``client``); ``skips``: model -> why it is not
+    fitted; ``explicit``: the models were named (a model that cannot be fitted is then an error)."""
     import warnings
 
     from dask.distributed import as_completed
@@ -121,11 +150,16 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
     order = sorted(names, key=lambda m: _COST_ORDER.index(m) if m in _COST_ORDER else len(_COST_ORDER))
     shared = client.scatter(jobs, broadcast=True)
     futures = {client.submit(fit_model_document, m, params.get(m, {}), shared, subsets.get(m), dict(timezones),
-                             pure=False): m for m in order}
-    docs = {}
+                             pure=False): m for m in order if m not in skips}
+    docs = {m: {"skipped": why} for m, why in skips.items()}
     for i, fut in enumerate(as_completed(futures)):
         m = futures[fut]
-        docs[m] = fut.result()
+        try:
+            docs[m] = fut.result()
+        except ValueError as e:  # as in-process: the trace cannot inform this model
+            if explicit:
+                raise
+            docs[m] = {"skipped": _not_fitted(e)}
         if progress is not None:
             progress(i + 1, len(names), f"fitted {m}")
         if log:
@@ -133,6 +167,10 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
     fitted, seconds, notes = {}, {}, {}
     for m in names:  # the in-process order: the bundle document is the same
         d = docs[m]
+        if "skipped" in d:
+            notes[m] = {d["skipped"]: errors.DataWarning}
+            warnings.warn(f"{m}: {d['skipped']}", errors.DataWarning, stacklevel=3)
+            continue
         fitted[m] = BaseModel.from_dict(d["model"], d["artifacts"])
         seconds[m] = d["seconds"]
         if d["notes"]:
@@ -163,6 +201,20 @@ def _warning_sentences(caught) -> dict:
             text += "."
         out.setdefault(text[:1].upper() + text[1:] if text else text, cat)
     return out
+
+
+def _no_recorded_waits(jobs: pd.DataFrame) -> str | None:
+    """Why the queue model cannot be fitted when no started job has a recorded wait (e.g. an SWF log
+    whose waits are all −1: unknown, read as missing), else None."""
+    import numpy as np
+
+    if "queue_s" not in jobs.columns or not len(jobs):
+        return None
+    q = jobs["queue_s"].to_numpy(dtype=float)
+    if np.isfinite(q).any():
+        return None
+    return (f"not fitted: the trace records no waits ({len(q):,} jobs, every wait unknown, e.g. SWF "
+            "wait -1); unknown waits are missing, not 0")
 
 
 def _fit_one(model, trace):

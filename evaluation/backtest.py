@@ -241,6 +241,8 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
     if "run_censored" in test.columns:  # still running: no run time to score against
         gpu_run &= ~test["run_censored"].fillna(False).astype(bool)
+    if "left_truncated" in test.columns:  # begun before the trace: only part of the run time is known
+        gpu_run &= ~test["left_truncated"].fillna(False).astype(bool)
     t = test.loc[gpu_run]
     if len(t) == 0:
         raise ValueError("runtime_backtest: no started GPU jobs in the test period")
@@ -294,11 +296,16 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
             "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
             "runtime_cells_fitted": int(len(rm.cells_.entries_)),
             "predictor_features": list(pred.features_)}
+    if "left_truncated" in train.columns:
+        info["n_train_left_truncated_excluded"] = int(getattr(rm, "n_left_truncated_", 0))
     if "run_censored" in test.columns:
         info["n_test_running_excluded"] = int((test["run_censored"].fillna(False).astype(bool)
                                                & (test["gpu_num"] > 0)).sum())
 
     # ---------------------------------------------------------------- queueing
+    if include_queue and not np.isfinite(train["queue_s"].to_numpy(dtype=float)).any():
+        include_queue = False  # unknown waits (e.g. SWF -1) are missing, not 0: nothing to fit or score
+        info["queue_skipped"] = "the training jobs record no waits (unknown waits are missing, not 0)"
     if include_queue:
         qm = QueueModel().fit(train)
         qg = QueueModel(keys=()).fit(train)

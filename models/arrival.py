@@ -142,6 +142,8 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
 
         ``jobs`` need ``cluster, type, user, submit_s, gpu_num``; ``batch_id`` and ``attempt`` are
         taken from the frame when present, else computed with :mod:`acmemodel.features.chains`.
+        Left-truncated jobs (``left_truncated``: they existed before the trace began, their
+        ``submit_s`` is the trace start, not a submission) are not arrivals and are left out.
         Time zones come from ``timezones=``, else ``trace.timezones``, else the AcmeTrace defaults.
         """
         self._validate()
@@ -151,6 +153,8 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
             if col not in jobs.columns:
                 raise ValueError(f"jobs lack the column {col!r}")
         jobs = jobs[np.isfinite(jobs["submit_s"].to_numpy(dtype=float))]
+        if "left_truncated" in jobs.columns:  # existed before the trace began: not arrivals in its window
+            jobs = jobs[~jobs["left_truncated"].fillna(False).to_numpy(dtype=bool)]
         if len(jobs) == 0:
             raise ValueError("ArrivalModel.fit: no jobs with a submit time")
         jobs = self._drop_restarts(jobs)

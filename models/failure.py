@@ -15,6 +15,15 @@ failure (``analysis_state == "FAILED"``, i.e. FAILED, TIMEOUT, NODE_FAIL); for K
 their ``run_s`` — kept, never events; so are jobs still running when the trace was extracted
 (``run_censored``, analysis state RUNNING: censored at the extraction time, cause ``censored``). Times are floored at ``t_floor_s`` (1 s) for the log scale.
 
+Left truncation (``left_truncated``: the run began before the trace did). With a known start the run
+entered observation at age ``a = entry_age_s``: a **delayed entry**, whose likelihood term is
+``f(T)/S(a)`` (event) or ``S(T)/S(a)`` (censored) — the two-regime MLE subtracts ``log S(a)``
+(:attr:`_Mixture.entry`, as lifelines' ``entry``); the Kaplan–Meier / cumulative-incidence curves and
+the lifelines comparisons leave these rows out. With an unknown start (e.g. an instance list whose
+pre-existing rows have no creation or scheduled time) the run cannot be placed on the run-time axis:
+left out, counted in ``n_left_truncated_excluded_`` (and in ``n_excluded_``); ``n_delayed_entry_``
+counts the delayed-entry rows of the MLE.
+
 Two-regime model (the one behind :meth:`FailureModel.mttf`, ``hazard``, ``survival``)
 -----------------------------------------------------------------------------------
 A job is *defective* with probability ``p`` (script/framework error) and then fails fast; otherwise it
@@ -88,6 +97,7 @@ from acmemodel.models.failure_curves import (  # noqa: F401  (re-exported)
 )
 from acmemodel.models.failure_mle import (  # noqa: F401  (re-exported)
     CURVE_GRID_S, TwoRegimeFitMixin, _check_component, _curve_on_grid, _Design, _Mixture, _num_jac, _step_at, survival_frame,
+    left_truncated_unknown_age,
 )
 from acmemodel.models.failure_queries import (  # noqa: F401  (re-exported)
     IDENTIFIABILITY_SIZES, MAX_MTTF_RATIO, SUPPORT_MIN_EVENTS, FailureQueriesMixin, _human_s, failure_support,
@@ -233,6 +243,8 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
                           DataWarning, stacklevel=3)
         rng = np.random.default_rng(self.random_state)
         self.n_excluded_ = int(len(jobs) - len(frame))
+        # (of them: runs begun before the trace at an unknown time, see survival_frame)
+        self.n_left_truncated_excluded_ = int(left_truncated_unknown_age(jobs).sum())
         self.n_events_ = n_ev
         ev_g = frame["gpus"].to_numpy(float)[frame["E"].to_numpy(bool)]
         self.events_by_gpus_ = {int(t): int((ev_g >= t).sum()) for t in IDENTIFIABILITY_SIZES}
@@ -249,6 +261,9 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self._fit_mixture(fit_rows)
         self.n_fit_ = int(len(frame))
         self.n_mixture_rows_ = int(len(fit_rows))
+        # the non-parametric curves and the lifelines comparisons: rows observed from the run's start only
+        # (delayed-entry rows are used by the two-regime MLE above)
+        frame = frame[frame["entry"].to_numpy(float) == 0] if "entry" in frame.columns else frame
         self._fit_curves(frame, rng)
         self.comparison_ = None
         self.selected_ = "two_regime"
@@ -264,7 +279,14 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         y = np.log(fr["T"].to_numpy(float) / self.t_ref)
         Z, X = self._matrices(fr["cluster"].to_numpy(object), fr["type"].to_numpy(object),
                               fr["gpus"].to_numpy(float))
-        return self._mix.loglik_rows(self.params_, y, fr["E"].to_numpy(bool), Z, X)
+        ll = self._mix.loglik_rows(self.params_, y, fr["E"].to_numpy(bool), Z, X)
+        if "entry" in fr.columns and (fr["entry"].to_numpy(float) > 0).any():  # delayed entry: − log S(a)
+            a = fr["entry"].to_numpy(float)
+            ent = a > 0
+            ya = np.log(a[ent] / self.t_ref)
+            ll[ent] -= self._mix.loglik_rows(self.params_, ya, np.zeros(len(ya), bool),
+                                             None if Z is None else Z[ent], X[ent])
+        return ll
 
     def _surv_dens(self, th, times, Z, X, component):
         """(S, f) arrays (rows × times) for design rows Z, X."""

@@ -31,7 +31,10 @@ def survival_frame(jobs: pd.DataFrame, *, t_floor_s: float = 1.0,
     """Survival view of a jobs table (see module docstring): one row per started GPU job.
 
     Columns: ``cluster``, ``type``, ``gpus``, ``gpu_bucket``, ``T`` (seconds, ≥ ``t_floor_s``),
-    ``E`` (bool, failure observed), ``cause`` (``fail`` / ``cancel`` / ``complete``), ``submit_s``.
+    ``E`` (bool, failure observed), ``cause`` (``fail`` / ``cancel`` / ``complete``), ``submit_s``,
+    ``entry`` (s: the run's age when it entered observation — ``entry_age_s`` of a left-truncated
+    run whose start is known, a delayed entry; 0 for every other row). Left-truncated runs of unknown
+    age are left out (:func:`left_truncated_unknown_age`).
     Index: the ``jobs`` index of the kept rows.
     """
     need = ("cluster", "type", "analysis_state", "gpu_num", "run_s")
@@ -45,6 +48,8 @@ def survival_frame(jobs: pd.DataFrame, *, t_floor_s: float = 1.0,
         keep &= jobs["is_gpu"].to_numpy(dtype=bool)
     if "started" in jobs.columns:
         keep &= jobs["started"].to_numpy(dtype=bool)
+    if "left_truncated" in jobs.columns:  # run begun before the trace, age unknown: left out (counted by the model)
+        keep &= ~left_truncated_unknown_age(jobs)
     sub = jobs.loc[keep]
     state = sub["analysis_state"].astype(str).to_numpy()
     bad = sorted(set(state) - {"FAILED", "CANCELLED", "COMPLETED", "RUNNING"})
@@ -67,8 +72,30 @@ def survival_frame(jobs: pd.DataFrame, *, t_floor_s: float = 1.0,
         "gpus": g, "gpu_bucket": gpu_bucket(g, gpu_edges), "T": T, "E": E, "cause": cause,
         "submit_s": (sub["submit_s"].to_numpy(dtype=float) if "submit_s" in sub.columns
                      else np.full(len(sub), np.nan)),
+        "entry": _entry_ages(sub, T),
     }, index=sub.index)
     return out
+
+
+def _entry_ages(sub: pd.DataFrame, T: np.ndarray) -> np.ndarray:
+    """Delayed-entry ages (s) of the kept rows: ``entry_age_s`` of left-truncated runs (below T), else 0."""
+    if "left_truncated" not in sub.columns or "entry_age_s" not in sub.columns:
+        return np.zeros(len(sub))
+    lt = sub["left_truncated"].fillna(False).to_numpy(dtype=bool)
+    age = sub["entry_age_s"].to_numpy(dtype=float)
+    ok = lt & np.isfinite(age) & (age > 0)
+    return np.where(ok, np.minimum(np.where(ok, age, 0.0), 0.999 * T), 0.0)
+
+
+def left_truncated_unknown_age(jobs: pd.DataFrame) -> np.ndarray:
+    """Rows whose run began before the trace at an unknown time (``left_truncated`` without a finite
+    ``entry_age_s``): the time to failure of such a run cannot be placed on the run-time axis."""
+    if "left_truncated" not in jobs.columns:
+        return np.zeros(len(jobs), dtype=bool)
+    lt = jobs["left_truncated"].fillna(False).to_numpy(dtype=bool)
+    age = (jobs["entry_age_s"].to_numpy(dtype=float) if "entry_age_s" in jobs.columns
+           else np.full(len(jobs), np.nan))
+    return lt & ~np.isfinite(age)
 
 
 def _step_at(grid_t: np.ndarray, values: np.ndarray, t: np.ndarray, before: float) -> np.ndarray:
@@ -212,9 +239,21 @@ class _Mixture:
     pen_mask: np.ndarray | None = None
     pen_prec: float = 0.0
 
+    #: delayed entry (set by the fit when some rows entered late): ``{"n": rows of the fit, "y": log(a/t_ref),
+    #: "Z", "X": their design rows}``; the log-likelihood then subtracts Σ log S(a_j) (left truncation:
+    #: a row contributes f(T)/S(a) or S(T)/S(a)). Applied when ``nll_grad`` sees the fit's ``n`` rows (the
+    #: multi-start warm stage on a subsample leaves it out: a start only).
+    entry: dict | None = None
+
     def nll_grad(self, th, y, E, Z, X):
-        """Mean penalised negative log-likelihood and its gradient (penalty: module docstring)."""
+        """Mean penalised negative log-likelihood and its gradient (penalty: module docstring; delayed
+        entry: :attr:`entry`)."""
         f, g = self._nll_grad(th, y, E, Z, X)
+        ent = self.entry
+        if ent is not None and len(y) == ent["n"]:
+            m = len(ent["y"])
+            fe, ge = self._nll_grad(th, ent["y"], np.zeros(m, dtype=bool), ent["Z"], ent["X"])
+            f, g = f - fe * m / len(y), g - ge * m / len(y)
         if self.pen_mask is not None and self.pen_prec > 0:
             w = self.pen_mask * self.pen_prec / len(y)
             f = f + 0.5 * float(np.sum(w * th * th))
@@ -315,6 +354,11 @@ class TwoRegimeFitMixin:
         mix = _Mixture(self.regimes, nz, X.shape[1], self.t_ref)
         self._set_penalty(mix)
         self._mix = mix
+        ent = fr["entry"].to_numpy(float) > 0 if "entry" in fr.columns else np.zeros(len(fr), bool)
+        if ent.any():  # delayed entry (left truncation with a known age): see _Mixture.entry
+            mix.entry = {"n": len(y), "y": np.log(fr["entry"].to_numpy(float)[ent] / self.t_ref),
+                         "Z": None if Z is None else Z[ent], "X": X[ent]}
+        self.n_delayed_entry_ = int(ent.sum())
         mu_max = math.log(self.early_median_max_s / self.t_ref)
         early_cut = math.log(min(1800.0, self.early_median_max_s) / self.t_ref)
         ev_y = y[E]
@@ -363,6 +407,9 @@ class TwoRegimeFitMixin:
         th = best.x
         self.params_ = th
         self.loglik_ = float(np.sum(mix.loglik_rows(th, y, E, Z, X)))
+        if mix.entry is not None:
+            self.loglik_ -= float(np.sum(mix.loglik_rows(th, mix.entry["y"], np.zeros(len(mix.entry["y"]), bool),
+                                                         mix.entry["Z"], mix.entry["X"])))
         info = mix.hessian(th, y, E, Z, X)
         at_bound = np.zeros(len(th), bool)
         for j, (lo, hi) in enumerate(bounds):

@@ -253,6 +253,8 @@ class RuntimePredictor(BaseModel):
         mask = jobs["started"].fillna(False).astype(bool) & jobs["run_s"].notna()
         if "run_censored" in jobs.columns:  # a censored run time is not a target value
             mask &= ~jobs["run_censored"].fillna(False).astype(bool)
+        if "left_truncated" in jobs.columns:  # nor is the observed part of a run begun before the trace
+            mask &= ~jobs["left_truncated"].fillna(False).astype(bool)
         if self.gpu_only:
             mask &= jobs["gpu_num"] > 0
         if int(mask.sum()) < 2 * int(self.min_child_samples):

@@ -13,6 +13,14 @@ Jobs still running when the trace was extracted (``run_censored``) enter as righ
 times in the cells without the state key (their final state is unknown); they are left out of the
 state probabilities.
 
+Left-truncated jobs (``left_truncated``: running before the trace began, e.g. instances without a
+creation time) are **left out of the fit and counted** (``n_left_truncated_``): their ``run_s`` is
+only the part after the trace start and their age at that start is unknown, so neither the density
+f(t) nor the delayed-entry term f(t)/S(a) can be written for them; counting the part as a complete
+run would bias the run times short, and as right-censored at it long (jobs alive at the trace start
+are a length-biased sample). The jobs that started inside the trace, with right censoring at the
+extraction, are an unbiased sample of run times.
+
 The final-state probabilities ``P(state | cluster, type, gpu_bucket)`` (over started jobs) are part
 of the model, with the same back-off, so :meth:`RuntimeModel.sample_jobs` draws (state, run time)
 pairs: a job's kind determines whether — and how early — it fails.
@@ -129,7 +137,11 @@ class RuntimeModel(DurationModel):
 
     def _observations(self, jobs: pd.DataFrame) -> pd.DataFrame:
         started = jobs["started"].fillna(False).astype(bool).to_numpy() & jobs["run_s"].notna().to_numpy()
-        mask = self._gpu_rows(jobs, started)
+        # left-truncated runs: out of the fit, counted (module docstring)
+        lt = (jobs["left_truncated"].fillna(False).to_numpy(dtype=bool) if "left_truncated" in jobs.columns
+              else np.zeros(len(jobs), bool))
+        self.n_left_truncated_ = int(self._gpu_rows(jobs, started & lt).sum())
+        mask = self._gpu_rows(jobs, started & ~lt)
         sub = jobs.loc[mask]
         x = np.maximum(sub["run_s"].to_numpy(dtype=float), 0.0)
         # jobs still running at extraction: run time right-censored there

@@ -46,7 +46,7 @@ def test_utc_offset_seconds(value, seconds):
     assert utc_offset_seconds(value) == seconds
 
 
-@pytest.mark.parametrize("value", ["+8:0", "+08:60", "+24:00", "+800", "Asia/Shanghai", "", "28800",
+@pytest.mark.parametrize("value", ["+8:0", "+08:60", "+24:00", "+800", "Asia/Nowhere", "", "28800",
                                    None, True, float("nan"), 86400, [8]])
 def test_utc_offset_seconds_rejects(value):
     with pytest.raises(ValueError, match="timezone must be a UTC offset") as e:

@@ -30,11 +30,11 @@ class From(str, Enum):
 
 #: extras written after the AcmeTrace columns (when the importer found them)
 EXTRA_ORDER = ("job_name", "partition", "qos", "vc", "account", "array_job_id", "restart_of", "think_time_s",
-               "gpu_fraction", "gpu_spec")
+               "gpu_fraction", "gpu_spec", "entry_time", "queue_unknown")
 
 
 def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone: str | None = None,
-            extracted_at=None, type_map=None):
+            extracted_at=None, type_map=None, origin=None):
     """Import ``paths`` and write ``out`` (``.csv``/``.csv.gz``/``.parquet``); returns (trace, summary)."""
     import warnings
 
@@ -56,13 +56,17 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         trace = load_trace(paths, cluster=cl, format=fmt, timezone=timezone, extracted_at=extracted_at,
-                           type_map=type_map)
+                           type_map=type_map, origin=origin)
     if len(trace.jobs) == 0:
         raise ValueError(f"no job was accepted from {', '.join(map(str, paths))} "
                          f"({len(trace.rejected)} rejected): nothing to write")
     tz = trace.timezones.get(cl, "+00:00")
-    table = acmetrace_table(trace.jobs, cluster=cl, schema="kalos", timezone=tz)
-    ex = trace.extras
+    # rows in submit order (as the writer puts them), the extra columns taken in the same order
+    import numpy as np
+
+    order = np.argsort(trace.jobs["submit_s"].to_numpy(dtype=float), kind="stable")
+    table = acmetrace_table(trace.jobs.iloc[order], cluster=cl, schema="kalos", timezone=tz)
+    ex = None if trace.extras is None else trace.extras.iloc[order].reset_index(drop=True)
     for c in EXTRA_ORDER:
         if ex is not None and c in ex.columns:
             v = ex[c].astype(object).where(ex[c].notna(), None).to_numpy(object)
@@ -92,7 +96,31 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
         "extra_columns": [c for c in EXTRA_ORDER if ex is not None and c in ex.columns],
         "imports": trace.imports, "warnings": trace.warnings,
     }
+    summary["accounting"] = accounting(trace)
     return trace, summary
+
+
+def accounting(trace) -> dict:
+    """The record accounting of an import: ``records_in = accepted + folded + quarantined −
+    expanded`` (every record of the input files is a written job, a record folded into another row,
+    or a quarantined row; ``expanded`` = rows added by splitting one record, sacct array ranges and
+    Philly attempts), with the written jobs split into ``left_truncated`` (entered observation at the
+    trace start) and ``right_censored`` (unfinished at extraction) and ``unknown_waits`` (queue not
+    recorded). ``balanced``: the identity holds."""
+    import numpy as np
+
+    j = trace.jobs
+    rin = int(sum(r.get("records_in", 0) for r in trace.imports))
+    folded = int(sum(r.get("folded", 0) for r in trace.imports))
+    expanded = int(sum(r.get("expanded_array_tasks", 0) + r.get("attempt_rows_added", 0) for r in trace.imports))
+    lt = int(j["left_truncated"].sum()) if "left_truncated" in j else 0
+    rc = int((j["run_censored"] | j["queue_censored"] & j["state"].isin(["PENDING"])).sum()) if len(j) else 0
+    started = j["started"].to_numpy(dtype=bool) if len(j) else np.zeros(0, bool)
+    unknown_waits = int((started & np.isnan(j["queue_s"].to_numpy(dtype=float))).sum()) if len(j) else 0
+    acc, quar = int(len(j)), int(len(trace.rejected))
+    return {"records_in": rin, "accepted": acc - lt, "left_truncated": lt, "folded": folded,
+            "quarantined": quar, "expanded": expanded, "right_censored": rc, "unknown_waits": unknown_waits,
+            "balanced": rin == acc + folded + quar - expanded}
 
 
 @app.command("convert")
@@ -111,6 +139,10 @@ def convert_cmd(
     type_map: Optional[List[str]] = typer.Option(None, "--type-map", help="FIELD:REGEX=TYPE rules (repeatable "
                                                  "or comma-separated; FIELD partition|qos|name|vc, omitted = any): "
                                                  "e.g. 'name:^eval=Eval'. Unmatched jobs keep the source's category."),
+    origin: Optional[str] = typer.Option(None, "--origin", help="Time of second 0 of inputs whose times are "
+                                         "seconds since the trace start (k8s pod/instance lists; ISO time, "
+                                         "UTC unless it has an offset, or Unix seconds). Default: "
+                                         "1970-01-01 UTC."),
     json_out: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
 ) -> None:
     """Convert a Slurm sacct extract, an SWF file, a Helios/Philly/PAI trace or a Kubernetes pod list
@@ -124,20 +156,26 @@ def convert_cmd(
         print_report(convert_failures(paths, out, name=cluster, extracted_at=extracted_at), json_out)
         return
     trace, s = convert(paths, src.value, out, cluster=cluster, timezone=timezone, extracted_at=extracted_at,
-                       type_map=type_map)
+                       type_map=type_map, origin=origin)
     if json_out:
         print_json(s)
         return
     t = Table(title=f"convert --from {src.value} → {out.name}", title_justify="left")
     t.add_column("what")
     t.add_column("value", overflow="fold")
-    t.add_row("records in", f"{s['records_in']:,}")
+    a = s["accounting"]
+    t.add_row("records in", f"{s['records_in']:,} = {a['accepted']:,} accepted + {a['left_truncated']:,} "
+              f"left-truncated + {a['folded']:,} folded + {a['quarantined']:,} quarantined"
+              + (f" − {a['expanded']:,} expanded" if a["expanded"] else ""))
     t.add_row("jobs written", f"{s['jobs_written']:,}")
     t.add_row("rejected", f"{s['rejected']:,}" + (" (" + ", ".join(f"{k} {v:,}" for k, v in
                                                                    s["rejected_by_reason"].items()) + ")"
                                                     if s["rejected"] else ""))
     t.add_row("unfinished", f"{s['running']:,} running, {s['pending']:,} pending (censored at "
               f"{s['extracted_at_utc'] or '—'})")
+    if a["left_truncated"] or a["unknown_waits"]:
+        t.add_row("observation", f"{a['left_truncated']:,} left-truncated (entered at the trace start), "
+                  f"{a['unknown_waits']:,} unknown waits")
     t.add_row("cluster / zone", f"{s['cluster']} / {s['timezone']}")
     maps = {}
     for r in s["imports"]:

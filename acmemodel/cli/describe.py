@@ -88,6 +88,15 @@ def _render(doc: dict, by: list[str]) -> None:
             console.print(f"  unfinished at extraction ({doc.get('extracted_at_utc') or '—'}): "
                           f"{u['running']:,} running (run time censored), {u['pending']:,} pending "
                           "(wait censored); run medians are over finished jobs")
+        o = c.get("observation", {})
+        parts = []
+        if o.get("left_truncated"):
+            parts.append(f"left-truncated: {o['left_truncated']:,} (existed before the trace began; "
+                         "run medians leave them out)")
+        if o.get("unknown_waits"):
+            parts.append(f"unknown waits: {o['unknown_waits']:,} (not counted as 0)")
+        if parts:
+            console.print("  " + "; ".join(parts))
         q = c["run_s_quantiles"]
         if q:
             console.print("  run time quantiles: " + ", ".join(f"{k} {_sec(v)}" for k, v in q.items()))

@@ -45,3 +45,9 @@ def evaluate_runtime_cmd(
                 console.print(res.table(cell))
     console.print(f"split at {res.info['cutoff_utc']}; log-seconds = ln(1 + run s); coverage of the "
                   "p10–p90 interval should be ≈ 0.8; bold = best per metric.")
+    for k, what in (("n_train_left_truncated_excluded", "left-truncated training jobs left out of the "
+                     "run-time fit (begun before the trace: age unknown)"),):
+        if res.info.get(k):
+            console.print(f"{res.info[k]:,} {what}")
+    if res.info.get("queue_skipped"):
+        console.print(f"queue models not evaluated: {res.info['queue_skipped']}", markup=False)

@@ -79,5 +79,8 @@ def fit_cmd(
     t = table(f"wrote bundle {path}", ["model", "fit time", "notes"], right={"fit time"})
     for m in bundle.models:
         t.add_row(m, dur(secs.get(m)), " ".join(fit_notes.get(m, [])))
+    for m in fit_notes:  # (models skipped for want of data, e.g. queue without a recorded wait)
+        if m not in bundle.models:
+            t.add_row(m, "–", " ".join(fit_notes[m]))
     console.print(t)
     print_identifiability(note)

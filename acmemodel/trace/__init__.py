@@ -24,6 +24,11 @@ queue_s            queueing delay ``start − submit`` s; for a job cancelled wh
                    ``end − submit`` with ``queue_censored = True`` (a right-censored wait)
 run_censored       the job was still running (RUNNING/SUSPENDED) when the trace was extracted:
                    ``end_time`` is the extraction time and ``run_s`` a right-censored run time
+left_truncated     (only when a file carries ``entry_time``) the job existed before the trace began:
+                   observed from ``entry_time`` on, ``queue_s`` NaN, ``run_s`` only the part from
+                   ``start_time`` (the entry time when the start is unknown)
+entry_age_s        (with ``left_truncated``) the run's age at its entry, ``entry − start`` s, when
+                   the start is known (a delayed entry); NaN when it is not
 gpu_time_s         ``gpu_num × run_s`` GPU-seconds (0 if never started)
 fail_time_s        Kalos: ``fail_time − start_time`` s where ``fail_time`` is given, else NaN
 mem_per_pod_GB,    Kalos resource columns (NaN for Seren rows)
@@ -60,7 +65,9 @@ Kubernetes pod lists) are read with ``load_trace(paths, format=NAME)`` through
 :mod:`.importers`, which map them onto these columns (plus their ``job_name``/``partition``/``qos``/
 ``vc``/``restart_of`` in ``Trace.extras``) and report what they mapped how (``Trace.imports``). Jobs
 unfinished at extraction (RUNNING, SUSPENDED, PENDING) are kept as right-censored observations
-(``run_censored`` / ``queue_censored``, censoring time ``Trace.extracted_at_s``).
+(``run_censored`` / ``queue_censored``, censoring time ``Trace.extracted_at_s``). Rows that existed
+before the trace began are kept as left-truncated (``left_truncated``), and waits a source does not
+record (SWF ``-1``) are missing (``queue_s`` NaN), never 0: see ``docs/observation.md``.
 
 Modules: :mod:`.schema` (the contract: columns, :class:`Reason`, :class:`Trace`), :mod:`.readers`
 (file sniffing, the Arrow read, :func:`load_trace`), :mod:`.arrow` (Arrow → numpy conversion),

@@ -59,7 +59,7 @@ def expand_trace_paths(paths, format: str = "acmetrace") -> list[Path]:
 
 def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: str | Sequence[str] | None = None,
                *, format: str = "acmetrace", timezone: str | None = None, extracted_at=None,
-               type_map=None) -> Trace:
+               type_map=None, origin=None) -> Trace:
     """Read one or more job files (AcmeTrace, or another format through an importer) into a :class:`Trace`.
 
     Parameters
@@ -79,6 +79,14 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         it. Default: the latest timestamp in the files.
     type_map : rules mapping an imported job's partition/QoS/name/VC to a job type
         (:class:`acmemodel.trace.importers.TypeMap` or its rule strings).
+    origin : time of second 0 of formats whose times are seconds since the trace start (k8s pod and
+        instance lists; a timestamp or Unix seconds). Default 1970-01-01 UTC.
+
+    Left truncation and unknown waits: a file (imported or AcmeTrace) may carry the extra columns
+    ``entry_time`` (non-empty on rows that existed before the trace began: the time they entered
+    observation) and ``queue_unknown`` (``1`` where the source does not record the wait). They become
+    ``Trace.jobs`` columns ``left_truncated`` (bool), ``entry_age_s`` (age of the run at its entry,
+    ``entry − start`` s, NaN when unknown) and ``queue_s`` NaN (see :func:`_truncation_columns`).
 
 
     Raises
@@ -111,7 +119,8 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         if fmt != "acmetrace":
             from acmemodel.trace import importers
 
-            imported = importers.read(fmt, path, timezone=timezone, type_map=type_map)
+            imported = importers.read(fmt, path, timezone=timezone, type_map=type_map, origin=origin,
+                                      extracted_at=extracted_at)
             reports.append(imported.report)
             warn.extend(imported.warnings)
         jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl, imported)
@@ -164,6 +173,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         warn.append("unrecognised job type value(s) kept as their own category: "
                     + ", ".join(f"{t!r} ({counts[t]} rows)" for t in unknown))
     jobs, extra_df, rejected, t_ext = _censor_unfinished(jobs, extra_df, rejected, infos, extracted_at)
+    jobs = _truncation_columns(jobs, extra_df)
     if len(rejected):
         rejected = _original_text(rejected, infos)
     for w in warn:
@@ -260,6 +270,42 @@ def _censor_unfinished(jobs: pd.DataFrame, extra: pd.DataFrame, rejected: pd.Dat
     jobs["run_censored"] = unf & started
     jobs["queue_censored"] = jobs["queue_censored"].to_numpy(dtype=bool) | (unf & ~started)
     return jobs, extra, rejected, t_x
+
+
+def _truncation_columns(jobs: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:
+    """Left truncation and unknown waits from the extra columns ``entry_time`` / ``queue_unknown``.
+
+    A row with an ``entry_time`` existed before the trace began (e.g. an instance whose creation time
+    is empty because it was created before the trace start): ``left_truncated`` True; it is observed
+    from ``entry_time`` on, its wait is unknown (``queue_s`` NaN) and its run time ``run_s`` is only
+    the part from ``start_time`` (the entry time when the start is unknown) to its end.
+    ``entry_age_s`` = ``entry − start`` when the start is known and before the entry (a delayed-entry
+    observation: the run is known to have lasted at least that long when it entered), NaN when the
+    start is unknown (``start_time`` = ``entry_time``: the age at entry is not known). A row with
+    ``queue_unknown`` = 1 has ``queue_s`` NaN (e.g. SWF wait −1). Without these columns the table is
+    returned unchanged (no ``left_truncated`` column)."""
+    if extra is None or not len(jobs) or len(extra) != len(jobs):
+        return jobs
+    has_e, has_q = "entry_time" in extra.columns, "queue_unknown" in extra.columns
+    if not (has_e or has_q):
+        return jobs
+    jobs = jobs.copy(deep=False)
+    q = jobs["queue_s"].to_numpy(dtype=float).copy()
+    if has_e:
+        txt = extra["entry_time"].astype(object).where(extra["entry_time"].notna(), "").astype(str).str.strip()
+        et = pd.to_datetime(txt.where(txt != "", None), utc=True, errors="coerce", format="ISO8601")
+        entry = np.where(et.isna().to_numpy(), np.nan, et.to_numpy(dtype="datetime64[ns]").astype(np.int64) / 1e9)
+        lt = np.isfinite(entry)
+        start = jobs["start_s"].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            jobs["entry_age_s"] = np.where(lt & (start < entry), entry - start, np.nan)
+        jobs["left_truncated"] = lt
+        q[lt] = np.nan
+    if has_q:
+        qu = extra["queue_unknown"].astype(object).fillna("").astype(str).str.strip().str.lower()
+        q[qu.isin(["1", "true", "yes"]).to_numpy(dtype=bool)] = np.nan
+    jobs["queue_s"] = q
+    return jobs
 
 
 #: restart-chain columns a synthetic trace carries beyond the published schema (acmemodel.synth)

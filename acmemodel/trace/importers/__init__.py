@@ -26,11 +26,26 @@ from acmemodel.trace.importers._common import Imported, TypeMap  # noqa: F401
 FORMATS: tuple[str, ...] = ("slurm", "swf", "helios", "philly", "pai2020", "k8s")
 
 
-def read(format: str, path, *, timezone: str | None = None, type_map=None) -> Imported:
-    """Read one file of ``format`` (:data:`FORMATS`) into an :class:`Imported`."""
+def read(format: str, path, *, timezone: str | None = None, type_map=None, origin=None,
+         extracted_at=None) -> Imported:
+    """Read one file of ``format`` (:data:`FORMATS`) into an :class:`Imported`.
+
+    ``origin`` (time of second 0 of relative times) and ``extracted_at`` (the extraction time) are
+    passed to the importers that use them (k8s); the others take the extraction time from the trace
+    layer's censoring."""
     fmt = str(format).lower()
     if fmt not in FORMATS:
         raise ValueError(f"format: unknown trace format {format!r}; choose acmetrace or one of "
                          + ", ".join(FORMATS))
     mod = importlib.import_module(f"acmemodel.trace.importers.{fmt}")
-    return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map))
+    import inspect
+
+    kw = {}
+    params = inspect.signature(mod.read).parameters
+    if "origin" in params:
+        kw["origin"] = origin
+    elif origin is not None:
+        raise ValueError(f"origin: the {fmt} format has absolute times; --origin applies to k8s")
+    if "extracted_at" in params:
+        kw["extracted_at"] = extracted_at
+    return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map), **kw)

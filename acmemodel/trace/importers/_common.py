@@ -41,7 +41,12 @@ class Imported:
     (records merged into another row, e.g. sacct steps into their job), ``mapping`` (AcmeTrace
     column ← source field/rule, human-readable), ``types`` (type → how many rows, and by which rule),
     ``states`` (source state → AcmeTrace state, counts). records_in = accepted_rows + folded +
-    rejected rows, always.
+    rejected rows, always (minus rows added by expansion: sacct ``expanded_array_tasks``, Philly
+    ``attempt_rows_added``). Importers that see them also report ``left_truncated`` (accepted rows
+    that existed before the trace began, extra column ``entry_time``), ``right_censored`` and
+    ``unknown_waits`` (extra column ``queue_unknown``); ``acmemodel convert`` adds up the accounting
+    of the loaded trace (``accounting``: records in = accepted + left-truncated + folded +
+    quarantined − expanded).
     """
 
     format: str
@@ -230,6 +235,9 @@ def timezone_offset(tz: str | None) -> str:
     """A UTC offset string ``+HH:MM`` (validated)."""
     if tz is None:
         return "+00:00"
+    if isinstance(tz, str) and "/" in tz:  # (a zone name would stand for its standard offset: say so)
+        raise ValueError(f"timezone: expected a UTC offset such as +08:00, got the zone name {tz!r} "
+                         "(naive local times are read with one fixed offset)")
     try:
         sec = utc_offset_seconds(tz if isinstance(tz, (int, float)) else str(tz))
     except (ValueError, KeyError, TypeError):
@@ -286,6 +294,29 @@ def make_table(cols: dict):
         arrays.append(v)
         names.append(name)
     return pa.table(arrays, names=names)
+
+
+def iso_utc(sec: float) -> str | None:
+    """Unix seconds → ``YYYY-MM-DD HH:MM:SS+00:00`` (None when not finite)."""
+    if sec is None or not np.isfinite(sec):
+        return None
+    return pd.Timestamp(int(round(float(sec) * 1e9)), unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S+00:00")
+
+
+def entry_time_strings(sec: np.ndarray) -> np.ndarray:
+    """The extra column ``entry_time`` of left-truncated rows (:mod:`acmemodel.trace`): the UTC time at
+    which the row entered observation (the trace start), ``None`` for rows observed from their
+    creation."""
+    sec = np.asarray(sec, dtype=float)
+    out = np.full(len(sec), None, dtype=object)
+    for v in np.unique(sec[np.isfinite(sec)]):
+        out[sec == v] = iso_utc(v)
+    return out
+
+
+def queue_unknown_strings(mask: np.ndarray) -> np.ndarray:
+    """The extra column ``queue_unknown`` (``"1"`` where the source does not record the wait)."""
+    return np.where(np.asarray(mask, dtype=bool), "1", None).astype(object)
 
 
 def raw_lines(text_lines: Sequence[str], idx: Iterable[int]) -> list[str]:

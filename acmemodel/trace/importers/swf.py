@@ -1,7 +1,10 @@
 """Standard Workload Format v2.2 (Parallel Workloads Archive).
 
-Header comments (``; Key: value``) are read for ``UnixStartTime`` (the epoch of the submit times;
-missing → 0 with a warning), ``TimeZoneString`` (the zone of the site, for calendar features),
+Header comments (``; Key: value``) are read for ``UnixStartTime`` (the epoch of the submit times, a
+UTC instant; missing → 0 with a warning), ``TimeZoneString`` (the zone of the site: a named zone such
+as ``US/Pacific`` becomes the trace's time zone *by name*, so local times — calendar features — follow
+its daylight-saving rules (zoneinfo), e.g. the NASA iPSC log's PDT → PST change on 1993-10-31; the
+UTC instants never depend on it; ``timezone=`` / ``--timezone`` overrides it with a fixed offset),
 ``MaxProcs`` (reported) and a ``Queues:`` legend ``1 Eval, 2 Pretrain, ...`` (as written by
 ``acmemodel export --format swf``). Each data line has 18 whitespace-separated numbers, ``-1`` =
 unknown:
@@ -12,7 +15,12 @@ AcmeTrace                       from SWF field
 job_id                          1 job number
 submit_time                     UnixStartTime + 2 submit time
 start_time                      submit + 3 wait time; none when the job never ran (allocated
-                                processors −1 and run time 0 or −1)
+                                processors −1 and run time 0 or −1). Wait −1 = **unknown**: the
+                                start is taken as the submit time (the earliest it can be; the
+                                NASA iPSC log says its submit times are start times) and the
+                                wait is missing (extra column ``queue_unknown`` = 1 → ``queue_s``
+                                NaN, never 0; counted as ``unknown_waits`` in the report and by
+                                ``describe``; the queue models leave these jobs out)
 end_time                        start + 4 run time; for a job that never ran submit + wait
 gpu_num                         5 allocated processors, else 8 requested processors (SWF
                                 processors are the trace's unit of allocation: GPUs for GPU
@@ -104,7 +112,7 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
                         "1970-01-01 UTC")
         t0 = 0.0
     tzname = header.get("TimeZoneString")
-    tz = C.timezone_offset(timezone) if timezone is not None else _offset_of(tzname, t0)
+    tz = C.timezone_offset(timezone) if timezone is not None else _zone_of(tzname)
 
     def fld(k):  # 1-based SWF field, -1 → NaN
         v = F[:, k - 1].copy()
@@ -114,7 +122,8 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     submit = fld(2) + t0
     wait, run, alloc, req = fld(3), fld(4), fld(5), fld(8)
     ran = ~(np.isnan(alloc) & (np.isnan(run) | (run == 0)))
-    start = np.where(ran, submit + np.where(np.isnan(wait), 0.0, wait), np.nan)
+    wait_unknown = ran & np.isnan(wait)
+    start = np.where(ran, submit + np.where(wait_unknown, 0.0, wait), np.nan)
     end = np.where(ran, start + run, submit + wait)
     status = F[:, 10].astype(np.int64)
     state = np.array([STATUS.get(int(x), "COMPLETED") for x in status], dtype=object)
@@ -146,20 +155,26 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
             "type": types, "state": state, "gpu_num": gpus, "node_num": np.ones(len(F)),
             "cpu_num": np.full(len(F), np.nan), "mem_per_pod_GB": mem,
             "submit_time": submit, "start_time": start, "end_time": end,
-            "qos": qos, "partition": partition, "restart_of": prev, "think_time_s": fld(18)}
+            "qos": qos, "partition": partition, "restart_of": prev, "think_time_s": fld(18),
+            "queue_unknown": C.queue_unknown_strings(wait_unknown)}
     cols = {k: (v[ok] if isinstance(v, np.ndarray) else v) for k, v in cols.items()}
     if not any(p is not None for p in cols["restart_of"]):
         del cols["restart_of"]
+    if not any(p is not None for p in cols["queue_unknown"]):
+        del cols["queue_unknown"]
     cols["think_time_s"] = np.array([None if np.isnan(x) else repr(float(x)) for x in cols["think_time_s"]],
                                     dtype=object)
     table = C.make_table(cols)
     report = {"format": "swf", "file": str(path), "records_in": int(records), "accepted_rows": int(ok.sum()),
               "folded": 0, "rejected": q.counts(), "timezone": tz,
+              "unknown_waits": int((wait_unknown & ok).sum()),
               "header": {k: header[k] for k in ("UnixStartTime", "TimeZoneString", "MaxProcs", "MaxNodes")
                          if k in header},
               "mapping": {"gpu_num": "allocated processors (field 5), else requested (8)",
                           "submit_time": "UnixStartTime + field 2", "start_time": "submit + wait (3)",
                           "end_time": "start + run (4)", "state": "status (11)",
+                          "queue": "wait (3); -1 = unknown → missing (start = submit)",
+                          "time zone": (f"{tz} (zoneinfo rules, DST-aware)" if "/" in tz else tz),
                           "restart_of": "preceding job number (17)",
                           "type": "type-map rules on queue/partition, else " + ("the header's queue legend"
                                                                                if legend else "queue<N>")},
@@ -179,16 +194,18 @@ def _legend(text: str) -> dict[int, str]:
     return out
 
 
-def _offset_of(tzname: str | None, t0: float) -> str:
-    """UTC offset of an Olson zone name at time t0 (``+00:00`` if unknown)."""
+def _zone_of(tzname: str | None) -> str:
+    """The trace's time zone from ``TimeZoneString``: an IANA zone name (validated with zoneinfo) is kept
+    as the name, so local times follow its daylight-saving rules; ``UTC+08:00``-like strings become a
+    fixed offset; anything else (or nothing) UTC."""
     if not tzname:
         return "+00:00"
+    name = tzname.strip()
     try:
-        import datetime as dt
         from zoneinfo import ZoneInfo
 
-        off = dt.datetime.fromtimestamp(t0, tz=ZoneInfo(tzname)).utcoffset().total_seconds()
-    except Exception:  # noqa: BLE001 (a name that is no zone: UTC)
-        m = re.fullmatch(r"UTC([+-]\d{2}:?\d{2})", tzname.strip())
+        ZoneInfo(name)
+        return name
+    except Exception:  # noqa: BLE001 (not a zone name: a fixed offset, else UTC)
+        m = re.fullmatch(r"(?:UTC|GMT)?([+-]\d{1,2}(?::?\d{2})?)", name)
         return C.timezone_offset(m.group(1)) if m else "+00:00"
-    return C.timezone_offset(int(off))
