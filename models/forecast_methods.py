@@ -31,9 +31,12 @@ Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` day
 ``forward``, parameter-free methods are recomputed). Nothing after a forecast's origin is used.
 
 Time-honest choice. At a window starting at ``o`` (horizon ``h``) the *prior* windows are those that
-ended by then (``o' + h <= o``). ``auto`` at ``o`` is the method (or ``combo``) with the lowest WAPE on
-the prior windows, ``combo`` at ``o`` the mean of the 3 best singles on them; both need at least
-``min_prior`` prior windows and are scored only on the windows where they exist (the *evaluation*
+ended by then (``o' + h <= o``). ``combo`` at ``o`` is the mean of the 3 methods with the lowest WAPE on
+the prior windows. ``auto`` at ``o`` is the naive baseline with the lowest WAPE on the prior windows,
+replaced by the best model only when that beats it by more than one standard error of the paired
+WAPE difference (``one_se=True``, default; the plain lowest WAPE otherwise), and by ``combo`` when
+combo beats that pick the same way on the prior windows where combo existed; both need at least
+``min_prior`` prior windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on the windows where they exist (the *evaluation*
 windows); every method's score is reported on the same windows. The forecast from the end of the
 history uses every backtest window, all of which precede it.
 
@@ -339,9 +342,10 @@ def _prior_mask(origins: np.ndarray, h: int, k: int) -> np.ndarray:
 
 
 def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequence[int] = HORIZONS,
-                    weeks: int = 12, min_train: int = 28, min_prior: int = 2, level: float = 0.9,
-                    log: bool = True) -> SeriesBacktest:
-    """Time-honest rolling-origin backtest of one daily series (module docstring)."""
+                    weeks: int = 12, min_train: int = 28, min_prior: int = 2, min_prior_days: int = 14,
+                    level: float = 0.9, log: bool = True, one_se: bool = True) -> SeriesBacktest:
+    """Time-honest rolling-origin backtest of one daily series (module docstring). ``min_prior``: prior
+    4-week windows before auto/combo choose (``min_prior_days``: prior 1-day windows)."""
     y = np.maximum(np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
     methods = tuple(dict.fromkeys(m for m in methods if m not in ("auto", "combo")))
     for m in methods:
@@ -382,7 +386,8 @@ def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequenc
                         hz.Fz[m][i[0]], hz.Lz[m][i[0]], hz.Hz[m][i[0]] = f, lo, hi
     rows, choice, members, interval, wins = [], {}, {}, {}, []
     for h, hz in H.items():
-        r, c, mem, iv, fc = _score_horizon(hz, methods, level, log, int(min_prior))
+        r, c, mem, iv, fc = _score_horizon(hz, methods, level, log, int(min_prior if h > 1 else min_prior_days),
+                                           bool(one_se))
         rows.extend(r)
         choice[h], members[h], interval[h] = c, mem, iv
         W = len(hz.origins)
@@ -426,10 +431,39 @@ def _tie_order(methods) -> tuple:
     return tuple(sorted(methods, key=lambda m: (m != "seasonal_naive", m not in BASELINES)))
 
 
-def _score_horizon(hz: _Horizon, methods, level, log, min_prior):
+def _abs_err(hz: _Horizon, Fz: np.ndarray, mask: np.ndarray, log: bool) -> np.ndarray:
+    """Per window in ``mask``: Σ|ŷ − y| over its days."""
+    return np.nansum(np.abs(_back(Fz[mask], log) - hz.Y[mask]), axis=1)
+
+
+def _beats(hz, Fz, m1, m2, mask, log, one_se) -> bool:
+    """``m1`` has a lower WAPE than ``m2`` on the windows in ``mask`` (by more than one standard error
+    of the paired difference when ``one_se``; an undefined SE — fewer than two windows — is not enough)."""
+    if mask.sum() == 0:
+        return False
+    b = np.nansum(hz.Y[mask], axis=1)
+    d, se = paired_diff_se(_abs_err(hz, Fz[m1], mask, log), _abs_err(hz, Fz[m2], mask, log), b)
+    if not np.isfinite(d):
+        return False
+    return d + (se if one_se else 0.0) < 0 if (not one_se or np.isfinite(se)) else False
+
+
+def _choose(hz, Fz, order, mask, mask_combo, log, one_se) -> str:
+    """The method for windows after ``mask``: the best naive baseline on ``mask``, replaced by the best
+    model when that beats it (one-SE rule when ``one_se``), replaced by ``combo`` when combo beats that
+    on ``mask_combo`` (the windows where combo existed)."""
+    ranked = _rank(hz, order, mask, log)
+    best = ranked[0][2]
+    base = next((m for _, _, m in ranked if m in BASELINES), best)
+    pick = best if best == base or _beats(hz, Fz, best, base, mask, log, one_se) else base
+    if mask_combo.sum() >= 1 and np.isfinite(Fz["combo"][mask_combo]).all() and \
+            _beats(hz, Fz, "combo", pick, mask_combo, log, one_se):
+        pick = "combo"
+    return pick
+
+
+def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     h, W = hz.h, len(hz.origins)
-    if h == 1:  # two weeks of 1-day windows before a choice (and >= 9 residuals for a 90 % conformal radius)
-        min_prior = max(min_prior, 2 * SEASON)
     order = _tie_order(methods)
     blocks = _blocks(h)
     names = list(methods) + ["combo", "auto"]
@@ -469,15 +503,7 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior):
         if not evaluable[k]:
             continue
         prior = _prior_mask(hz.origins, h, k)
-        pc = prior & evaluable
-        cand = _rank(hz, order, prior, log)
-        best_w, _, best_m = cand[0]
-        if pc.sum() >= 1:  # combo competes on the prior windows where it existed (vs the singles there)
-            sub = _rank(hz, order, pc, log)[0]
-            b = np.nansum(hz.Y[pc])
-            cw = np.nansum(np.abs(_back(Fz["combo"][pc], log) - hz.Y[pc])) / b if b > 0 else float("inf")
-            if cw < sub[0]:
-                best_m = "combo"
+        best_m = _choose(hz, Fz, order, prior, prior & evaluable, log, one_se)
         auto_pick[k] = best_m
         Fz["auto"][k], Lz["auto"][k], Hz["auto"][k] = Fz[best_m][k], Lz[best_m][k], Hz[best_m][k]
         Cq["auto"][k] = Cq[best_m][k]
@@ -524,14 +550,8 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior):
     if W == 0:
         return rows, "seasonal_naive", [], {"kind": "model", "q": []}, fc
     ranked = _rank(hz, order, allw, log)
-    choice = ranked[0][2]
     top = [m for _, _, m in ranked[:COMBO_SIZE]]
-    if ev.any():
-        sub = _rank(hz, order, ev, log)[0]
-        b = np.nansum(hz.Y[ev])
-        cw = np.nansum(np.abs(_back(Fz["combo"][ev], log) - hz.Y[ev])) / b if b > 0 else float("inf")
-        if cw < sub[0]:
-            choice = "combo"
+    choice = _choose(hz, Fz, order, allw, ev, log, one_se)
     # interval kind: the one whose coverage (of the chosen method, evaluation windows) is nearer the level
     row = next(r for r in rows if r["method"] == choice)
     cov_c, cov_m = row["coverage_conformal"], row["coverage_model"]
