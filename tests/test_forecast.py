@@ -74,7 +74,7 @@ def _weekly_series(n, seed):
 
 def test_ets_beats_seasonal_naive_and_intervals_cover():
     y = _weekly_series(140, 3)
-    bt = backtest_series(y, methods=("ets",), horizons=(28,), weeks=12)
+    bt = backtest_series(y, methods=("ets",), horizons=(28,), weeks=10)
     sc = bt.scores.set_index("method")
     assert sc.loc["ets", "wape"] < sc.loc["seasonal_naive", "wape"]
     n = int(sc.loc["ets", "days"])
@@ -114,7 +114,7 @@ def _jobs_from_series(counts, tz_off_h=8):
 
 def test_forecaster_end_to_end_and_roundtrip(tmp_path):
     counts = np.round(_weekly_series(63, 5))
-    f = DemandForecaster(method="ets").fit(_jobs_from_series(counts))
+    f = DemandForecaster(method="ets", weeks=3).fit(_jobs_from_series(counts))
     s = f.series_[(f.series_["type"] == "Eval")]
     assert np.array_equal(s["jobs"].to_numpy(), counts)
     fc = f.forecast(14, type="Eval", metric="jobs")
@@ -164,7 +164,7 @@ def test_forecast_cli(tmp_path):
     jobs = _jobs_from_series(counts).assign(user="u1", state="COMPLETED", node_num=1)
     jobs["run_s"] = jobs["end_s"] - jobs["start_s"]
     path = write_acmetrace(to_acmetrace(jobs, cluster="Seren"), tmp_path / "trace_seren.csv")
-    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "10", "--json", "--method", "ets"])
+    r = CliRunner().invoke(app, ["forecast", str(path), "--days", "10", "--json", "--method", "ets", "--weeks", "3"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     rows = [x for x in doc["forecast"] if x["type"] == "Eval" and x["metric"] == "jobs"]
