@@ -153,12 +153,14 @@ def real(a) -> None:
     root = Path(a.root)
     rows, verdicts = [], {}
     for name, y in real_series(root, [Path(p) for p in a.series]).items():
+        if any(k in name for k in a.skip):
+            continue
         n = len(y)
         short = n < 120
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            bt = backtest_series(y, methods=CANDIDATES, weeks=min(a.weeks, (n - 14) // 7),
+            bt = backtest_series(y, methods=tuple(a.candidates or CANDIDATES), weeks=min(a.weeks, (n - 14) // 7),
                                  min_train=14 if short else 28, min_prior=1 if short else 2,
                                  min_prior_days=7 if short else 14)
         dt = time.perf_counter() - t
@@ -192,6 +194,8 @@ def main(argv=None) -> None:
     ap.add_argument("--series", nargs="*", default=[])
     ap.add_argument("--weeks", type=int, default=40)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--candidates", nargs="*", default=None, help="--real: methods (default: auto's candidates)")
+    ap.add_argument("--skip", nargs="*", default=[], help="--real: series names to leave out (substrings)")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if a.real:
