@@ -10,27 +10,13 @@ trace misses at most its first/last two hours):
   capacity plan must provide); ``demand="submitted"``: the whole ``gpu_time_s`` of the jobs
   submitted that day.
 
-Methods. ETS, SARIMAX and seasonal naive work on ``z = log(1 + y)`` (forecasts stay positive,
-multiplicative weekly patterns become additive; back-transformed medians ``exp(ẑ) − 1``):
-
-* ``"ets"`` — statsmodels ``ETSModel`` ETS(A,N,A): additive error, no trend, additive weekly
-  seasonality (period 7); analytic prediction intervals;
-* ``"sarimax"`` — statsmodels ``SARIMAX`` (1,0,0)×(0,1,1)₇;
-* ``"seasonal_naive"`` — ``ẑ_{T+h} = z_{T+h−7k}``, ``k = ⌈h/7⌉``; interval
-  ``± q · σ · √k`` with σ the standard deviation of the weekly differences ``z_t − z_{t−7}``
-  (Hyndman & Athanasopoulos, *FPP3* §5.5);
-* ``"glm"`` — a regression with weekly seasonality and a linear trend,
-  ``log μ_t = β₀ + β₁ t/n + Σ_{d=1..6} γ_d [t mod 7 = d]``. Series of whole numbers (job counts):
-  a negative-binomial GLM (log link; dispersion α by moments from the Poisson fit, Poisson when
-  α ≈ 0), intervals from the negative-binomial quantiles at the forecast mean; other series
-  (GPU-hours): ordinary least squares of ``z`` on the same design with its prediction intervals.
-  The trend is extrapolated at most one history length ahead (held flat after);
-* ``"auto"`` (default) — per series, the candidate (ETS, SARIMAX, seasonal naive, GLM) with the
-  smallest rolling-origin MASE (:func:`select_method`); seasonal naive wins ties and is used
-  when the history is too short for a backtest.
-
-Series shorter than two weeks, or constant, are forecast by the seasonal-naive method (constant
-series: zero-width intervals).
+Methods (:mod:`acmemodel.models.forecast_methods`): statsforecast's AutoETS, AutoARIMA, AutoTheta,
+MSTL, the naive baselines (naive, seasonal naive, 7-day window average, weekday mean), a count GLM
+(statsmodels), the combination of the best three, and ``"auto"`` (default): per series, the
+candidate or combination with the lowest WAPE in a time-honest rolling-origin backtest (every
+forecast uses only data before its origin), with intervals calibrated on the backtest's held-out
+windows (split-conformal or the model's own, whichever covers nearer the level). Series shorter than
+two weeks, or constant, are forecast by seasonal naive.
 
 Physical bounds and coherence (:meth:`DemandForecaster.forecast`): with ``demand="running"`` no
 day can hold more than the cluster's capacity ``G × 24`` GPU-hours (``G``: the ``capacity``
@@ -41,13 +27,9 @@ forecast proportions (FPP3 §11.3): each type's forecast and bounds are scaled b
 ``ALL / Σ types`` so that the types sum to the all-types forecast, and no type's bound exceeds
 the all-types bound.
 
-Layout: this module holds the daily series and :class:`DemandForecaster`; forecasting one series and
-the backtest/selection are in :mod:`acmemodel.models.forecast_methods` (names re-exported here).
-
-:func:`rolling_origin_backtest` compares methods on rolling origins: MASE (mean absolute error
-scaled by the in-sample mean absolute weekly difference ``mean |y_t − y_{t−7}|`` of the data before
-each origin; < 1 beats the one-week-ago forecast on the history), MAPE (over days with ``y > 0``),
-WAPE, interval coverage and mean interval width.
+Layout: this module holds the daily series and :class:`DemandForecaster`; forecasting one series,
+the backtest and the choice are in :mod:`acmemodel.models.forecast_methods`. A plain daily series
+(not a trace) is fitted with :meth:`DemandForecaster.fit_series`.
 """
 from __future__ import annotations
 
@@ -59,13 +41,13 @@ import pandas as pd
 
 from acmemodel.clusters import cluster_info, cluster_timezones, utc_offset_seconds
 from acmemodel.models.base import BaseModel, register
-from acmemodel.models.forecast_methods import (  # noqa: F401  (re-exported: these lived here)
-    CANDIDATES, forecast_series, METHODS, rolling_origin_backtest, SEASON, select_method, _backtest_one,
-    _fit_warm, _forecast, _glm, _glm_design, _origins, _scores, _snaive,
+from acmemodel.models.forecast_methods import (  # noqa: F401  (re-exported)
+    BASELINES, CANDIDATES, HORIZONS, METHODS, SEASON, SeriesBacktest, backtest_series, forecast_fixed,
+    forecast_series, select_method, selection_horizon,
 )
 
-__all__ = ["DemandForecaster", "daily_series", "forecast_series", "rolling_origin_backtest",
-           "select_method", "peak_concurrent_gpus", "METHODS", "CANDIDATES", "METRICS"]
+__all__ = ["DemandForecaster", "daily_series", "forecast_series", "backtest_series", "select_method",
+           "peak_concurrent_gpus", "METHODS", "CANDIDATES", "BASELINES", "METRICS"]
 
 METRICS = ("jobs", "gpu_hours")
 DAY = 86400.0
@@ -156,37 +138,42 @@ def peak_concurrent_gpus(jobs: pd.DataFrame) -> int:
 # ---------------------------------------------------------------------- the model
 @register
 class DemandForecaster(BaseModel):
-    """Daily job-count and GPU-hour forecasts per cluster × type (math in the module docstring).
+    """Daily job-count and GPU-hour forecasts per cluster × type (math in the module docstring and in
+    :mod:`acmemodel.models.forecast_methods`), or of one plain daily series (:meth:`fit_series`).
 
     Parameters
     ----------
-    method : ``"auto"`` (default: per series, the candidate with the best backtest MASE), ``"ets"``,
-        ``"sarimax"``, ``"seasonal_naive"`` or ``"glm"``.
+    method : ``"auto"`` (default: per series, the candidate or combination with the lowest backtest
+        WAPE) or one of :data:`METHODS`.
     level : prediction-interval level (default 0.9).
     demand : ``"running"`` (GPU-hours held per day, default) or ``"submitted"``.
-    log : model ``log(1 + y)`` (default True; the GLM of counts uses its log link instead).
+    log : model ``log(1 + y)`` (default True).
     capacity : cluster → GPUs; bounds running GPU-hours at ``GPUs × 24`` per day. Default: the
-        published count of a known cluster, else the trace's peak GPUs held at once.
+        published count of a known cluster, else the trace's peak GPUs held at once. May be None.
     count_cap : job counts are bounded by ``count_cap ×`` the cluster's largest daily count (all
         types) in the history (default 2).
-    max_origins : weekly backtest origins ``"auto"`` selects on (the latest ones; default 6).
+    weeks : weekly backtest fit origins (the latest ones; default 8).
+    candidates : the methods ``auto`` chooses from (default :data:`CANDIDATES`).
 
-    Fitted state: ``series_`` (the daily history, :func:`daily_series`), ``capacity_`` (cluster →
-    GPUs) and its ``capacity_source_``, ``count_bound_`` (cluster → jobs/day), and with
-    ``method="auto"`` ``choice_`` (``"cluster/type/metric"`` → method) and ``selection_`` (the
-    selection backtest: ``cell, method, mase, mape, wape, coverage, width, n, origins``). Forecasts
-    are refitted from the history on demand (ETS fits take ~10 ms per series).
+    Fitted state: ``series_`` (the daily history), ``metrics_`` (its value columns), ``capacity_``
+    and ``capacity_source_``, ``count_bound_``; with ``method="auto"``: ``choice_`` (``"cluster/type/
+    metric"`` → method), ``members_`` (the combination's members), ``interval_`` (the interval kind and
+    conformal radii) and ``selection_`` (the backtest: ``cell, horizon, method, wape, wape_se, mase,
+    coverage, coverage_conformal, coverage_model, windows, days``). Forecasts are refitted from the
+    history on demand.
     """
 
     def __init__(self, *, method: str = "auto", level: float = 0.9, demand: str = "running", log: bool = True,
-                 capacity: Mapping[str, int] | None = None, count_cap: float = 2.0, max_origins: int = 6):
+                 capacity: Mapping[str, int] | None = None, count_cap: float = 2.0, weeks: int = 8,
+                 candidates: Iterable[str] | None = None):
         self.method = method
         self.level = level
         self.demand = demand
         self.log = log
         self.capacity = capacity
         self.count_cap = count_cap
-        self.max_origins = max_origins
+        self.weeks = weeks
+        self.candidates = candidates
 
     def _validate(self) -> None:
         if self.method not in METHODS:
@@ -197,19 +184,25 @@ class DemandForecaster(BaseModel):
             raise ValueError(f"demand must be 'running' or 'submitted', got {self.demand!r}")
         if not (isinstance(self.count_cap, (int, float)) and self.count_cap >= 1):
             raise ValueError(f"count_cap must be a number >= 1, got {self.count_cap!r}")
-        if not (isinstance(self.max_origins, int) and self.max_origins >= 1):
-            raise ValueError(f"max_origins must be a positive integer, got {self.max_origins!r}")
+        if not (isinstance(self.weeks, int) and self.weeks >= 1):
+            raise ValueError(f"weeks must be a positive integer, got {self.weeks!r}")
+        bad = set(self._candidates()) - (set(METHODS) - {"auto", "combo"})
+        if bad:
+            raise ValueError(f"candidates must be among {METHODS[1:-1]}, got {sorted(bad)}")
         for k, v in (self.capacity or {}).items():
             if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 < v < 2 ** 53):
                 raise ValueError(f"capacity[{k!r}] must be a positive number of GPUs, got {v!r}")
 
+    def _candidates(self) -> tuple:
+        return tuple(self.candidates) if self.candidates is not None else CANDIDATES
+
     def fit(self, trace_or_jobs, *, timezones: Mapping[str, str] | None = None, progress=None
             ) -> "DemandForecaster":
         """Build the daily series of a Trace or jobs DataFrame, the capacity bounds and, for
-        ``method="auto"``, the per-series choice (``progress(done, total)`` is called after each
-        series' selection backtest)."""
+        ``method="auto"``, the per-series choice (``progress(done, total)`` after each series)."""
         self._validate()
         self.series_ = daily_series(trace_or_jobs, timezones, demand=self.demand)
+        self.metrics_ = list(METRICS)
         jobs = getattr(trace_or_jobs, "jobs", trace_or_jobs)
         self.n_fit_ = int(len(jobs))
         self.capacity_, self.capacity_source_ = {}, {}
@@ -224,9 +217,27 @@ class DemandForecaster(BaseModel):
                 jc = jobs[jobs["cluster"].astype(str) == cl]
                 self.capacity_[cl], self.capacity_source_[cl] = peak_concurrent_gpus(jc), "trace peak"
         self._set_count_bound()
-        self.choice_, self.selection_ = {}, None
-        if self.method == "auto":
-            self._select_all(progress)
+        self._select_all(progress)
+        return self
+
+    def fit_series(self, dates, values, *, name: str = "series", progress=None) -> "DemandForecaster":
+        """Fit on one plain daily series (``dates``: consecutive calendar days; ``values``: numbers
+        >= 0) under the metric ``"value"`` of cluster ``name``, type ``"ALL"``; no capacity bound."""
+        self._validate()
+        d = pd.to_datetime(pd.Series(dates)).dt.normalize()
+        v = np.asarray(values, dtype=float)
+        if len(d) != len(v) or len(d) == 0:
+            raise ValueError("fit_series: dates and values must be non-empty and of the same length")
+        if not (np.diff(d.to_numpy()).astype("timedelta64[D]").astype(int) == 1).all():
+            raise ValueError("fit_series: dates must be consecutive calendar days")
+        if not np.all(np.isfinite(v)) or (v < 0).any():
+            raise ValueError("fit_series: values must be finite numbers >= 0")
+        self.series_ = pd.DataFrame({"cluster": str(name), "type": "ALL", "date": d.to_numpy(), "value": v})
+        self.metrics_ = ["value"]
+        self.n_fit_ = int(len(v))
+        self.capacity_, self.capacity_source_ = {}, {}
+        self.count_bound_ = {}
+        self._select_all(progress)
         return self
 
     def _set_count_bound(self) -> None:
@@ -234,20 +245,30 @@ class DemandForecaster(BaseModel):
         self.count_bound_ = {cl: float(self.count_cap) * max(1.0, float(g.loc[g["type"] == "ALL", "jobs"].max()))
                              for cl, g in s.groupby("cluster", sort=True)}
 
+    def _cells(self):
+        for (cl, ty), g in self.series_.groupby(["cluster", "type"], sort=True):
+            for met in self.metrics_:
+                yield f"{cl}/{ty}/{met}", cl, ty, met, g[met].to_numpy()
+
     def _select_all(self, progress=None) -> None:
+        """Per series: the backtest at both horizons; with ``auto`` the choice on the horizon
+        :func:`selection_horizon` gives (4 weeks when the history allows, else 1 day)."""
+        self.choice_, self.members_, self.interval_, self.selection_ = {}, {}, {}, None
+        if self.method != "auto":
+            return
         rows = []
-        groups = list(self.series_.groupby(["cluster", "type"], sort=True))
-        total, done = len(groups) * len(METRICS), 0
-        for (cl, ty), g in groups:
-            for met in METRICS:
-                cell = f"{cl}/{ty}/{met}"
-                choice, bt = select_method(g[met].to_numpy(), max_origins=int(self.max_origins),
-                                           level=float(self.level), log=self.log)
-                self.choice_[cell] = choice
-                rows.append(bt.assign(cell=cell))
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+        cells = list(self._cells())
+        for i, (cell, _cl, _ty, _met, y) in enumerate(cells):
+            bt = backtest_series(y, methods=self._candidates(), horizons=HORIZONS, weeks=int(self.weeks),
+                                 level=float(self.level), log=self.log)
+            hs = selection_horizon(28, len(y))
+            hs = hs if hs in bt.choice else 1
+            self.choice_[cell] = bt.choice[hs]
+            self.members_[cell] = list(bt.combo_members[hs])
+            self.interval_[cell] = dict(bt.interval[hs])
+            rows.append(bt.scores.assign(cell=cell))
+            if progress is not None:
+                progress(i + 1, len(cells))
         sel = pd.concat(rows, ignore_index=True)
         self.selection_ = sel[["cell"] + [c for c in sel.columns if c != "cell"]]
 
@@ -261,10 +282,10 @@ class DemandForecaster(BaseModel):
                 if bad:
                     raise ValueError(f"unknown {col} {sorted(bad)}; have {sorted(s[col].unique())}")
                 s = s[s[col].isin(vals)]
-        metrics = METRICS if metric is None else ([metric] if isinstance(metric, str) else list(metric))
-        bad = set(metrics) - set(METRICS)
+        metrics = self.metrics_ if metric is None else ([metric] if isinstance(metric, str) else list(metric))
+        bad = set(metrics) - set(self.metrics_)
         if bad:
-            raise ValueError(f"metric must be in {METRICS}, got {sorted(bad)}")
+            raise ValueError(f"metric must be in {tuple(self.metrics_)}, got {sorted(bad)}")
         return s, metrics
 
     def bound(self, cluster: str, metric: str) -> float:
@@ -274,7 +295,9 @@ class DemandForecaster(BaseModel):
         if metric == "gpu_hours":
             return float(self.capacity_[cluster]) * 24.0 if self.demand == "running" and \
                 self.capacity_.get(cluster) else float("inf")
-        return self.count_bound_[cluster]
+        if metric == "jobs":
+            return self.count_bound_.get(cluster, float("inf"))
+        return float("inf")
 
     def _method_for(self, cell: str, method: str | None) -> str:
         m = method or self.method
@@ -284,9 +307,8 @@ class DemandForecaster(BaseModel):
 
     def forecast(self, days: int = 30, *, cluster=None, type=None, metric=None, method: str | None = None
                  ) -> pd.DataFrame:
-        """Forecast the next ``days`` local days after the history: long DataFrame ``cluster, type,
-        metric, date, forecast, lower, upper, method``, bounded by capacity and reconciled across
-        types (module docstring)."""
+        """Forecast the next ``days`` days after the history: long DataFrame ``cluster, type, metric,
+        date, forecast, lower, upper, method``, bounded by capacity and reconciled across types."""
         days = int(days)
         if days < 1:
             raise ValueError(f"days must be >= 1, got {days}")
@@ -298,8 +320,15 @@ class DemandForecaster(BaseModel):
         for (cl, ty), g in s.groupby(["cluster", "type"], sort=True):
             dates = pd.date_range(g["date"].max() + pd.Timedelta(days=1), periods=days, freq="D")
             for met in metrics:
-                fc = forecast_series(g[met].to_numpy(), days, method=self._method_for(f"{cl}/{ty}/{met}", method),
-                                     level=float(self.level), log=self.log)
+                cell = f"{cl}/{ty}/{met}"
+                m = self._method_for(cell, method)
+                y = g[met].to_numpy()
+                if method is None and self.method == "auto" and cell in self.choice_:
+                    fc = forecast_fixed(y, days, method=m, level=float(self.level), log=self.log,
+                                        members=self.members_.get(cell, ()), interval=self.interval_.get(cell))
+                else:
+                    fc = forecast_series(y, days, method=m, level=float(self.level), log=self.log,
+                                         candidates=self._candidates())
                 fc.insert(0, "date", dates)
                 fc.insert(0, "metric", met)
                 fc.insert(0, "type", ty)
@@ -348,49 +377,47 @@ class DemandForecaster(BaseModel):
             fc.loc[parts.index, cols] = scaled
         return fc
 
-    def backtest(self, *, horizon: int = 7, step: int = 7, min_train: int = 28,
-                 methods: Iterable[str] | None = None, cluster=None, type=None, metric=None) -> pd.DataFrame:
-        """Rolling-origin backtest (:func:`rolling_origin_backtest`) of every series: tidy rows
-        ``model, metric, cell, value`` with ``cell = "cluster/type/series"`` and metrics ``mase``,
-        ``mape``, ``wape``, ``coverage``, ``width``, ``n``. With ``method="auto"``: every candidate,
-        ``auto`` (the chosen method's scores) and ``auto_causal`` (:func:`select_method`; the fit's
-        selection backtest when the arguments are the defaults); otherwise the model's method and
-        seasonal naive. Empty when the history is too short for one origin (:meth:`backtest_note`)."""
+    def backtest(self, *, cluster=None, type=None, metric=None) -> pd.DataFrame:
+        """The time-honest rolling-origin backtest of every series at 1 day and 4 weeks
+        (:func:`~acmemodel.models.forecast_methods.backtest_series`): tidy rows ``model, metric, cell,
+        horizon, value`` with ``cell = "cluster/type/series"``, ``horizon`` in days, metrics ``wape``,
+        ``wape_se``, ``mase``, ``coverage``, ``coverage_conformal``, ``coverage_model``, ``windows``,
+        ``days``. Models: the candidates, ``combo``, ``auto`` (with ``method="auto"``; the fit's
+        backtest), or the model's method and the naive baselines. Horizons without an evaluation
+        window are left out (:meth:`backtest_note`)."""
         s, metrics = self._select(cluster, type, metric)
+        keys = ("wape", "wape_se", "mase", "coverage", "coverage_conformal", "coverage_model", "windows", "days")
         rows = []
-        keys = ("mase", "mape", "wape", "coverage", "width", "n")
         for (cl, ty), g in s.groupby(["cluster", "type"], sort=True):
             for met in metrics:
                 cell = f"{cl}/{ty}/{met}"
-                y = g[met].to_numpy()
-                if methods is None and self.method == "auto":
-                    if self.selection_ is not None and (horizon, step, min_train) == (7, 7, 28) \
-                            and cell in set(self.selection_["cell"]):
-                        bt = self.selection_[self.selection_["cell"] == cell]
-                    else:
-                        bt = select_method(y, horizon=horizon, step=step, min_train=min_train,
-                                           max_origins=int(self.max_origins), level=float(self.level),
-                                           log=self.log)[1]
+                if self.method == "auto" and self.selection_ is not None:
+                    bt = self.selection_[self.selection_["cell"] == cell]
                 else:
-                    ms = list(methods) if methods is not None else list(dict.fromkeys([self.method, "seasonal_naive"]))
-                    bt = rolling_origin_backtest(y, horizon=horizon, step=step, min_train=min_train, methods=ms,
-                                                 level=float(self.level), log=self.log,
-                                                 max_origins=None)
-                if int(bt["origins"].max() if len(bt) else 0) == 0:
-                    continue
+                    ms = tuple(dict.fromkeys((self.method,) + BASELINES))
+                    bt = backtest_series(g[met].to_numpy(), methods=ms, horizons=HORIZONS, weeks=int(self.weeks),
+                                         level=float(self.level), log=self.log).scores
+                    bt = bt[bt["method"].isin(ms)]
                 for r in bt.itertuples(index=False):
+                    if int(r.windows) == 0:
+                        continue
                     for k in keys:
-                        rows.append({"model": r.method, "metric": k, "cell": cell, "value": float(getattr(r, k))})
-        return pd.DataFrame(rows, columns=["model", "metric", "cell", "value"])
+                        rows.append({"model": r.method, "metric": k, "cell": cell, "horizon": int(r.horizon),
+                                     "value": float(getattr(r, k))})
+        return pd.DataFrame(rows, columns=["model", "metric", "cell", "horizon", "value"])
 
-    def backtest_note(self, *, horizon: int = 7, min_train: int = 28) -> str | None:
-        """A one-line note when the history is too short for any backtest origin, else None."""
+    def backtest_note(self) -> str | None:
+        """A one-line note when the history is too short for a 4-week backtest window (or any), else None."""
         self._check_fitted()
         n = int(self.series_.groupby(["cluster", "type"]).size().max())
-        if n >= min_train + horizon:
+        need1, need28 = 28 + 3 * SEASON, 28 + 28 + 2 * SEASON
+        if n >= need28:
             return None
-        return (f"backtest skipped: the history has {n} complete day(s); a rolling-origin backtest needs at "
-                f"least {min_train + horizon} ({min_train} to train, {horizon} to test)"
+        if n >= need1:
+            return (f"4-week backtest skipped: the history has {n} day(s), a 4-week backtest needs {need28}; "
+                    "the choice is made on the 1-day-ahead backtest")
+        return (f"backtest skipped: the history has {n} complete day(s); a rolling-origin backtest needs at least "
+                f"{need1} (28 to train, 3 weeks of 1-day forecasts)"
                 + ("; 'auto' uses seasonal naive" if self.method == "auto" else ""))
 
     def summary(self) -> pd.DataFrame:
@@ -398,14 +425,12 @@ class DemandForecaster(BaseModel):
         7 days, the method used (``auto``: the choice) and the daily upper bound."""
         self._check_fitted()
         rows = []
-        for (cl, ty), g in self.series_.groupby(["cluster", "type"], sort=True):
-            for met in METRICS:
-                v = g[met].to_numpy()
-                rows.append({"cluster": cl, "type": ty, "metric": met, "days": len(v),
-                             "first": g["date"].min(), "last": g["date"].max(),
-                             "mean_per_day": float(v.mean()), "last7_mean": float(v[-7:].mean()),
-                             "method": self._method_for(f"{cl}/{ty}/{met}", None),
-                             "bound_per_day": self.bound(cl, met)})
+        for cell, cl, ty, met, v in self._cells():
+            g = self.series_[(self.series_["cluster"] == cl) & (self.series_["type"] == ty)]
+            rows.append({"cluster": cl, "type": ty, "metric": met, "days": len(v),
+                         "first": g["date"].min(), "last": g["date"].max(),
+                         "mean_per_day": float(v.mean()), "last7_mean": float(v[-7:].mean()),
+                         "method": self._method_for(cell, None), "bound_per_day": self.bound(cl, met)})
         return pd.DataFrame(rows)
 
     def plot(self, ax=None, *, cluster: str, type: str = "ALL", metric: str = "jobs", days: int = 30,
@@ -430,10 +455,13 @@ class DemandForecaster(BaseModel):
     def _fitted_to_dict(self) -> dict[str, Any]:
         s = self.series_
         d = {"cluster": s["cluster"].tolist(), "type": s["type"].tolist(),
-             "date": s["date"].dt.strftime("%Y-%m-%d").tolist(),
-             "jobs": s["jobs"].to_numpy(), "gpu_hours": s["gpu_hours"].to_numpy(), "n_fit": self.n_fit_,
-             "capacity": dict(self.capacity_), "capacity_source": dict(self.capacity_source_),
-             "choice": dict(self.choice_)}
+             "date": s["date"].dt.strftime("%Y-%m-%d").tolist(), "metrics": list(self.metrics_),
+             "n_fit": self.n_fit_, "capacity": dict(self.capacity_), "capacity_source": dict(self.capacity_source_),
+             "choice": dict(self.choice_), "members": dict(self.members_),
+             "interval": {k: {"kind": v["kind"], "q": [float(x) for x in v["q"]]}
+                          for k, v in self.interval_.items()}}
+        for m in self.metrics_:
+            d[m] = s[m].to_numpy()
         if self.selection_ is not None:
             d["selection"] = {c: self.selection_[c].tolist() for c in self.selection_.columns}
         return d
@@ -441,25 +469,24 @@ class DemandForecaster(BaseModel):
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
         from acmemodel.models.base import unjson_float
 
-        self.series_ = pd.DataFrame({"cluster": d["cluster"], "type": d["type"],
-                                     "date": pd.to_datetime(d["date"]),
-                                     "jobs": np.asarray(d["jobs"], dtype=float),
-                                     "gpu_hours": np.asarray(d["gpu_hours"], dtype=float)})
+        self.metrics_ = list(d.get("metrics") or METRICS)
+        self.series_ = pd.DataFrame({"cluster": d["cluster"], "type": d["type"], "date": pd.to_datetime(d["date"]),
+                                     **{m: np.asarray(d[m], dtype=float) for m in self.metrics_}})
         self.n_fit_ = int(d["n_fit"])
-        clusters = sorted(self.series_["cluster"].unique())
         self.capacity_ = {str(k): int(v) for k, v in (d.get("capacity") or {}).items()}
         self.capacity_source_ = {str(k): str(v) for k, v in (d.get("capacity_source") or {}).items()}
-        for cl in clusters:  # bundles written before the capacity bound: the published count or unbounded
-            if cl not in self.capacity_:
-                info = cluster_info(cl)
-                self.capacity_[cl] = int(info["gpus"]) if info is not None else 0
-                self.capacity_source_[cl] = "published" if info is not None else "none"
-        self._set_count_bound()
+        if "jobs" in self.metrics_:
+            self._set_count_bound()
+        else:
+            self.count_bound_ = {}
         self.choice_ = {str(k): str(v) for k, v in (d.get("choice") or {}).items()}
+        self.members_ = {str(k): [str(x) for x in v] for k, v in (d.get("members") or {}).items()}
+        self.interval_ = {str(k): {"kind": str(v["kind"]), "q": [unjson_float(x) for x in v["q"]]}
+                          for k, v in (d.get("interval") or {}).items()}
         sel = d.get("selection")
         if sel:
             df = pd.DataFrame(sel)
-            for c in ("mase", "mape", "wape", "coverage", "width"):
+            for c in ("wape", "wape_se", "mase", "coverage", "coverage_conformal", "coverage_model"):
                 df[c] = [unjson_float(v) for v in df[c]]
             self.selection_ = df
         else:
