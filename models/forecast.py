@@ -93,11 +93,15 @@ def daily_series(trace_or_jobs, timezones: Mapping[str, str] | None = None, *,
         days = np.arange(d0, d1)
         edges_utc = np.r_[days, d1] * DAY - off
         types = jc["type"].astype(str).to_numpy()
+        # a left-truncated row's submit time is the trace start, not a submission: it counts in the
+        # GPU-hours it ran, not in the jobs submitted
+        fresh = ok & ~(jc["left_truncated"].fillna(False).to_numpy(dtype=bool) if "left_truncated" in jc
+                       else np.zeros(len(jc), dtype=bool))
         groups = [(t, types == t) for t in sorted(set(types))]
         if include_total:
             groups.append(("ALL", np.ones(len(jc), dtype=bool)))
         for ty, m in groups:
-            dj = np.floor((sub[m & ok] + off) / DAY).astype(np.int64) - d0
+            dj = np.floor((sub[m & fresh] + off) / DAY).astype(np.int64) - d0
             dj = dj[(dj >= 0) & (dj < len(days))]
             n_jobs = np.bincount(dj, minlength=len(days)).astype(float)
             if demand == "running":
@@ -108,8 +112,8 @@ def daily_series(trace_or_jobs, timezones: Mapping[str, str] | None = None, *,
                 F = (_weighted_min_sum(e[v], g[v], edges_utc) - _weighted_min_sum(s[v], g[v], edges_utc))
                 gh = np.diff(F) / 3600.0
             else:
-                gt = np.nan_to_num(jc["gpu_time_s"].to_numpy(dtype=float)[m & ok])
-                dall = np.floor((sub[m & ok] + off) / DAY).astype(np.int64) - d0
+                gt = np.nan_to_num(jc["gpu_time_s"].to_numpy(dtype=float)[m & fresh])
+                dall = np.floor((sub[m & fresh] + off) / DAY).astype(np.int64) - d0
                 keep = (dall >= 0) & (dall < len(days))
                 gh = np.bincount(dall[keep], weights=gt[keep], minlength=len(days)) / 3600.0
             frames.append(pd.DataFrame({"cluster": str(cl), "type": ty,

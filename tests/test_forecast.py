@@ -369,3 +369,18 @@ def test_plain_series_cli(tmp_path):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2
+
+
+def test_left_truncated_rows_are_not_submissions():
+    """A row that existed before the trace began (submit = trace start) adds its GPU-hours to the days it
+    ran, not a job to the first day's submissions."""
+    from acmemodel.models.forecast import daily_series
+
+    day = 86400.0
+    jobs = pd.DataFrame({"cluster": "c", "type": "Eval", "submit_s": [0.0, 0.0, 0.5 * day, 2.5 * day],
+                         "start_s": [0.0, 0.0, 0.5 * day, 2.5 * day], "end_s": [day, 2 * day, 0.75 * day, 2.6 * day],
+                         "gpu_num": 1, "left_truncated": [True, False, False, False]})
+    s = daily_series(jobs, {"c": "+00:00"})
+    s = s[s.type == "Eval"].reset_index(drop=True)
+    assert s.jobs.tolist() == [2.0, 0.0]  # the truncated row is not a submission on day 0
+    assert s.gpu_hours.tolist()[0] == pytest.approx(24 + 24 + 6)  # but it ran that day
