@@ -67,6 +67,17 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
         return load_trace(paths, cluster=cluster)
 
 
+def describe_size(spec) -> str:
+    """One line for a cluster's size: ``"128 GPUs (16 nodes × 8) — convert --gpus"`` or ``"unknown
+    (...)"``; ``spec`` a :class:`~acmemodel.clusters.ClusterSpec` or its dict."""
+    d = spec.to_dict() if hasattr(spec, "to_dict") else dict(spec)
+    if d.get("gpus") is None:
+        per = f"; {d['gpus_per_node']} GPUs per node" if d.get("gpus_per_node") else ""
+        return f"unknown (the log does not say; pass --gpus){per}"
+    nodes = (f" ({d['nodes']:,} nodes × {d['gpus_per_node']})" if d.get("nodes") else "")
+    return f"{d['gpus']:,} GPUs{nodes}" + (f" — {d['source']}" if d.get("source") else "")
+
+
 def check_bundle_out(out: Path, option: str = "-o/--out") -> None:
     """Refuse, before any work, a bundle output path that :meth:`Bundle.save` cannot write: an existing
     file for a directory bundle, a directory for a ``.zip`` bundle (``ValueError`` naming the option)."""

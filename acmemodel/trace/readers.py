@@ -17,7 +17,7 @@ from acmemodel.errors import DataWarning, TraceFormatError
 from acmemodel.trace.schema import KNOWN_TYPES, UNFINISHED_STATES, FileInfo, Reason, Trace
 from acmemodel.trace.validation import _RAW_JOB_COLUMNS, _duplicated_ids, _raw_rows, _rejected_frame
 from acmemodel.trace.files import (  # noqa: F401  (re-exported: these lived here)
-    _canonical_names, _check_columns, _CLOSED_LINE, _cluster_from_name, _cluster_name, _drop_blank_rows,
+    file_cluster_spec, _canonical_names, _check_columns, _CLOSED_LINE, _cluster_from_name, _cluster_name, _drop_blank_rows,
     _FIELD, _file_bytes, _has_quote, _is_gzip, _mask_unbalanced_quotes, _OFFSET_RE, _open_text_head,
     _OPTIONAL_NUMERIC, _original_text, _OTHER_FORMATS, _physical_lines, _QUOTE_MASK, _read_one, _read_table,
     _sniff_offset, _utf8_repaired, _value_problems,
@@ -73,15 +73,23 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     tzs: dict[str, str] = {}
     fmt = str(format or "acmetrace").lower()
     reports: list[dict] = []
+    specs: dict = {}
     for path, cl in zip(paths, clusters):
-        imported = None
+        imported, spec = None, None
         if fmt != "acmetrace":
             from acmemodel.trace import importers
 
             imported = importers.read(fmt, path, timezone=timezone, type_map=type_map)
             reports.append(imported.report)
             warn.extend(imported.warnings)
+        else:
+            spec = file_cluster_spec(path)
+            if cl is None and spec is not None:
+                cl = _cluster_name(spec.name)
         jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl, imported)
+        if spec is not None:
+            tz = spec.timezone
+        specs.setdefault(info.cluster, _file_spec(spec, info.cluster, tz, imported, extra, jobs))
         frames.append(jobs)
         type_counts.append(tc)
         int_ids.append(ii)
@@ -143,7 +151,54 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
                 problems.setdefault(c, {})[k] = problems.get(c, {}).get(k, 0) + v
     return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
                  timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports,
-                 value_problems=problems)
+                 value_problems=problems, cluster_specs=specs)
+
+
+#: at most this many distinct partition (or VC) names make a cluster's partition list
+MAX_PARTITIONS = 64
+
+
+def _file_spec(spec, name: str, tz: str, imported, extra: pd.DataFrame, jobs: pd.DataFrame):
+    """The :class:`~acmemodel.clusters.ClusterSpec` of one file's cluster ``name``: the file's own
+    (sidecar or Parquet metadata; renamed when ``cluster=`` renamed it), else the published one of Seren
+    or Kalos, else what the log says: the zone, the partitions (or VCs) of its jobs and, for SWF, the
+    header's ``MaxProcs``/``MaxNodes`` when they hold every job. Unknown sizes stay ``None``."""
+    import dataclasses
+
+    from acmemodel.clusters import ClusterSpec, acme_cluster
+
+    if spec is not None:
+        return spec if spec.name == name else dataclasses.replace(spec, name=name)
+    if imported is None and (acme := acme_cluster(name)) is not None and acme.name == name:
+        return acme
+    parts: tuple = ()
+    for col in ("partition", "vc"):
+        if extra is not None and col in extra.columns:
+            v = pd.unique(extra[col].dropna().astype(str).str.strip())
+            v = [x for x in v if x]
+            if 0 < len(v) <= MAX_PARTITIONS:
+                parts = tuple(sorted(v))
+                break
+    gpus = per_node = None
+    source = []
+    hdr = (imported.report.get("header") or {}) if imported is not None else {}
+    biggest = int(jobs["gpu_num"].max()) if len(jobs) else 0
+    try:
+        procs = int(float(hdr.get("MaxProcs"))) if hdr.get("MaxProcs") is not None else None
+        nodes = int(float(hdr.get("MaxNodes"))) if hdr.get("MaxNodes") is not None else None
+    except (TypeError, ValueError):
+        procs = nodes = None
+    if procs and procs > 0 and procs >= biggest:
+        gpus = procs
+        source.append("SWF header MaxProcs")
+        if nodes and nodes > 0 and procs % nodes == 0:
+            per_node = procs // nodes
+            source.append("MaxNodes")
+    tzname = hdr.get("TimeZoneString") if isinstance(hdr.get("TimeZoneString"), str) else None
+    return ClusterSpec(name=name, gpus=gpus, gpus_per_node=per_node, timezone=tz, tzname=tzname,
+                       partitions=parts, source=(" and ".join(source) if source else
+                                                 f"the log ({imported.format if imported is not None else 'trace file'})"
+                                                 ""))
 
 
 def _extraction_seconds(value) -> float:
