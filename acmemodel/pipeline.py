@@ -28,7 +28,7 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
                models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
                params: dict[str, dict] | None = None, subsets: dict[str, "pd.Series"] | None = None,
                log: Callable[[str], None] | None = None,
-               progress: Callable[..., None] | None = None) -> Bundle:
+               progress: Callable[..., None] | None = None, clusters: dict | None = None) -> Bundle:
     """Fit the named models (default: all) on ``jobs`` (the trace contract) and bundle them.
 
     ``params`` maps a model name to constructor keyword arguments; ``subsets`` maps a model name to a
@@ -36,6 +36,8 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     plus per-model fit seconds under ``"fit_seconds"`` and, when a fit warned, one sentence per distinct
     warning under ``"fit_notes"`` (``{model: [sentence]}``; each is re-issued once as a warning).
     ``progress(done, total, description)`` is called before each model and at the end.
+    ``clusters`` (name → :class:`~acmemodel.clusters.ClusterSpec`, e.g. ``Trace.cluster_specs``) is stored
+    under ``provenance["clusters"]``: the bundle then describes its clusters (:meth:`Bundle.clusters`).
     """
     from acmemodel.trace import Trace
 
@@ -74,6 +76,9 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
         progress(len(names), len(names), "fitted")
     prov = dict(provenance or {})
     prov["fit_seconds"] = seconds
+    if clusters:
+        names = set(jobs["cluster"].astype(str).unique()) if "cluster" in jobs else set(clusters)
+        prov["clusters"] = {str(k): v.to_dict() for k, v in clusters.items() if str(k) in names}
     if notes:
         prov["fit_notes"] = {m: list(v) for m, v in notes.items()}
     return Bundle(fitted, provenance=prov, name=name)

@@ -26,8 +26,9 @@ def forecast_cmd(
                                help="GPU-hours: 'running' (held per day) or 'submitted' (by submit day)."),
     cluster: Optional[str] = CLUSTER,
     gpus: Optional[int] = typer.Option(None, "--gpus",
-                                       help="Cluster size bounding GPU-hours/day (default: the published "
-                                            "size, else the trace's peak GPUs in use)."),
+                                       help="Cluster size bounding GPU-hours/day (default: the size in the "
+                                            "trace's cluster description, else the trace's peak GPUs in use, "
+                                            "said so)."),
     types: Optional[str] = typer.Option(None, "--type", help="Comma-separated types (default: all + ALL)."),
     backtest: bool = typer.Option(True, "--backtest/--no-backtest",
                                   help="Rolling-origin backtest vs seasonal-naive (7-day horizon, weekly origins)."),
@@ -50,13 +51,13 @@ def forecast_cmd(
     if gpus is not None and not 0 < gpus < 2 ** 53:
         raise ValueError(f"--gpus must be a positive number of GPUs, got {gpus}")
     trace = load_traces(paths, cluster)
-    capacity = None
-    if gpus is not None:
-        capacity = {str(c): int(gpus) for c in trace.jobs["cluster"].astype(str).unique()}
+    capacity, unknown = _capacity(trace, gpus)
     f = DemandForecaster(method=method, level=level, demand=demand, capacity=capacity)
     with warnings.catch_warnings(), progress("selecting a forecaster per series", enabled=not json_out) as upd:
         warnings.simplefilter("ignore")
         f.fit(trace, progress=upd)
+        if gpus is None:  # (the bound came from the trace's own cluster description, not the command line)
+            f.capacity_source_.update({c: "cluster description" for c in (capacity or {})})
         type_sel = [t.strip() for t in types.split(",")] if types else None
         fc = f.forecast(days, type=type_sel)
         note = f.backtest_note() if backtest else None
@@ -69,6 +70,7 @@ def forecast_cmd(
                                            last=lambda d: d["last"].dt.strftime("%Y-%m-%d"))
                     .to_dict("records"),
                     "capacity": {c: {"gpus": f.capacity_[c], "source": f.capacity_source_[c],
+                                     "cluster_size_known": c not in unknown,
                                      "gpu_hours_per_day": f.bound(c, "gpu_hours"),
                                      "jobs_per_day": f.bound(c, "jobs")} for c in f.capacity_},
                     "choice": dict(f.choice_),
@@ -77,10 +79,32 @@ def forecast_cmd(
                     "backtest_note": note})
         return
     _print_forecast(f, fc, summ, days, method, level, demand)
+    for cl in sorted(unknown):
+        console.print(f"note: the size of cluster {cl} is unknown (not in its description; pass --gpus, or "
+                      f"convert --gpus); running GPU-hours are bounded by the trace's peak of "
+                      f"{num(f.capacity_.get(cl, 0))} GPUs in use, a lower bound of the size",
+                      markup=False, highlight=False)
     if note is not None:
         console.print(note)
     elif bt is not None and len(bt):
         _print_backtest(bt, method, f.choice_)
+
+
+def _capacity(trace, gpus: int | None) -> tuple[dict | None, set]:
+    """Cluster → GPUs bounding the forecast: ``--gpus`` for every cluster, else each cluster's own
+    description (``Trace.cluster_specs``); also the clusters whose size is unknown (bounded by the
+    trace's peak in use, which the command says)."""
+    names = [str(c) for c in trace.jobs["cluster"].astype(str).unique()]
+    if gpus is not None:
+        return {c: int(gpus) for c in names}, set()
+    cap, unknown = {}, set()
+    for c in names:
+        spec = trace.cluster_specs.get(c)
+        if spec is not None and spec.gpus is not None:
+            cap[c] = int(spec.gpus)
+        else:
+            unknown.add(c)
+    return cap or None, unknown
 
 
 def _print_forecast(f, fc, summ, days, method, level, demand) -> None:
