@@ -404,6 +404,8 @@ def _read_one(path: Path, cluster: str | None, imported=None):
         warn.append(f"{path}: optional column(s) {', '.join(optional)} absent"
                     + ("; the cross-check of the file's own values is skipped for them"
                        if {"duration", "queue", "gpu_time"} & set(optional) else ""))
+    if imported is None and cluster not in CLUSTER_TZ:  # (a layout, not a cluster: no Acme name for others')
+        schema = "acmetrace"
     info = FileInfo(path=str(path), cluster=cluster, schema=schema, extra_columns=extra_cols,
                     missing_optional=optional, fast_path=fast)
     n = table.num_rows

@@ -93,7 +93,7 @@ class FileInfo:
 
     path: str
     cluster: str
-    schema: str  # "seren" or "kalos"
+    schema: str  # "seren"/"kalos" (Acme's files), "acmetrace" (another cluster's), or the importer's format
     rows: int = 0  # data rows seen (accepted + rejected)
     accepted: int = 0
     rejected: int = 0
