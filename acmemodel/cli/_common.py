@@ -70,8 +70,8 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
 def bundle_cluster(bundle, cluster: str | None, source=None, option: str = "--cluster"):
     """(name, :class:`~acmemodel.clusters.ClusterSpec` or None) of the bundle cluster a command uses:
     ``cluster`` when the bundle models it (``ValueError`` naming the option, the bundle and the known
-    clusters otherwise), else the bundle's only cluster; the default bundle (``source`` None) defaults
-    to Seren. Never an Acme cluster for a bundle fitted on another."""
+    clusters otherwise), else the bundle's only cluster, else Seren when the bundle models it (the default
+    bundle). Never an Acme cluster for a bundle fitted on another."""
     known = bundle.clusters()
     arrival = bundle.get("arrival")
     names = list(getattr(arrival, "clusters_", None) or known)
@@ -79,7 +79,7 @@ def bundle_cluster(bundle, cluster: str | None, source=None, option: str = "--cl
     if cluster is None:
         if len(names) == 1:
             cluster = names[0]
-        elif source is None and "Seren" in names:
+        elif "Seren" in names:  # (a bundle of Acme's clusters, e.g. the default one)
             cluster = "Seren"
         else:
             raise ValueError(f"{option}: {where} models several clusters ({', '.join(names)}); name one")
