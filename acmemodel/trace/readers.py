@@ -34,9 +34,12 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     ----------
     paths : a path or a list of paths (``.csv``, ``.csv.gz``/``.gz``, ``.parquet``; for other formats
         the files that format uses, see :mod:`acmemodel.trace.importers`).
-    cluster : cluster name for every file, or one name per file. Default: from the file name
-        (``*seren*`` → Seren, ``*kalos*`` → Kalos), else from the schema (Kalos columns → Kalos,
-        otherwise Seren) with a warning; imported formats: the file name's stem.
+    cluster : cluster name for every file, or one name per file. Default: the file's own description
+        (sidecar ``<file>.cluster.yaml`` or Parquet metadata, as ``convert`` writes them), else its
+        ``cluster`` column, else the file name (``*seren*`` → Seren, ``*kalos*`` → Kalos), else the file
+        name before its first dot with a warning — never an Acme cluster assumed from the columns;
+        imported formats: the file name's stem. ``Trace.cluster_specs`` holds what is known of each
+        cluster (:class:`acmemodel.clusters.ClusterSpec`).
     format : ``acmetrace`` (default) or an importer: ``slurm``, ``swf``, ``helios``, ``philly``,
         ``pai2020``, ``k8s`` (:data:`acmemodel.trace.importers.FORMATS`).
     timezone : UTC offset (``+08:00``) of naive local timestamps in imported files (default: the
