@@ -120,6 +120,9 @@ def init_config(bundle, source, cluster: str | None = None) -> tuple[str, dict]:
 
         return json.dumps(str(x), ensure_ascii=False)
 
+    def c(text: str, comment: str) -> str:
+        return f"{text:<27} # {comment}"
+
     lines = [
         f"# Starting plan for cluster {name}, written by `acmemodel plan --init` from {where}.",
         f"# Cluster description: {describe_size(spec)}; zone {spec.timezone}"
@@ -127,22 +130,22 @@ def init_config(bundle, source, cluster: str | None = None) -> tuple[str, dict]:
         "# Edit the reservation, the run and the queue target, then: acmemodel plan THIS_FILE --bundle BUNDLE",
         f"name: {q(values['name'])}",
         "cluster:",
-        f"  gpus: {total}                # the whole cluster ({nodes:,} nodes of {per})",
+        c(f"  gpus: {total}", f"the whole cluster ({nodes:,} nodes of {per})"),
         f"  gpus_per_node: {per}",
         "  partitions:",
-        f"    pretrain: {reserve}           # reserved for the run below; the rest is the shared pool",
-        "  routing:                  # the log's own job types run in the shared pool",
+        c(f"    pretrain: {reserve}", "reserved for the run below; the rest is the shared pool"),
+        c("  routing:", "the log's own job types run in the shared pool"),
         *[f"    {q(t)}: shared" for t in types],
         "  backfill: true",
-        "  include_runs: true        # the run occupies the reservation in the cluster simulation",
+        c("  include_runs: true", "the run occupies the reservation in the cluster simulation"),
         "checkpoint: {mode: sync, sync_cost: 60s, async_cost: 5s, interval: auto}",
-        *([f"failures: {{job_type: {q(job_type)}}}   # the failure model's covariate for the run"]
+        *([c(f"failures: {{job_type: {q(job_type)}}}", "the failure model's covariate for the run")]
           if job_type is not None else
           ["# failures: the bundle has no failure model (its log has no failed job), so the runs' failure",
            "#   rate must be given: failures.mttf + reference_gpus (+ shape), failures.reliability, or",
            "#   `acmemodel plan ... --reliability PRESET` (a published fleet's rate, not this cluster's)"]),
         "workload:",
-        f"  cluster: {q(name)}          # this cluster's arrival, run-time, queue and failure models",
+        c(f"  cluster: {q(name)}", "this cluster's arrival, run-time, queue and failure models"),
         "  scale: 1.0",
         "  days: 7",
         "  replicas: 1",
