@@ -228,6 +228,9 @@ def test_unknown_cluster_is_an_error(sacct_file, tmp_path):
               "--cluster", "'Kalos'", str(bundle), "site")
     one_error(*cli("plan", "--init", bundle, "--cluster", "other"), "--cluster", "'other'", "site")
     one_error(*cli("plan", "--init", bundle), "gpus_per_node", str(bundle))  # the size was half given
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("cluster: {gpus: 128, gpus_per_node: 8}\nworkload: {cluster: other, days: 1}\nruns: []\n")
+    one_error(*cli("plan", cfg, "--bundle", bundle), str(cfg), "workload.cluster", "'other'", "site")
     side = tmp_path / "site.csv.cluster.yaml"
     side.write_text(side.read_text().replace("gpus: 128", "gpus: lots"))
     one_error(*cli("describe", trace), str(side), "gpus")
