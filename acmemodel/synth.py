@@ -278,7 +278,10 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     df = pd.DataFrame(allj)
     df.insert(0, "cluster", cluster)
     df["run_s"] = np.round(df["run_s"].to_numpy())
-    df["node_num"] = np.maximum(1, -(-df["gpu_num"].to_numpy() // GPUS_PER_NODE))
+    # nodes of the cluster's own size (the bundle's description of it; 8-GPU nodes when it does not say)
+    spec = b.cluster(cluster) if b is not None and hasattr(b, "cluster") else None
+    per_node = spec.gpus_per_node if spec is not None and spec.gpus_per_node else GPUS_PER_NODE
+    df["node_num"] = np.maximum(1, -(-df["gpu_num"].to_numpy() // per_node))
     # ---- queueing
     queue = np.zeros(len(df))
     if fill_queue is not None:
