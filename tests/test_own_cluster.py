@@ -232,5 +232,8 @@ def test_unknown_cluster_is_an_error(sacct_file, tmp_path):
     cfg.write_text("cluster: {gpus: 128, gpus_per_node: 8}\nworkload: {cluster: other, days: 1}\nruns: []\n")
     one_error(*cli("plan", cfg, "--bundle", bundle), str(cfg), "workload.cluster", "'other'", "site")
     side = tmp_path / "site.csv.cluster.yaml"
-    side.write_text(side.read_text().replace("gpus: 128", "gpus: lots"))
+    good = side.read_text()
+    side.write_text(good.replace("gpus: 128", "gpus: 8"))  # edited below the largest job's 64 GPUs
+    one_error(*cli("describe", trace), str(side), "gpus = 8 contradicts", "line")
+    side.write_text(good.replace("gpus: 128", "gpus: lots"))
     one_error(*cli("describe", trace), str(side), "gpus")
