@@ -83,8 +83,8 @@ def _nasa(tmp: Path, real_data) -> dict:
     body = [ln for ln in lines if ln.strip() and not ln.startswith(";")][:4000]  # ~20 days
     p = tmp / "nasa.swf"
     p.write_text("\n".join(head + body) + "\n", encoding="utf-8")
-    # the log has no failed job (status -1 throughout): no failure model to fit or evaluate
-    return {"name": "ipsc", "convert": ["--from", "swf", p], "failures": False}
+    # the log records no failure and no wait (status and wait -1 throughout): no failure or queue model
+    return {"name": "ipsc", "convert": ["--from", "swf", p], "failures": False, "queue": False}
 
 
 def _sacct(tmp: Path, real_data) -> dict:
@@ -130,8 +130,9 @@ def chain(request, tmp_path_factory, real_data):
     steps.append(("convert", code, out, err))
     step("describe", "describe", trace)
     bundle = tmp / "bundle"
-    models = [] if case["failures"] else [a for m in ("runtime", "queue", "restart", "arrival", "gpu_counts",
-                                                       "predictor") for a in ("--model", m)]
+    fitted = ["runtime", "restart", "arrival", "gpu_counts", "predictor"] + (["queue"] if case.get("queue", True)
+                                                                             else [])
+    models = [] if case["failures"] and case.get("queue", True) else [a for m in fitted for a in ("--model", m)]
     step("fit", "fit", trace, "-o", bundle, *models)
     step("evaluate runtime", "evaluate", "runtime", trace, "--json")
     if case["failures"]:
@@ -237,7 +238,7 @@ def test_unknown_cluster_is_an_error(sacct_file, tmp_path):
     one_error(*cli("plan", cfg, "--bundle", bundle), str(cfg), "workload.cluster", "'other'", "site")
     side = tmp_path / "site.csv.cluster.yaml"
     good = side.read_text()
-    side.write_text(good.replace("gpus: 128", "gpus: 8"))  # edited below the largest job's 64 GPUs
-    one_error(*cli("describe", trace), str(side), "gpus = 8 contradicts", "line")
+    side.write_text(good.replace("gpus: 128", "gpus: 32"))  # edited below the largest job's 64 GPUs
+    one_error(*cli("describe", trace), str(side), "gpus = 32 contradicts", "line")
     side.write_text(good.replace("gpus: 128", "gpus: lots"))
     one_error(*cli("describe", trace), str(side), "gpus")

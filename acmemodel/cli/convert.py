@@ -85,7 +85,7 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     order = np.argsort(trace.jobs["submit_s"].to_numpy(dtype=float), kind="stable")
     jobs = trace.jobs.iloc[order].reset_index(drop=True)
     ex = trace.extras.iloc[order].reset_index(drop=True) if trace.extras is not None else None
-    spec = _described(trace.cluster_spec(cl), jobs, gpus, gpus_per_node, paths)
+    spec = _described(trace.cluster_spec(cl), jobs, gpus, gpus_per_node, fmt)
     trace.cluster_specs[cl] = spec
     table = acmetrace_table(jobs, cluster=cl, schema="kalos", timezone=tz)
     written_ids = table.column("job_id").to_numpy(zero_copy_only=False).astype(str)
@@ -142,9 +142,14 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     return dataclasses.replace(trace, jobs=jobs, extras=ex), summary
 
 
-def _described(spec, jobs, gpus: int | None, gpus_per_node: int | None, paths):
+#: formats whose jobs carry no node count (``node_num`` is a placeholder 1): no per-node check
+NO_NODE_COUNT = ("swf",)
+
+
+def _described(spec, jobs, gpus: int | None, gpus_per_node: int | None, fmt: str):
     """``spec`` with the ``--gpus``/``--gpus-per-node`` given, checked against the jobs: ValueError
-    naming the option, the job and its file line when a job asks for more than the cluster holds."""
+    naming the option, the job and its file line when a job asks for more than the cluster holds
+    (per node only where the log records nodes, not SWF)."""
     import dataclasses
 
     import numpy as np
@@ -163,7 +168,10 @@ def _described(spec, jobs, gpus: int | None, gpus_per_node: int | None, paths):
             raise ValueError(f"--gpus: {gpus:,} GPUs contradicts the log: {where(i)} asks for {int(g[i]):,} GPUs")
         changes["gpus"] = int(gpus)
         src.append("--gpus")
-    if gpus_per_node is not None:
+    if gpus_per_node is not None and fmt in NO_NODE_COUNT:
+        changes["gpus_per_node"] = int(gpus_per_node)
+        src.append("--gpus-per-node")
+    elif gpus_per_node is not None:
         per = -(-g // n)
         i = int(np.argmax(per))
         if per[i] > gpus_per_node:

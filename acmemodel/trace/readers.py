@@ -159,25 +159,21 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
 
 
 def _check_capacity(spec, jobs: pd.DataFrame, path: Path) -> None:
-    """A file's own description must hold its jobs: no job asks for more GPUs than ``gpus``, nor more per
-    node than ``gpus_per_node`` (:class:`TraceFormatError` naming the description, the field and the job)."""
-    if not len(jobs) or (spec.gpus is None and spec.gpus_per_node is None):
+    """A file's own description must hold its jobs: no job asks for more GPUs than ``gpus``
+    (:class:`TraceFormatError` naming the description, the field and the job). (Not checked per node: a
+    converted SWF log's ``node_num`` is a placeholder 1.)"""
+    if not len(jobs) or spec.gpus is None:
         return
     from acmemodel.clusters import sidecar_path
 
     side = sidecar_path(path)
     where = str(side) if side.is_file() and path.suffix.lower() != ".parquet" else f"{path}: metadata"
     g = jobs["gpu_num"].to_numpy(dtype=np.int64)
-    per = -(-g // np.maximum(jobs["node_num"].to_numpy(dtype=np.int64), 1))
-    for field, limit, vals in (("gpus", spec.gpus, g), ("gpus_per_node", spec.gpus_per_node, per)):
-        if limit is None:
-            continue
-        i = int(np.argmax(vals))
-        if vals[i] > limit:
-            r = jobs.iloc[i]
-            raise TraceFormatError(f"{where}: {field} = {limit:,} contradicts the trace: job {r['job_id']} "
-                                   f"(line {int(r['source_line'])}) asks for {int(vals[i]):,}"
-                                   + (" per node" if field == "gpus_per_node" else " GPUs"))
+    i = int(np.argmax(g))
+    if g[i] > spec.gpus:
+        r = jobs.iloc[i]
+        raise TraceFormatError(f"{where}: gpus = {spec.gpus:,} contradicts the trace: job {r['job_id']} "
+                               f"(line {int(r['source_line'])}) asks for {int(g[i]):,} GPUs")
 
 
 #: at most this many distinct partition (or VC) names make a cluster's partition list
