@@ -146,7 +146,12 @@ def resubmit_probabilities(restart, cluster: str, types, gpus, *, restart_prob: 
         if restart_prob is not None:
             p = float(restart_prob) if ty in restart_types else 0.0
         elif restart is not None and hasattr(restart, "resubmit_probability"):
-            p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
+            try:
+                p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
+            except ValueError:  # a type of CPU jobs only, unknown to the model of failed GPU jobs
+                if int(gpus[idx[0]]) != 0:
+                    raise
+                p = 0.0
         else:
             p = resubmit_prior(ty)
         out[idx] = p

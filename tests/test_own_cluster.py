@@ -36,19 +36,21 @@ def cli(*args) -> tuple[int, str, str]:
 
 def write_sacct(path: Path, n: int = 1500, days: int = 21, seed: int = 3) -> Path:
     """A ``sacct --parsable2`` extract of ``n`` jobs over ``days`` days on 8-GPU nodes: partitions gpu /
-    debug / eval, job names by kind, every final state plus jobs still running at extraction."""
+    debug / eval / cpu (CPU-only jobs), job names by kind, every final state plus jobs still running at
+    extraction."""
     rng = np.random.default_rng(seed)
     t0 = pd.Timestamp("2024-03-01T00:00:00").value / 1e9
     sub = np.sort(t0 + rng.uniform(0, days * 86400, n))
-    kind = rng.choice(["pretrain", "eval", "debug", "sft"], n, p=[0.15, 0.5, 0.2, 0.15])
+    kind = rng.choice(["pretrain", "eval", "debug", "sft", "prep"], n, p=[0.15, 0.45, 0.2, 0.15, 0.05])
     gpus = np.where(kind == "pretrain", rng.choice([16, 32, 64], n),
                     np.where(kind == "eval", rng.choice([1, 2, 8], n), rng.choice([1, 4, 8], n)))
+    gpus[kind == "prep"] = 0  # a CPU-only job type (partition cpu)
     nodes = np.maximum(1, gpus // 8)
     wait = rng.exponential(120, n).round()
     run = np.exp(rng.normal(np.where(kind == "pretrain", 9.0, 6.5), 1.2)).round() + 1
     state = rng.choice(["COMPLETED", "FAILED", "CANCELLED by 77", "TIMEOUT", "NODE_FAIL"], n,
                        p=[0.7, 0.15, 0.1, 0.03, 0.02])
-    part = np.where(kind == "eval", "eval", np.where(kind == "debug", "debug", "gpu"))
+    part = np.where(kind == "eval", "eval", np.where(kind == "debug", "debug", np.where(kind == "prep", "cpu", "gpu")))
     lines = ["JobID|JobIDRaw|User|Partition|QOS|JobName|State|Submit|Start|End|NNodes|AllocCPUS|ReqCPUS|"
              "AllocTRES|ReqTRES"]
     t_end = t0 + days * 86400
@@ -66,7 +68,8 @@ def write_sacct(path: Path, n: int = 1500, days: int = 21, seed: int = 3) -> Pat
             s, end_txt = "RUNNING", "Unknown"
         if st > t_end:
             continue
-        tres = f"billing={16 * nodes[i]},cpu={16 * nodes[i]},gres/gpu={gpus[i]},mem={128 * nodes[i]}G,node={nodes[i]}"
+        gres = f"gres/gpu={gpus[i]}," if gpus[i] else ""
+        tres = f"billing={16 * nodes[i]},cpu={16 * nodes[i]},{gres}mem={128 * nodes[i]}G,node={nodes[i]}"
         lines.append(f"{jid}|{jid}|u{rng.integers(0, 40)}|{part[i]}|normal|{kind[i]}_{i % 17}|{s}|{iso(sub[i])}|"
                      f"{iso(st)}|{end_txt}|{nodes[i]}|{16 * nodes[i]}|{16 * nodes[i]}|{tres}|{tres}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
