@@ -234,8 +234,9 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
     the causes assigned along the sorted end times by a golden-ratio sequence (module docstring,
     step 3): every job's (state, run time) still has the model's law; sums over many jobs (GPU time
     by state) get the sampling noise of a stratified sample instead of an iid one. CPU jobs (0 GPUs)
-    of a runtime model fitted on GPU jobs only take their type's single-GPU law (the cluster's, over
-    every type, for a type that had no GPU job, e.g. a log's CPU-only role).
+    of a runtime model fitted on GPU jobs only take their type's single-GPU law. A type the runtime
+    model never saw (no GPU job of it in the fit, e.g. a log's CPU-only role) is marginalised: the
+    cluster's law over every type, as the failure model does (:func:`_failure_key`).
     """
     from acmemodel.features.keys import type_bucket_groups
 
@@ -254,8 +255,8 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
         key = {"cluster": cluster, "type": ty, "gpus": g0}
         if g0 == 0 and gpu_only:  # no CPU cell in a GPU-only fit: the type's single-GPU law
             key["gpus"] = 1
-            if not _knows_type(runtime, key):  # a type of CPU jobs only: the cluster's single-GPU law
-                del key["type"]
+        if not _knows_type(runtime, key):  # a type without a GPU job in the fit (a log's CPU-only type,
+            del key["type"]                # whose jobs drew GPUs from a coarser cell): marginalised
         if direct:  # a runtime with only the sample_jobs interface: its (state, run time) pairs
             out = runtime.sample_jobs(len(idx), rng, **key)
             state[idx] = out["state"].to_numpy(dtype=object)
@@ -356,7 +357,10 @@ def _size_law(runtime, cluster, types, gpus, run) -> None:
     for ty, _b, idx in type_bucket_groups(types, gpus):
         if gpus[idx[0]] == 0:  # CPU jobs: no size law
             continue
-        f = np.asarray(factors(gpus[idx], cluster=cluster, type=ty), dtype=float)
+        try:
+            f = np.asarray(factors(gpus[idx], cluster=cluster, type=ty), dtype=float)
+        except ValueError:  # a type the model never saw (marginalised in sample_lives): no size law
+            continue
         if f[0] > 0:
             run[idx] *= f / f[0]
 

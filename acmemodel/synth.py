@@ -148,9 +148,7 @@ def resubmit_probabilities(restart, cluster: str, types, gpus, *, restart_prob: 
         elif restart is not None and hasattr(restart, "resubmit_probability"):
             try:
                 p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
-            except ValueError:  # a type of CPU jobs only, unknown to the model of failed GPU jobs
-                if int(gpus[idx[0]]) != 0:
-                    raise
+            except ValueError:  # a type with no failed GPU job in the fit (a log's CPU-only type): none
                 p = 0.0
         else:
             p = resubmit_prior(ty)

@@ -245,3 +245,9 @@ def test_unknown_cluster_is_an_error(sacct_file, tmp_path):
     one_error(*cli("describe", trace), str(side), "gpus = 32 contradicts", "line")
     side.write_text(good.replace("gpus: 128", "gpus: lots"))
     one_error(*cli("describe", trace), str(side), "gpus")
+
+
+def test_plan_simulates_the_clusters_own_workload(chain):
+    out = next(o for label, _, o, _ in chain["steps"] if label == "plan")
+    assert "not simulated" not in out, out
+    assert f"{chain['name']} arrivals" in " ".join(out.split())  # the workload of this cluster's models
