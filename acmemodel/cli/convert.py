@@ -2,8 +2,9 @@
 
 The output is the AcmeTrace Kalos schema (``mem_per_pod_GB`` included; ``duration`` and ``gpu_time``
 on the run-time basis, ``end − start``) in submission order, a ``cluster`` column with the cluster's
-name, plus the source columns the importer found (``job_name``, ``partition``, ``qos``, ``vc``, ``restart_of``, ...) as extra columns,
-so every command reads it (``load_trace`` keeps them in ``Trace.extras``; the run-time predictor
+name, plus the source columns the importer found (``job_name``, ``partition``, ``qos``, ``vc``,
+``restart_of``, ...) as extra columns, each kept with its row whatever the input order, so every
+command reads it (``load_trace`` keeps them in ``Trace.extras``; the run-time predictor
 uses them). Unfinished jobs keep their state (RUNNING, SUSPENDED, PENDING) with ``end_time`` = the
 extraction time, so they load back censored there.
 
