@@ -8,7 +8,12 @@
   ``datasets/data/PROVENANCE.md``): Seren 286 nodes × 8 = 2,288 GPUs, Kalos 302 × 8 = 2,416 GPUs;
 * :func:`utc_offset_seconds` — the one parser of UTC offsets (``"+08:00"`` → 28800 s east of UTC);
 * :func:`cluster_timezones` — the time zone of every cluster: the defaults, then a trace's, then the
-  caller's.
+  caller's;
+* :class:`ClusterSpec` — a cluster as data (name, GPUs, GPUs per node, time zone, partitions): what
+  ``convert`` writes beside a trace (:func:`write_sidecar`, ``<trace>.cluster.yaml``; Parquet schema
+  metadata :data:`PARQUET_KEY`), ``load_trace`` reads back (``Trace.cluster_specs``), ``fit`` stores in
+  the bundle and every command uses. Acme's Seren and Kalos are two entries of the same kind
+  (:func:`acme_cluster`, :func:`acme_clusters`); no command falls back to them for another cluster.
 
 Import-light: nothing of the package is imported at module level; the reference table is read
 (through :mod:`acmemodel.datasets.reference`) on first use.
@@ -19,11 +24,13 @@ import functools
 import math
 import numbers
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 __all__ = ["CLUSTER_TZ", "CLUSTER_TZNAME", "GPUS_PER_NODE", "utc_offset_seconds", "zone_offsets", "cluster_timezones",
            "cluster_table", "cluster_info", "cluster_gpus", "PUBLISHED_DURATION_INCLUDES_QUEUE",
-           "published_duration_includes_queue"]
+           "published_duration_includes_queue", "ClusterSpec", "acme_cluster", "acme_clusters", "sidecar_path",
+           "write_sidecar", "read_cluster_file", "spec_from_parquet_metadata", "SIDECAR_SUFFIX", "PARQUET_KEY"]
 
 #: cluster → UTC offset of its trace timestamps (paper Table 1 / AcmeTrace README)
 CLUSTER_TZ: dict[str, str] = {"Seren": "+08:00", "Kalos": "+00:00"}
@@ -183,3 +190,162 @@ def cluster_gpus(cluster: str) -> int:
         raise ValueError(f"no published GPU count for cluster {cluster!r} (known: "
                          f"{', '.join(r['name'] for r in _records().values())}); pass the GPU count explicitly")
     return int(info["gpus"])
+
+
+# ------------------------------------------------------------------------------ cluster descriptions
+#: file-name suffix of the description written beside a CSV trace (``mycluster.csv`` →
+#: ``mycluster.csv.cluster.yaml``)
+SIDECAR_SUFFIX = ".cluster.yaml"
+#: key of the description in a Parquet trace's schema metadata (JSON of :meth:`ClusterSpec.to_dict`)
+PARQUET_KEY = b"acmemodel.cluster"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What is known about one cluster: the description a trace carries from ``convert`` to ``plan``.
+
+    Attributes
+    ----------
+    name : the cluster's name as the user gave it (the ``cluster`` column of its trace).
+    gpus : total GPUs (``None``: unknown — no command invents it; caps that need it say so).
+    gpus_per_node : GPUs per node (``None``: unknown).
+    timezone : UTC offset of the cluster's local time, ``"+08:00"`` (calendar features, exports).
+    tzname : IANA zone of that local time when known (``"Asia/Shanghai"``), else ``None``.
+    partitions : partition (queue, virtual cluster) names seen in the log or given, in order.
+    duration_includes_queue : whether the cluster's *published* ``duration`` counts the queue
+        (``end − submit``; only Kalos). Files written by ``convert`` always write ``end − start``.
+    source : where the figures come from (``"published: AcmeTrace paper Table 1"``, ``"convert
+        --gpus"``, ``"SWF header MaxProcs"``, ...).
+
+    ``nodes`` is ``gpus / gpus_per_node`` when both are known.
+    """
+
+    name: str
+    gpus: int | None = None
+    gpus_per_node: int | None = None
+    timezone: str = "+00:00"
+    tzname: str | None = None
+    partitions: tuple[str, ...] = ()
+    duration_includes_queue: bool = False
+    source: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"name: expected a non-empty cluster name, got {self.name!r}")
+        for f in ("gpus", "gpus_per_node"):
+            v = getattr(self, f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v <= 0):
+                raise ValueError(f"{f}: expected a positive whole number, got {v!r}")
+        if self.gpus is not None and self.gpus_per_node is not None and self.gpus % self.gpus_per_node:
+            raise ValueError(f"gpus: {self.gpus:,} GPUs is not a whole number of {self.gpus_per_node}-GPU nodes")
+        utc_offset_seconds(self.timezone)  # (ValueError naming the value)
+        object.__setattr__(self, "partitions", tuple(str(p) for p in self.partitions))
+
+    @property
+    def nodes(self) -> int | None:
+        """Nodes (``gpus / gpus_per_node``) when both are known, else ``None``."""
+        if self.gpus is None or self.gpus_per_node is None:
+            return None
+        return self.gpus // self.gpus_per_node
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON/YAML-safe dict (``partitions`` a list); :meth:`from_dict` reads it back."""
+        d = {"name": self.name, "gpus": self.gpus, "gpus_per_node": self.gpus_per_node, "nodes": self.nodes,
+             "timezone": self.timezone, "tzname": self.tzname, "partitions": list(self.partitions),
+             "duration_includes_queue": self.duration_includes_queue, "source": self.source}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "cluster") -> "ClusterSpec":
+        """A description from :meth:`to_dict`'s keys (``nodes`` is derived and ignored; unknown keys are
+        errors). ``ValueError`` naming ``where`` and the field."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: expected a mapping of cluster fields, got {type(d).__name__}")
+        known = {"name", "gpus", "gpus_per_node", "nodes", "timezone", "tzname", "partitions",
+                 "duration_includes_queue", "source"}
+        bad = sorted(set(map(str, d)) - known)
+        if bad:
+            raise ValueError(f"{where}: unknown field(s) {', '.join(bad)} (known: {', '.join(sorted(known))})")
+        kw = {k: d[k] for k in known - {"nodes"} if k in d and d[k] is not None}
+        parts = kw.get("partitions", ())
+        if isinstance(parts, (str, bytes)) or not isinstance(parts, (list, tuple)):
+            raise ValueError(f"{where}.partitions: expected a list of names, got {parts!r}")
+        for f in ("gpus", "gpus_per_node"):
+            if f in kw and isinstance(kw[f], float) and kw[f].is_integer():
+                kw[f] = int(kw[f])
+        if "timezone" in kw:
+            kw["timezone"] = str(kw["timezone"])
+        try:
+            spec = cls(**kw)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}.{e}") from None
+        n = d.get("nodes")
+        if n is not None and spec.nodes is not None and n != spec.nodes:
+            raise ValueError(f"{where}.nodes: {n!r} contradicts gpus / gpus_per_node = {spec.nodes}")
+        return spec
+
+
+def acme_cluster(name: str) -> ClusterSpec | None:
+    """The published description of an AcmeTrace cluster (``"Seren"``/``"Kalos"``, case-insensitive;
+    paper Table 1), or ``None`` for any other name. The default bundle carries both."""
+    info = cluster_info(name)
+    if info is None:
+        return None
+    return ClusterSpec(name=info["name"], gpus=int(info["gpus"]), gpus_per_node=int(info["gpus_per_node"]),
+                       timezone=info["tz"], tzname=info["tzname"],
+                       duration_includes_queue=published_duration_includes_queue(info["name"]),
+                       source="published: AcmeTrace paper Table 1 (clusters.csv)")
+
+
+def acme_clusters() -> dict[str, ClusterSpec]:
+    """Seren and Kalos, the clusters of the default bundle, as :class:`ClusterSpec` (name → spec)."""
+    return {r["name"]: acme_cluster(r["name"]) for r in _records().values()}
+
+
+def sidecar_path(trace_path: Any) -> "Path":
+    """Where the description of a CSV trace is written: ``<trace file>.cluster.yaml``."""
+    from pathlib import Path
+
+    p = Path(trace_path)
+    return p.with_name(p.name + SIDECAR_SUFFIX)
+
+
+def write_sidecar(spec: ClusterSpec, trace_path: Any) -> "Path":
+    """Write ``spec`` as YAML beside the CSV trace ``trace_path``; returns the sidecar's path."""
+    import yaml
+
+    path = sidecar_path(trace_path)
+    text = ("# acmemodel cluster description of " + path.name[: -len(SIDECAR_SUFFIX)]
+            + " (written by acmemodel convert; edit gpus/gpus_per_node/partitions if you know better)\n"
+            + yaml.safe_dump(spec.to_dict(), sort_keys=False, allow_unicode=True))
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def read_cluster_file(path: Any) -> ClusterSpec:
+    """A description from a YAML file (a sidecar, or a file given by the user). ``ValueError`` naming
+    the file and the field."""
+    import yaml
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the cluster description ({e.strerror or e})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+    return ClusterSpec.from_dict(doc, where=str(path))
+
+
+def spec_from_parquet_metadata(metadata: Mapping[bytes, bytes] | None, where: str) -> ClusterSpec | None:
+    """The description stored under :data:`PARQUET_KEY` in a Parquet schema's metadata, or ``None``."""
+    import json
+
+    if not metadata or PARQUET_KEY not in metadata:
+        return None
+    try:
+        doc = json.loads(metadata[PARQUET_KEY].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"{where}: Parquet metadata {PARQUET_KEY.decode()} is not JSON") from None
+    return ClusterSpec.from_dict(doc, where=f"{where}: metadata {PARQUET_KEY.decode()}")

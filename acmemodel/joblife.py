@@ -213,6 +213,16 @@ def _invert(H: np.ndarray, dHc: np.ndarray, e: np.ndarray, v: np.ndarray) -> tup
     return out, cause
 
 
+def _knows_type(runtime, key: dict) -> bool:
+    """Whether ``runtime`` has fitted cells of ``key``'s type (an unknown type value raises there)."""
+    try:
+        if hasattr(runtime, "state_probabilities"):
+            runtime.state_probabilities(**key)
+        return True
+    except ValueError:
+        return False
+
+
 def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Generator, *,
                  stratified: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(state, run_s) per job by competing risks (module docstring), vectorised per
@@ -224,7 +234,9 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
     the causes assigned along the sorted end times by a golden-ratio sequence (module docstring,
     step 3): every job's (state, run time) still has the model's law; sums over many jobs (GPU time
     by state) get the sampling noise of a stratified sample instead of an iid one. CPU jobs (0 GPUs)
-    of a runtime model fitted on GPU jobs only take their type's single-GPU law.
+    of a runtime model fitted on GPU jobs only take their type's single-GPU law. A type the runtime
+    model never saw (no GPU job of it in the fit, e.g. a log's CPU-only role) is marginalised: the
+    cluster's law over every type, as the failure model does (:func:`_failure_key`).
     """
     from acmemodel.features.keys import type_bucket_groups
 
@@ -243,6 +255,8 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
         key = {"cluster": cluster, "type": ty, "gpus": g0}
         if g0 == 0 and gpu_only:  # no CPU cell in a GPU-only fit: the type's single-GPU law
             key["gpus"] = 1
+        if not _knows_type(runtime, key):  # a type without a GPU job in the fit (a log's CPU-only type,
+            del key["type"]                # whose jobs drew GPUs from a coarser cell): marginalised
         if direct:  # a runtime with only the sample_jobs interface: its (state, run time) pairs
             out = runtime.sample_jobs(len(idx), rng, **key)
             state[idx] = out["state"].to_numpy(dtype=object)
@@ -343,7 +357,10 @@ def _size_law(runtime, cluster, types, gpus, run) -> None:
     for ty, _b, idx in type_bucket_groups(types, gpus):
         if gpus[idx[0]] == 0:  # CPU jobs: no size law
             continue
-        f = np.asarray(factors(gpus[idx], cluster=cluster, type=ty), dtype=float)
+        try:
+            f = np.asarray(factors(gpus[idx], cluster=cluster, type=ty), dtype=float)
+        except ValueError:  # a type the model never saw (marginalised in sample_lives): no size law
+            continue
         if f[0] > 0:
             run[idx] *= f / f[0]
 

@@ -28,7 +28,8 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
                models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
                params: dict[str, dict] | None = None, subsets: dict[str, "pd.Series"] | None = None,
                log: Callable[[str], None] | None = None,
-               progress: Callable[..., None] | None = None, client=None) -> Bundle:
+               progress: Callable[..., None] | None = None, clusters: dict | None = None,
+               client=None) -> Bundle:
     """Fit the named models (default: all) on ``jobs`` (the trace contract) and bundle them.
 
     ``params`` maps a model name to constructor keyword arguments; ``subsets`` maps a model name to a
@@ -36,6 +37,8 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     plus per-model fit seconds under ``"fit_seconds"`` and, when a fit warned, one sentence per distinct
     warning under ``"fit_notes"`` (``{model: [sentence]}``; each is re-issued once as a warning).
     ``progress(done, total, description)`` is called before each model and at the end.
+    ``clusters`` (name → :class:`~acmemodel.clusters.ClusterSpec`, e.g. ``Trace.cluster_specs``) is stored
+    under ``provenance["clusters"]``: the bundle then describes its clusters (:meth:`Bundle.clusters`).
 
     With ``models=None`` (every model) a model the trace cannot inform is left out of the bundle with its
     reason as a note (its fit's ``ValueError``, e.g. a trace without a failed job has no failure model; a
@@ -67,7 +70,7 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     skips = {m: why for m, why in skips.items() if why}
     if client is not None:
         return _fit_on_dask(client, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress,
-                            skips, explicit=models is not None)
+                            skips, explicit=models is not None, clusters=clusters)
     fitted, seconds, notes = {}, {}, {}
     for i, m in enumerate(names):
         if progress is not None:
@@ -101,11 +104,7 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
             log(f"fitted {m} in {seconds[m]:.1f} s")
     if progress is not None:
         progress(len(names), len(names), "fitted")
-    prov = dict(provenance or {})
-    prov["fit_seconds"] = seconds
-    if notes:
-        prov["fit_notes"] = {m: list(v) for m, v in notes.items()}
-    return Bundle(fitted, provenance=prov, name=name)
+    return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
 
 
 #: models in the order a Dask fit submits them: the slowest first (fit seconds of a 1M-job trace)
@@ -130,6 +129,19 @@ def fit_model_document(m: str, params: dict, jobs: pd.DataFrame, mask, timezones
             "notes": [(text, cat.__name__) for text, cat in _warning_sentences(caught).items()]}
 
 
+def _provenance(provenance, seconds: dict, notes: dict, jobs: pd.DataFrame, clusters) -> dict:
+    """The bundle's provenance: as given, plus ``fit_seconds``, the trace's cluster descriptions and the
+    fits' notes (see :func:`fit_bundle`)."""
+    prov = dict(provenance or {})
+    prov["fit_seconds"] = seconds
+    if clusters:
+        names = set(jobs["cluster"].astype(str).unique()) if "cluster" in jobs else set(clusters)
+        prov["clusters"] = {str(k): v.to_dict() for k, v in clusters.items() if str(k) in names}
+    if notes:
+        prov["fit_notes"] = {m: list(v) for m, v in notes.items()}
+    return prov
+
+
 def _not_fitted(e: Exception) -> str:
     """The note of a model the trace cannot inform (its fit's ``ValueError``)."""
     text = " ".join(str(e).split()) or type(e).__name__
@@ -137,7 +149,7 @@ def _not_fitted(e: Exception) -> str:
 
 
 def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, name, log, progress, skips,
-                 explicit: bool) -> Bundle:
+                 explicit: bool, clusters=None) -> Bundle:
     """:func:`fit_bundle` with one Dask task per model (see its ``client``); ``skips``: model -> why it is not
     fitted; ``explicit``: the models were named (a model that cannot be fitted is then an error)."""
     import warnings
@@ -177,11 +189,7 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
             notes[m] = {text: getattr(errors, cat, UserWarning) for text, cat in d["notes"]}
         for text, category in notes.get(m, {}).items():
             warnings.warn(f"{m}: {text}", category if isinstance(category, type) else UserWarning, stacklevel=3)
-    prov = dict(provenance or {})
-    prov["fit_seconds"] = seconds
-    if notes:
-        prov["fit_notes"] = {m: list(v) for m, v in notes.items()}
-    return Bundle(fitted, provenance=prov, name=name)
+    return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
 
 
 def _warning_sentences(caught) -> dict:

@@ -146,7 +146,10 @@ def resubmit_probabilities(restart, cluster: str, types, gpus, *, restart_prob: 
         if restart_prob is not None:
             p = float(restart_prob) if ty in restart_types else 0.0
         elif restart is not None and hasattr(restart, "resubmit_probability"):
-            p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
+            try:
+                p = float(restart.resubmit_probability(cluster=cluster, type=ty, gpus=float(gpus[idx[0]])))
+            except ValueError:  # a type with no failed GPU job in the fit (a log's CPU-only type): none
+                p = 0.0
         else:
             p = resubmit_prior(ty)
         out[idx] = p
@@ -278,7 +281,10 @@ def simulate_jobs(bundle=None, *, days: float = 30.0, cluster: str = "Seren", se
     df = pd.DataFrame(allj)
     df.insert(0, "cluster", cluster)
     df["run_s"] = np.round(df["run_s"].to_numpy())
-    df["node_num"] = np.maximum(1, -(-df["gpu_num"].to_numpy() // GPUS_PER_NODE))
+    # nodes of the cluster's own size (the bundle's description of it; 8-GPU nodes when it does not say)
+    spec = b.cluster(cluster) if b is not None and hasattr(b, "cluster") else None
+    per_node = spec.gpus_per_node if spec is not None and spec.gpus_per_node else GPUS_PER_NODE
+    df["node_num"] = np.maximum(1, -(-df["gpu_num"].to_numpy() // per_node))
     # ---- queueing
     queue = np.zeros(len(df))
     if fill_queue is not None:

@@ -204,6 +204,39 @@ class Bundle:
         latency laws, per-type fits; ``{}`` for a bundle that was fitted, not calibrated)."""
         return ((self.provenance or {}).get("calibration") or {}).get(cluster) or {}
 
+    def clusters(self) -> dict:
+        """Cluster name → :class:`~acmemodel.clusters.ClusterSpec` of the clusters the bundle models.
+
+        A fitted bundle stores its trace's descriptions (``provenance["clusters"]``, written by
+        ``acmemodel fit``). A bundle without them — the default bundle, calibrated to the published
+        statistics — describes the Acme clusters its arrival model generates with their published
+        entries (Seren, Kalos); any other cluster of such a bundle has a description of its name alone
+        (size unknown). ``BundleError`` naming the field when a stored description is invalid."""
+        from acmemodel.clusters import ClusterSpec, acme_cluster
+
+        stored = (self.provenance or {}).get("clusters")
+        if stored:
+            if not isinstance(stored, dict):
+                raise BundleError(f"bundle {self.name!r}: provenance.clusters must be an object")
+            out = {}
+            for k, v in stored.items():
+                try:
+                    out[str(k)] = ClusterSpec.from_dict(v, where=f"bundle {self.name!r}: provenance.clusters.{k}")
+                except ValueError as e:
+                    raise BundleError(str(e)) from None
+            return out
+        arrival = self.models.get("arrival")
+        names = [str(c) for c in getattr(arrival, "clusters_", None) or []]
+        out = {}
+        for c in names:
+            a = acme_cluster(c)
+            out[c] = a if a is not None and a.name == c else ClusterSpec(name=c, source="bundle; size unknown")
+        return out
+
+    def cluster(self, name: str):
+        """The :class:`~acmemodel.clusters.ClusterSpec` of ``name`` (:meth:`clusters`), or ``None``."""
+        return self.clusters().get(str(name))
+
     # ------------------------------------------------------------------ save/load
     def _document(self) -> tuple[dict, dict[str, str]]:
         from acmemodel._version import __version__

@@ -79,3 +79,50 @@ def test_published_duration_includes_queue_is_one_fact():
     assert PUBLISHED_DURATION_INCLUDES_QUEUE == frozenset({"Kalos"})
     assert published_duration_includes_queue("Kalos") and published_duration_includes_queue("kalos")
     assert not published_duration_includes_queue("Seren") and not published_duration_includes_queue("Helios")
+
+
+def test_cluster_spec_is_data():
+    """A cluster description: validated fields, a dict round trip, nodes derived; Seren and Kalos are
+    entries of the same kind (the default bundle's); errors name the field."""
+    from acmemodel.clusters import ClusterSpec, acme_cluster, acme_clusters
+
+    s = ClusterSpec("mine", gpus=64, gpus_per_node=8, timezone="-05:00", partitions=["a", "b"])
+    assert s.nodes == 8 and s.partitions == ("a", "b")
+    assert ClusterSpec.from_dict(s.to_dict()) == s
+    assert ClusterSpec("x").gpus is None and ClusterSpec("x").nodes is None  # unknown, not invented
+    for kw, field in (({"gpus": 0}, "gpus"), ({"gpus": 12, "gpus_per_node": 8}, "gpus"),
+                      ({"gpus_per_node": 2.5}, "gpus_per_node"), ({"timezone": "Mars"}, "Mars")):
+        with pytest.raises(ValueError, match=field):
+            ClusterSpec("x", **kw)
+    with pytest.raises(ValueError, match=r"f\.yaml: unknown field\(s\) size"):
+        ClusterSpec.from_dict({"name": "x", "size": 3}, where="f.yaml")
+    with pytest.raises(ValueError, match=r"f\.yaml\.nodes"):
+        ClusterSpec.from_dict({"name": "x", "gpus": 16, "gpus_per_node": 8, "nodes": 3}, where="f.yaml")
+    assert set(acme_clusters()) == {"Seren", "Kalos"}
+    k = acme_cluster("kalos")
+    assert (k.name, k.gpus, k.gpus_per_node, k.nodes, k.timezone, k.duration_includes_queue) == \
+        ("Kalos", 2416, 8, 302, "+00:00", True)
+    assert acme_cluster("mine") is None
+
+
+def test_default_bundle_describes_seren_and_kalos():
+    from acmemodel.clusters import acme_cluster
+    from acmemodel.models.bundle import resolve_bundle
+
+    b = resolve_bundle(None)
+    assert b.clusters() == {"Seren": acme_cluster("Seren"), "Kalos": acme_cluster("Kalos")}
+
+
+def test_sidecar_round_trip_and_errors(tmp_path):
+    from acmemodel.clusters import ClusterSpec, read_cluster_file, sidecar_path, write_sidecar
+
+    s = ClusterSpec("mine", gpus=16, gpus_per_node=4, tzname="Europe/Paris", timezone="+01:00")
+    p = write_sidecar(s, tmp_path / "mine.csv.gz")
+    assert p == sidecar_path(tmp_path / "mine.csv.gz") and p.name == "mine.csv.gz.cluster.yaml"
+    assert read_cluster_file(p) == s
+    p.write_text("name: mine\ngpus: [1, 2]\n")
+    with pytest.raises(ValueError, match=r"mine\.csv\.gz\.cluster\.yaml\.gpus"):
+        read_cluster_file(p)
+    p.write_text("name: [unclosed\n")
+    with pytest.raises(ValueError, match="not YAML"):
+        read_cluster_file(p)

@@ -207,8 +207,9 @@ def test_kalos_fail_stop_and_name_without_cluster(tmp_path):
     rows = [KROW.format(id="a1", fail="2023-07-01 10:00:15+00:00", stop=""), KROW.format(id="a2", fail="", stop=""),
             KROW.format(id="a3", fail="garbage", stop=""), KROW.format(id="a4", fail="", stop="nope")]
     t = load_trace(put(tmp_path, "trace.csv", [KH, *rows]))
-    assert t.clusters == ["Kalos"] and t.timezones == {"Kalos": "+00:00"}
-    assert any("assumed Kalos" in w for w in t.warnings)
+    assert t.clusters == ["trace"] and t.timezones == {"trace": "+00:00"}  # never an Acme cluster
+    assert any("named 'trace' after the file" in w for w in t.warnings)
+    assert t.cluster_spec("trace").gpus is None  # (its size is not invented)
     assert reasons(t) == {4: "unparsable_timestamp", 5: "unparsable_timestamp"}
     j = t.jobs.set_index("job_id")
     assert j.loc["a1", "fail_time_s"] == 5 and np.isnan(j.loc["a2", "fail_time_s"])

@@ -173,8 +173,8 @@ def test_states_types_cpu_jobs(tmp_path):
 
 def test_cluster_from_name_argument_and_schema(tmp_path):
     p = write(tmp_path, [GOOD.format(id=1)], name="jobs.csv")
-    with pytest.warns(DataWarning, match="assumed Seren"):
-        assert load_trace(p).jobs.cluster.iloc[0] == "Seren"
+    with pytest.warns(DataWarning, match="named 'jobs' after the file"):  # never an Acme cluster
+        assert load_trace(p).jobs.cluster.iloc[0] == "jobs"
     assert load_trace(p, cluster="Mine").jobs.cluster.iloc[0] == "Mine"
     with pytest.raises(ValueError, match="cluster"):
         load_trace([p], cluster=["a", "b"])

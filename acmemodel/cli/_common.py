@@ -67,6 +67,42 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
         return load_trace(paths, cluster=cluster)
 
 
+def bundle_cluster(bundle, cluster: str | None, source=None, option: str = "--cluster"):
+    """(name, :class:`~acmemodel.clusters.ClusterSpec` or None) of the bundle cluster a command uses:
+    ``cluster`` when the bundle models it (``ValueError`` naming the option, the bundle and the known
+    clusters otherwise), else the bundle's only cluster, else Seren when the bundle models it (the default
+    bundle). Never an Acme cluster for a bundle fitted on another."""
+    known = bundle.clusters()
+    arrival = bundle.get("arrival")
+    names = list(getattr(arrival, "clusters_", None) or known)
+    where = f"bundle {source}" if source is not None else "the default bundle"
+    if cluster is None:
+        if len(names) == 1:
+            cluster = names[0]
+        elif "Seren" in names:  # (a bundle of Acme's clusters, e.g. the default one)
+            cluster = "Seren"
+        else:
+            raise ValueError(f"{option}: {where} models several clusters ({', '.join(names)}); name one")
+    if names and cluster not in names:
+        low = {n.lower(): n for n in names}
+        if str(cluster).lower() not in low:
+            raise ValueError(f"{option}: unknown cluster {cluster!r}: {where} models "
+                             f"{', '.join(names) or 'no cluster'}")
+        cluster = low[str(cluster).lower()]
+    return cluster, known.get(cluster)
+
+
+def describe_size(spec) -> str:
+    """One line for a cluster's size: ``"128 GPUs (16 nodes × 8) — convert --gpus"`` or ``"unknown
+    (...)"``; ``spec`` a :class:`~acmemodel.clusters.ClusterSpec` or its dict."""
+    d = spec.to_dict() if hasattr(spec, "to_dict") else dict(spec)
+    if d.get("gpus") is None:
+        per = f"; {d['gpus_per_node']} GPUs per node" if d.get("gpus_per_node") else ""
+        return f"unknown (the log does not say; pass --gpus){per}"
+    nodes = (f" ({d['nodes']:,} nodes × {d['gpus_per_node']})" if d.get("nodes") else "")
+    return f"{d['gpus']:,} GPUs{nodes}" + (f" — {d['source']}" if d.get("source") else "")
+
+
 def check_bundle_out(out: Path, option: str = "-o/--out") -> None:
     """Refuse, before any work, a bundle output path that :meth:`Bundle.save` cannot write: an existing
     file for a directory bundle, a directory for a ``.zip`` bundle (``ValueError`` naming the option)."""

@@ -1,10 +1,17 @@
 """``acmemodel convert``: another scheduler's log or public trace → one AcmeTrace file.
 
-The output is the AcmeTrace Kalos schema (``mem_per_pod_GB`` included) plus the source columns the
-importer found (``job_name``, ``partition``, ``qos``, ``vc``, ``restart_of``, ...) as extra columns,
-so every command reads it (``load_trace`` keeps them in ``Trace.extras``; the run-time predictor
+The output is the AcmeTrace Kalos schema (``mem_per_pod_GB`` included; ``duration`` and ``gpu_time``
+on the run-time basis, ``end − start``) in submission order, a ``cluster`` column with the cluster's
+name, plus the source columns the importer found (``job_name``, ``partition``, ``qos``, ``vc``,
+``restart_of``, ...) as extra columns, each kept with its row whatever the input order, so every
+command reads it (``load_trace`` keeps them in ``Trace.extras``; the run-time predictor
 uses them). Unfinished jobs keep their state (RUNNING, SUSPENDED, PENDING) with ``end_time`` = the
 extraction time, so they load back censored there.
+
+The cluster itself travels with the file as data (:class:`acmemodel.clusters.ClusterSpec`: name, GPUs,
+GPUs per node, zone, partitions): a sidecar ``<out>.cluster.yaml`` beside a CSV, the schema metadata of
+a Parquet file. ``load_trace`` reads it back; ``fit`` stores it in the bundle. Sizes the log does not
+state and ``--gpus``/``--gpus-per-node`` do not give stay unknown.
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import console, describe_size
 
 
 class From(str, Enum):
@@ -34,14 +41,23 @@ EXTRA_ORDER = ("job_name", "partition", "qos", "vc", "account", "array_job_id", 
 
 
 def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone: str | None = None,
-            extracted_at=None, type_map=None, origin=None):
-    """Import ``paths`` and write ``out`` (``.csv``/``.csv.gz``/``.parquet``); returns (trace, summary)."""
+            extracted_at=None, type_map=None, origin=None, gpus: int | None = None,
+            gpus_per_node: int | None = None):
+    """Import ``paths`` and write ``out`` (``.csv``/``.csv.gz``/``.parquet``) with its cluster
+    description (sidecar ``<out>.cluster.yaml``, or Parquet schema metadata); returns (trace, summary).
+
+    ``gpus``/``gpus_per_node`` describe the cluster (checked against the log: no job may ask for more
+    GPUs than the cluster has, nor more per node than a node holds). Rows are written in submission
+    order, every extra column moved with its row (``job_id`` is checked against the table written)."""
+    import dataclasses
     import warnings
 
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from acmemodel.errors import DataWarning
+    from acmemodel.export._common import int_strings, rounded_times
     from acmemodel.export.acmetrace import acmetrace_table
     from acmemodel.trace import load_trace
 
@@ -52,6 +68,12 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
         raise ValueError(f"-o/--out: {out} is a directory")
     if any(Path(p).resolve() == out.resolve() for p in paths):
         raise ValueError(f"-o/--out: {out} is one of the input files")
+    for opt, v in (("--gpus", gpus), ("--gpus-per-node", gpus_per_node)):
+        if v is not None and not 0 < v < 2 ** 31:
+            raise ValueError(f"{opt}: expected a positive number of GPUs, got {v}")
+    if gpus is not None and gpus_per_node is not None and gpus % gpus_per_node:
+        raise ValueError(f"--gpus: {gpus:,} GPUs is not a whole number of {gpus_per_node}-GPU nodes "
+                         "(--gpus-per-node)")
     cl = cluster or out.name.split(".")[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
@@ -60,13 +82,26 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     if len(trace.jobs) == 0:
         raise ValueError(f"no job was accepted from {', '.join(map(str, paths))} "
                          f"({len(trace.rejected)} rejected): nothing to write")
+    cl = trace.clusters[0]
     tz = trace.timezones.get(cl, "+00:00")
-    # rows in submit order (as the writer puts them), the extra columns taken in the same order
-    import numpy as np
-
+    # rows in submission order, the extras permuted with them (the writer keeps an ordered table as is)
     order = np.argsort(trace.jobs["submit_s"].to_numpy(dtype=float), kind="stable")
-    table = acmetrace_table(trace.jobs.iloc[order], cluster=cl, schema="kalos", timezone=tz)
-    ex = None if trace.extras is None else trace.extras.iloc[order].reset_index(drop=True)
+    jobs = trace.jobs.iloc[order].reset_index(drop=True)
+    ex = trace.extras.iloc[order].reset_index(drop=True) if trace.extras is not None else None
+    spec = _described(trace.cluster_spec(cl), jobs, gpus, gpus_per_node, fmt)
+    trace.cluster_specs[cl] = spec
+    table = acmetrace_table(jobs, cluster=cl, schema="kalos", timezone=tz)
+    written_ids = table.column("job_id").to_numpy(zero_copy_only=False).astype(str)
+    if not np.array_equal(written_ids, jobs["job_id"].to_numpy(dtype=str)):
+        raise RuntimeError("convert: the written rows are not in the order of the jobs (an internal error)")
+    # duration and gpu_time on the run-time basis (end − start, 0 if never started), as load_trace
+    # recomputes them: the Kalos convention (end − submit) belongs to Kalos's published files only
+    _, st, st_miss, en, _ = rounded_times(jobs)
+    dur = np.where(st_miss, 0, en - np.where(st_miss, 0, st))
+    for col, vals in (("duration", int_strings(dur)),
+                      ("gpu_time", int_strings(jobs["gpu_num"].to_numpy(dtype="int64") * dur, float_suffix=True))):
+        table = table.set_column(table.column_names.index(col), col, pa.array(vals, type=pa.large_string()))
+    table = table.append_column("cluster", pa.array([cl] * len(jobs), type=pa.large_string()))
     for c in EXTRA_ORDER:
         if ex is not None and c in ex.columns:
             v = ex[c].astype(object).where(ex[c].notna(), None).to_numpy(object)
@@ -74,18 +109,29 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
             table = table.append_column(c, pc.fill_null(a, pa.scalar("", pa.large_string())) if a.null_count else a)
     out.parent.mkdir(parents=True, exist_ok=True)
     if name.endswith(".parquet"):
+        import json
+
         import pyarrow.parquet as pq
 
-        pq.write_table(table, out)
+        from acmemodel.clusters import PARQUET_KEY
+
+        meta = dict(table.schema.metadata or {})
+        meta[PARQUET_KEY] = json.dumps(spec.to_dict()).encode("utf-8")
+        pq.write_table(table.replace_schema_metadata(meta), out)
+        described = f"{out} (Parquet metadata)"
     else:
         import pyarrow.csv as pcsv
+
+        from acmemodel.clusters import write_sidecar
 
         stream = pa.CompressedOutputStream(str(out), "gzip") if name.endswith(".gz") else pa.OSFile(str(out), "wb")
         with stream as f:
             pcsv.write_csv(table, f, pcsv.WriteOptions(quoting_style="needed"))
-    j = trace.jobs
+        described = str(write_sidecar(spec, out))
+    j = jobs
     summary = {
         "format": fmt, "out": str(out), "cluster": cl, "timezone": tz,
+        "cluster_description": {**spec.to_dict(), "written_to": described},
         "records_in": int(sum(r.get("records_in", 0) for r in trace.imports)),
         "jobs_written": int(len(j)), "rejected": int(len(trace.rejected)),
         "rejected_by_reason": trace.rejected_by_reason(),
@@ -97,7 +143,57 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
         "imports": trace.imports, "warnings": trace.warnings,
     }
     summary["accounting"] = accounting(trace)
-    return trace, summary
+    return dataclasses.replace(trace, jobs=jobs, extras=ex), summary
+
+
+#: formats whose jobs carry no node count (``node_num`` is a placeholder 1): no per-node check
+NO_NODE_COUNT = ("swf",)
+
+
+def _described(spec, jobs, gpus: int | None, gpus_per_node: int | None, fmt: str):
+    """``spec`` with the ``--gpus``/``--gpus-per-node`` given, checked against the jobs: ValueError
+    naming the option, the job and its file line when a job asks for more than the cluster holds
+    (per node only where the log records nodes, not SWF)."""
+    import dataclasses
+
+    import numpy as np
+
+    g = jobs["gpu_num"].to_numpy(dtype="int64")
+    n = np.maximum(jobs["node_num"].to_numpy(dtype="int64"), 1)
+
+    def where(i: int) -> str:
+        r = jobs.iloc[i]
+        return f"job {r['job_id']} ({r['source_file']} line {int(r['source_line'])})"
+
+    changes, src = {}, []
+    if gpus is not None:
+        i = int(np.argmax(g))
+        if g[i] > gpus:
+            raise ValueError(f"--gpus: {gpus:,} GPUs contradicts the log: {where(i)} asks for {int(g[i]):,} GPUs")
+        changes["gpus"] = int(gpus)
+        src.append("--gpus")
+    if gpus_per_node is not None and fmt in NO_NODE_COUNT:
+        changes["gpus_per_node"] = int(gpus_per_node)
+        src.append("--gpus-per-node")
+    elif gpus_per_node is not None:
+        per = -(-g // n)
+        i = int(np.argmax(per))
+        if per[i] > gpus_per_node:
+            raise ValueError(f"--gpus-per-node: {gpus_per_node} contradicts the log: {where(i)} asks for "
+                             f"{int(g[i]):,} GPUs on {int(n[i]):,} node(s), {int(per[i])} per node")
+        changes["gpus_per_node"] = int(gpus_per_node)
+        src.append("--gpus-per-node")
+    if not changes:
+        return spec
+    if "gpus" in changes and "gpus_per_node" not in changes and spec.gpus_per_node is not None \
+            and changes["gpus"] % spec.gpus_per_node:
+        changes["gpus_per_node"] = None  # (the log's per-node figure does not divide the size given)
+    if "gpus_per_node" in changes and "gpus" not in changes and spec.gpus is not None \
+            and spec.gpus % changes["gpus_per_node"]:
+        raise ValueError(f"--gpus-per-node: the log's {spec.gpus:,} GPUs are not a whole number of "
+                         f"{changes['gpus_per_node']}-GPU nodes; give --gpus too")
+    return dataclasses.replace(spec, **changes, source=f"convert {' '.join(src)}"
+                               + (f"; {spec.source}" if spec.source else ""))
 
 
 def accounting(trace) -> dict:
@@ -143,6 +239,10 @@ def convert_cmd(
                                          "seconds since the trace start (k8s pod/instance lists; ISO time, "
                                          "UTC unless it has an offset, or Unix seconds). Default: "
                                          "1970-01-01 UTC."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="GPUs of the cluster (written in its description; "
+                                       "forecast caps and plan --init use it). Default: from the log when it "
+                                       "says (SWF MaxProcs), else unknown."),
+    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node", help="GPUs per node of the cluster."),
     json_out: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
 ) -> None:
     """Convert a Slurm sacct extract, an SWF file, a Helios/Philly/PAI trace or a Kubernetes pod list
@@ -156,7 +256,7 @@ def convert_cmd(
         print_report(convert_failures(paths, out, name=cluster, extracted_at=extracted_at), json_out)
         return
     trace, s = convert(paths, src.value, out, cluster=cluster, timezone=timezone, extracted_at=extracted_at,
-                       type_map=type_map, origin=origin)
+                       type_map=type_map, origin=origin, gpus=gpus, gpus_per_node=gpus_per_node)
     if json_out:
         print_json(s)
         return
@@ -177,6 +277,11 @@ def convert_cmd(
         t.add_row("observation", f"{a['left_truncated']:,} left-truncated (entered at the trace start), "
                   f"{a['unknown_waits']:,} unknown waits")
     t.add_row("cluster / zone", f"{s['cluster']} / {s['timezone']}")
+    d = s["cluster_description"]
+    t.add_row("cluster size", describe_size(d))
+    if d["partitions"]:
+        t.add_row("partitions", ", ".join(d["partitions"]))
+    t.add_row("description", d["written_to"])
     maps = {}
     for r in s["imports"]:
         maps.update(r.get("mapping", {}))

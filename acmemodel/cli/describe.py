@@ -10,7 +10,7 @@ from rich.markup import escape
 from acmemodel.cli._fmt import CompactTable as Table
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, load_traces
+from acmemodel.cli._common import console, describe_size, load_traces
 
 
 class By(str, Enum):
@@ -49,6 +49,10 @@ def describe_cmd(
         raise ValueError(f"--rejects: {rejects} is one of the input trace files; it would be overwritten")
     trace = load_traces(paths, cluster)
     doc = describe(trace)
+    for name, c in doc["clusters"].items():
+        spec = trace.cluster_specs.get(name)
+        if spec is not None:
+            c["description"] = spec.to_dict()
     if rejects is not None:
         trace.rejected.to_csv(rejects, index=False)
     if json_out:
@@ -83,6 +87,11 @@ def _render(doc: dict, by: list[str]) -> None:
         console.print(f"\n[bold]{escape(name)}[/bold]: {c['gpu_jobs']} GPU jobs, {c['cpu_jobs']} CPU jobs; "
                       f"GPU time {c['gpu_time_s'] / 3600:.0f} GPU-h; median run {_sec(c['median_run_s'])}, "
                       f"median queue {_sec(c['median_queue_s'])}, mean GPUs {c['mean_gpus'] or 0:.2f}")
+        d = c.get("description")
+        if d:
+            console.print(f"  cluster: {escape(describe_size(d))}; zone {d['timezone']}"
+                          + (f" ({escape(d['tzname'])})" if d.get("tzname") else "")
+                          + (f"; partitions {escape(', '.join(d['partitions']))}" if d["partitions"] else ""))
         u = c.get("unfinished", {})
         if u.get("running") or u.get("pending"):
             console.print(f"  unfinished at extraction ({doc.get('extracted_at_utc') or '—'}): "

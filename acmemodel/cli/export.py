@@ -131,6 +131,7 @@ def export_cmd(
             opts.update(rebase_to=rebase_to, large_gpus=vc_large)
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
                     vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
+        opts.update(_size_options(jobs, name, cluster))
     from acmemodel.export._common import protect
 
     with protect(list(paths or []) + ([bundle / "bundle.json" if bundle.is_dir() else bundle] if bundle else [])):
@@ -176,6 +177,23 @@ def _check_philly_size(trace, yes: bool) -> None:
     check_memory("export --format philly", need,
                  detail=f"{g.sum():,.3g} GPU entries on {nodes.sum():,.3g} node entries; largest job "
                         f"{g.max() if len(g) else 0:,.0f} GPUs", yes=yes)
+
+
+def _size_options(trace, fmt: str, cluster: str | None) -> dict:
+    """``total_gpus``/``total_nodes`` of the exported cluster from the trace's own description (when it
+    holds one cluster, or ``--cluster`` names it, and the size is known) for the formats that record a
+    size; else nothing (the writer then uses the largest job, never another cluster's size)."""
+    from acmemodel.export import options
+
+    valid = set(options(fmt))
+    names = [cluster] if cluster else trace.clusters
+    spec = trace.cluster_specs.get(names[0]) if len(names) == 1 else None
+    out: dict = {}
+    if spec is not None and spec.gpus is not None and "total_gpus" in valid:
+        out["total_gpus"] = int(spec.gpus)
+    if spec is not None and spec.nodes is not None and "total_nodes" in valid:
+        out["total_nodes"] = int(spec.nodes)
+    return out
 
 
 def _load(paths: Optional[List[Path]], cluster: Optional[str]):

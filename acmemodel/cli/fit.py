@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, identifiability_note,
+from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, describe_size,
+                                   identifiability_note,
                                    load_traces, print_identifiability)
 
 
@@ -63,11 +64,13 @@ def fit_cmd(
             warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
             bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
                                 provenance=trace_provenance(trace), name=out.stem,
-                                progress=lambda i, n, d: upd(i, n, d), client=client)
+                                progress=lambda i, n, d: upd(i, n, d), clusters=trace.cluster_specs,
+                                client=client)
     finally:
         close_client(client, cluster_)
     path = bundle.save(out)
-    doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
+    doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance,
+           "clusters": {k: v.to_dict() for k, v in bundle.clusters().items()}}
     note = identifiability_note(bundle)
     if note:
         doc["identifiability"] = note
@@ -83,4 +86,8 @@ def fit_cmd(
         if m not in bundle.models:
             t.add_row(m, "–", " ".join(fit_notes[m]))
     console.print(t)
+    for name, spec in bundle.clusters().items():
+        console.print(f"cluster {name}: {describe_size(spec)}; zone {spec.timezone}"
+                      + (f"; partitions {', '.join(spec.partitions)}" if spec.partitions else ""),
+                      markup=False, highlight=False)
     print_identifiability(note)

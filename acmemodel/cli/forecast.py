@@ -88,8 +88,9 @@ def forecast_cmd(
                                help="GPU-hours: 'running' (held per day) or 'submitted' (by submit day)."),
     cluster: Optional[str] = CLUSTER,
     gpus: Optional[int] = typer.Option(None, "--gpus",
-                                       help="Cluster size bounding GPU-hours/day (default: the published "
-                                            "size, else the trace's peak GPUs in use)."),
+                                       help="Cluster size bounding GPU-hours/day (default: the size in the "
+                                            "trace's cluster description, else the trace's peak GPUs in use, "
+                                            "said so)."),
     types: Optional[str] = typer.Option(None, "--type", help="Comma-separated types (default: all + ALL)."),
     series: bool = typer.Option(False, "--series",
                                 help="The file is one plain daily series, CSV 'date,value' (detected from "
@@ -125,6 +126,7 @@ def forecast_cmd(
     is_series = series or (len(paths) == 1 and paths[0].suffix.lower() == ".csv" and paths[0].is_file()
                            and _series_header(paths[0]) is not None)
     quarantine: dict[str, int] = {}
+    unknown: set = set()
     if is_series:
         if len(paths) != 1:
             raise ValueError("--series takes exactly one CSV file 'date,value'")
@@ -135,9 +137,7 @@ def forecast_cmd(
         type_sel = None
     else:
         trace = load_traces(paths, cluster)
-        capacity = None
-        if gpus is not None:
-            capacity = {str(c): int(gpus) for c in trace.jobs["cluster"].astype(str).unique()}
+        capacity, unknown = _capacity(trace, gpus)
         f = DemandForecaster(method=method, level=level, demand=demand, capacity=capacity, weeks=weeks)
         type_sel = [t.strip() for t in types.split(",")] if types else None
     with warnings.catch_warnings(), progress("selecting a forecaster per series", enabled=not json_out) as upd:
@@ -146,6 +146,8 @@ def forecast_cmd(
             f.fit_series(dates, values, name=paths[0].stem, progress=upd)
         else:
             f.fit(trace, progress=upd)
+            if gpus is None:  # (the bound came from the trace's own cluster description, not the command line)
+                f.capacity_source_.update({c: "cluster description" for c in (capacity or {})})
         fc = f.forecast(days, type=type_sel)
         note = f.backtest_note() if backtest else None
         bt = f.backtest(type=type_sel) if backtest else None
@@ -159,6 +161,7 @@ def forecast_cmd(
                                            last=lambda d: d["last"].dt.strftime("%Y-%m-%d"))
                     .to_dict("records"),
                     "capacity": {c: {"gpus": f.capacity_[c], "source": f.capacity_source_[c],
+                                     "cluster_size_known": c not in unknown,
                                      "gpu_hours_per_day": f.bound(c, "gpu_hours"),
                                      "jobs_per_day": f.bound(c, "jobs")} for c in f.capacity_},
                     "choice": dict(f.choice_), "members": dict(f.members_), "interval": dict(f.interval_),
@@ -171,6 +174,11 @@ def forecast_cmd(
         console.print("rows set aside: " + ", ".join(f"{k}: {num(v)}" for k, v in quarantine.items()),
                       highlight=False)
     _print_forecast(f, fc, summ, days, level, demand, is_series)
+    for cl in sorted(unknown):
+        console.print(f"note: the size of cluster {cl} is unknown (not in its description; pass --gpus, or "
+                      f"convert --gpus); running GPU-hours are bounded by the trace's peak of "
+                      f"{num(f.capacity_.get(cl, 0))} GPUs in use, a lower bound of the size",
+                      markup=False, highlight=False)
     if note is not None:
         console.print(note, highlight=False)
     if bt is not None and len(bt):
@@ -187,6 +195,23 @@ def _verdicts(f) -> dict:
         out[cell] = {f"{h}d": verdict(g, h) for h in sorted(g["horizon"].unique())
                      if int(g[(g["horizon"] == h) & (g["method"] == "auto")]["windows"].iloc[0]) > 0}
     return out
+
+
+def _capacity(trace, gpus: int | None) -> tuple[dict | None, set]:
+    """Cluster → GPUs bounding the forecast: ``--gpus`` for every cluster, else each cluster's own
+    description (``Trace.cluster_specs``); also the clusters whose size is unknown (bounded by the
+    trace's peak in use, which the command says)."""
+    names = [str(c) for c in trace.jobs["cluster"].astype(str).unique()]
+    if gpus is not None:
+        return {c: int(gpus) for c in names}, set()
+    cap, unknown = {}, set()
+    for c in names:
+        spec = trace.cluster_specs.get(c)
+        if spec is not None and spec.gpus is not None:
+            cap[c] = int(spec.gpus)
+        else:
+            unknown.add(c)
+    return cap or None, unknown
 
 
 def _print_forecast(f, fc, summ, days, level, demand, is_series) -> None:

@@ -27,12 +27,27 @@ def plan_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
                                                   "this machine's memory."),
+    init: Optional[Path] = typer.Option(
+        None, "--init", help="Write a starting config for the cluster of this fitted bundle (sized from its "
+                             "description: GPUs, GPUs per node, partitions) instead of planning; see -o."),
+    init_out: Optional[Path] = typer.Option(None, "-o", "--output", help="With --init: the config file to "
+                                            "write (default: print it)."),
+    init_cluster: Optional[str] = typer.Option(None, "--cluster", help="With --init: the bundle's cluster "
+                                               "(default: its only one)."),
 ) -> None:
     """For each pretraining run: checkpoint interval, completion time (mean, p50, p90), expected failures,
     ETTR and GPU-time loss by cause and failure type; for the cluster: queue delays per job type and the
-    recommended quotas."""
+    recommended quotas. With --init BUNDLE: write a starting config for that bundle's cluster."""
     from acmemodel.planner.config import ClusterConfig
     from acmemodel.planner.planner import Planner
+
+    if init is not None:
+        if config is not None:
+            raise ValueError("--init writes a config: give either a CONFIG to plan or --init BUNDLE, not both")
+        _init(init, init_out, init_cluster, json_out)
+        return
+    if init_out is not None or init_cluster is not None:
+        raise ValueError("-o/--output and --cluster go with --init BUNDLE")
 
     if config is None:
         from importlib import resources
@@ -68,6 +83,106 @@ def plan_cmd(
         console.print(f"{len(backoffs)} sparse model cell(s) of the simulated workload answered from coarser "
                       "cells (--json lists them)")
     print_identifiability(note)
+
+
+def init_config(bundle, source, cluster: str | None = None) -> tuple[str, dict]:
+    """A starting planner config (YAML text, and the values it holds) for a cluster of ``bundle``,
+    sized from the bundle's description of it: the whole cluster's GPUs and node size, a pretraining
+    reservation of half of it (whole nodes) for one run, every job type of the log in the shared
+    pool, the queue target on the most frequent type. ``ValueError`` naming the field when the size is
+    unknown (the description says so; ``convert --gpus N --gpus-per-node M`` records it)."""
+    from acmemodel.cli._common import bundle_cluster, describe_size
+
+    name, spec = bundle_cluster(bundle, cluster, source)
+    where = f"bundle {source}" if source is not None else "the default bundle"
+    if spec is None or spec.gpus is None:
+        raise ValueError(f"--init: {where}: cluster {name!r} has no GPU count in its description (gpus); "
+                         "re-run convert with --gpus N --gpus-per-node M, then fit")
+    if spec.gpus_per_node is None:
+        raise ValueError(f"--init: {where}: cluster {name!r} has no GPUs per node in its description "
+                         "(gpus_per_node); re-run convert with --gpus-per-node M, then fit")
+    per, total = int(spec.gpus_per_node), int(spec.gpus)
+    nodes = total // per
+    if nodes < 2:
+        raise ValueError(f"--init: {where}: cluster {name!r} has {nodes} node(s) (gpus / gpus_per_node); a "
+                         "reservation next to a shared pool needs at least 2")
+    reserve = (nodes // 2) * per
+    arrival = bundle["arrival"]
+    types = list(arrival.types(name))
+    t0 = 1677628800.0  # (2023-03-01 UTC: a week of the model's expected arrivals per type)
+    counts = {t: float(arrival.expected_count(t0, t0 + 7 * 86400.0, cluster=name, type=t)) for t in types}
+    target = max(types, key=lambda t: counts[t])
+    fail_types = sorted(getattr(getattr(bundle.get("failure"), "design_", None), "type_map", None) or [])
+    job_type = next((t for t in ("Pretrain", target) if t in fail_types), fail_types[0] if fail_types else None)
+    values = {"name": f"{name}-plan", "cluster": name, "gpus": total, "gpus_per_node": per, "reserve": reserve,
+              "types": types, "queue_type": target, "failure_type": job_type}
+
+    def q(x) -> str:
+        import json
+
+        return json.dumps(str(x), ensure_ascii=False)
+
+    def c(text: str, comment: str) -> str:
+        return f"{text:<27} # {comment}"
+
+    lines = [
+        f"# Starting plan for cluster {name}, written by `acmemodel plan --init` from {where}.",
+        f"# Cluster description: {describe_size(spec)}; zone {spec.timezone}"
+        + (f"; partitions in the log: {', '.join(spec.partitions)}" if spec.partitions else "") + ".",
+        "# Edit the reservation, the run and the queue target, then: acmemodel plan THIS_FILE --bundle BUNDLE",
+        f"name: {q(values['name'])}",
+        "cluster:",
+        c(f"  gpus: {total}", f"the whole cluster ({nodes:,} nodes of {per})"),
+        f"  gpus_per_node: {per}",
+        "  partitions:",
+        c(f"    pretrain: {reserve}", "reserved for the run below; the rest is the shared pool"),
+        c("  routing:", "the log's own job types run in the shared pool"),
+        *[f"    {q(t)}: shared" for t in types],
+        "  backfill: true",
+        c("  include_runs: true", "the run occupies the reservation in the cluster simulation"),
+        "checkpoint: {mode: sync, sync_cost: 60s, async_cost: 5s, interval: auto}",
+        *([c(f"failures: {{job_type: {q(job_type)}}}", "the failure model's covariate for the run")]
+          if job_type is not None else
+          ["# failures: the bundle has no failure model (its log has no failed job), so the runs' failure",
+           "#   rate must be given: failures.mttf + reference_gpus (+ shape), failures.reliability, or",
+           "#   `acmemodel plan ... --reliability PRESET` (a published fleet's rate, not this cluster's)"]),
+        "workload:",
+        c(f"  cluster: {q(name)}", "this cluster's arrival, run-time, queue and failure models"),
+        "  scale: 1.0",
+        "  days: 7",
+        "  replicas: 1",
+        f"queue_target: {{type: {q(target)}, quantile: 0.9, max_wait: 10m}}",
+        "runs:",
+        f"  - {{name: {q(name + '-run')}, gpus: {reserve}, work: 7d}}",
+        "simulation: {replicas: 2000, seed: 0, threads: 1}",
+    ]
+    return "\n".join(lines) + "\n", values
+
+
+def _init(bundle_path: Path, out: Optional[Path], cluster: Optional[str], json_out: bool) -> None:
+    from acmemodel.models.bundle import resolve_bundle
+    from acmemodel.planner.config import ClusterConfig
+
+    b = resolve_bundle(bundle_path)
+    text, values = init_config(b, bundle_path, cluster)
+    if out is not None:
+        from acmemodel.cli._common import check_output_not_input
+
+        check_output_not_input(out, [bundle_path], "-o/--output")
+        if out.exists() and out.is_dir():
+            raise ValueError(f"-o/--output: {out} is a directory")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        ClusterConfig.load(out)  # (what was written loads: the planner's own checks)
+    if json_out:
+        print_json({"config": str(out) if out is not None else None, **values,
+                    **({} if out is not None else {"text": text})})
+    elif out is None:
+        console.print(text, markup=False, highlight=False, end="", soft_wrap=True)
+    else:
+        console.print(f"wrote {out}: {values['gpus']:,} GPUs of cluster {values['cluster']}, "
+                      f"{values['reserve']:,} reserved for one run; plan it with: acmemodel plan {out} "
+                      f"--bundle {bundle_path}", markup=False, highlight=False)
 
 
 def _note(planner) -> str | None:

@@ -143,6 +143,20 @@ def render_queue_by_type(name: str, c: dict) -> None:
         console.print(t)
 
 
+def _check_acme_bundle(bundle, path) -> None:
+    """Refuse a bundle that does not model Seren and Kalos: ``reproduce`` compares with *their*
+    published statistics, so another cluster's bundle has nothing to be compared with (ValueError
+    naming the bundle and its clusters; ``acmemodel evaluate`` backtests a bundle's own cluster)."""
+    from acmemodel.reproduce import CLUSTERS
+
+    have = list(bundle.clusters())
+    missing = [c for c in CLUSTERS if c not in have]
+    if missing:
+        raise ValueError(f"--bundle: {path} models {', '.join(have) or 'no cluster'}, not "
+                         f"{' and '.join(missing)}: reproduce compares with the published statistics of "
+                         "Acme's clusters only; backtest your own cluster with `acmemodel evaluate`")
+
+
 @app.command("reproduce")
 def reproduce_cmd(
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="Bundle to check (default: the shipped acme-2023)."),
@@ -169,7 +183,8 @@ def reproduce_cmd(
     if bundle is not None:  # read (and validate) it before the progress line and the long synthesis
         from acmemodel.synth import resolve_bundle
 
-        bundle = resolve_bundle(bundle)
+        path, bundle = bundle, resolve_bundle(bundle)
+        _check_acme_bundle(bundle, path)
     from acmemodel.cli._fmt import progress
 
     with progress(f"reproduce (scale {scale:g})", enabled=not json_out) as upd:

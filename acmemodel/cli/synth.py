@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import SEED_MAX, check_output_not_input, console, counted_backoffs
+from acmemodel.cli._common import SEED_MAX, bundle_cluster, check_output_not_input, console, counted_backoffs
 from acmemodel.cli.export import Fmt
 
 
@@ -47,7 +47,8 @@ def synth_cmd(
     bundle: Optional[Path] = typer.Option(
         None, "--bundle", help="Fitted bundle (acmemodel fit); default: the embedded default bundle."),
     days: float = typer.Option(30.0, "--days", help="Length of the synthetic trace in days."),
-    cluster: str = typer.Option("Seren", "--cluster", help="Cluster whose schema and models to use."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster of the bundle whose models to use "
+                                          "(default: the bundle's only cluster; the default bundle: Seren)."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Random seed (same seed, same file)."),
     scale: float = typer.Option(1.0, "--scale", help="Multiply every arrival intensity."),
     mix: Optional[str] = typer.Option(None, "--mix", help="Job-share override, e.g. Eval=0.7,Pretrain=0.05 "
@@ -63,7 +64,8 @@ def synth_cmd(
                                    "(the bundle's calibrated policy and start-up latency when it has one)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim, and the cluster size "
                                        "written by swf (MaxProcs, MaxNodes), batsim (nb_res) and helios "
-                                       "(vc_config nodes); default: the published size."),
+                                       "(vc_config nodes); default: the size in the bundle's description of "
+                                       "the cluster."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
     yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
                                                   "this machine's memory."),
@@ -78,7 +80,6 @@ def synth_cmd(
 
     import numpy as np
 
-    from acmemodel.clusters import cluster_gpus
     from acmemodel.synth import (cluster_queue, resolve_bundle, simulate_jobs, to_acmetrace, trace_file_kind,
                                  write_acmetrace)
 
@@ -97,17 +98,26 @@ def synth_cmd(
         trace_file_kind(out)
     t = time.perf_counter()
     b = resolve_bundle(bundle)
+    cluster, spec = bundle_cluster(b, cluster, bundle)
     _check_size(b, cluster, days, scale, yes)
     fill, policy, place = None, None, "bundle"
+    if gpus is None and spec is not None:
+        gpus_known = spec.gpus
+    else:
+        gpus_known = gpus
     if queue == "sim":
-        total = gpus if gpus is not None else cluster_gpus(cluster)
+        if gpus_known is None:
+            raise ValueError(f"--gpus: the size of cluster {cluster} is unknown (the bundle's description of it "
+                             "has no GPU count); pass --gpus for --queue sim")
+        total = gpus_known
         from acmemodel.reproduce import policy_queue
 
         if b.calibration(cluster).get("policy"):  # Acme's policy, as reproduce runs it
             fill, policy = policy_queue(b, cluster, total_gpus=total, seed=seed)
             place = int(policy["partitions"].get("pretrain", 0)) or None
         else:
-            fill = cluster_queue(total_gpus=total)
+            fill = cluster_queue(total_gpus=total, **({"gpus_per_node": spec.gpus_per_node}
+                                                      if spec is not None and spec.gpus_per_node else {}))
     with counted_backoffs() as backoffs:  # model back-offs: counted, not printed raw
         jobs = simulate_jobs(b, days=days, cluster=cluster, seed=seed, start=start, scale=scale,
                              mix=parse_mix(mix), gpu_scale=gpu_scale, restart_prob=restart_prob, fill_queue=fill,
@@ -116,8 +126,13 @@ def synth_cmd(
     if fmt is SynthFormat.acmetrace:
         path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, timezone=timezone), out)
         files, written = [str(path)], {}
+        if spec is not None:  # (the synthetic trace loads back as the same cluster, with its size)
+            from acmemodel.clusters import write_sidecar
+
+            files.append(str(write_sidecar(spec, path)))
     else:
-        written = _export(jobs, fmt.value, out, cluster=cluster, timezone=timezone, gpus=gpus)
+        written = _export(jobs, fmt.value, out, cluster=cluster, timezone=timezone, gpus=gpus_known,
+                          gpus_per_node=spec.gpus_per_node if spec is not None else None)
         path, files = out, written["files"]
     secs = time.perf_counter() - t
     by_type = jobs.groupby("type").size().to_dict()
@@ -132,7 +147,7 @@ def synth_cmd(
         "restart_attempts": int((jobs["attempt"] > 1).sum()),
         "states": {str(k): int(v) for k, v in jobs["state"].value_counts().items()},
         "queue": ("not simulated (queue = 0, start_time = submit_time)" if fill is None else
-                  f"cluster simulator, {gpus or cluster_gpus(cluster)} GPUs, " + (
+                  f"cluster simulator, {gpus_known:,} GPUs, " + (
                       "FIFO + EASY backfill" if policy is None else _policy_text(policy))),
         "queue_policy": policy,
         "queue_s": (None if fill is None else
@@ -171,18 +186,21 @@ def _policy_text(policy: dict) -> str:
             + ("start-up latency" if policy.get("latency") else "no latency") + ")")
 
 
-def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None) -> dict:
+def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None,
+            gpus_per_node: int | None = None) -> dict:
     """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``;
-    ``--gpus`` sets the cluster size of the formats that record one."""
+    ``gpus`` (``--gpus``, else the cluster's description) sets the cluster size of the formats that
+    record one (nodes: ``gpus / gpus_per_node`` when the node size is known)."""
     from acmemodel.export import options, write
-    from acmemodel.clusters import GPUS_PER_NODE
 
     valid = set(options(fmt))
     opts: dict = {"cluster": cluster}
     if timezone and "timezones" in valid:
         opts["timezones"] = {cluster: timezone}
     if gpus is not None:
-        size = {"total_gpus": int(gpus), "total_nodes": -(-int(gpus) // GPUS_PER_NODE)}
+        size = {"total_gpus": int(gpus)}
+        if gpus_per_node:
+            size["total_nodes"] = -(-int(gpus) // int(gpus_per_node))
         opts.update({k: v for k, v in size.items() if k in valid})
     return write(jobs, fmt, out, **opts)
 

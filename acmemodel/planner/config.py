@@ -38,7 +38,9 @@ quota question)::
       model: weibull              # weibull | piecewise: how the bundle's failure model is used
       job_type: Pretrain          # failure-model covariate of the runs
     workload:
-      cluster: Seren              # which cluster of the bundle's arrival model generates the workload
+      cluster: Seren              # which cluster of the bundle generates the workload (default: the
+                                  #   bundle's only cluster, e.g. yours from `acmemodel fit`; Seren for
+                                  #   the default bundle)
       scale: 1.0                  # multiplies every arrival intensity
       days: 7                     # simulated horizon of the cluster simulation (days, or 12h...)
       replicas: 1                 # independent workload replicas (common to all quota candidates)
@@ -123,7 +125,9 @@ class FailureSpec:
 
 @dataclass
 class WorkloadSpec:
-    cluster: str = "Seren"
+    #: the bundle cluster whose models generate the workload; None: resolved against the bundle when the
+    #: plan starts (its only cluster; Seren for the default bundle)
+    cluster: str | None = None
     scale: float = 1.0
     days: float = 7.0
     replicas: int = 1
@@ -321,7 +325,7 @@ class ClusterConfig:
         days = ws.get("days", 7.0)  # a number of days or a duration string
         days = (_num(days, "workload.days", lo=0.0, lo_open=True) if isinstance(days, (int, float))
                 and not isinstance(days, bool) else parse_duration(days, "workload.days") / 86400.0)
-        workload = WorkloadSpec(cluster=_str(ws.get("cluster", "Seren"), "workload.cluster"),
+        workload = WorkloadSpec(cluster=None if ws.get("cluster") is None else _str(ws["cluster"], "workload.cluster"),
                                 scale=_num(ws.get("scale", 1.0), "workload.scale", lo=0.0, lo_open=True),
                                 days=days, replicas=_pos_int(ws.get("replicas", 1), "workload.replicas"))
 

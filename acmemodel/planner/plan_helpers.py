@@ -44,9 +44,20 @@ def _check_config_against_bundle(planner: "Planner", config: ClusterConfig, *, c
     if arrival is None:
         return
     clusters = list(arrival.clusters_)
+    where = f"{config.source}: " if config.source else ""
+    bname = getattr(planner.bundle, "name", None)
+    of = f"bundle {bname!r}" if bname else "the bundle"
+    if wl.cluster is None:  # (not in the config: the bundle's only cluster; Seren of the default bundle)
+        if len(clusters) != 1 and "Seren" not in clusters:
+            raise ConfigError(f"{where}workload.cluster is not set and {of} models several clusters "
+                              f"({', '.join(clusters)}); name one")
+        wl.cluster = clusters[0] if len(clusters) == 1 else "Seren"
     if wl.cluster not in clusters:
-        raise ConfigError(f"workload.cluster = {wl.cluster!r} is not a cluster of the bundle's arrival model "
-                          f"(known: {', '.join(clusters)})")
+        low = {c.lower(): c for c in clusters}
+        if wl.cluster.lower() not in low:
+            raise ConfigError(f"{where}workload.cluster = {wl.cluster!r} is not a cluster of {of} "
+                              f"(known: {', '.join(clusters)})")
+        wl.cluster = low[wl.cluster.lower()]
     types = list(arrival.types(wl.cluster))
     if qt.type not in types:
         raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "

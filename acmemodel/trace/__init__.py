@@ -7,7 +7,8 @@
 =================  ==========================================================================
 column             meaning
 =================  ==========================================================================
-cluster            cluster name (``cluster=`` argument, else the file name, else the schema)
+cluster            cluster name (``cluster=`` argument, else the file's sidecar/metadata or
+                   ``cluster`` column, else the file name)
 job_id, user       as in the file (strings; ``job_id`` in the Arrow-backed pandas string dtype
                    :data:`STR_DTYPE`, the other string columns object)
 type               job type (Eval, Pretrain, SFT, MLLM, Debug, Other; unknown values kept)
@@ -49,6 +50,12 @@ Tolerated with a warning: blank lines between rows (skipped; line numbers stay t
 bytes that are not UTF-8 (replaced by U+FFFD), header names in another case (``JOB_ID``), non-CANCELLED
 rows without ``start_time`` (kept as never started). ``cluster=`` names of known clusters are
 case-insensitive (``seren`` → Seren).
+
+The cluster is data (:class:`acmemodel.clusters.ClusterSpec`: name, GPUs, GPUs per node, zone,
+partitions): ``Trace.cluster_specs`` holds it per cluster, from the file's sidecar
+``<file>.cluster.yaml`` or Parquet schema metadata (written by ``acmemodel convert``), an importer's log
+(SWF ``MaxProcs``, partitions seen), or the published table for Seren and Kalos. A size nobody stated
+stays unknown (``None``).
 
 Fast path: a clean CSV is parsed by pyarrow straight into typed columns. If any value fails to
 convert (a bad number or timestamp, a timestamp without zone offset), the file is re-read as text and

@@ -35,6 +35,40 @@ def _cluster_name(name) -> str:
     return name
 
 
+def _column_names(table, column: str) -> list[str]:
+    """Distinct non-empty values of a string column of an Arrow table, in order of appearance."""
+    import pyarrow.compute as pc
+
+    vals = pc.unique(table.column(column).cast("string")).to_pylist()
+    return [str(v).strip() for v in vals if v is not None and str(v).strip()]
+
+
+def file_cluster_spec(path: Path):
+    """The cluster description a trace file carries, or None: the Parquet schema's metadata
+    (:data:`acmemodel.clusters.PARQUET_KEY`) or the sidecar ``<file>.cluster.yaml`` beside it.
+    :class:`TraceFormatError` naming the file and field when it is unreadable."""
+    from acmemodel.clusters import read_cluster_file, sidecar_path, spec_from_parquet_metadata
+
+    try:
+        if path.suffix.lower() == ".parquet" and path.is_file():
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            try:
+                meta = pq.read_schema(path).metadata
+            except (pa.ArrowException, OSError):
+                meta = None  # (_read_table names the unreadable file)
+            spec = spec_from_parquet_metadata(meta, str(path))
+            if spec is not None:
+                return spec
+        side = sidecar_path(path)
+        if side.is_file():
+            return read_cluster_file(side)
+    except ValueError as e:
+        raise TraceFormatError(str(e)) from None
+    return None
+
+
 def _cluster_from_name(path: Path) -> str | None:
     name = path.name.lower()
     for c in CLUSTER_TZ:
@@ -347,13 +381,20 @@ def _read_one(path: Path, cluster: str | None, imported=None):
         schema = imported.format
         if cluster is None:
             cluster = imported.cluster
+    if cluster is None and "cluster" in header:  # (files written by convert name their cluster)
+        names = _column_names(table, "cluster")
+        if len(names) == 1:
+            cluster = _cluster_name(names[0])
+        elif len(names) > 1:
+            raise TraceFormatError(f"{path}: column 'cluster' holds {len(names)} names "
+                                   f"({', '.join(map(repr, names[:5]))}); pass cluster= or split the file")
     if cluster is None:
         cluster = _cluster_from_name(path)
-        if cluster is None:
-            cluster = "Kalos" if schema == "kalos" else "Seren"
-            warn.append(f"{path}: cluster not given and not in the file name; assumed {cluster} "
-                        f"from the {schema} schema (pass cluster= to set it)")
-    known = set(KALOS_COLUMNS) | set(SEREN_COLUMNS)
+        if cluster is None:  # (never an Acme cluster by default: the file is named after itself)
+            cluster = _cluster_name(path.name.split(".")[0] or path.name)
+            warn.append(f"{path}: cluster not given, not in the file and no sidecar; named {cluster!r} "
+                        "after the file (pass cluster= to set it)")
+    known = set(KALOS_COLUMNS) | set(SEREN_COLUMNS) | {"cluster"}
     extra_cols = [c for c in header if c not in known]
     optional = [c for c in (KALOS_COLUMNS if schema == "kalos" else SEREN_COLUMNS)
                 if c not in header and c not in REQUIRED_COLUMNS]
@@ -363,6 +404,8 @@ def _read_one(path: Path, cluster: str | None, imported=None):
         warn.append(f"{path}: optional column(s) {', '.join(optional)} absent"
                     + ("; the cross-check of the file's own values is skipped for them"
                        if {"duration", "queue", "gpu_time"} & set(optional) else ""))
+    if imported is None and cluster not in CLUSTER_TZ:  # (a layout, not a cluster: no Acme name for others')
+        schema = "acmetrace"
     info = FileInfo(path=str(path), cluster=cluster, schema=schema, extra_columns=extra_cols,
                     missing_optional=optional, fast_path=fast)
     n = table.num_rows

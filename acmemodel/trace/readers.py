@@ -17,7 +17,7 @@ from acmemodel.errors import DataWarning, TraceFormatError
 from acmemodel.trace.schema import KNOWN_TYPES, UNFINISHED_STATES, FileInfo, Reason, Trace
 from acmemodel.trace.validation import _RAW_JOB_COLUMNS, _duplicated_ids, _raw_rows, _rejected_frame
 from acmemodel.trace.files import (  # noqa: F401  (re-exported: these lived here)
-    _canonical_names, _check_columns, _CLOSED_LINE, _cluster_from_name, _cluster_name, _drop_blank_rows,
+    file_cluster_spec, _canonical_names, _check_columns, _CLOSED_LINE, _cluster_from_name, _cluster_name, _drop_blank_rows,
     _FIELD, _file_bytes, _has_quote, _is_gzip, _mask_unbalanced_quotes, _OFFSET_RE, _open_text_head,
     _OPTIONAL_NUMERIC, _original_text, _OTHER_FORMATS, _physical_lines, _QUOTE_MASK, _read_one, _read_table,
     _sniff_offset, _utf8_repaired, _value_problems,
@@ -67,9 +67,12 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     paths : a path or a list of paths (``.csv``, ``.csv.gz``/``.gz``, ``.parquet``; for other formats
         the files that format uses, see :mod:`acmemodel.trace.importers`); a directory stands for its
         trace files and a glob pattern for its matches (:func:`expand_trace_paths`).
-    cluster : cluster name for every file, or one name per file. Default: from the file name
-        (``*seren*`` → Seren, ``*kalos*`` → Kalos), else from the schema (Kalos columns → Kalos,
-        otherwise Seren) with a warning; imported formats: the file name's stem.
+    cluster : cluster name for every file, or one name per file. Default: the file's own description
+        (sidecar ``<file>.cluster.yaml`` or Parquet metadata, as ``convert`` writes them), else its
+        ``cluster`` column, else the file name (``*seren*`` → Seren, ``*kalos*`` → Kalos), else the file
+        name before its first dot with a warning — never an Acme cluster assumed from the columns;
+        imported formats: the file name's stem. ``Trace.cluster_specs`` holds what is known of each
+        cluster (:class:`acmemodel.clusters.ClusterSpec`).
     format : ``acmetrace`` (default) or an importer: ``slurm``, ``swf``, ``helios``, ``philly``,
         ``pai2020``, ``k8s`` (:data:`acmemodel.trace.importers.FORMATS`).
     timezone : UTC offset (``+08:00``) of naive local timestamps in imported files (default: the
@@ -114,8 +117,9 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     tzs: dict[str, str] = {}
     fmt = str(format or "acmetrace").lower()
     reports: list[dict] = []
+    specs: dict = {}
     for path, cl in zip(paths, clusters):
-        imported = None
+        imported, spec = None, None
         if fmt != "acmetrace":
             from acmemodel.trace import importers
 
@@ -123,7 +127,15 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
                                       extracted_at=extracted_at)
             reports.append(imported.report)
             warn.extend(imported.warnings)
+        else:
+            spec = file_cluster_spec(path)
+            if cl is None and spec is not None:
+                cl = _cluster_name(spec.name)
         jobs, rej, info, extra, inc, w, tz, tc, ii = _read_one(path, cl, imported)
+        if spec is not None:
+            tz = spec.timezone
+            _check_capacity(spec, jobs, path)
+        specs.setdefault(info.cluster, _file_spec(spec, info.cluster, tz, imported, extra, jobs))
         frames.append(jobs)
         type_counts.append(tc)
         int_ids.append(ii)
@@ -186,7 +198,72 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
                 problems.setdefault(c, {})[k] = problems.get(c, {}).get(k, 0) + v
     return Trace(jobs=jobs, rejected=rejected, files=infos, inconsistencies=incons, warnings=warn,
                  timezones=tzs, extras=extra_df, extracted_at_s=t_ext, imports=reports,
-                 value_problems=problems)
+                 value_problems=problems, cluster_specs=specs)
+
+
+def _check_capacity(spec, jobs: pd.DataFrame, path: Path) -> None:
+    """A file's own description must hold its jobs: no job asks for more GPUs than ``gpus``
+    (:class:`TraceFormatError` naming the description, the field and the job). (Not checked per node: a
+    converted SWF log's ``node_num`` is a placeholder 1.)"""
+    if not len(jobs) or spec.gpus is None:
+        return
+    from acmemodel.clusters import sidecar_path
+
+    side = sidecar_path(path)
+    where = str(side) if side.is_file() and path.suffix.lower() != ".parquet" else f"{path}: metadata"
+    g = jobs["gpu_num"].to_numpy(dtype=np.int64)
+    i = int(np.argmax(g))
+    if g[i] > spec.gpus:
+        r = jobs.iloc[i]
+        raise TraceFormatError(f"{where}: gpus = {spec.gpus:,} contradicts the trace: job {r['job_id']} "
+                               f"(line {int(r['source_line'])}) asks for {int(g[i]):,} GPUs")
+
+
+#: at most this many distinct partition (or VC) names make a cluster's partition list
+MAX_PARTITIONS = 64
+
+
+def _file_spec(spec, name: str, tz: str, imported, extra: pd.DataFrame, jobs: pd.DataFrame):
+    """The :class:`~acmemodel.clusters.ClusterSpec` of one file's cluster ``name``: the file's own
+    (sidecar or Parquet metadata; renamed when ``cluster=`` renamed it), else the published one of Seren
+    or Kalos, else what the log says: the zone, the partitions (or VCs) of its jobs and, for SWF, the
+    header's ``MaxProcs``/``MaxNodes`` when they hold every job. Unknown sizes stay ``None``."""
+    import dataclasses
+
+    from acmemodel.clusters import ClusterSpec, acme_cluster
+
+    if spec is not None:
+        return spec if spec.name == name else dataclasses.replace(spec, name=name)
+    if imported is None and (acme := acme_cluster(name)) is not None and acme.name == name:
+        return acme
+    parts: tuple = ()
+    for col in ("partition", "vc"):
+        if extra is not None and col in extra.columns:
+            v = pd.unique(extra[col].dropna().astype(str).str.strip())
+            v = [x for x in v if x]
+            if 0 < len(v) <= MAX_PARTITIONS:
+                parts = tuple(sorted(v))
+                break
+    gpus = per_node = None
+    source = []
+    hdr = (imported.report.get("header") or {}) if imported is not None else {}
+    biggest = int(jobs["gpu_num"].max()) if len(jobs) else 0
+    try:
+        procs = int(float(hdr.get("MaxProcs"))) if hdr.get("MaxProcs") is not None else None
+        nodes = int(float(hdr.get("MaxNodes"))) if hdr.get("MaxNodes") is not None else None
+    except (TypeError, ValueError):
+        procs = nodes = None
+    if procs and procs > 0 and procs >= biggest:
+        gpus = procs
+        source.append("SWF header MaxProcs")
+        if nodes and nodes > 0 and procs % nodes == 0:
+            per_node = procs // nodes
+            source.append("MaxNodes")
+    tzname = hdr.get("TimeZoneString") if isinstance(hdr.get("TimeZoneString"), str) else None
+    return ClusterSpec(name=name, gpus=gpus, gpus_per_node=per_node, timezone=tz, tzname=tzname,
+                       partitions=parts, source=(" and ".join(source) if source else
+                                                 f"the log ({imported.format if imported is not None else 'trace file'})"
+                                                 ""))
 
 
 def _extraction_seconds(value) -> float:

@@ -93,7 +93,7 @@ class FileInfo:
 
     path: str
     cluster: str
-    schema: str  # "seren" or "kalos"
+    schema: str  # "seren"/"kalos" (Acme's files), "acmetrace" (another cluster's), or the importer's format
     rows: int = 0  # data rows seen (accepted + rejected)
     accepted: int = 0
     rejected: int = 0
@@ -125,6 +125,7 @@ class Trace:
     warnings : list of human-readable warnings (unknown types, missing optional columns...)
     timezones : cluster → UTC offset string of its local time (for calendar features)
     extras : DataFrame of columns found in files beyond the known schemas (index = jobs.index)
+    cluster_specs : cluster → :class:`~acmemodel.clusters.ClusterSpec` (see the attribute)
     """
 
     jobs: pd.DataFrame
@@ -141,6 +142,17 @@ class Trace:
     #: optional column → problem → count of accepted rows whose value was unusable and is kept as
     #: missing (``cpu_num``: not a number / negative or infinite; ``fail_time``: before start_time...)
     value_problems: dict = field(default_factory=dict)
+    #: cluster name → :class:`acmemodel.clusters.ClusterSpec`: what is known of each cluster (GPUs, GPUs
+    #: per node, zone, partitions) from the file's sidecar or Parquet metadata (written by ``convert``),
+    #: the importer's log header and options, or the published table for Seren and Kalos
+    cluster_specs: dict = field(default_factory=dict)
+
+    def cluster_spec(self, name: str):
+        """The :class:`~acmemodel.clusters.ClusterSpec` of cluster ``name`` (``KeyError`` naming it)."""
+        try:
+            return self.cluster_specs[name]
+        except KeyError:
+            raise KeyError(f"cluster {name!r} is not in the trace (have: {', '.join(self.clusters)})") from None
 
     @property
     def clusters(self) -> list[str]:
