@@ -311,10 +311,6 @@ def test_optimum_matches_brute_force_grid_of_the_twin(fail):
     assert grid == pytest.approx(twin_grid[0][0], rel=1e-11)  # the grid's minimum is the twin's value
     assert et_c[0] == pytest.approx(grid, rel=1e-6)
     assert et_c[0] <= grid * (1 + 1e-6)
-    # never worse than the optimisers it replaced (1e-9: at a kink maximum each stops where its
-    # bracket collapses, ~1e-15 apart in E[T])
-    assert et_c[0] <= _core.ckpt_optimize_newton(*args)[1][0] * (1 + 1e-9)
-    assert et_c[0] <= _core.ckpt_optimize_grid(*args)[1][0] * (1 + 1e-9)
 
 
 def test_piecewise_optimum_beyond_the_ripple_window():
@@ -342,7 +338,6 @@ def test_piecewise_optimum_beyond_the_ripple_window():
                                     np.tile(rv, (n, 1)), np.tile(rw, (n, 1)))[0]
     assert tau_c[0] == pytest.approx(tau[np.argmin(grid)], rel=1e-3)  # the far maximum, ~2,111 s
     assert grid.min() * (1 - 1e-9) <= et_c[0] <= grid.min() * (1 + 1e-9)
-    assert et_c[0] < _core.ckpt_optimize_newton(*args)[1][0] * (1 - 5e-5)  # the frozen kernel's first maximum
 
 
 def test_piecewise_optimum_at_a_kink():
@@ -416,38 +411,6 @@ def test_property_optimum_falls_with_failure_rate_and_grows_with_cost(M, C, R, k
         assert float(worse.interval_s) < float(base.interval_s)
     if int(costly.status) == 0:
         assert float(costly.interval_s) > float(base.interval_s)
-
-
-def test_baseline_newton_kernel_equals_its_twin():
-    """The optimiser checkpoint.c replaced, frozen for bench_solver (``_core.ckpt_optimize_newton``),
-    against its twin; the current kernel is at least as good on the same scenarios."""
-    from acmemodel.planner import reference_newton
-
-    fail = WeibullFailures(np.array([0.7, 1.5]), np.array([8 * H, 30 * H]))
-    p = fail.kernel_params_for((2,))
-    rv, rw = RestartTime.lognormal(20 * MIN, 10 * MIN).nodes(order=4)
-    args = (np.full(2, 30 * DAY), np.array([60.0, 300.0]), 1, p, np.tile(rv, (2, 1)), np.tile(rw, (2, 1)))
-    tc, ec, _ = _core.ckpt_optimize_newton(*args)
-    tn, en, _ = reference_newton.ckpt_optimize_newton(*args)
-    np.testing.assert_allclose(tc, tn, rtol=1e-9)
-    np.testing.assert_allclose(ec, en, rtol=1e-11)
-    assert np.all(_core.ckpt_optimize(*args)[1] <= ec * (1 + 1e-12))
-
-
-def test_baseline_grid_kernel_equals_its_twin():
-    """The baseline optimiser kept for bench_solver (``_core.ckpt_optimize_grid``) against its twin, and
-    the current kernel is at least as good on the same scenarios."""
-    from acmemodel.planner import reference_grid
-
-    fail = WeibullFailures(np.array([0.7, 1.5]), np.array([8 * H, 30 * H]))
-    p = fail.kernel_params_for((2,))
-    rv, rw = RestartTime.lognormal(20 * MIN, 10 * MIN).nodes(order=4)
-    args = (np.full(2, 30 * DAY), np.array([60.0, 300.0]), 1, p, np.tile(rv, (2, 1)), np.tile(rw, (2, 1)))
-    tc, ec, _ = _core.ckpt_optimize_grid(*args)
-    tn, en, _ = reference_grid.ckpt_optimize_grid(*args)
-    np.testing.assert_allclose(tc, tn, rtol=1e-9)
-    np.testing.assert_allclose(ec, en, rtol=1e-11)
-    assert np.all(_core.ckpt_optimize(*args)[1] <= ec * (1 + 1e-12))
 
 
 @pytest.mark.parametrize("k", [0.5, 0.9, 1.8, 4.0])

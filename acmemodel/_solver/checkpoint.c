@@ -24,7 +24,7 @@
  *
  * Optimum. Exponential: Brent's method on phi' over (0, min(M, W)], where phi' changes sign exactly once
  * (root M (1 + W0(-exp(-1-C/M)))). Weibull / piecewise hazard, on the range [1e-3 min(C, E[F]),
- * min(W, 1e3 E[F])] of the original kernel (checkpoint_grid.c):
+ * min(W, 1e3 E[F])] of the original grid kernel (removed; its figures are in benchmarks/bench_solver.py):
  *   1. safeguarded Newton ascent on phi'(tau) = 0 (never below its start) from Daly's interval for the mean U / G0 (U = E[(F - R)^+],
  *      G0 = P(F > R): the MTTF that phi ~ tau U / (tau + C) - tau G0 / 2 implies; Weibull k >= 1: the
  *      maximum of that model with the next Euler-Maclaurin term tau x f_D(0) / 12, em_start), with the analytic
@@ -66,7 +66,7 @@
  *      samples are evaluated. A window capped at +-15 % also has its outer bands out to the guard scan's sqrt 2
  *      sampled (a long-period ripple can put a better maximum there); the search repeats around any
  *      better point found (up to 3 rounds).
- * The frozen previous optimiser (checkpoint_newton.c) did 1 and 2 from Daly's interval for E[F].
+ * The previous optimiser (removed) did 1 and 2 from Daly's interval for E[F].
  * The renewal sums E[N], E[N]', E[N]'' (Weibull and piecewise hazard) are in checkpoint_sums.c,
  * shared through checkpoint.h.
  */

@@ -25,7 +25,7 @@
  *   the error budget is relative to E[N], not to each node's share (half of the nodes of a log-normal
  *   restart law carry below 1e-2 of E[N]). Agrees with plain summation of millions of terms to ~1e-12
  *   (tests).
- * The baseline (checkpoint_grid.c) summed term by term while x h(t) > 0.02 - hundreds of terms per node
+ * The original grid kernel (removed) summed term by term while x h(t) > 0.02 - hundreds of terms per node
  * for k < 1 - with Euler-Maclaurin through B4.
  */
 #include <float.h>

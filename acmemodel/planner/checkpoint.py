@@ -31,8 +31,8 @@ out to the guard scan's √2 steps, where a long-period ripple can put a distinc
 ripple as large as the gap to the best could hide one between the guard's samples (a wear-out jump makes
 ``φ`` a sawtooth), the guard steps a quarter period and probes the sharpest kink between samples. Tests:
 within 1e-6 of a brute-force grid on seeded random hazards; on broad random hazards with wear-out jumps
-(tests' ``_broad``) about 1 % of optima are still 1e-5–1e-4 above the grid minimum. The optimisers it replaced are kept for ``benchmarks/bench_solver.py``: ``_core.ckpt_optimize_newton``
-(the previous one) and ``_core.ckpt_optimize_grid`` (the original grid search).
+(tests' ``_broad``) about 1 % of optima are still 1e-5–1e-4 above the grid minimum. The optimisers it replaced (a Newton +
+guard-scan kernel and the original grid search) were removed; their last figures are in ``benchmarks/bench_solver.py``.
 
 "Does not finish": a checkpoint cost at or above the MTTF (``C ≥ E[F]``), or an expected wall time that
 is not finite (restart time or failure rate too high), gives ``status > 0`` with a reason; the interval

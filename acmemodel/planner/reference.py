@@ -8,8 +8,7 @@ The twins are the readable statement of what the C code computes and are used by
   sums (direct terms then Euler–Maclaurin through B20; geometric series per hazard piece, node by
   node here where the C kernel sums the nodes of a piece together) and the same optimiser (in
   :mod:`.reference_optimum`, re-exported here: safeguarded Newton, bounded guard scan, ripple search
-  under a piecewise hazard); exponential: :func:`scipy.optimize.brentq`. The optimisers it replaced
-  have their twins in :mod:`.reference_newton` and :mod:`.reference_grid`.
+  under a piecewise hazard); exponential: :func:`scipy.optimize.brentq`.
 * :func:`mc_run` (in :mod:`.reference_mc`, re-exported) — the run simulator of ``montecarlo.c``, one
   replica at a time, one checkpoint segment at a time (no event skipping), with NumPy ``Generator``
   streams seeded by ``(seed, replica)``: the same model but different random numbers, so it agrees

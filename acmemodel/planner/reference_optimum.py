@@ -9,7 +9,7 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
    implies; Weibull k ≥ 1: the maximum of that model with the next Euler-Maclaurin term, :func:`_em_start`),
    returning the last point evaluated (E[T] there is the result, no further evaluation);
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
-   bounds exclude (see :mod:`.reference_newton`); Weibull: a sample is evaluated only where the
+   bounds exclude; Weibull: a sample is evaluated only where the
    Euler-Maclaurin bound :meth:`~acmemodel.planner.reference._Renewal.weibull_bound` does not already put
    it below the best (the bound then stands for φ there); piecewise hazard: the midpoint-rule bound of
    :mod:`.reference_bounds` clears samples without an evaluation, else shorter steps and a probe of the
