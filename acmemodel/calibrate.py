@@ -86,7 +86,7 @@ from scipy import optimize, special, stats
 
 from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue, utc_offset_seconds
 from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
-    Assumptions, _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
+    Assumptions, _arrivals, _copula_base, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
     STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
     TARGET_OFFSET_MAX, TYPE_SHARE, fixed_point_offsets, synthetic_rates,
 )

@@ -1,5 +1,5 @@
-"""The house: moved names keep working (with a DeprecationWarning where the old path is deprecated),
-every module says what it is for, and the job-table builders agree."""
+"""The house: moved names live in one place (no deprecated aliases left behind), every module says what
+it is for, and the job-table builders agree."""
 from __future__ import annotations
 
 import ast
@@ -15,12 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("name, new", [("load_sample", "acmemodel.trace"),
                                        ("load_default", "acmemodel.models.bundle")])
-def test_datasets_shims_warn_and_forward(name, new):
+def test_moved_datasets_names_live_in_one_place(name, new):
     import acmemodel.datasets as ds
 
-    with pytest.warns(DeprecationWarning, match=f"acmemodel.datasets.{name} moved to {new}"):
-        fn = getattr(ds, name)
-    assert fn is getattr(importlib.import_module(new), name)
+    assert not hasattr(ds, name)
+    assert callable(getattr(importlib.import_module(new), name))
 
 
 def test_split_modules_keep_their_old_names():
@@ -140,18 +139,17 @@ def test_atom_and_backend_names_are_one_each():
     jobs = {"submit_s": np.array([0.0, 1.0]), "run_s": np.array([10.0, 5.0]), "gpu_num": np.array([8, 8]),
             "type": np.array(["Eval", "Eval"], dtype=object)}
     a = simulate_cluster(jobs, total_gpus=8, backend="numpy")
-    with pytest.warns(DeprecationWarning, match="engine=.*backend="):
-        b = simulate_cluster(jobs, total_gpus=8, engine="numpy")
-    assert a.backend == b.backend == b.engine == "numpy"
-    assert a.jobs["start_s"].tolist() == b.jobs["start_s"].tolist()
+    assert a.backend == "numpy"
+    with pytest.raises(TypeError):
+        simulate_cluster(jobs, total_gpus=8, engine="numpy")
 
 
 def RuntimeModel_atom() -> float:
     from acmemodel.models.runtime import RuntimeModel
 
-    with pytest.warns(DeprecationWarning, match="zero_s"):
-        m = RuntimeModel(zero_s=2.0)
-    return m.atom_s
+    with pytest.raises(TypeError):
+        RuntimeModel(zero_s=2.0)
+    return RuntimeModel(atom_s=2.0).atom_s
 
 
 @pytest.mark.parametrize("backend", ["c", "numpy"])

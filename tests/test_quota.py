@@ -112,8 +112,8 @@ def test_common_random_numbers_with_sampled_replicas():
 
 def test_engines_agree(jobs):
     kw = dict(total_gpus=TOTAL, partitions={"pretrain": 64}, target_wait_s=300, best_effort_on_reserved=True)
-    a = find_quota(jobs, engine="c", **kw)
-    b = find_quota(jobs, engine="numpy", **kw)
+    a = find_quota(jobs, backend="c", **kw)
+    b = find_quota(jobs, backend="numpy", **kw)
     assert a.quota_gpus == b.quota_gpus
     pd.testing.assert_frame_equal(a.evaluations, b.evaluations)
 
@@ -137,7 +137,7 @@ def test_monotonicity_violation_warns(monkeypatch, jobs):
     (dict(partitions={"shared": 8}), "must not contain"),
     (dict(lo=64, hi=32), "no candidate"),
     (dict(partitions={"pretrain": 64}, hi=80), "exceeds"),
-    (dict(engine="x"), "engine"),
+    (dict(backend="x"), "backend"),
 ])
 def test_invalid_arguments(jobs, kw, match):
     base = dict(total_gpus=TOTAL)

@@ -139,11 +139,6 @@ class ClusterSimResult:
     backend: str = "c"
     settings: dict = field(default_factory=dict)
 
-    @property
-    def engine(self) -> str:
-        """Earlier name of :attr:`backend` (kept for one release)."""
-        return self.backend
-
     def summary(self) -> pd.DataFrame:
         """Per-type queue-delay table (seconds) -- the same as :attr:`queue_s`."""
         return self.queue_s
@@ -195,18 +190,10 @@ def _check_partitions(total_gpus, gpus_per_node, partitions) -> dict:
     return {k: int(v) for k, v in parts.items()}
 
 
-def _backend_arg(backend: str, engine: str | None, where: str) -> str:
-    """The kernel switch ``backend`` ("c" or "numpy"); ``engine`` is its deprecated earlier name."""
-    arg = "backend"
-    if engine is not None:
-        import warnings
-
-        arg = "engine"
-        warnings.warn(f"{where}(engine=...) is now backend= (as in the checkpoint and Monte Carlo kernels)",
-                      DeprecationWarning, stacklevel=3)
-        backend = engine
+def _backend_arg(backend: str) -> str:
+    """The kernel switch ``backend``: "c" or "numpy"."""
     if backend not in ("c", "numpy"):
-        raise ValueError(f"{arg} must be 'c' or 'numpy', got {backend!r}")
+        raise ValueError(f"backend must be 'c' or 'numpy', got {backend!r}")
     return backend
 
 
@@ -215,7 +202,7 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
                      reserved_partition: str | None = "pretrain", best_effort_types=None,
                      backfill_depth: int | None = 1000, window: tuple | None = None,
                      pretrain_type: str = "Pretrain", priorities: Mapping[str, int] | None = None,
-                     backend: str = "c", engine: str | None = None) -> ClusterSimResult:
+                     backend: str = "c") -> ClusterSimResult:
     """Simulate the cluster on a job list; see the module docstring for the rules.
 
     Parameters
@@ -235,9 +222,9 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     priorities : {type: integer}; higher is served first in every queue (and among best-effort candidates), FIFO
         within a priority; unlisted types get 0. Default None: all equal (plain FIFO).
     backend : ``"c"`` (the C kernel) or ``"numpy"`` (the pure-Python twin, for testing) — the same switch as
-        the checkpoint and Monte Carlo kernels. ``engine`` is its earlier name (one release, DeprecationWarning).
+        the checkpoint and Monte Carlo kernels.
     """
-    backend = _backend_arg(backend, engine, "simulate_cluster")
+    backend = _backend_arg(backend)
     if backfill_depth is not None and (not isinstance(backfill_depth, (int, np.integer)) or backfill_depth < 0):
         raise ValueError(f"backfill_depth must be a non-negative integer or None, got {backfill_depth!r}")
     parts = _check_partitions(total_gpus, gpus_per_node, partitions if partitions is not None else {})

@@ -66,7 +66,7 @@ import pandas as pd
 from acmemodel.errors import ConfigError
 from acmemodel.planner.sweep_grid import (  # noqa: F401  (the grid's names are part of this API)
     AXES, Axis, AxisSpec, _apply, _canon, _check_axes_against_config, _hash, _read_mapping, derive_seed,
-    grid_points, load_grid, point_id, register_axis,
+    grid_points, load_grid, point_id,
 )
 from acmemodel.planner.sweep_plots import pareto_front, plot_sweep  # noqa: F401
 

@@ -35,7 +35,7 @@ class AxisSpec:
     doc: str = ""
 
 
-#: the axes a grid may name (other modules may :func:`register_axis` more, e.g. reliability presets)
+#: the axes a grid may name
 AXES: list[AxisSpec] = [
     AxisSpec("cluster.gpus", "cluster", doc="total GPUs"),
     AxisSpec("cluster.partitions.*", "cluster", "partition", "GPUs of a partition (pretrain reservation, "
@@ -63,13 +63,6 @@ AXES: list[AxisSpec] = [
     AxisSpec("runs.*.checkpoint_interval", "runs", "run", "checkpoint interval override of a run"),
     AxisSpec("simulation.replicas", "runs", doc="Monte Carlo replicas per run"),
 ]
-
-
-def register_axis(spec: AxisSpec) -> None:
-    """Accept one more grid axis (kept in :data:`AXES`)."""
-    if spec.part not in ("runs", "cluster", "both"):
-        raise ValueError(f"AxisSpec.part must be runs, cluster or both, got {spec.part!r}")
-    AXES.append(spec)
 
 
 def _match(name: str) -> tuple[AxisSpec, str | None] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -250,11 +250,6 @@ def cluster_from_path(path) -> str:
     return name or p.name
 
 
-def utc_from_local_seconds(sec: np.ndarray, offset: str) -> np.ndarray:
-    """Unix seconds of naive local wall-clock seconds in zone ``offset``."""
-    return sec - utc_offset_seconds(offset)
-
-
 def seconds_to_arrow_ts(sec: np.ndarray):
     """float Unix seconds (NaN = unknown) → Arrow ``timestamp[ns, UTC]`` with nulls."""
     import pyarrow as pa
@@ -286,10 +281,6 @@ def make_table(cols: dict):
         arrays.append(v)
         names.append(name)
     return pa.table(arrays, names=names)
-
-
-def raw_lines(text_lines: Sequence[str], idx: Iterable[int]) -> list[str]:
-    return [text_lines[i] for i in idx]
 
 
 def require_columns(path, header: Sequence[str], need: Sequence[str], what: str) -> None:
