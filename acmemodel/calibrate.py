@@ -90,7 +90,7 @@ from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
     STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
     TARGET_OFFSET_MAX, TYPE_SHARE, fixed_point_offsets, synthetic_rates,
 )
-from acmemodel.datasets.reference import load_failure_table, load_reference
+from acmemodel.datasets.published import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
 
@@ -491,7 +491,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     import hashlib
 
     from acmemodel._version import __version__
-    from acmemodel.datasets.reference import REFERENCE_TABLES, _data_path
+    from acmemodel.datasets.published import REFERENCE_TABLES, _data_path
     from acmemodel.pipeline import fit_bundle
 
     trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from acmemodel.datasets.reference import load_failure_table, load_reference
+from acmemodel.datasets.published import load_failure_table, load_reference
 from acmemodel.models.restart import RESUBMIT_PRIOR
 from acmemodel.trace import jobs_from_times
 

@@ -11,7 +11,7 @@ compares it, side by side, with what was published about the real trace
    fitted at full volume). Failed jobs are resubmitted as ``simulate_jobs`` does (with the bundle's
    ``RestartModel.resubmit_probability`` per cluster × type).
 2. **Queueing** — the waits are the cluster simulator's
-   (:func:`acmemodel.planner.cluster_sim.simulate_cluster`: gang scheduling on 8-GPU nodes, FIFO with
+   (:func:`acmemodel.sim.cluster.simulate_cluster`: gang scheduling on 8-GPU nodes, FIFO with
    EASY backfill per partition) on the cluster's published size (``clusters.csv``: Seren 2,288 GPUs,
    Kalos 2,416). Partition layout (:data:`PARTITIONS`): the paper attributes the long evaluation
    queues to GPUs *reserved for pretraining*, so most GPUs form a reserved ``pretrain`` partition
@@ -195,7 +195,7 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
     a job the simulator drops (no run time) or cannot fit gets NaN (never starts).
     """
     from acmemodel.errors import DataWarning
-    from acmemodel.planner.cluster_sim import simulate_cluster
+    from acmemodel.sim.cluster import simulate_cluster
 
     def fill(df: pd.DataFrame) -> np.ndarray:
         t = time.perf_counter()

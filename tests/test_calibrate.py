@@ -25,7 +25,7 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from acmemodel.datasets import load_reference
+from acmemodel.datasets.published import load_reference
 
 PSEUDO_SCALE = 0.3
 BUNDLE_SCALE = 0.05
@@ -242,7 +242,7 @@ def test_fixed_point_step():
     """synthetic_rates pools the traces' GPU jobs with a run (TIMEOUT / NODE_FAIL count as failed; GPU time
     gpu_num × run_s) and fixed_point_offsets is published − synthetic, clipped to ±TARGET_OFFSET_MAX."""
     from acmemodel.calibrate_inputs import TARGET_OFFSET_MAX, fixed_point_offsets, synthetic_rates
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     a = pd.DataFrame({"gpu_num": [1, 8, 0, 2], "run_s": [10.0, 100.0, 5.0, np.nan],
                       "state": ["FAILED", "CANCELLED", "FAILED", "FAILED"], "type": ["Eval", "Pretrain", "Eval", "SFT"]})
@@ -372,7 +372,7 @@ def test_calibrate_cli_user_errors(argv, needle, capsys):
 
 def test_calibrate_cli_writes_loadable_bundle(calibrate_cli):
     from acmemodel.calibrate import DEFAULT_MODELS
-    from acmemodel.datasets.reference import _data_path
+    from acmemodel.datasets.published import _data_path
     from acmemodel.models.bundle import Bundle
 
     out, r = calibrate_cli

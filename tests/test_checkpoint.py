@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from scipy import integrate, special
 
 from acmemodel._solver import _core
-from acmemodel.planner import reference
-from acmemodel.planner.checkpoint import (
+from acmemodel._solver.reference import checkpoint as reference, optimum
+from acmemodel.planner.run.checkpoint import (
     daly_interval, expected_time, optimal_interval, young_interval,
 )
-from acmemodel.planner.processes import (
+from acmemodel.planner.run.processes import (
     ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures,
 )
 
@@ -302,7 +302,7 @@ def test_optimum_matches_brute_force_grid_of_the_twin(fail):
     p = fail.kernel_params_for(fail.batch_shape)
     args = (np.array([W]), np.array([C]), fail.family_code, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
     twin_et = reference.ckpt_expected_time(tau_c, *args[:2], fail.family_code, p, rv[None], rw[None])[0]
     assert et_c[0] == pytest.approx(twin_et[0], rel=1e-9)
@@ -330,7 +330,7 @@ def test_piecewise_optimum_beyond_the_ripple_window():
         max_nodes=64)
     args = (np.array([30 * DAY]), np.array([546.2004277854633]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
     tau = np.geomspace(1200.0, 2600.0, 6000)  # both maxima, grid ratio 1.00013
     n = tau.size
@@ -358,7 +358,7 @@ def test_piecewise_optimum_at_a_kink():
     C = 374.6422651386496
     args = (np.array([30 * DAY]), np.array([C]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-11) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
     kink = (p[0, 9] - 120.0) / 8 - C
     assert tau_c[0] == pytest.approx(kink, rel=1e-9)
@@ -433,7 +433,7 @@ def test_restart_node_merge_is_a_gauss_rule_in_log_r():
     """More restart nodes than the kernel takes (the default failure mix: 804) are replaced by the
     64-point Gauss rule of their measure in log r: E[T] within 1e-6 of all 804 nodes (equal-weight groups
     at their means were ~4e-3 off), weights positive and summing to 1."""
-    from acmemodel.planner.montecarlo import FailureMix
+    from acmemodel.planner.run.montecarlo import FailureMix
 
     restart = FailureMix.from_failure_table(2048).restart_distribution()
     v, w = restart.nodes()

@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from acmemodel._solver import _cluster
 from acmemodel.errors import DataWarning
-from acmemodel.planner.cluster_sim import simulate_cluster
-from acmemodel.planner.reference_cluster import simulate_reference
+from acmemodel.sim.cluster import simulate_cluster
+from acmemodel._solver.reference.cluster import simulate_reference
 
 ENGINES = ["c", "numpy"]
 

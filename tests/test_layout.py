@@ -133,7 +133,7 @@ def test_one_fit_signature():
 
 def test_atom_and_backend_names_are_one_each():
     from acmemodel.models.queue import QueueModel
-    from acmemodel.planner.cluster_sim import simulate_cluster
+    from acmemodel.sim.cluster import simulate_cluster
 
     assert "atom_s" in QueueModel().get_params() and RuntimeModel_atom() == 2.0
     jobs = {"submit_s": np.array([0.0, 1.0]), "run_s": np.array([10.0, 5.0]), "gpu_num": np.array([8, 8]),
@@ -156,10 +156,9 @@ def RuntimeModel_atom() -> float:
 def test_checkpoint_kernels_explain_bad_values(backend):
     """_core checks every value like _cluster does: a ValueError naming argument, row and rule (not status -1);
     its NumPy twin says the same."""
-    from acmemodel._solver import _core
-    from acmemodel.planner import reference
+    from acmemodel.planner.run.checkpoint import _kernels
 
-    k = _core if backend == "c" else reference
+    k = _kernels(backend)
     one = lambda v: np.array([v], dtype=float)  # noqa: E731
     rn, rw = np.array([[0.0]]), np.array([[1.0]])
     with pytest.raises(ValueError, match=r"work\[0\] must be > 0"):

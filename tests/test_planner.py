@@ -14,11 +14,13 @@ import yaml
 
 from acmemodel.errors import ConfigError
 from acmemodel.models.bundle import Bundle
-from acmemodel.planner.checkpoint import optimal_interval
-from acmemodel.planner.config import ClusterConfig, parse_duration
-from acmemodel.planner.montecarlo import FailureMix
-from acmemodel.planner.planner import PLANNED_TYPE, Planner
-from acmemodel.planner.processes import ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures
+from acmemodel.planner.run.checkpoint import optimal_interval
+from acmemodel.planner.config import ClusterConfig
+from acmemodel.planner.config_fields import parse_duration
+from acmemodel.planner.run.montecarlo import FailureMix
+from acmemodel.planner.plan_helpers import PLANNED_TYPE
+from acmemodel.planner.planner import Planner
+from acmemodel.planner.run.processes import ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures
 
 H, DAY = 3600.0, 86400.0
 EXAMPLE = resources.files("acmemodel.planner").joinpath("examples", "example.yaml")
@@ -330,8 +332,8 @@ def test_pooled_queue_quantiles_with_unschedulable_jobs():
     (np.quantile returned NaN -> reported as None = 'never starts')."""
     from types import SimpleNamespace
 
-    from acmemodel.planner.cluster_sim import wait_quantile
-    from acmemodel.planner.planner import _pooled_queue
+    from acmemodel.sim.cluster import wait_quantile
+    from acmemodel.planner.plan_helpers import _pooled_queue
 
     jobs = pd.DataFrame({"type": ["SFT"] * 3 + ["Eval"] * 4, "submit_s": 0.0,
                          "wait_s": [1.0, 2.0, np.nan, 1.0, 2.0, np.nan, np.nan],

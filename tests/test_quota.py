@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from acmemodel.errors import DataWarning
-from acmemodel.planner.cluster_sim import simulate_cluster
-from acmemodel.planner.quota import find_quota
+from acmemodel.sim.cluster import simulate_cluster
+from acmemodel.sim.quota import find_quota
 
 TOTAL = 128
 
@@ -119,7 +119,7 @@ def test_engines_agree(jobs):
 
 
 def test_monotonicity_violation_warns(monkeypatch, jobs):
-    import acmemodel.planner.quota as quota
+    import acmemodel.sim.quota as quota
 
     seq = iter([900.0, 700.0, 800.0, 100.0, 50.0])  # gallop: lanes 8, 16, 24 (worse than 16), 40; bisect: 32
     monkeypatch.setattr(quota, "_wait_quantile", lambda res, t, q: next(seq))

@@ -197,7 +197,7 @@ def test_html_report_draws_the_band(tmp_path):
 
 
 def test_sweep_over_presets_carries_energy(tmp_path):
-    from acmemodel.planner.sweep import sweep
+    from acmemodel.planner.sweep.runner import sweep
     from acmemodel.synth import sample_workload
 
     cfg = {"name": "tiny", "cluster": {"gpus": 512, "partitions": {"pretrain": 256, "eval": 64}},
@@ -231,7 +231,7 @@ def test_sweep_cli_unknown_preset_is_one_error_line(tmp_path, capsys):
 
 def test_default_workload_sampler_comes_from_the_package_metadata():
     """Planner() and sweep(config, grid) without a sampler use the registered one (the synthesiser's)."""
-    from acmemodel.planner.planner import registered_sampler
+    from acmemodel.planner.plan_helpers import registered_sampler
     from acmemodel.synth import sample_workload
 
     assert registered_sampler() is sample_workload

@@ -16,7 +16,7 @@ import pytest
 from statsmodels.distributions.empirical_distribution import ECDF
 from typer.testing import CliRunner
 
-from acmemodel.datasets import load_reference
+from acmemodel.datasets.published import load_reference
 
 SCALE = 0.02
 

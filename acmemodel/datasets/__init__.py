@@ -14,9 +14,6 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from acmemodel.datasets.reference import (  # noqa: F401
-    REFERENCE_TABLES, load_failure_table, load_reference,
-)
 
 SAMPLE_CLUSTERS: tuple[str, ...] = ("Seren", "Kalos")
 

@@ -59,10 +59,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.config_fields import (  # noqa: F401  (re-exported: these lived here)
-    check_int, check_number, MAX_ALIASES, MAX_CLUSTER_GPUS, MAX_CONFIG_BYTES, MAX_INT, MAX_NODES, MAX_STRING,
-    parse_duration, read_config_file, SEED_MAX, with_reliability, _check_keys, _check_size, _choice, _DUR,
-    _factors, _num, _pos_int, _seed, _str, _UNITS, _yaml_loader,
+from acmemodel.planner.config_fields import (
+    MAX_CLUSTER_GPUS, parse_duration, read_config_file, with_reliability, _check_keys, _check_size, _choice,
+    _factors, _num, _pos_int, _seed, _str,
 )
 
 
@@ -167,7 +166,7 @@ class ClusterConfig:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     queue_target: QueueTarget = field(default_factory=QueueTarget)
     simulation: SimulationSpec = field(default_factory=SimulationSpec)
-    #: optional evaluation batch of each checkpoint (:class:`~acmemodel.planner.evaluation.EvalPlanConfig`):
+    #: optional evaluation batch of each checkpoint (:class:`~acmemodel.planner.evalbatch.plan.EvalPlanConfig`):
     #: ``plan`` then reports the evaluation feedback delay (Eval queue wait + batch makespan)
     evaluation: Any = None
     #: power model of the GPU-time loss (:class:`acmemodel.planner.energy.PowerModel`)
@@ -369,7 +368,7 @@ class ClusterConfig:
                              threads=_pos_int(ss.get("threads", 1), "simulation.threads"))
         evaluation = None
         if top.get("evaluation") is not None:
-            from acmemodel.planner.evaluation import EvalPlanConfig
+            from acmemodel.planner.evalbatch.plan import EvalPlanConfig
 
             ev = _check_keys(top["evaluation"], {"model_size_gb", "hardware", "datasets", "packing", "nodes",
                                                  "policy"}, "evaluation")

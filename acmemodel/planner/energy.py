@@ -45,7 +45,7 @@ SEREN_MAY_2023_TCO2E = 321.7
 @functools.lru_cache(maxsize=None)
 def _power_curve(cluster: str, metric: str) -> tuple[float, float]:
     """(mean, samples) of a published power CDF, by integrating its quantile function."""
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     df = load_reference("power_cdf")
     g = df[(df["cluster"] == cluster) & (df["metric"] == metric)].sort_values(["cdf_percent", "x_watts"])
@@ -81,7 +81,7 @@ class PowerModel:
     cluster: str = "Seren"
 
     def __post_init__(self):
-        from acmemodel.planner.config import check_number
+        from acmemodel.planner.config_fields import check_number
 
         for f in ("gpu_idle_w", "gpu_max_w", "gpus_per_server", "pue", "carbon_t_per_mwh", "gpu_share_of_server",
                   "idle_share"):

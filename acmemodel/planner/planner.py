@@ -19,8 +19,8 @@ cluster and searches the quota (:mod:`.cluster_sim`, :mod:`.quota`) on a workloa
 bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
 :func:`acmemodel.synth.sample_workload`) or a given job list, and
 :meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig` (its
-steps outside the class -- config checks, sampler registry, run exclusion, workload preparation,
-curves, assumptions -- are in :mod:`.plan_helpers`, names re-exported here).
+steps that need no planner -- sampler registry, run exclusion, workload preparation, curves, pooled
+queue figures -- are in :mod:`.plan_helpers`).
 """
 from __future__ import annotations
 
@@ -33,17 +33,17 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
-from acmemodel.planner.checkpoint import CheckpointResult, optimal_interval
+from acmemodel.planner.run.checkpoint import CheckpointResult, optimal_interval
 from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.inputs import RunInputs, _check_gpus, failure_mix, failure_process
-from acmemodel.planner.montecarlo import FailureMix, RunSimulation, simulate_run
-from acmemodel.planner.quota import QuotaFitError
-from acmemodel.planner.processes import (
+from acmemodel.planner.run.inputs import RunInputs, _check_gpus, failure_mix, failure_process
+from acmemodel.planner.run.montecarlo import FailureMix, RunSimulation, simulate_run
+from acmemodel.sim.quota import QuotaFitError
+from acmemodel.planner.run.processes import (
     ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
-from acmemodel.planner.plan_helpers import (  # noqa: F401  (re-exported: these lived here)
-    DAY, PLANNED_TYPE, excluded_runs, registered_sampler, SAMPLER_ENTRY_POINTS, _assumptions, _check_config_against_bundle,
-    _configured_quotas, _curve, _num, _planned_runs, _pooled_queue, _prepare_workload, _run_exclusion,
+from acmemodel.planner.plan_helpers import (
+    DAY, PLANNED_TYPE, excluded_runs, registered_sampler, _configured_quotas, _curve, _num, _planned_runs,
+    _pooled_queue, _prepare_workload,
 )
 
 
@@ -109,7 +109,7 @@ class PlanResult:
     cluster: dict
     config: ClusterConfig | None = None
     assumptions: list = field(default_factory=list)
-    #: evaluation feedback delay per batch schedule (:func:`acmemodel.planner.evaluation.feedback_from_plan`)
+    #: evaluation feedback delay per batch schedule (:func:`acmemodel.planner.evalbatch.plan.feedback_from_plan`)
     evaluation: list | None = None
 
     def to_dict(self) -> dict:
@@ -208,14 +208,14 @@ class Planner:
 
     def failure_process(self, gpus: int) -> FailureProcess:
         """The job's failure process at ``gpus`` GPUs (before config multipliers;
-        :func:`acmemodel.planner.inputs.failure_process`)."""
+        :func:`acmemodel.planner.run.inputs.failure_process`)."""
         return failure_process(gpus, bundle=lambda: self.bundle, mttf=self.mttf, shape=self.shape,
                                reference_gpus=self.reference_gpus, failure_model=self.failure_model,
                                job_type=self.job_type)
 
     def failure_mix(self, gpus: int) -> FailureMix:
         """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments;
-        :func:`acmemodel.planner.inputs.failure_mix`)."""
+        :func:`acmemodel.planner.run.inputs.failure_mix`)."""
         source = self.restart_source
         if source == "auto" and self.mix is None and self.restart is None:
             source = "bundle" if self._has_bundle() else "table"
@@ -223,7 +223,7 @@ class Planner:
                            job_type=self.job_type)
 
     def run_inputs(self, gpus: int, rate_multipliers=None, restart_factors=None) -> RunInputs:
-        """The run's :class:`~acmemodel.planner.inputs.RunInputs`: failure process, failure-type mix and
+        """The run's :class:`~acmemodel.planner.run.inputs.RunInputs`: failure process, failure-type mix and
         restart distribution, assembled once with the adjustments applied."""
         return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
                                   rate_multipliers=rate_multipliers, restart_factors=restart_factors)
@@ -312,8 +312,8 @@ class Planner:
         ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
         "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
         """
-        from acmemodel.planner.cluster_sim import simulate_cluster
-        from acmemodel.planner.quota import find_quota
+        from acmemodel.sim.cluster import simulate_cluster
+        from acmemodel.sim.quota import find_quota
 
         cl, wl, qt = config.cluster, config.workload, config.queue_target
         jobs = workload if workload is not None else self.workload_sampler(config)
@@ -390,7 +390,7 @@ class Planner:
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
-        _check_config_against_bundle(planner, config, cluster=cluster and workload is None)
+        planner._check_config_against_bundle(config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
         from acmemodel.planner.sensitivity import sensitivity_band
 
@@ -407,7 +407,7 @@ class Planner:
                     planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
                     make_planner=lambda preset: self.with_preset(preset, config))
             runs.append(run)
-        assumptions = _assumptions(planner, config)
+        assumptions = planner._assumptions(config)
         if not cluster:
             cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
                   "quotas": _configured_quotas(config)}
@@ -432,10 +432,57 @@ class Planner:
             cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
-            from acmemodel.planner.evaluation import feedback_from_plan
+            from acmemodel.planner.evalbatch.plan import feedback_from_plan
 
             evaluation = feedback_from_plan(config.evaluation, cl)
         return PlanResult(config.name, runs, cl, config, assumptions, evaluation)
+
+    def _check_config_against_bundle(self, config: ClusterConfig, *, cluster: bool) -> None:
+        """Refuse config values the bundle does not know instead of silently falling back:
+        ``failures.job_type`` (a type of the bundle's failure model, when that model is used) and, when the
+        cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
+        and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
+        fs, wl, qt = config.failures, config.workload, config.queue_target
+        if fs.mttf_s is None and self.mttf is None and self._has_bundle():
+            design = getattr(self.bundle.get("failure"), "design_", None)
+            known = sorted(getattr(design, "type_map", None) or [])
+            if known and fs.job_type not in known:
+                raise ConfigError(f"failures.job_type = {fs.job_type!r} is not a job type of the bundle's failure "
+                                  f"model (known: {', '.join(known)})")
+        if not cluster or not self._has_bundle():
+            return
+        arrival = self.bundle.get("arrival")
+        if arrival is None:
+            return
+        clusters = list(arrival.clusters_)
+        if wl.cluster not in clusters:
+            raise ConfigError(f"workload.cluster = {wl.cluster!r} is not a cluster of the bundle's arrival model "
+                              f"(known: {', '.join(clusters)})")
+        types = list(arrival.types(wl.cluster))
+        if qt.type not in types:
+            raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
+                              f"{wl.cluster} (known: {', '.join(types)})")
+
+    def _assumptions(self, config: ClusterConfig) -> list[str]:
+        out = ["Failures: renewal process, hazard clock restarts at each failure (not at checkpoints); failures "
+               "can strike during restarts (Daly).",
+               "Checkpoint interval 'auto' minimises the long-run expected wall time (renewal reward); completion "
+               "times come from Monte Carlo with exact finite-run accounting.",
+               "Failure-type mix: the paper's Table 3 conditioned on the run's GPU count "
+               "(acmemodel.models.failure_types.failure_type_mix)."]
+        if self.mttf is not None:
+            ref = self.reference_gpus
+            out.append(f"Failure process: explicit MTTF {self.mttf / 3600:.3g} h"
+                       + (f" at {ref} GPUs, hazard proportional to GPUs" if ref else " for every run")
+                       + (f", Weibull shape {self.shape:g}" if self.shape else ", exponential") + ".")
+        else:
+            out.append(f"Failure process: the bundle's failure model ({self.failure_model}, late regime, "
+                       f"type={self.job_type}).")
+        if config.failures.rate_multipliers:
+            out.append(f"Failure-rate multipliers: {config.failures.rate_multipliers}.")
+        if config.restart.automation:
+            out.append(f"Restart-time factors: {config.restart.automation}.")
+        return out
 
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":
         fs = config.failures

@@ -71,7 +71,7 @@ def ks_at_points(sample, x, cdf) -> tuple[float, float]:
 
 def curve_points() -> list[dict]:
     """Every published CDF of the two clusters: ``name, kind, cluster, type, x, cdf`` (fractions)."""
-    from acmemodel.datasets.reference import load_reference
+    from acmemodel.datasets.published import load_reference
 
     out = []
     dur = load_reference("duration_cdf_by_type")
@@ -142,7 +142,7 @@ def _explanations(bundle, cluster: str) -> dict:
 def queue_by_type(cluster: str, jobs: pd.DataFrame) -> tuple[list[dict], list[dict]]:
     """Per-type queue rows and the ordering/cluster checks (module docstring) of one cluster's synthetic
     jobs (``simulate_jobs`` columns; GPU jobs that started)."""
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     bar_pp, bar_rel = QUALITY_BAR["queue_pp"], QUALITY_BAR["queue_rel"]
     pub = load_reference("queue_wait_by_type").query("cluster == @cluster")
@@ -241,7 +241,7 @@ def _state_share_se(started: pd.DataFrame, dur: pd.Series) -> dict:
 
 def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame, scale: float,
                      expl: dict, curves: list[dict], *, total_gpus: int, days: float) -> dict:
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     bar_pp, bar_ks = QUALITY_BAR["share_pp"], QUALITY_BAR["ks"]
     includes_queue = published_duration_includes_queue(cluster)

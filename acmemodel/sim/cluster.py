@@ -6,7 +6,7 @@ reserved pretraining partition, a shared pool and optionally a guaranteed (dedic
 per-job start times and waits plus the summaries the planner needs: the queue-delay distribution per job type,
 utilization per partition and pretraining throughput.
 
-Scheduling rules (fully specified in :mod:`acmemodel.planner.reference_cluster`, the pure-Python twin that the C
+Scheduling rules (fully specified in :mod:`acmemodel._solver.reference.cluster`, the pure-Python twin that the C
 kernel reproduces exactly):
 
 * gang scheduling of whole jobs; a job of ``g <= gpus_per_node`` GPUs is packed on one node (best fit), a larger job
@@ -37,7 +37,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import DataWarning
+from acmemodel.errors import DataWarning
 
 __all__ = ["ClusterSimResult", "simulate_cluster", "prepare_jobs", "default_routing"]
 
@@ -274,10 +274,10 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
               backfill_depth=-1 if backfill_depth is None else int(backfill_depth), w0=w0, w1=w1,
               prio=prio[order] if priorities else None)
     if backend == "c":
-        from .._solver import _cluster
+        from acmemodel._solver import _cluster
         raw = _cluster.simulate(*args, **kw)
     else:
-        from .reference_cluster import simulate_reference
+        from acmemodel._solver.reference.cluster import simulate_reference
         raw = simulate_reference(*args, **kw)
     inv = np.empty_like(order)
     inv[order] = np.arange(len(order))

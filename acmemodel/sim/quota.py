@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import DataWarning
-from .cluster_sim import _backend_arg, default_routing, prepare_jobs, simulate_cluster
-from .cluster_sim import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
-from .cluster_sim import pooled_wait_quantile as _report_quantile  # the trade-off columns (not the search metric)
+from acmemodel.errors import DataWarning
+from acmemodel.sim.cluster import _backend_arg, default_routing, prepare_jobs, simulate_cluster
+from acmemodel.sim.cluster import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
+from acmemodel.sim.cluster import pooled_wait_quantile as _report_quantile  # the trade-off columns (not the search metric)
 
 __all__ = ["QuotaResult", "find_quota"]
 

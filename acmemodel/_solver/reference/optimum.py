@@ -2,7 +2,7 @@
 ``checkpoint_ripple.c``).
 
 Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; ``E[T] = W E[F] / φ``) on
-``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` with the renewal sums of :mod:`acmemodel.planner.reference`:
+``[1e-3 min(C, E[F]), min(W, 1e3 E[F])]`` with the renewal sums of :mod:`acmemodel._solver.reference.checkpoint`:
 
 1. safeguarded Newton on ``φ'(τ) = 0`` (analytic ``φ''``) from Daly's interval for the mean
    ``U / G0`` (``U = E[(F − R)^+]``, ``G0 = P(F > R)``: the MTTF that ``φ ≈ τ U / (τ + C) − τ G0 / 2``
@@ -10,9 +10,9 @@ Maximises ``φ(τ) = τ E[N](τ)`` (the expected work saved per failure cycle; `
    returning the last point evaluated (E[T] there is the result, no further evaluation);
 2. the guard scan of the previous kernel for a better local maximum at √2 steps, skipping what the
    bounds exclude; Weibull: a sample is evaluated only where the
-   Euler-Maclaurin bound :meth:`~acmemodel.planner.reference._Renewal.weibull_bound` does not already put
+   Euler-Maclaurin bound :meth:`~acmemodel._solver.reference.checkpoint._Renewal.weibull_bound` does not already put
    it below the best (the bound then stands for φ there); piecewise hazard: the midpoint-rule bound of
-   :mod:`.reference_bounds` clears samples without an evaluation, else shorter steps and a probe of the
+   :mod:`.bounds` clears samples without an evaluation, else shorter steps and a probe of the
    sharpest kink between samples where a ripple as large as the gap could hide a peak
    (:func:`guard_ratio`, :func:`kink_peak`);
 3. piecewise hazard only: a ripple search. φ is then a smooth function plus a ripple with kinks where
@@ -33,8 +33,8 @@ import math
 import numpy as np
 from scipy import optimize
 
-from acmemodel.planner.reference_bounds import piecewise_guard
-from acmemodel.planner.reference import (
+from acmemodel._solver.reference.bounds import piecewise_guard
+from acmemodel._solver.reference.checkpoint import (
     DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, EPS, EXPONENTIAL, OK, PIECEWISE, ROOT2, WEIBULL, _Dist,
     _expected_time_one, _Renewal, check_ckpt_values,
 )

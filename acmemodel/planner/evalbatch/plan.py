@@ -15,10 +15,10 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.evaluation_inputs import (  # noqa: F401 (re-exported)
-    PROFILE_SHARES, Dataset, DatasetPriors, EvalBatch, EvalHardware, PackingRules, check_nodes, default_batch,
+from acmemodel.planner.evalbatch.inputs import (
+    Dataset, DatasetPriors, EvalBatch, EvalHardware, PackingRules, check_nodes, default_batch,
 )
-from acmemodel.planner.evaluation_schedule import (  # noqa: F401 (re-exported)
+from acmemodel.planner.evalbatch.schedule import (  # noqa: F401 (re-exported)
     BatchSchedule, Interval, pack_trials, simulate_coupled, simulate_decoupled,
 )
 
@@ -47,7 +47,7 @@ class EvalPlanConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping | None, *, base_dir: Path | None = None) -> "EvalPlanConfig":
-        from acmemodel.planner.config import _check_keys, parse_duration
+        from acmemodel.planner.config_fields import _check_keys, parse_duration
 
         top = _check_keys(data or {}, {"model_size_gb", "hardware", "datasets", "packing", "nodes", "policy"},
                           "evaluation config")
@@ -99,7 +99,7 @@ class EvalPlanConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "EvalPlanConfig":
-        from acmemodel.planner.config import read_config_file
+        from acmemodel.planner.config_fields import read_config_file
 
         p = Path(path)
         cfg = cls.from_dict(read_config_file(p), base_dir=p.parent)

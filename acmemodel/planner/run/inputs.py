@@ -25,8 +25,8 @@ from typing import Any, Callable
 import numpy as np
 
 from acmemodel.errors import AcmeModelError
-from acmemodel.planner.montecarlo import FailureMix, FailureType
-from acmemodel.planner.processes import (
+from acmemodel.planner.run.montecarlo import FailureMix, FailureType
+from acmemodel.planner.run.processes import (
     ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
 )
 

@@ -406,7 +406,7 @@ def _merge_nodes(v: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.n
 @lru_cache(maxsize=64)
 def _merged(vb: bytes, wb: bytes, k: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_merge_nodes` on the arrays' bytes (a plan asks for the same restart law per run and call)."""
-    from acmemodel.planner.reference_rule import gauss_rule
+    from acmemodel._solver.reference.quadrature import gauss_rule
 
     v, w = np.frombuffer(vb), np.frombuffer(wb)
     zero = v <= 0.0

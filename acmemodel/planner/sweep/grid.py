@@ -1,4 +1,4 @@
-"""Grid of a planning sweep (:mod:`acmemodel.planner.sweep`): the accepted axes, parsing of
+"""Grid of a planning sweep (:mod:`acmemodel.planner.sweep.runner`): the accepted axes, parsing of
 ``values:`` / ``range:``, the Cartesian product of points, point identifiers and part seeds.
 
 An axis is a dotted path into the planner configuration (:data:`AXES`; ``*`` stands for a failure
@@ -100,7 +100,7 @@ class Axis:
 def _read_mapping(obj, what: str) -> dict:
     if isinstance(obj, Mapping):
         return copy.deepcopy(dict(obj))
-    from acmemodel.planner.config import read_config_file
+    from acmemodel.planner.config_fields import read_config_file
 
     data = read_config_file(obj)
     if not isinstance(data, Mapping):
@@ -109,7 +109,7 @@ def _read_mapping(obj, what: str) -> dict:
 
 
 def _number(v, where: str) -> float:
-    from acmemodel.planner.config import parse_duration
+    from acmemodel.planner.config_fields import parse_duration
 
     if isinstance(v, bool):
         raise ConfigError(f"{where} must be a number, got {v!r}")
@@ -208,7 +208,7 @@ def load_grid(grid) -> dict:
 
 def _check_axes_against_config(axes, raw: dict) -> None:
     """Keys of ``*`` axes must exist: a run name, a known failure category/type, a partition."""
-    from acmemodel.planner.montecarlo import FailureMix
+    from acmemodel.planner.run.montecarlo import FailureMix
 
     run_names = [str(r.get("name", f"run{i + 1}")) for i, r in enumerate(raw.get("runs") or [])
                  if isinstance(r, Mapping)]

@@ -64,11 +64,10 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.sweep_grid import (  # noqa: F401  (the grid's names are part of this API)
-    AXES, Axis, AxisSpec, _apply, _canon, _check_axes_against_config, _hash, _read_mapping, derive_seed,
-    grid_points, load_grid, point_id,
+from acmemodel.planner.sweep.grid import (
+    _apply, _canon, _check_axes_against_config, _hash, _read_mapping, derive_seed, grid_points, load_grid,
+    point_id,
 )
-from acmemodel.planner.sweep_plots import pareto_front, plot_sweep  # noqa: F401
 
 #: largest grid run without ``allow_large`` (``--yes``)
 MAX_POINTS = 1_000_000
@@ -125,7 +124,7 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
     import warnings
 
     from acmemodel.planner.config import ClusterConfig
-    from acmemodel.planner.montecarlo import FailureMix
+    from acmemodel.planner.run.montecarlo import FailureMix
     from acmemodel.planner.planner import Planner
 
     try:
@@ -194,7 +193,8 @@ def evaluate_parts(arglist: list) -> list:
 def _raw_config(config, reliability: str | None = None) -> tuple[dict, str | None, str | None]:
     """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig; ``reliability``:
     a preset that replaces the config's failure rate (:func:`~acmemodel.planner.config.with_reliability`)."""
-    from acmemodel.planner.config import ClusterConfig, with_reliability
+    from acmemodel.planner.config import ClusterConfig
+    from acmemodel.planner.config_fields import with_reliability
 
     if isinstance(config, ClusterConfig):
         if not config.source:
@@ -502,7 +502,7 @@ def _frame(rows: list, axes) -> pd.DataFrame:
     return df
 
 
-# ``acmemodel.planner.sweep(config, grid)`` must work whether the name resolves to this function (the
+# ``acmemodel.planner.sweep.runner(config, grid)`` must work whether the name resolves to this function (the
 # package's lazy export) or to this module (once imported, a submodule is an attribute of its package):
 # the module is callable and calls :func:`sweep`.
 class _CallableModule(types.ModuleType):
