@@ -37,7 +37,7 @@ def piecewise_bound(ren, tau: float) -> float:
 
 
 def ripple_numerator(ren, tau: float) -> float:
-    """``φ`` times the summed ripple ``Σ_j a_j`` of :func:`acmemodel._solver.reference.optimum.ripple`:
+    """``φ`` times the summed ripple ``Σ_j a_j`` of :func:`acmemodel._solver.reference.ripple.ripple`:
     ``Σ_j τ x |h_j − h_{j−1}| S(b_j) P(R + x < b_j) / 8``."""
     d = ren.d
     x = tau + ren.C
