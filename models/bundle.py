@@ -20,6 +20,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from acmemodel.errors import BundleError
 from acmemodel.models.base import MODEL_REGISTRY, BaseModel, _jsonable
 from acmemodel.models.lgbm_text import check_lightgbm_text
@@ -173,6 +175,21 @@ class Bundle:
         self.models = dict(models or {})
         self.provenance = dict(provenance or {})
         self.name = name
+
+    def __repr__(self) -> str:
+        fitted = [k for k, m in self.models.items() if getattr(m, "is_fitted", False)]
+        made = self.provenance.get("source") or ("calibrated" if self.provenance.get("calibration") else None)
+        return (f"Bundle(name={self.name!r}, models=[{', '.join(self.models)}]"
+                + (f", unfitted=[{', '.join(k for k in self.models if k not in fitted)}]"
+                   if len(fitted) < len(self.models) else "")
+                + (f", source={made!r}" if made else "") + ")")
+
+    def summary(self) -> pd.DataFrame:
+        """One row per model: ``model`` (the bundle name), ``class``, ``fitted`` and ``n_fit`` (the
+        jobs it was fitted on, where the model records it)."""
+        rows = [{"model": name, "class": type(m).__name__, "fitted": bool(getattr(m, "is_fitted", False)),
+                 "n_fit": getattr(m, "n_fit_", None)} for name, m in self.models.items()]
+        return pd.DataFrame(rows, columns=["model", "class", "fitted", "n_fit"])
 
     def __getitem__(self, key: str) -> BaseModel:
         try:

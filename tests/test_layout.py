@@ -117,6 +117,34 @@ def test_import_contract_names_every_top_level_module():
 
 
 # ---------------------------------------------------------------------------------------- consistency
+def test_every_model_clones_and_sets_params():
+    """scikit-learn's clone works for every model class: an unfitted copy with equal parameters;
+    set_params sets one and refuses unknown names."""
+    from sklearn.base import clone
+
+    import acmemodel.models as models
+
+    for name, cls in [*models.MODELS.items(), *((c.__name__, c) for c in models.SUBMODELS)]:
+        m = cls()
+        c = clone(m)
+        assert type(c) is cls and c is not m and not c.is_fitted, name
+        assert c.get_params(deep=False) == m.get_params(deep=False), name
+        first = next(iter(m.get_params(deep=False)))
+        assert c.set_params(**{first: m.get_params()[first]}) is c
+        with pytest.raises(ValueError, match="no parameter"):
+            c.set_params(no_such_parameter=1)
+
+
+def test_bundle_repr_and_summary():
+    from acmemodel.models.bundle import load_default
+
+    b = load_default()
+    assert repr(b).startswith(f"Bundle(name={b.name!r}, models=[") and "runtime" in repr(b)
+    tab = b.summary()
+    assert list(tab["model"]) == list(b.models) and tab["fitted"].all()
+    assert tab.set_index("model").loc["failure", "class"] == "FailureModel"
+
+
 def test_one_fit_signature():
     """Every model: fit(trace_or_jobs, *, timezones=None), returning self."""
     import inspect

@@ -239,6 +239,11 @@ def test_plan_does_not_finish_is_explicit_and_json_clean():
     text = json.dumps(out, allow_nan=False)  # no NaN / inf anywhere
     assert "NaN" not in text
     assert out["runs"][1]["finishes"] and out["cluster"]["available"] is False
+    # informative repr and a one-row-per-run summary
+    assert repr(res).startswith(f"PlanResult(name={res.name!r}, runs=2 (1 finish), cluster=unavailable")
+    tab = res.summary()
+    assert list(tab["run"]) == [r.name for r in res.runs] and list(tab["finishes"]) == [False, True]
+    assert tab["interval_s"].iloc[1] == out["runs"][1]["checkpoint_interval_s"]
 
 
 def test_plan_with_given_workload_searches_the_eval_lane(tmp_path):

@@ -121,6 +121,29 @@ class PlanResult:
             d["evaluation"] = self.evaluation
         return d
 
+    def __repr__(self) -> str:
+        done = sum(bool(r.finishes) for r in self.runs)
+        quotas = self.cluster.get("quotas") or {}
+        return (f"PlanResult(name={self.name!r}, runs={len(self.runs)} ({done} finish), "
+                f"cluster={'available' if self.cluster.get('available', True) else 'unavailable'}, "
+                f"quotas={dict(quotas)!r})")
+
+    def summary(self) -> pd.DataFrame:
+        """One row per run: ``run``, ``gpus``, ``finishes``, the checkpoint interval (s) and its source, the
+        completion time's mean and p90 (s), expected failures, ETTR and the GPU-time loss (GPU-hours)."""
+        rows = []
+        for r in self.runs:
+            d = r.to_dict()
+            ct = d["completion_time_s"]
+            rows.append({"run": r.name, "gpus": r.gpus, "finishes": d["finishes"],
+                         "interval_s": d["checkpoint_interval_s"], "interval_source": d["checkpoint_interval_source"],
+                         "completion_mean_s": ct["mean"], "completion_p90_s": ct["p90"],
+                         "expected_failures": d["expected_failures"], "ettr": d["ettr"],
+                         "gpu_h_lost": d["gpu_time_loss_gpu_h"]["total"]})
+        return pd.DataFrame(rows, columns=["run", "gpus", "finishes", "interval_s", "interval_source",
+                                           "completion_mean_s", "completion_p90_s", "expected_failures", "ettr",
+                                           "gpu_h_lost"])
+
     def report(self, path) -> str:
         """Write the HTML report (loss breakdown and E[T](τ) plots) to ``path``; returns the path."""
         from acmemodel.planner.report import write_report
@@ -227,10 +250,6 @@ class Planner:
         restart distribution, assembled once with the adjustments applied."""
         return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
                                   rate_multipliers=rate_multipliers, restart_factors=restart_factors)
-
-    def _inputs(self, gpus, rate_multipliers=None, restart_factors=None):
-        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
-        return inp.failure, inp.mix
 
     # ------------------------------------------------------------------ single-run questions
     def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
