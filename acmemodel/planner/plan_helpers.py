@@ -1,12 +1,10 @@
-"""The steps :meth:`acmemodel.planner.planner.Planner.plan` is built from that need no planner: the
-registry of workload samplers (entry-point group :data:`SAMPLER_ENTRY_POINTS`), which planned runs are
-simulated and which are excluded (and why), the preparation of a given workload, the per-run cost
+"""The steps :meth:`acmemodel.planner.planner.Planner.plan` is built from that need no planner: which
+planned runs are simulated and which are excluded (and why), the preparation of a given workload, the per-run cost
 curve, the pooled queue figures and the configured quotas.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -20,23 +18,6 @@ DAY = 86400.0
 PLANNED_TYPE = "Pretrain (planned)"
 
 # ------------------------------------------------------------------------------------------ helpers
-#: entry-point group of workload samplers (``pyproject.toml`` registers ``default`` =
-#: :func:`acmemodel.synth.sample_workload`): the planner finds its default sampler through the package's
-#: metadata, so it never imports the synthesiser that sits above it
-SAMPLER_ENTRY_POINTS = "acmemodel.workload_samplers"
-
-
-def registered_sampler(name: str = "default") -> Callable | None:
-    """The workload sampler registered under ``name`` in the :data:`SAMPLER_ENTRY_POINTS` group, or
-    ``None`` (e.g. when running from a source tree that was never installed)."""
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=SAMPLER_ENTRY_POINTS):
-        if ep.name == name:
-            return ep.load()
-    return None
-
-
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
     return [r for r in config.runs if _run_exclusion(config, r) is None]

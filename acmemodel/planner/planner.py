@@ -42,7 +42,7 @@ from acmemodel.planner.run.processes import (
     ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
 from acmemodel.planner.plan_helpers import (
-    DAY, PLANNED_TYPE, excluded_runs, registered_sampler, _configured_quotas, _curve, _num, _planned_runs,
+    DAY, PLANNED_TYPE, excluded_runs, _configured_quotas, _curve, _num, _planned_runs,
     _pooled_queue, _prepare_workload,
 )
 
@@ -170,10 +170,9 @@ class Planner:
     job_type : failure/restart-model covariate of the runs (default ``"Pretrain"``).
     sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
         the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
-        run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload`. The planner does not
-        import the synthesiser: ``None`` takes the sampler the installed package registers
-        (:func:`registered_sampler`, the synthesiser's); without one the cluster part needs an explicit
-        ``workload=``.
+        run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload` (the planner does not import
+        the synthesiser above it: its caller hands it over). Without one the cluster part needs an
+        explicit ``workload=``.
     """
 
     def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
@@ -300,7 +299,7 @@ class Planner:
     def workload_sampler(self, config: ClusterConfig) -> Callable:
         """``rng -> job list`` for ``config.workload`` from the planner's ``sampler`` and bundle (GPU jobs
         that started: ``submit_s, run_s, gpu_num, type``). ConfigError without a sampler."""
-        sampler = self.sampler if self.sampler is not None else registered_sampler()
+        sampler = self.sampler
         if sampler is None:
             raise ConfigError("no workload sampler: pass Planner(..., sampler=acmemodel.synth.sample_workload) "
                               "or an explicit workload=")
