@@ -265,7 +265,7 @@ def test_fixed_point_step():
 def test_fixed_point_score():
     """A candidate's score: Σ ((published − synthetic) / 2 pp)² over its clusters' targets (misses clipped at 10 pp);
     a cluster without a measurement adds nothing."""
-    from acmemodel.calibrate import fixed_point_score
+    from acmemodel.calibrate_synthetic import fixed_point_score
     from acmemodel.calibrate_inputs import fixed_point_offsets
 
     syn = {"fail": 0.40, "cancel": 0.07, "fail_gt": 0.10, "cancel_gt": 0.70, "gt_share:Pretrain": 0.9}
@@ -279,7 +279,7 @@ def test_fixed_point_score():
 def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle):
     """The fixed-point step measures the bundle's state rates on traces drawn as reproduce draws them (same seeds,
     same jobs: synthesize_cluster) and on the published basis (Kalos GPU time over end − submit)."""
-    from acmemodel.calibrate import synthetic_state_calibration
+    from acmemodel.calibrate_synthetic import synthetic_state_calibration
     from acmemodel.calibrate_inputs import fixed_point_offsets
     from acmemodel.reproduce import replica_seed, synthesize_cluster
 
