@@ -4,8 +4,9 @@ The planner never fits. Its inputs are
 
 * a **failure process** per run size ``g`` — explicit (``mttf`` at ``reference_gpus``, optional Weibull
   ``shape``; the hazard scales with ``g / reference_gpus``, proportional hazards) or from the bundle's
-  ``"failure"`` model (:meth:`FailureModel.mttf(g, type=job_type)` and ``shape_`` → Weibull, or
-  ``hazard_table(g)`` → piecewise-constant hazard);
+  ``"failure"`` model, which hands over its own law (:meth:`FailureModel.failure_law(g, type=job_type)`:
+  Weibull, or with ``failure_model="piecewise"`` its hazard table; a model of another law, e.g.
+  log-normal, is planned with that law);
 * a **failure-type mix** — the paper's failure table conditioned on ``g``
   (:meth:`FailureMix.from_failure_table`), with per-type restart times either from the table (log-normal
   from the published mean and median time to restart) or, when the bundle has a fitted ``"restart"``
