@@ -51,7 +51,7 @@ calibration has two steps, both deterministic given the seed:
    in passes: (1) the workload models, on which (2) the policy is chosen for the synthetic workload,
    the pseudo-trace's waits rebuilt and every model refitted; then (3, 4) the **fixed-point iteration
    of the targets** (:class:`Assumptions` ``fixed_point_*``): the fitted bundle is drawn as
-   :func:`acmemodel.reproduce.reproduce` draws it (Seren 6, Kalos 32 six-month traces), its GPU-job
+   :func:`acmemodel.reproduction.run.reproduce` draws it (Seren 6, Kalos 32 six-month traces), its GPU-job
    state rates by count and GPU time and its types' GPU-time shares are measured on the published
    basis, ``½ (published − synthetic)`` is added to the offsets of the pseudo-trace's targets (the
    state logit's and the copula's), and the pseudo-trace is rebuilt (same draws) and refitted. Fitting

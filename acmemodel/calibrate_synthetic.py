@@ -10,7 +10,7 @@ import numpy as np
 from acmemodel.calibrate_inputs import fixed_point_offsets, synthetic_rates
 from acmemodel.calibrate_queue import calibrate_queue_jobs
 from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue
-from acmemodel.reproduce import replica_seed, synthesize_cluster
+from acmemodel.reproduction.run import replica_seed, synthesize_cluster
 from acmemodel.synth import simulate_jobs
 
 
@@ -25,8 +25,8 @@ def fixed_point_score(states: dict) -> float:
 def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: dict[str, int], step: float = 1.0,
                                 log=None) -> dict:
     """The fixed-point step of the targets per cluster: ``bundle``'s synthetic state rates and type shares —
-    ``traces[cluster]`` traces of ``days`` as :func:`acmemodel.reproduce.reproduce` draws them
-    (:func:`~acmemodel.reproduce.synthesize_cluster`: the recorded policy and start-up latency; seeds
+    ``traces[cluster]`` traces of ``days`` as :func:`acmemodel.reproduction.run.reproduce` draws them
+    (:func:`~acmemodel.reproduction.run.synthesize_cluster`: the recorded policy and start-up latency; seeds
     ``replica_seed(seed + 31, cluster, r)``), pooled, on the published basis (Kalos: GPUs × (end − submit))
     — and the offsets ``step × (published − synthetic)`` (:func:`acmemodel.calibrate_inputs.fixed_point_offsets`)
     that the next pass adds to the published values (a cluster with 0 traces: none). Returns

@@ -69,7 +69,7 @@ def bundle(calibrate_cli):
 
 @pytest.fixture(scope="session")
 def synth_trace(bundle):
-    from acmemodel.reproduce import to_trace
+    from acmemodel.reproduction.run import to_trace
     from acmemodel.synth import simulate_jobs
 
     jobs = [simulate_jobs(bundle, days=184, cluster=c, seed=11 + i) for i, c in enumerate(("Seren", "Kalos"))]
@@ -158,7 +158,7 @@ def test_cpu_job_counts(pseudo, cluster):
 
 
 def _curves():
-    from acmemodel.reproduce import curve_points
+    from acmemodel.reproduction.compare import curve_points
 
     return [pytest.param(cv, id=cv["name"]) for cv in curve_points()]
 
@@ -167,7 +167,7 @@ def _curves():
 def test_curves_within_quality_bar(pseudo, cv):
     """Every published curve within the issue's bar, KS <= 0.05 (KS at the published points; the sampling noise at
     these sizes is below 0.01 except for Kalos types with < 300 jobs, where 1.63/sqrt(n) is added)."""
-    from acmemodel.reproduce import ks_at_points
+    from acmemodel.reproduction.compare import ks_at_points
 
     g = _gpu(pseudo, cv["cluster"])
     d = ((g["end_s"] - g["submit_s"]) if cv["cluster"] == "Kalos" else g["run_s"]).to_numpy(float)
@@ -281,7 +281,7 @@ def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle)
     same jobs: synthesize_cluster) and on the published basis (Kalos GPU time over end − submit)."""
     from acmemodel.calibrate_synthetic import synthetic_state_calibration
     from acmemodel.calibrate_inputs import fixed_point_offsets
-    from acmemodel.reproduce import replica_seed, synthesize_cluster
+    from acmemodel.reproduction.run import replica_seed, synthesize_cluster
 
     out = synthetic_state_calibration(default_bundle, days=3.0, seed=7, traces={"Seren": 1, "Kalos": 2}, step=0.5)
     for i, cl in enumerate(("Seren", "Kalos")):

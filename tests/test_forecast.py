@@ -270,7 +270,7 @@ def test_glm_fits_weekly_counts_with_trend():
 
 @pytest.fixture(scope="module")
 def sample_series():
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     return daily_series(load_sample())
 

@@ -54,7 +54,7 @@ def test_job_table_builders_share_one_contract():
     same columns, same derived semantics (censored waits, GPU time, CPU/failure columns NaN when unknown)."""
     from acmemodel.calibrate import Assumptions, published_jobs
     from acmemodel.evaluation.synthetic import synthetic_jobs
-    from acmemodel.reproduce import to_trace
+    from acmemodel.reproduction.run import to_trace
     from acmemodel.trace import JOB_COLUMNS, load_sample
 
     # (the hurdle queue draw: the waits go through the same builder; the policy search, 5 s, has its own tests)

@@ -199,7 +199,7 @@ def test_quota_search_rows_carry_the_tradeoff():
 
 
 def test_reproduce_queue_by_type_rows_and_checks():
-    from acmemodel.reproduce import gpu_time_by_size, queue_by_type
+    from acmemodel.reproduction.compare import gpu_time_by_size, queue_by_type
 
     rng = np.random.default_rng(0)
     n = 4000

@@ -159,7 +159,7 @@ def reproduce_cmd(
 ) -> None:
     """Synthesise Seren- and Kalos-scale six-month traces from a bundle and compare them with the
     published AcmeTrace statistics: shares, state rates, medians and KS distances to every CDF."""
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     if not (0 < scale <= 10):
         raise ValueError(f"--scale must be in (0, 10], got {scale}")

@@ -101,7 +101,7 @@ def synth_cmd(
     fill, policy, place = None, None, "bundle"
     if queue == "sim":
         total = gpus if gpus is not None else cluster_gpus(cluster)
-        from acmemodel.reproduce import policy_queue
+        from acmemodel.reproduction.run import policy_queue
 
         if b.calibration(cluster).get("policy"):  # Acme's policy, as reproduce runs it
             fill, policy = policy_queue(b, cluster, total_gpus=total, seed=seed)

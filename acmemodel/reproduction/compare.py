@@ -1,7 +1,7 @@
 """The comparison half of ``acmemodel reproduce``: a synthetic trace against the published AcmeTrace numbers.
 
 What is compared and how (shares, state rates, summary, per-type queue, GPU time by size, the KS
-distance at the published CDF points) is described in :mod:`acmemodel.reproduce`, which synthesises
+distance at the published CDF points) is described in :mod:`acmemodel.reproduction.run`, which synthesises
 the traces and calls :func:`_compare_cluster` per cluster. Here: the quality bar (:data:`QUALITY_BAR`),
 the published curves (:func:`curve_points`), the KS distance at points (:func:`ks_at_points`), the
 known reasons a number misses the bar (:func:`_explanations`) and one cluster's comparison tables.

@@ -80,7 +80,7 @@ rank correlation at the ±0.95 bound); and, labelled "model limitation", the Kal
 
 Layout: this module holds the synthesis (steps 1–2) and the driver; the comparison tables, the KS
 distance and the quality bar are in :mod:`acmemodel.reproduction.compare`, the overlay plots in
-:mod:`acmemodel.reproduction.plots` (every name is re-exported here).
+:mod:`acmemodel.reproduction.plots`.
 """
 from __future__ import annotations
 
@@ -94,16 +94,13 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.clusters import CLUSTER_TZ, cluster_gpus, published_duration_includes_queue
-# the comparison and the plots live in acmemodel.reproduction; their names stay importable from here
-from acmemodel.reproduction.compare import (  # noqa: F401  (re-exported)
-    CLUSTERS, KALOS_DURATION_NOTE, KALOS_QUEUE_NOTE, KS95, QUALITY_BAR, SEREN_SOURCES_NOTE, WAIT_POINTS,
-    _STATE_COLS, _STATES, _compare_cluster, _diff, _duration, _explanations, _pp, _published_semantics,
-    curve_points, gpu_time_by_size, ks_at_points, queue_by_type,
+from acmemodel.reproduction.compare import (
+    CLUSTERS, QUALITY_BAR, _compare_cluster, _explanations, _published_semantics, curve_points,
 )
-from acmemodel.reproduction.plots import _write_plots, plot_curve  # noqa: F401  (re-exported)
+from acmemodel.reproduction.plots import _write_plots
 
-__all__ = ["reproduce", "synthesize_cluster", "replica_seed", "REPLICAS", "to_trace", "ks_at_points", "curve_points", "queue_policy", "policy_queue",
-           "queue_by_type", "gpu_time_by_size", "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS", "WAIT_POINTS"]
+__all__ = ["reproduce", "synthesize_cluster", "replica_seed", "REPLICAS", "to_trace", "queue_policy", "policy_queue",
+           "DAYS", "PARTITIONS"]
 
 #: length of the synthetic traces (days from 2023-03-01 local time; the trace covers Mar–Aug 2023)
 DAYS = 184.0
