@@ -63,6 +63,9 @@ from acmemodel.planner.config_fields import (
     MAX_CLUSTER_GPUS, parse_duration, read_config_file, with_reliability, _check_keys, _check_size, _choice,
     _factors, _num, _pos_int, _seed, _str,
 )
+from acmemodel.planner.energy import PowerModel
+from acmemodel.planner.evalbatch.plan import EvalPlanConfig
+from acmemodel.planner.reliability import get_preset
 
 
 # ------------------------------------------------------------------------------------------ sections
@@ -177,8 +180,6 @@ class ClusterConfig:
 
     def __post_init__(self):
         if self.energy is None:
-            from acmemodel.planner.energy import PowerModel
-
             self.energy = PowerModel()
 
     # ---------------------------------------------------------------- loading
@@ -293,8 +294,6 @@ class ClusterConfig:
                                                "job_type", "reliability"}, "failures")
         preset = None
         if fs.get("reliability") is not None:
-            from acmemodel.planner.reliability import get_preset
-
             preset = get_preset(fs["reliability"], "failures.reliability")
             if fs.get("mttf") is not None:
                 raise ConfigError("failures.reliability and failures.mttf both set the failure rate; give one")
@@ -368,8 +367,6 @@ class ClusterConfig:
                              threads=_pos_int(ss.get("threads", 1), "simulation.threads"))
         evaluation = None
         if top.get("evaluation") is not None:
-            from acmemodel.planner.evalbatch.plan import EvalPlanConfig
-
             ev = _check_keys(top["evaluation"], {"model_size_gb", "hardware", "datasets", "packing", "nodes",
                                                  "policy"}, "evaluation")
             ev.setdefault("nodes", [1])
@@ -378,7 +375,6 @@ class ClusterConfig:
                 evaluation = EvalPlanConfig.from_dict(ev, base_dir=base_dir)
             except ConfigError as e:
                 raise ConfigError(f"evaluation: {e}") from None
-        from acmemodel.planner.energy import PowerModel
 
         energy = PowerModel.from_dict(_check_keys(top.get("energy"), {f for f in PowerModel.__dataclass_fields__},
                                                   "energy"))

@@ -11,6 +11,7 @@ import pandas as pd
 
 from acmemodel.planner.run.checkpoint import CheckpointResult, expected_time
 from acmemodel.planner.config import ClusterConfig
+from acmemodel.sim.cluster import default_routing, prepare_jobs, wait_quantile
 
 #: one day (s)
 DAY = 86400.0
@@ -47,8 +48,6 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
     """A job list with a ``partition`` per row (config routing, else the default routing) plus the
     planned runs (type ``"Pretrain (planned)"``, partition ``pretrain``, submitted at the first submission
     and running past the simulated horizon)."""
-    from acmemodel.sim.cluster import default_routing, prepare_jobs
-
     df, _ = prepare_jobs(jobs)
     df = df[["submit_s", "run_s", "gpu_num", "type"] + [c for c in ("partition", "latency_s") if c in df.columns]]
     cl = config.cluster
@@ -87,8 +86,6 @@ def _num(v):
 
 
 def _pooled_queue(results) -> dict:
-    from acmemodel.sim.cluster import wait_quantile
-
     frames = []
     for r in results:
         j = r.jobs

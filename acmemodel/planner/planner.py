@@ -14,10 +14,10 @@ The planner never fits. Its inputs are
 * config adjustments: failure-rate multipliers and restart-time factors per failure category or type
   (:meth:`FailureMix.adjusted`: the total hazard is multiplied by ``Σ p_j m_j``).
 
-:meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.checkpoint`),
-:meth:`Planner.completion` simulates the run (:mod:`.montecarlo`), :meth:`Planner.quota` simulates the
-cluster and searches the quota (:mod:`.cluster_sim`, :mod:`.quota`) on a workload sampled from the
-bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
+:meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.run.checkpoint`),
+:meth:`Planner.completion` simulates the run (:mod:`.run.montecarlo`), :meth:`Planner.quota` simulates
+the cluster and searches the quota (:mod:`acmemodel.sim.cluster`, :mod:`acmemodel.sim.quota`) on a
+workload sampled from the bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
 :func:`acmemodel.synth.sample_workload`) or a given job list, and
 :meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig` (its
 steps that need no planner -- sampler registry, run exclusion, workload preparation, curves, pooled
@@ -38,7 +38,7 @@ from acmemodel.planner.run.checkpoint import CheckpointResult, optimal_interval
 from acmemodel.planner.config import ClusterConfig
 from acmemodel.planner.run.inputs import RunInputs, _check_gpus, failure_mix, failure_process
 from acmemodel.planner.run.montecarlo import FailureMix, RunSimulation, simulate_run
-from acmemodel.sim.quota import QuotaFitError
+from acmemodel.sim.quota import QuotaFitError, find_quota
 from acmemodel.planner.run.processes import (
     ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
@@ -46,6 +46,11 @@ from acmemodel.planner.plan_helpers import (
     DAY, PLANNED_TYPE, excluded_runs, _configured_quotas, _curve, _num, _planned_runs,
     _pooled_queue, _prepare_workload,
 )
+from acmemodel.planner.evalbatch.plan import feedback_from_plan
+from acmemodel.planner.reliability import get_preset
+from acmemodel.planner.report import write_report
+from acmemodel.planner.sensitivity import sensitivity_band
+from acmemodel.sim.cluster import simulate_cluster
 
 
 
@@ -147,8 +152,6 @@ class PlanResult:
 
     def report(self, path) -> str:
         """Write the HTML report (loss breakdown and E[T](τ) plots) to ``path``; returns the path."""
-        from acmemodel.planner.report import write_report
-
         return write_report(self, path)
 
 
@@ -331,9 +334,6 @@ class Planner:
         ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
         "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
         """
-        from acmemodel.sim.cluster import simulate_cluster
-        from acmemodel.sim.quota import find_quota
-
         cl, wl, qt = config.cluster, config.workload, config.queue_target
         jobs = workload if workload is not None else self.workload_sampler(config)
         if callable(jobs):
@@ -411,7 +411,6 @@ class Planner:
         planner = self._with_config_failures(config)
         planner._check_config_against_bundle(config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
-        from acmemodel.planner.sensitivity import sensitivity_band
 
         runs = []
         for r in config.runs:
@@ -451,8 +450,6 @@ class Planner:
             cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
-            from acmemodel.planner.evalbatch.plan import feedback_from_plan
-
             evaluation = feedback_from_plan(config.evaluation, cl)
         return PlanResult(config.name, runs, cl, config, assumptions, evaluation)
 
@@ -506,8 +503,6 @@ class Planner:
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":
         fs = config.failures
         if fs.reliability is not None and fs.reliability != "acme-2023":
-            from acmemodel.planner.reliability import get_preset
-
             return self.with_preset(get_preset(fs.reliability), config)
         if fs.mttf_s is None and self.restart_source == "auto" and config.restart.source == "auto" \
                 and fs.model == self.failure_model and fs.job_type == self.job_type:

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import DataWarning
+from acmemodel._solver import _cluster
 
 __all__ = ["ClusterSimResult", "simulate_cluster", "prepare_jobs", "default_routing"]
 
@@ -274,7 +275,6 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
               backfill_depth=-1 if backfill_depth is None else int(backfill_depth), w0=w0, w1=w1,
               prio=prio[order] if priorities else None)
     if backend == "c":
-        from acmemodel._solver import _cluster
         raw = _cluster.simulate(*args, **kw)
     else:
         from acmemodel._solver.reference.cluster import simulate_reference

@@ -19,6 +19,8 @@ from typing import Mapping
 import numpy as np
 
 from acmemodel.errors import ConfigError
+from acmemodel.planner.config_fields import parse_duration, read_config_file
+from acmemodel.planner.run.montecarlo import FailureMix
 
 
 # ------------------------------------------------------------------------------------------ axes
@@ -100,7 +102,6 @@ class Axis:
 def _read_mapping(obj, what: str) -> dict:
     if isinstance(obj, Mapping):
         return copy.deepcopy(dict(obj))
-    from acmemodel.planner.config_fields import read_config_file
 
     data = read_config_file(obj)
     if not isinstance(data, Mapping):
@@ -109,8 +110,6 @@ def _read_mapping(obj, what: str) -> dict:
 
 
 def _number(v, where: str) -> float:
-    from acmemodel.planner.config_fields import parse_duration
-
     if isinstance(v, bool):
         raise ConfigError(f"{where} must be a number, got {v!r}")
     if isinstance(v, (int, float)):
@@ -208,8 +207,6 @@ def load_grid(grid) -> dict:
 
 def _check_axes_against_config(axes, raw: dict) -> None:
     """Keys of ``*`` axes must exist: a run name, a known failure category/type, a partition."""
-    from acmemodel.planner.run.montecarlo import FailureMix
-
     run_names = [str(r.get("name", f"run{i + 1}")) for i, r in enumerate(raw.get("runs") or [])
                  if isinstance(r, Mapping)]
     mix = FailureMix.from_failure_table(1024)
