@@ -234,7 +234,7 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
 def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency: dict | None,
                 seed: int) -> pd.DataFrame:
     from acmemodel.errors import DataWarning
-    from acmemodel.sim.cluster import simulate_cluster
+    from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 
     parts = {"pretrain": int(policy["reservation_gpus"])}
     lane = int(policy.get("eval_gpus") or 0)
@@ -263,8 +263,7 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         res = simulate_cluster(d, total_gpus=total, partitions=parts, reserved_partition="pretrain",
-                               priorities=policy["priorities"], best_effort_on_reserved=bool(policy["best_effort"]),
-                               best_effort_types=policy.get("best_effort_types"))
+                               **SchedulingPolicy.from_calibration(policy).kwargs())
     return res.jobs
 
 

@@ -455,3 +455,27 @@ def test_deterministic():
         warnings.simplefilter("error")
         a, b = simulate_cluster(df, **kw), simulate_cluster(df, **kw)
     pd.testing.assert_frame_equal(a.jobs, b.jobs)
+
+
+def test_scheduling_policy_is_stated_once():
+    """SchedulingPolicy: read from a planner config or a calibrated policy record, it gives the simulator
+    the same keyword arguments as stating them by hand, and the same schedule."""
+    from acmemodel.planner.config import ClusterConfig
+    from acmemodel.sim.cluster import SchedulingPolicy
+
+    cfg = ClusterConfig.from_dict({"cluster": {"gpus": 16, "partitions": {"pretrain": 8},
+                                               "priorities": {"Eval": -1, "Pretrain": 2},
+                                               "best_effort_on_reserved": True, "best_effort_types": ["SFT"]},
+                                   "runs": []})
+    pol = SchedulingPolicy.from_config(cfg.cluster)
+    assert pol.kwargs() == {"backfill": True, "best_effort_on_reserved": True, "priorities": {"Eval": -1, "Pretrain": 2},
+                            "best_effort_types": ["SFT"]}
+    assert pol.with_priority_like("Planned", "Pretrain").priorities["Planned"] == 2
+    cal = SchedulingPolicy.from_calibration({"priorities": {"Eval": -1}, "best_effort": True}, reserved=False)
+    assert cal.kwargs() == {"backfill": True, "best_effort_on_reserved": False, "priorities": {"Eval": -1}}
+    df = jobs_df([(0, 8, 10), (0, 8, 5), (1, 4, 3)])
+    df["type"] = ["Pretrain", "Eval", "SFT"]
+    by_hand = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, priorities={"Eval": -1, "Pretrain": 2},
+                               best_effort_on_reserved=True, best_effort_types=["SFT"])
+    stated = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, **pol.kwargs())
+    assert stated.jobs["start_s"].tolist() == by_hand.jobs["start_s"].tolist()

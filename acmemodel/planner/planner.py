@@ -50,7 +50,7 @@ from acmemodel.planner.evalbatch.plan import feedback_from_plan
 from acmemodel.planner.reliability import get_preset
 from acmemodel.planner.report import write_report
 from acmemodel.planner.sensitivity import sensitivity_band
-from acmemodel.sim.cluster import simulate_cluster
+from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 
 
 
@@ -348,15 +348,8 @@ class Planner:
         if workload is not None and qt.type not in seen:  # the bundle's types are checked by plan()
             raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type of the workload "
                               f"(it has: {', '.join(sorted(seen - {PLANNED_TYPE})) or 'no jobs'})")
-        sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
-        if cl.priorities:
-            sim_kw["priorities"] = dict(cl.priorities)
-            if "Pretrain" in cl.priorities:  # the planned runs are pretraining
-                sim_kw["priorities"].setdefault(PLANNED_TYPE, cl.priorities["Pretrain"])
-        if cl.best_effort_types is not None:
-            sim_kw["best_effort_types"] = list(cl.best_effort_types)
-        if cl.routing:
-            sim_kw["routing"] = dict(cl.routing)
+        # the planned runs are pretraining: they queue at Pretrain's priority
+        sim_kw = SchedulingPolicy.from_config(cl).with_priority_like(PLANNED_TYPE, "Pretrain").kwargs()
         if cl.best_effort_on_reserved and "pretrain" not in cl.partitions:
             raise ConfigError("cluster.best_effort_on_reserved needs a 'pretrain' partition")
         auto = cl.auto_partition

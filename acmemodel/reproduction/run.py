@@ -103,7 +103,7 @@ from acmemodel.errors import DataWarning
 from acmemodel.features.keys import type_bucket_groups
 from acmemodel.joblife import in_reservation
 from acmemodel.planner.energy import seren_may_check
-from acmemodel.sim.cluster import simulate_cluster
+from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 from acmemodel.synth import resolve_bundle, simulate_jobs
 from acmemodel.trace import Trace, jobs_from_times
 
@@ -226,9 +226,7 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
             res = simulate_cluster(d, total_gpus=total, partitions=parts, reserved_partition=reserved,
-                                   priorities=pol.get("priorities") or None,
-                                   best_effort_on_reserved=bool(pol.get("best_effort")) and reserved is not None,
-                                   best_effort_types=pol.get("best_effort_types"))
+                                   **SchedulingPolicy.from_calibration(pol, reserved=reserved is not None).kwargs())
         wait = np.full(len(df), np.nan)
         pos = df.index.get_indexer(res.jobs.index)
         wait[pos] = res.jobs["wait_s"].to_numpy(float)

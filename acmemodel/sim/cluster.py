@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
@@ -189,6 +189,59 @@ def _check_partitions(total_gpus, gpus_per_node, partitions) -> dict:
         raise ValueError(f"partitions={parts} sum to {used} GPUs, not total_gpus={total_gpus} "
                          "(omit 'shared' to give it the remainder)")
     return {k: int(v) for k, v in parts.items()}
+
+
+@dataclass(frozen=True)
+class SchedulingPolicy:
+    """How the simulated cluster schedules its queues (the rules are in the module docstring), parsed once
+    from wherever it is stated and handed to :func:`simulate_cluster` / :func:`~acmemodel.sim.quota.find_quota`
+    as keyword arguments (:meth:`kwargs`).
+
+    ``backfill``: EASY backfill inside each partition; ``best_effort_on_reserved``: other partitions' jobs
+    run preemptibly on idle GPUs of the reserved partition, ``best_effort_types`` the types allowed to
+    (``None``: all not routed there); ``priorities``: {type: integer}, higher first, FIFO within one;
+    ``routing``: {type: partition}."""
+
+    backfill: bool = True
+    best_effort_on_reserved: bool = False
+    best_effort_types: tuple | None = None
+    priorities: Mapping[str, int] | None = None
+    routing: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_config(cls, cluster) -> "SchedulingPolicy":
+        """From a planner configuration's ``cluster`` section (its ``backfill``, ``best_effort_on_reserved``,
+        ``best_effort_types``, ``priorities`` and ``routing`` fields)."""
+        bet = cluster.best_effort_types
+        return cls(backfill=bool(cluster.backfill), best_effort_on_reserved=bool(cluster.best_effort_on_reserved),
+                   best_effort_types=None if bet is None else tuple(bet),
+                   priorities=dict(cluster.priorities) or None, routing=dict(cluster.routing) or None)
+
+    @classmethod
+    def from_calibration(cls, policy: Mapping, *, reserved: bool = True) -> "SchedulingPolicy":
+        """From a calibrated policy record (a bundle's ``provenance["calibration"][cluster]["policy"]``:
+        ``priorities``, ``best_effort``, ``best_effort_types``); best effort needs a reserved partition."""
+        bet = policy.get("best_effort_types")
+        return cls(best_effort_on_reserved=bool(policy.get("best_effort")) and reserved,
+                   best_effort_types=None if bet is None else tuple(bet),
+                   priorities=dict(policy.get("priorities") or {}) or None)
+
+    def with_priority_like(self, new_type: str, like: str) -> "SchedulingPolicy":
+        """The policy with ``new_type`` at ``like``'s priority (when ``like`` has one and ``new_type`` none)."""
+        if not self.priorities or like not in self.priorities or new_type in self.priorities:
+            return self
+        return replace(self, priorities={**self.priorities, new_type: self.priorities[like]})
+
+    def kwargs(self) -> dict:
+        """The keyword arguments of :func:`simulate_cluster` that state this policy."""
+        out = {"backfill": self.backfill, "best_effort_on_reserved": self.best_effort_on_reserved}
+        if self.priorities:
+            out["priorities"] = dict(self.priorities)
+        if self.best_effort_types is not None:
+            out["best_effort_types"] = list(self.best_effort_types)
+        if self.routing:
+            out["routing"] = dict(self.routing)
+        return out
 
 
 def _backend_arg(backend: str) -> str:
