@@ -3,8 +3,9 @@
 ``acmemodel/_solver/*.c`` is compiled into ``acmemodel._solver._core`` and
 ``acmemodel/_solver/cluster/*.c`` into ``acmemodel._solver._cluster``; in each, ``module.c`` holds the
 Python method table and each other file one kernel (``checkpoint.c`` with its renewal sums in
-``checkpoint_sums.c`` and its piecewise ripple search in ``checkpoint_ripple.c``, sharing ``checkpoint.h``). The NumPy twin of every kernel is in
-``acmemodel/planner/reference.py``.
+``checkpoint_sums.c`` and ``renewal_piecewise.c``, its Newton ascent in ``checkpoint_ascent.c``, its
+piecewise ripple search and bounds in ``checkpoint_ripple.c`` and ``checkpoint_bounds.c``, sharing
+``renewal.h``). The NumPy twin of every kernel is in ``acmemodel/_solver/reference/``.
 """
 import glob
 

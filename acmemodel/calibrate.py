@@ -51,7 +51,7 @@ calibration has two steps, both deterministic given the seed:
    in passes: (1) the workload models, on which (2) the policy is chosen for the synthetic workload,
    the pseudo-trace's waits rebuilt and every model refitted; then (3, 4) the **fixed-point iteration
    of the targets** (:class:`Assumptions` ``fixed_point_*``): the fitted bundle is drawn as
-   :func:`acmemodel.reproduce.reproduce` draws it (Seren 6, Kalos 32 six-month traces), its GPU-job
+   :func:`acmemodel.reproduction.run.reproduce` draws it (Seren 6, Kalos 32 six-month traces), its GPU-job
    state rates by count and GPU time and its types' GPU-time shares are measured on the published
    basis, ``½ (published − synthetic)`` is added to the offsets of the pseudo-trace's targets (the
    state logit's and the copula's), and the pseudo-trace is rebuilt (same draws) and refitted. Fitting
@@ -59,7 +59,7 @@ calibration has two steps, both deterministic given the seed:
    runs hold it and the failure model, not the run-time cell, draws their failures
    (:mod:`acmemodel.joblife`), and through a few large jobs' states, so the iteration need not settle:
    every fitted candidate (offsets 0, then each step's) is measured and the one nearest the published
-   values (:func:`fixed_point_score`) is the bundle. The report keeps every candidate's offsets,
+   values (:func:`acmemodel.calibrate_synthetic.fixed_point_score`) is the bundle. The report keeps every candidate's offsets,
    synthetic values and score and which was chosen (``calibration.<cluster>.fixed_point``); MLE on stratified draws of a
    published curve is the minimum-distance fit of the family to the curve. Two exceptions: the
    failure model is fitted on the jobs of ≥ 64 GPUs (its ``min_gpus`` parameter: only their
@@ -85,14 +85,17 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue, utc_offset_seconds
-from acmemodel.calibrate_inputs import (  # noqa: F401  (re-exported)
-    Assumptions, _arrivals, _copula_base, _copula_pair, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
-    STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract, infra_reference,
-    TARGET_OFFSET_MAX, TYPE_SHARE, fixed_point_offsets, synthetic_rates,
+from acmemodel.calibrate_inputs import (
+    Assumptions, _arrivals, _copula_base, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
+    STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract,
+    infra_reference, TARGET_OFFSET_MAX, TYPE_SHARE,
 )
-from acmemodel.datasets.reference import load_failure_table, load_reference
+from acmemodel.datasets.published import load_failure_table, load_reference
 from acmemodel.models.failure_types import lognormal_from_median_mean
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
+from acmemodel.calibrate_synthetic import (
+    fixed_point_score, synthetic_queue_calibration, synthetic_state_calibration,
+)
 
 START = "2023-03-01"
 
@@ -491,7 +494,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     import hashlib
 
     from acmemodel._version import __version__
-    from acmemodel.datasets.reference import REFERENCE_TABLES, _data_path
+    from acmemodel.datasets.published import REFERENCE_TABLES, _data_path
     from acmemodel.pipeline import fit_bundle
 
     trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions)
@@ -566,59 +569,3 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                 bundle.provenance["calibration"][cl]["fixed_point"] = {
                     "chosen": best[1], "candidates": [h[cl] for h in history]}
     return bundle
-
-
-def fixed_point_score(states: dict) -> float:
-    """Miss of a candidate bundle: Σ over clusters and targets (state rates, type GPU-time shares) of
-    ``((published − synthetic) / 2 pp)²`` (the quality bar), from :func:`synthetic_state_calibration`'s
-    measurement."""
-    return float(sum((v / 0.02) ** 2 for cl, st in states.items() if st["synthetic"] is not None
-                     for v in fixed_point_offsets(cl, st["synthetic"]).values()))
-
-
-def synthetic_state_calibration(bundle, *, days: float, seed: int, traces: dict[str, int], step: float = 1.0,
-                                log=None) -> dict:
-    """The fixed-point step of the targets per cluster: ``bundle``'s synthetic state rates and type shares —
-    ``traces[cluster]`` traces of ``days`` as :func:`acmemodel.reproduce.reproduce` draws them
-    (:func:`~acmemodel.reproduce.synthesize_cluster`: the recorded policy and start-up latency; seeds
-    ``replica_seed(seed + 31, cluster, r)``), pooled, on the published basis (Kalos: GPUs × (end − submit))
-    — and the offsets ``step × (published − synthetic)`` (:func:`acmemodel.calibrate_inputs.fixed_point_offsets`)
-    that the next pass adds to the published values (a cluster with 0 traces: none). Returns
-    {cluster: {"synthetic", "offsets"}}."""
-    from acmemodel.reproduce import replica_seed, synthesize_cluster
-
-    out = {}
-    for i, cluster in enumerate(CLUSTER_TZ):
-        k = int(traces.get(cluster, 0))
-        if k <= 0:
-            out[cluster] = {"synthetic": None, "offsets": {}}
-            continue
-        frames = [synthesize_cluster(bundle, cluster, seed=replica_seed(seed + 31, i, r), days=days)[0]
-                  for r in range(k)]
-        syn = synthetic_rates(frames, queue_in_duration=published_duration_includes_queue(cluster))
-        out[cluster] = {"synthetic": syn, "offsets": fixed_point_offsets(cluster, syn, step)}
-        if log is not None:
-            log(f"{cluster} on {k} synthetic traces: " + ", ".join(
-                f"{key} {100 * syn.get(key, 0.0):.1f} % ({100 * v:+.1f} pp)" for key, v in out[cluster]["offsets"].items()))
-    return out
-
-
-def synthetic_queue_calibration(bundle, reports: dict, *, days: float, seed: int, log=None) -> dict:
-    """The policy and latency chosen per cluster (:func:`acmemodel.calibrate_queue.calibrate_queue_jobs`, every
-    candidate) on a synthetic workload of ``bundle`` (:func:`acmemodel.synth.simulate_jobs`, ``days``, seed
-    ``seed + 1``, the bundle's volume): the workload that synth and reproduce put on the simulator, which differs
-    from the pseudo-trace in load and burstiness. The first pass's latency laws (``reports``) pre-score the
-    candidates. Returns {cluster: calibrate_queue_jobs result}."""
-    from acmemodel.calibrate_queue import calibrate_queue_jobs
-    from acmemodel.synth import simulate_jobs
-
-    out = {}
-    for cluster in CLUSTER_TZ:
-        # independent pretraining arrivals: every candidate places them within its own reservation
-        wl = simulate_jobs(bundle, days=days, cluster=cluster, seed=seed + 1, scale=1.0, pretrain_gpus=None)
-        wl = wl[(wl["gpu_num"] > 0) & np.isfinite(wl["run_s"].to_numpy(float))].reset_index(drop=True)
-        first = reports.get(cluster) or {}
-        out[cluster] = calibrate_queue_jobs(wl, cluster, seed=seed, stress=0.0, latency_guess=first.get("latency"),
-                                            log=log)
-        out[cluster]["first_pass"] = first.get("policy")
-    return out

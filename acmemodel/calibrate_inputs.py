@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from acmemodel.datasets.reference import load_failure_table, load_reference
+from acmemodel.datasets.published import load_failure_table, load_reference
 from acmemodel.models.restart import RESUBMIT_PRIOR
 from acmemodel.trace import jobs_from_times
 
@@ -238,24 +238,18 @@ def _ranks(x: np.ndarray, *, average: bool = False) -> np.ndarray:
 
 
 def _copula_base(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The draws of :func:`_copula_pair` that do not depend on rho: the stratified normal scores z1 and
+    """The draws of a Gaussian-copula pair of uniforms (stratified margins) that do not depend on rho: the stratified normal scores z1 and
     the independent standard normals e (``z2 = rho z1 + sqrt(1 - rho²) e``)."""
     return stats.norm.ppf(_stratified(rng, n)), rng.standard_normal(n)
 
 
 def _copula_second(base, rho: float) -> np.ndarray:
-    """The second uniform of :func:`_copula_pair` from its rho-free draws ``base = (z1, e)``
+    """The second uniform of the copula pair from its rho-free draws ``base = (z1, e)``
     (:func:`_copula_base`): the ranks of ``z2 = rho z1 + sqrt(1 - rho²) e`` over ``n + 1``; a solver trying
     several rho on one seed draws ``base`` once."""
     z1, e = base
     z2 = rho * z1 + np.sqrt(max(1 - rho * rho, 0.0)) * e
     return (_ranks(z2, average=True) + 1.0) / (len(z2) + 1)
-
-
-def _copula_pair(rng, n: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
-    """Two uniforms with Gaussian-copula correlation rho (stratified margins)."""
-    base = _copula_base(rng, n)
-    return stats.norm.cdf(base[0]), _copula_second(base, rho)
 
 
 def _solve_states(z: np.ndarray, gt: np.ndarray, gt_fail: np.ndarray, targets: dict[str, float]) -> np.ndarray:

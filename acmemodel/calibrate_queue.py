@@ -2,7 +2,7 @@
 
 The published queueing facts (``queue_wait_by_type.csv``: paper Fig. 6 b/d read off the plot, per
 cluster × type the share of jobs with wait ≤ x; ``cluster_summary.csv``: median and mean wait) are
-reproduced by the cluster simulator (:func:`acmemodel.planner.cluster_sim.simulate_cluster`) running
+reproduced by the cluster simulator (:func:`acmemodel.sim.cluster.simulate_cluster`) running
 Acme's policy on the calibrated workload, plus a start-up latency. :func:`calibrate_queue_jobs`
 chooses, per cluster:
 
@@ -234,7 +234,7 @@ def fit_latency(contention: dict, targets: pd.DataFrame, *, mean_target: float |
 def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency: dict | None,
                 seed: int) -> pd.DataFrame:
     from acmemodel.errors import DataWarning
-    from acmemodel.planner.cluster_sim import simulate_cluster
+    from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 
     parts = {"pretrain": int(policy["reservation_gpus"])}
     lane = int(policy.get("eval_gpus") or 0)
@@ -263,8 +263,7 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         res = simulate_cluster(d, total_gpus=total, partitions=parts, reserved_partition="pretrain",
-                               priorities=policy["priorities"], best_effort_on_reserved=bool(policy["best_effort"]),
-                               best_effort_types=policy.get("best_effort_types"))
+                               **SchedulingPolicy.from_calibration(policy).kwargs())
     return res.jobs
 
 
@@ -366,7 +365,7 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     such a policy the refitted bundle gives back the waits simulated here. Returns ``{"policy", "latency": {type: {a, mu, sigma,
     shift}}, "search": [rows], "contention_mean_s": {type: s}, "score", "terms"}``."""
     from acmemodel.clusters import cluster_gpus
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     total = cluster_gpus(cluster)
     mix = load_reference("workload_mix")

@@ -16,7 +16,7 @@
   (:func:`acme_cluster`, :func:`acme_clusters`); no command falls back to them for another cluster.
 
 Import-light: nothing of the package is imported at module level; the reference table is read
-(through :mod:`acmemodel.datasets.reference`) on first use.
+(through :mod:`acmemodel.datasets.published`) on first use.
 """
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def cluster_timezones(trace_or_jobs: Any = None, timezones: Mapping[str, str] | 
 @functools.lru_cache(maxsize=None)
 def _records() -> dict[str, dict[str, Any]]:
     """lower-cased cluster name → facts (plain Python values)."""
-    from acmemodel.datasets.reference import load_reference
+    from acmemodel.datasets.published import load_reference
 
     out = {}
     for rec in load_reference("clusters").to_dict("records"):
@@ -165,7 +165,7 @@ def cluster_table():
     """The published cluster table (``clusters.csv``) as a DataFrame indexed by ``cluster`` (a copy):
     ``nodes``, ``gpus``, ``gpus_per_node``, ``cpus_per_node``, ``host_memory_gb``,
     ``ib_200gbps_links_per_node``, ``scheduler``, ``trace_timezone``, ``gpu_model``."""
-    from acmemodel.datasets.reference import load_reference
+    from acmemodel.datasets.published import load_reference
 
     return load_reference("clusters").set_index("cluster")
 

@@ -37,7 +37,7 @@ Generation (:func:`simulate_jobs`), for one cluster over ``[start, start + days)
    node_num, run_s, state, type, user, cluster``) and returns one wait per row in seconds (NaN = never
    started, the job is then cancelled at ``submit + wait``); restart attempts are then re-timed so
    each is submitted its gap after its predecessor's actual end. :func:`cluster_queue` builds such a
-   hook from the cluster simulator (:func:`acmemodel.planner.cluster_sim.simulate_cluster`).
+   hook from the cluster simulator (:func:`acmemodel.sim.cluster.simulate_cluster`).
 
 Output: :func:`simulate_jobs` returns a jobs frame that every :mod:`acmemodel.export` writer
 takes as is (restart chains included), so ``acmemodel synth --format swf|helios|philly|batsim``
@@ -366,7 +366,7 @@ def _time_jobs(df: pd.DataFrame) -> None:
 def cluster_queue(*, total_gpus: int, gpus_per_node: int = GPUS_PER_NODE, **sim_kwargs
                   ) -> Callable[[pd.DataFrame], np.ndarray]:
     """A ``fill_queue`` hook that replays the synthetic jobs on the cluster simulator
-    (:func:`acmemodel.planner.cluster_sim.simulate_cluster`: gang scheduling, FIFO + EASY backfill;
+    (:func:`acmemodel.sim.cluster.simulate_cluster`: gang scheduling, FIFO + EASY backfill;
     one shared partition unless ``partitions=`` is given in ``sim_kwargs``) and returns its waits.
     CPU jobs are not simulated and start at submission; jobs that can never fit get NaN (never
     start). Restart attempts are simulated at their zero-queue submit times (see module docstring).
@@ -377,7 +377,7 @@ def cluster_queue(*, total_gpus: int, gpus_per_node: int = GPUS_PER_NODE, **sim_
                          f"got {total_gpus}")
 
     def fill(df: pd.DataFrame) -> np.ndarray:
-        from acmemodel.planner.cluster_sim import simulate_cluster
+        from acmemodel.sim.cluster import simulate_cluster
 
         q = np.zeros(len(df))
         q[~np.isfinite(df["run_s"].to_numpy(dtype=float))] = np.nan

@@ -103,7 +103,7 @@ def bench_cluster_sim(n_full: int = 700_000, n_small: int = 100_000, seed: int =
     Returns the numbers as a dict.
     """
     from acmemodel._solver import _cluster
-    from acmemodel.planner.reference_cluster import simulate_reference
+    from acmemodel._solver.reference.cluster import simulate_reference
 
     full = seren_like_workload(n_full, seed=seed)
     small = full.iloc[:n_small].reset_index(drop=True)
@@ -152,7 +152,7 @@ def bench_acme_policy(n_full: int = 700_000, seed: int = 0, verbose: bool = True
     """Six months at Seren scale through :func:`simulate_cluster` (front end included) with Acme's policy
     (:data:`ACME_POLICY`, plus a start-up latency of 0-30 s per job), against the same workload in plain FIFO on
     one shared pool, both in this run. Prints ``target cluster_sim_acme_policy c_s=.. fifo_c_s=.. ratio=..``."""
-    from acmemodel.planner.cluster_sim import simulate_cluster
+    from acmemodel.sim.cluster import simulate_cluster
 
     df = seren_like_workload(n_full, seed=seed)
     rng = np.random.default_rng(seed + 1)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from acmemodel.planner.evaluation import default_batch, simulate_coupled, simulate_decoupled
+from acmemodel.planner.evalbatch.inputs import default_batch
+from acmemodel.planner.evalbatch.schedule import simulate_coupled, simulate_decoupled
 
 
 def _best(fn, reps=5):

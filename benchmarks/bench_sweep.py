@@ -1,4 +1,4 @@
-"""Benchmark of ``acmemodel.planner.sweep``: a 1,000-point sweep of the example configuration, points/s
+"""Benchmark of ``acmemodel.planner.sweep.runner``: a 1,000-point sweep of the example configuration, points/s
 in-process and on a 2-worker ``dask.distributed.LocalCluster``, in one run (and that both give the same rows).
 
 Run: ``python benchmarks/bench_sweep.py [--replicas N]``. The grid crosses the evaluation lane (2
@@ -43,7 +43,7 @@ def main(argv=None) -> dict:
     import pandas as pd
     from dask.distributed import Client, LocalCluster
 
-    from acmemodel.planner.sweep import sweep
+    from acmemodel.planner.sweep.runner import sweep
     from acmemodel.synth import sample_workload
 
     ap = argparse.ArgumentParser()

@@ -50,7 +50,7 @@ def _current_rss_mb() -> float:
 def _fallback_models():
     import numpy as np
 
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
     from acmemodel.trace import load_sample
     from acmemodel.models.arrival import ArrivalModel
     from acmemodel.models.gpu_counts import GpuCountModel

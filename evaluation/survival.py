@@ -173,7 +173,8 @@ def failure_backtest(jobs, *, test_fraction: float | None = None, cutoff=None,
     if bad:
         raise ValueError(f"models: unknown {sorted(bad)}; choose from {FAILURE_MODELS}")
     train, test = time_split(jobs, test_fraction=test_fraction if cutoff is None else None, cutoff=cutoff)
-    params = {"compare": any(m not in ("two_regime", "km") for m in models), **(model_params or {})}
+    params = {"compare": any(m not in ("two_regime", "km") for m in models), "curves": "km" in models,
+              **(model_params or {})}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fm = FailureModel(**params).fit(train)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from acmemodel.features.keys import CELL_KEYS, Cell, gpu_bucket
 from acmemodel.models.base import BaseModel
+from acmemodel.models.blas import single_thread_blas
 from acmemodel.models.cells import CellEntry, CellTable, Resolved
 from acmemodel.models.duration_mix import DurationMixture
 from acmemodel.models.distributions import get_family
@@ -26,15 +27,6 @@ from acmemodel.models.duration_cell import (  # noqa: F401  (re-exported: they l
     DEGENERATE_SIGMA, EMPIRICAL_LEVELS, MIN_FAMILY_JOBS, DurationCell, _brief_params, _complexity,
     _empirical_quantiles, _select_family, fit_duration_cell,
 )
-
-
-def _single_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 # ====================================================================== the model base
@@ -144,7 +136,7 @@ class DurationModel(BaseModel):
 
         # the per-cell problems are tiny: BLAS threads (L-BFGS) only add contention (≈10× slower
         # on a loaded 2-core machine), so they are limited to one for the duration of the fit
-        with _single_blas_thread():
+        with single_thread_blas():
             self.cells_ = CellTable(tuple(self.keys), order=tuple(self.backoff),
                                     min_jobs=int(self.min_jobs),
                                     min_jobs_coarsest=self.min_jobs_coarsest,

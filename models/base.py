@@ -2,8 +2,9 @@
 
 A model class states only its math; this base gives it
 
-* ``get_params()`` — the keyword-only constructor arguments (scikit-learn convention: ``__init__``
-  only stores them, ``fit`` validates them);
+* ``get_params(deep=True)`` / ``set_params(**params)`` — the keyword-only constructor arguments
+  (scikit-learn convention: ``__init__`` only stores them, ``fit`` validates them), so
+  ``sklearn.base.clone(model)`` gives an unfitted copy;
 * ``to_dict()`` / ``from_dict()`` — a JSON-safe representation (``{"class", "params", "fitted"}``)
   used by :mod:`acmemodel.models.bundle`; subclasses implement ``_fitted_to_dict`` and
   ``_fitted_from_dict``; LightGBM boosters travel as text through ``artifacts()``;
@@ -42,12 +43,32 @@ class BaseModel:
         return [p.name for p in sig.parameters.values()
                 if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
-    def get_params(self) -> dict[str, Any]:
-        """The constructor parameters, as stored by ``__init__``."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters, as stored by ``__init__``; with ``deep``, a parameter that is
+        itself an estimator adds its own as ``name__param`` (scikit-learn's convention)."""
+        out = {name: getattr(self, name) for name in self._param_names()}
+        if deep:
+            for name, value in list(out.items()):
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    out.update({f"{name}__{k}": v for k, v in value.get_params(deep=True).items()})
+        return out
+
+    def set_params(self, **params) -> "BaseModel":
+        """Set constructor parameters (``name__param`` reaches into a nested estimator); returns ``self``.
+        Unknown names raise ValueError; the values are checked by the next ``fit``."""
+        known = self._param_names()
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in known:
+                raise ValueError(f"{type(self).__name__} has no parameter {name!r} (parameters: {', '.join(known)})")
+            if sub:
+                getattr(self, name).set_params(**{sub: value})
+            else:
+                setattr(self, name, value)
+        return self
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({params})"
 
     # ----------------------------------------------------------------- fitted state
@@ -73,7 +94,7 @@ class BaseModel:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe representation: ``{"class", "params", "fitted"}``."""
         self._check_fitted()
-        return {"class": type(self).__name__, "params": _jsonable(self.get_params()),
+        return {"class": type(self).__name__, "params": _jsonable(self.get_params(deep=False)),
                 "fitted": _jsonable(self._fitted_to_dict())}
 
     @classmethod

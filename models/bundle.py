@@ -14,27 +14,26 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import io
 import json
 import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from acmemodel.errors import BundleError
-from acmemodel.models.base import BaseModel, _jsonable
+from acmemodel.models.base import MODEL_REGISTRY, BaseModel, _jsonable
 from acmemodel.models.lgbm_text import check_lightgbm_text
 
 SCHEMA_VERSION = "1.0"
 
-#: modules whose classes a bundle may hold (the registry :data:`acmemodel.models.MODELS` imports them)
-MODEL_MODULES: tuple[str, ...] = ("runtime", "queue", "failure", "restart", "arrival", "gpu_counts",
-                                  "predictor", "forecast")
+def _roles() -> dict[str, type]:
+    """The one model registry, :data:`acmemodel.models.MODELS` (bundle name → class). Imported on use:
+    the package imports this module, and importing it registers every model class for loading."""
+    from acmemodel.models import MODELS
 
-
-def _import_model_modules() -> None:
-    """Register every model class for loading (importing the registry imports them all)."""
-    import acmemodel.models  # noqa: F401
+    return MODELS
 
 
 #: largest single file of a bundle (``bundle.json`` or an artifact), bytes
@@ -45,12 +44,6 @@ MAX_TOTAL_BYTES = 1 << 30
 MAX_JSON_DEPTH = 64
 #: model and artifact names: plain names (no path separators, no dots)
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$")
-#: the class (or a subclass) each conventional model name must hold: what synth, plan, export... call
-ROLE_CLASSES = {"runtime": "RuntimeModel", "queue": "QueueModel", "failure": "FailureModel",
-                "restart": "RestartModel", "arrival": "ArrivalModel", "gpu_counts": "GpuCountModel",
-                "predictor": "RuntimePredictor", "forecast": "DemandForecaster"}
-
-
 def _check_size(path, fn: str, size: int, budget: list) -> None:
     if size > MAX_FILE_BYTES:
         raise BundleError(f"bundle {path}: {fn} is {size:,} bytes; at most {MAX_FILE_BYTES:,} per file")
@@ -122,8 +115,7 @@ def validate_document(doc: Any, source: str = "<memory>") -> None:
     models = doc["models"]
     if not isinstance(models, dict):
         raise BundleError(f"{where}: models must be an object of name -> model, got {type(models).__name__}")
-    _import_model_modules()
-    from acmemodel.models.base import MODEL_REGISTRY
+    roles = _roles()
 
     for name, d in models.items():
         f = f"{where}: models.{name}"
@@ -146,18 +138,16 @@ def validate_document(doc: Any, source: str = "<memory>") -> None:
         for a in arts:
             if not isinstance(a, str) or not _PLAIN.match(a):
                 raise BundleError(f"{f}.artifacts: {a!r} is not a plain name (letters, digits, _ and -)")
-        role = ROLE_CLASSES.get(name)
-        if role is not None and not issubclass(MODEL_REGISTRY[cls_name], MODEL_REGISTRY.get(role, object)):
-            raise BundleError(f"{f}.class is {cls_name}, but a {name!r} model must be a {role}")
+        role = roles.get(name)
+        if role is not None and not issubclass(MODEL_REGISTRY[cls_name], role):
+            raise BundleError(f"{f}.class is {cls_name}, but a {name!r} model must be a {role.__name__}")
 
 
 def _check_role(model: BaseModel, name: str, source: str) -> None:
-    """The model under a conventional name has the class callers need (:data:`ROLE_CLASSES`)."""
-    from acmemodel.models.base import MODEL_REGISTRY
-
-    role = ROLE_CLASSES.get(name)
-    if role is not None and role in MODEL_REGISTRY and not isinstance(model, MODEL_REGISTRY[role]):
-        raise BundleError(f"bundle {source}: models.{name} is a {type(model).__name__}, not a {role}")
+    """The model under a conventional name has the class callers need (:data:`acmemodel.models.MODELS`)."""
+    role = _roles().get(name)
+    if role is not None and not isinstance(model, role):
+        raise BundleError(f"bundle {source}: models.{name} is a {type(model).__name__}, not a {role.__name__}")
 
 
 def file_sha256(path: str | Path) -> str:
@@ -185,6 +175,21 @@ class Bundle:
         self.models = dict(models or {})
         self.provenance = dict(provenance or {})
         self.name = name
+
+    def __repr__(self) -> str:
+        fitted = [k for k, m in self.models.items() if getattr(m, "is_fitted", False)]
+        made = self.provenance.get("source") or ("calibrated" if self.provenance.get("calibration") else None)
+        return (f"Bundle(name={self.name!r}, models=[{', '.join(self.models)}]"
+                + (f", unfitted=[{', '.join(k for k in self.models if k not in fitted)}]"
+                   if len(fitted) < len(self.models) else "")
+                + (f", source={made!r}" if made else "") + ")")
+
+    def summary(self) -> pd.DataFrame:
+        """One row per model: ``model`` (the bundle name), ``class``, ``fitted`` and ``n_fit`` (the
+        jobs it was fitted on, where the model records it)."""
+        rows = [{"model": name, "class": type(m).__name__, "fitted": bool(getattr(m, "is_fitted", False)),
+                 "n_fit": getattr(m, "n_fit_", None)} for name, m in self.models.items()]
+        return pd.DataFrame(rows, columns=["model", "class", "fitted", "n_fit"])
 
     def __getitem__(self, key: str) -> BaseModel:
         try:
@@ -335,7 +340,6 @@ class Bundle:
         """Build the bundle from a parsed ``bundle.json`` and ``read(file name) -> text``; the document
         is validated against the schema first (:func:`validate_document`)."""
         validate_document(doc, source)
-        _import_model_modules()
 
         models = {}
         for name, d in doc["models"].items():
@@ -359,16 +363,6 @@ class Bundle:
             _check_role(models[name], name, source)
         return cls(models, provenance=doc.get("provenance", {}), name=doc.get("name", "bundle"))
 
-    def to_bytes(self) -> bytes:
-        """The bundle as zip bytes (for embedding or transport)."""
-        buf = io.BytesIO()
-        doc, files = self._document()
-        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("bundle.json", json.dumps(doc, indent=1, allow_nan=False))
-            for fn, t in files.items():
-                z.writestr(fn, t)
-        return buf.getvalue()
-
 
 def load_default() -> Bundle:
     """The shipped default :class:`Bundle` (``acme-2023``).
@@ -387,7 +381,6 @@ def load_default() -> Bundle:
 
 def resolve_bundle(bundle=None) -> Bundle:
     """A :class:`Bundle` from a Bundle, a path, or ``None`` (the default bundle, :func:`load_default`)."""
-    _import_model_modules()
     if bundle is None:
         return load_default()
     if isinstance(bundle, Bundle):

@@ -59,8 +59,12 @@ not the risk that the law breaks.
 Covariates omitted from a key (``cluster``, ``type``) are averaged over the training mix of
 (cluster, type): the survival and density are averaged, MTTFs are averaged.
 
-Non-parametric and comparison models (fitted alongside)
--------------------------------------------------------
+Non-parametric and comparison models (fitted on request: ``curves=True`` / ``compare=True``)
+---------------------------------------------------------------------------------------------
+They serve the evaluation (``acmemodel evaluate failure``) and the plots, not the planner or the
+synthesiser, so a default fit leaves them out (``km_`` / ``cif_`` / ``comparison_`` are then ``None``):
+on 300k jobs they took 17× the time of the two-regime fit itself.
+
 * Kaplan–Meier per cell (cluster × type × GPU bucket, then backing off to cluster × type, type, all)
   with Greenwood/log-log 95 % bands (lifelines' ``KaplanMeierFitter`` numbers, computed by
   :mod:`acmemodel.models.km`), stored on a fixed log grid.
@@ -122,7 +126,9 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
     aft_max_rows : subsample cap of each lifelines AFT/Cox fit.
     aj_max_rows : subsample cap per group of the Aalen–Johansen fits.
     km_min_jobs : minimum jobs of a Kaplan–Meier / Aalen–Johansen cell.
-    compare : fit the lifelines AFT/Cox models and the held-out comparison.
+    curves : fit the Kaplan–Meier and Aalen–Johansen curves (``km_``, ``cif_``; default False).
+    compare : fit the curves, the lifelines AFT/Cox models and the held-out comparison (default False;
+        ``acmemodel evaluate failure`` asks for them).
     holdout_fraction : last fraction of submissions used as the inner holdout of the comparison.
     early_median_max_s : upper bound of the early component's median time to failure (s).
     t_floor_s : floor of event/censoring times (s).
@@ -163,7 +169,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
                  early_covariates: Sequence[str] = ("cluster", "type", "log_gpus"),
                  late_covariates: Sequence[str] = (),
                  min_level_jobs: int = 30, max_fit_rows: int = 300_000, aft_max_rows: int = 10_000,
-                 aj_max_rows: int = 20_000, km_min_jobs: int = 20, compare: bool = True,
+                 aj_max_rows: int = 20_000, km_min_jobs: int = 20, curves: bool = False, compare: bool = False,
                  holdout_fraction: float = 0.2, early_median_max_s: float = 7200.0,
                  t_floor_s: float = 1.0, ridge_sd: float | None = 10.0,
                  gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int | None = 0,
@@ -178,6 +184,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self.aft_max_rows = aft_max_rows
         self.aj_max_rows = aj_max_rows
         self.km_min_jobs = km_min_jobs
+        self.curves = curves
         self.compare = compare
         self.holdout_fraction = holdout_fraction
         self.early_median_max_s = early_median_max_s
@@ -261,10 +268,12 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self._fit_mixture(fit_rows)
         self.n_fit_ = int(len(frame))
         self.n_mixture_rows_ = int(len(fit_rows))
-        # the non-parametric curves and the lifelines comparisons: rows observed from the run's start only
-        # (delayed-entry rows are used by the two-regime MLE above)
-        frame = frame[frame["entry"].to_numpy(float) == 0] if "entry" in frame.columns else frame
-        self._fit_curves(frame, rng)
+        self.km_ = self.cif_ = None
+        if self.curves or self.compare:
+            # the non-parametric curves and the lifelines comparisons: rows observed from the run's start
+            # only (delayed-entry rows are used by the two-regime MLE above)
+            frame = frame[frame["entry"].to_numpy(float) == 0] if "entry" in frame.columns else frame
+            self._fit_curves(frame, rng)
         self.comparison_ = None
         self.selected_ = "two_regime"
         self.lifelines_ = {}
@@ -427,6 +436,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
             ax.set_xlabel("GPUs")
             ax.set_ylabel("MTTF (hours)")
         elif kind == "km":
+            self._check_curves()
             types = [lbl.split("=", 1)[1] for lbl in self.km_ if lbl.startswith("type=")]
             for ty in types:
                 tab = self.km_table(type=ty, **key)
@@ -478,11 +488,12 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self.cov_ = np.asarray([[unjson_float(v) for v in row] for row in d["cov"]], float)
         self.at_bound_ = list(d["at_bound"])
         arr = lambda v: np.asarray(v, float)  # noqa: E731
-        self.km_ = {k: {"n": v["n"], "events": v["events"], "t_max": float(v["t_max"]),
-                        "s": arr(v["s"]), "lo": arr(v["lo"]), "hi": arr(v["hi"])} for k, v in d["km"].items()}
-        self.cif_ = {k: {"n": v["n"], "n_used": v["n_used"], "t_max": float(v["t_max"]),
-                         **{c: {kk: arr(vv) for kk, vv in v[c].items()} for c in CAUSES}}
-                     for k, v in d["cif"].items()}
+        self.km_ = None if d["km"] is None else {
+            k: {"n": v["n"], "events": v["events"], "t_max": float(v["t_max"]),
+                "s": arr(v["s"]), "lo": arr(v["lo"]), "hi": arr(v["hi"])} for k, v in d["km"].items()}
+        self.cif_ = None if d["cif"] is None else {
+            k: {"n": v["n"], "n_used": v["n_used"], "t_max": float(v["t_max"]),
+                **{c: {kk: arr(vv) for kk, vv in v[c].items()} for c in CAUSES}} for k, v in d["cif"].items()}
         self.comparison_ = None if d["comparison"] is None else pd.DataFrame(d["comparison"])
         self.selected_ = d["selected"]
         self.lifelines_ = d["lifelines"]

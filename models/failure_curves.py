@@ -410,6 +410,11 @@ class FailureCurvesMixin:
                 "concordance": ci}
 
     # ------------------------------------------------------------------ Kaplan–Meier access
+    def _check_curves(self) -> None:
+        if self.km_ is None:
+            raise ValueError("the Kaplan–Meier and cumulative-incidence curves were not fitted: fit "
+                             "FailureModel(curves=True) (acmemodel evaluate failure does)")
+
     def km_curve(self, t, **key):
         """Kaplan–Meier survival at ``t`` (s) of the finest fitted cell for ``key``.
 
@@ -417,6 +422,7 @@ class FailureCurvesMixin:
         cluster, type. Returns ``(S, lower, upper, cell_label)``.
         """
         self._check_fitted()
+        self._check_curves()
         key = normalize_key(self.gpu_edges, **key)
         if "state" in key:
             raise ValueError("the failure model's cells have no state key")
@@ -444,6 +450,7 @@ class FailureCurvesMixin:
         (``cluster``, ``type``; back-off to type, then all), on the stored grid up to the cell's
         longest observed time."""
         self._check_fitted()
+        self._check_curves()
         key = {k: v for k, v in key.items() if v is not None}
         bad = set(key) - {"cluster", "type"}
         if bad:

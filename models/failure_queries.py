@@ -9,6 +9,8 @@ job of ``gpus`` GPUs and an optional key (``cluster=``, ``type=``). The math is 
 """
 from __future__ import annotations
 
+import warnings
+
 import math
 
 import numpy as np
@@ -248,6 +250,24 @@ class FailureQueriesMixin:
         gam = self._mix.unpack(self.params_)[0]
         p = (w[:, None] * special.expit(Z @ gam).reshape(nc, ng)).sum(axis=0)
         return float(p[0]) if scalar else p
+
+    def failure_law(self, gpus: float, *, kind: str = "weibull", **key) -> dict:
+        """The late-regime law of a job's time to failure at ``gpus`` GPUs, as the planner takes it (the
+        model hands the planner its own failure process; the planner assumes no family):
+        ``{"family": "weibull", "shape": k, "mean_s": MTTF}`` (``shape_``, :meth:`mttf`) or, with
+        ``kind="piecewise"``, ``{"family": "piecewise", "start_s": [...], "hazard_per_s": [...]}`` (its
+        :meth:`hazard_table`). Another failure model may hand over another law: the planner also reads
+        ``{"family": "exponential", "mean_s"}`` and ``{"family": "lognormal", "mu", "sigma"}`` (log-seconds)."""
+        self._check_fitted()
+        if kind == "piecewise":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                tab = self.hazard_table(gpus, **key)
+            return {"family": "piecewise", "start_s": tab["start_s"].tolist(),
+                    "hazard_per_s": tab["hazard_per_s"].tolist()}
+        if kind != "weibull":
+            raise ValueError(f"kind must be 'weibull' or 'piecewise', got {kind!r}")
+        return {"family": "weibull", "shape": float(self.shape_), "mean_s": float(self.mttf(gpus, **key))}
 
     def hazard_table(self, gpus: float, edges=None, *, component: str = "late", **key) -> pd.DataFrame:
         """Piecewise-constant hazard for the planner's C kernel.

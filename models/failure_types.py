@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from acmemodel.datasets.reference import FAILURE_CATEGORIES, load_failure_table
+from acmemodel.datasets.published import FAILURE_CATEGORIES, load_failure_table
 
 #: floor of the log-scale spread of the per-reason log-normals
 SIGMA_MIN: float = 0.5

@@ -39,7 +39,7 @@ like the single-node ones (two-sample KS test not rejected at 1 %): Kalos's debu
 multi-node, and their 94 single-node free jobs alone put 20 % of the latencies at <= 10 s against
 27 % of all 537. The cluster simulator draws
 ``L`` per job (:meth:`QueueModel.sample_latency`) and adds it once to its own contention wait
-(:mod:`acmemodel.planner.cluster_sim`). :meth:`QueueModel.summary` shows both parts per cell.
+(:mod:`acmemodel.sim.cluster`). :meth:`QueueModel.summary` shows both parts per cell.
 """
 from __future__ import annotations
 

@@ -170,7 +170,7 @@ def _check_rng_n(n, rng) -> None:
 def prior_table() -> pd.DataFrame:
     """Per-reason log-normal of the published time to restart (seconds): reason, category, num,
     median_s, mean_s, mu, sigma (module docstring)."""
-    from acmemodel.datasets.reference import load_failure_table
+    from acmemodel.datasets.published import load_failure_table
     from acmemodel.models.failure_types import lognormal_from_median_mean
 
     tab = load_failure_table()
@@ -189,7 +189,7 @@ def prior_distribution(category: str | None = None, *, reason: str | None = None
     Weights over reasons: ``num_r`` (times the GPU-demand likelihood of the failure-type prior when
     ``gpus`` is given, i.e. ``P(r | gpus)``).
     """
-    from acmemodel.datasets.reference import FAILURE_CATEGORIES
+    from acmemodel.datasets.published import FAILURE_CATEGORIES
     from acmemodel.models.failure_types import failure_type_mix
 
     pt = prior_table()

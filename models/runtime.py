@@ -69,8 +69,7 @@ class RuntimeModel(DurationModel):
     max_fit_jobs : cap on the values used for family fitting/selection per cell (systematic
         thinning in time order; default 20 000).
     atom_s : runs of at most this many seconds form the atom (default 0: exactly-zero runs); the same
-        name as :class:`~acmemodel.models.queue.QueueModel`'s atom. ``zero_s`` is its earlier name
-        (accepted for one release, with a DeprecationWarning).
+        name as :class:`~acmemodel.models.queue.QueueModel`'s atom.
 
     size_law : run time grows with GPU count inside a cell (default True). Per cluster × type a
         log-log slope ``β`` is fitted by least squares *within cells*, ``log2(run + 1) = α_cell + β
@@ -104,7 +103,7 @@ class RuntimeModel(DurationModel):
                  backoff: Sequence[str] = DEFAULT_BACKOFF,
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
-                 max_fit_jobs: int = 20000, atom_s: float = 0.0, zero_s: float | None = None,
+                 max_fit_jobs: int = 20000, atom_s: float = 0.0,
                  size_law: bool = True):
         self.keys = keys
         self.min_jobs = min_jobs
@@ -115,14 +114,7 @@ class RuntimeModel(DurationModel):
         self.gpu_only = gpu_only
         self.gpu_edges = gpu_edges
         self.max_fit_jobs = max_fit_jobs
-        if zero_s is not None:
-            import warnings
-
-            warnings.warn("RuntimeModel(zero_s=...) is now atom_s= (as in QueueModel)", DeprecationWarning,
-                          stacklevel=2)
-            atom_s = zero_s
         self.atom_s = atom_s
-        self.zero_s = None
         self.size_law = size_law
 
     def _validate_params(self) -> None:

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from acmemodel.datasets.reference import _data_path  # noqa: E402
+from acmemodel.datasets.published import _data_path  # noqa: E402
 
 SEREN_HEADER = ("job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,"
                 "duration,queue,gpu_time")

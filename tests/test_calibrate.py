@@ -25,7 +25,7 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-from acmemodel.datasets import load_reference
+from acmemodel.datasets.published import load_reference
 
 PSEUDO_SCALE = 0.3
 BUNDLE_SCALE = 0.05
@@ -69,7 +69,7 @@ def bundle(calibrate_cli):
 
 @pytest.fixture(scope="session")
 def synth_trace(bundle):
-    from acmemodel.reproduce import to_trace
+    from acmemodel.reproduction.run import to_trace
     from acmemodel.synth import simulate_jobs
 
     jobs = [simulate_jobs(bundle, days=184, cluster=c, seed=11 + i) for i, c in enumerate(("Seren", "Kalos"))]
@@ -158,7 +158,7 @@ def test_cpu_job_counts(pseudo, cluster):
 
 
 def _curves():
-    from acmemodel.reproduce import curve_points
+    from acmemodel.reproduction.compare import curve_points
 
     return [pytest.param(cv, id=cv["name"]) for cv in curve_points()]
 
@@ -167,7 +167,7 @@ def _curves():
 def test_curves_within_quality_bar(pseudo, cv):
     """Every published curve within the issue's bar, KS <= 0.05 (KS at the published points; the sampling noise at
     these sizes is below 0.01 except for Kalos types with < 300 jobs, where 1.63/sqrt(n) is added)."""
-    from acmemodel.reproduce import ks_at_points
+    from acmemodel.reproduction.compare import ks_at_points
 
     g = _gpu(pseudo, cv["cluster"])
     d = ((g["end_s"] - g["submit_s"]) if cv["cluster"] == "Kalos" else g["run_s"]).to_numpy(float)
@@ -242,7 +242,7 @@ def test_fixed_point_step():
     """synthetic_rates pools the traces' GPU jobs with a run (TIMEOUT / NODE_FAIL count as failed; GPU time
     gpu_num × run_s) and fixed_point_offsets is published − synthetic, clipped to ±TARGET_OFFSET_MAX."""
     from acmemodel.calibrate_inputs import TARGET_OFFSET_MAX, fixed_point_offsets, synthetic_rates
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     a = pd.DataFrame({"gpu_num": [1, 8, 0, 2], "run_s": [10.0, 100.0, 5.0, np.nan],
                       "state": ["FAILED", "CANCELLED", "FAILED", "FAILED"], "type": ["Eval", "Pretrain", "Eval", "SFT"]})
@@ -265,7 +265,7 @@ def test_fixed_point_step():
 def test_fixed_point_score():
     """A candidate's score: Σ ((published − synthetic) / 2 pp)² over its clusters' targets (misses clipped at 10 pp);
     a cluster without a measurement adds nothing."""
-    from acmemodel.calibrate import fixed_point_score
+    from acmemodel.calibrate_synthetic import fixed_point_score
     from acmemodel.calibrate_inputs import fixed_point_offsets
 
     syn = {"fail": 0.40, "cancel": 0.07, "fail_gt": 0.10, "cancel_gt": 0.70, "gt_share:Pretrain": 0.9}
@@ -279,9 +279,9 @@ def test_fixed_point_score():
 def test_synthetic_state_calibration_measures_as_reproduce_draws(default_bundle):
     """The fixed-point step measures the bundle's state rates on traces drawn as reproduce draws them (same seeds,
     same jobs: synthesize_cluster) and on the published basis (Kalos GPU time over end − submit)."""
-    from acmemodel.calibrate import synthetic_state_calibration
+    from acmemodel.calibrate_synthetic import synthetic_state_calibration
     from acmemodel.calibrate_inputs import fixed_point_offsets
-    from acmemodel.reproduce import replica_seed, synthesize_cluster
+    from acmemodel.reproduction.run import replica_seed, synthesize_cluster
 
     out = synthetic_state_calibration(default_bundle, days=3.0, seed=7, traces={"Seren": 1, "Kalos": 2}, step=0.5)
     for i, cl in enumerate(("Seren", "Kalos")):
@@ -372,7 +372,7 @@ def test_calibrate_cli_user_errors(argv, needle, capsys):
 
 def test_calibrate_cli_writes_loadable_bundle(calibrate_cli):
     from acmemodel.calibrate import DEFAULT_MODELS
-    from acmemodel.datasets.reference import _data_path
+    from acmemodel.datasets.published import _data_path
     from acmemodel.models.bundle import Bundle
 
     out, r = calibrate_cli

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from scipy import integrate, special
 
 from acmemodel._solver import _core
-from acmemodel.planner import reference
-from acmemodel.planner.checkpoint import (
+from acmemodel._solver.reference import checkpoint as reference, optimum
+from acmemodel.planner.run.checkpoint import (
     daly_interval, expected_time, optimal_interval, young_interval,
 )
-from acmemodel.planner.processes import (
+from acmemodel.planner.run.processes import (
     ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures,
 )
 
@@ -302,7 +302,7 @@ def test_optimum_matches_brute_force_grid_of_the_twin(fail):
     p = fail.kernel_params_for(fail.batch_shape)
     args = (np.array([W]), np.array([C]), fail.family_code, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
     twin_et = reference.ckpt_expected_time(tau_c, *args[:2], fail.family_code, p, rv[None], rw[None])[0]
     assert et_c[0] == pytest.approx(twin_et[0], rel=1e-9)
@@ -311,10 +311,6 @@ def test_optimum_matches_brute_force_grid_of_the_twin(fail):
     assert grid == pytest.approx(twin_grid[0][0], rel=1e-11)  # the grid's minimum is the twin's value
     assert et_c[0] == pytest.approx(grid, rel=1e-6)
     assert et_c[0] <= grid * (1 + 1e-6)
-    # never worse than the optimisers it replaced (1e-9: at a kink maximum each stops where its
-    # bracket collapses, ~1e-15 apart in E[T])
-    assert et_c[0] <= _core.ckpt_optimize_newton(*args)[1][0] * (1 + 1e-9)
-    assert et_c[0] <= _core.ckpt_optimize_grid(*args)[1][0] * (1 + 1e-9)
 
 
 def test_piecewise_optimum_beyond_the_ripple_window():
@@ -334,7 +330,7 @@ def test_piecewise_optimum_beyond_the_ripple_window():
         max_nodes=64)
     args = (np.array([30 * DAY]), np.array([546.2004277854633]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
     tau = np.geomspace(1200.0, 2600.0, 6000)  # both maxima, grid ratio 1.00013
     n = tau.size
@@ -342,7 +338,6 @@ def test_piecewise_optimum_beyond_the_ripple_window():
                                     np.tile(rv, (n, 1)), np.tile(rw, (n, 1)))[0]
     assert tau_c[0] == pytest.approx(tau[np.argmin(grid)], rel=1e-3)  # the far maximum, ~2,111 s
     assert grid.min() * (1 - 1e-9) <= et_c[0] <= grid.min() * (1 + 1e-9)
-    assert et_c[0] < _core.ckpt_optimize_newton(*args)[1][0] * (1 - 5e-5)  # the frozen kernel's first maximum
 
 
 def test_piecewise_optimum_at_a_kink():
@@ -363,7 +358,7 @@ def test_piecewise_optimum_at_a_kink():
     C = 374.6422651386496
     args = (np.array([30 * DAY]), np.array([C]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-11) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
     kink = (p[0, 9] - 120.0) / 8 - C
     assert tau_c[0] == pytest.approx(kink, rel=1e-9)
@@ -418,38 +413,6 @@ def test_property_optimum_falls_with_failure_rate_and_grows_with_cost(M, C, R, k
         assert float(costly.interval_s) > float(base.interval_s)
 
 
-def test_baseline_newton_kernel_equals_its_twin():
-    """The optimiser checkpoint.c replaced, frozen for bench_solver (``_core.ckpt_optimize_newton``),
-    against its twin; the current kernel is at least as good on the same scenarios."""
-    from acmemodel.planner import reference_newton
-
-    fail = WeibullFailures(np.array([0.7, 1.5]), np.array([8 * H, 30 * H]))
-    p = fail.kernel_params_for((2,))
-    rv, rw = RestartTime.lognormal(20 * MIN, 10 * MIN).nodes(order=4)
-    args = (np.full(2, 30 * DAY), np.array([60.0, 300.0]), 1, p, np.tile(rv, (2, 1)), np.tile(rw, (2, 1)))
-    tc, ec, _ = _core.ckpt_optimize_newton(*args)
-    tn, en, _ = reference_newton.ckpt_optimize_newton(*args)
-    np.testing.assert_allclose(tc, tn, rtol=1e-9)
-    np.testing.assert_allclose(ec, en, rtol=1e-11)
-    assert np.all(_core.ckpt_optimize(*args)[1] <= ec * (1 + 1e-12))
-
-
-def test_baseline_grid_kernel_equals_its_twin():
-    """The baseline optimiser kept for bench_solver (``_core.ckpt_optimize_grid``) against its twin, and
-    the current kernel is at least as good on the same scenarios."""
-    from acmemodel.planner import reference_grid
-
-    fail = WeibullFailures(np.array([0.7, 1.5]), np.array([8 * H, 30 * H]))
-    p = fail.kernel_params_for((2,))
-    rv, rw = RestartTime.lognormal(20 * MIN, 10 * MIN).nodes(order=4)
-    args = (np.full(2, 30 * DAY), np.array([60.0, 300.0]), 1, p, np.tile(rv, (2, 1)), np.tile(rw, (2, 1)))
-    tc, ec, _ = _core.ckpt_optimize_grid(*args)
-    tn, en, _ = reference_grid.ckpt_optimize_grid(*args)
-    np.testing.assert_allclose(tc, tn, rtol=1e-9)
-    np.testing.assert_allclose(ec, en, rtol=1e-11)
-    assert np.all(_core.ckpt_optimize(*args)[1] <= ec * (1 + 1e-12))
-
-
 @pytest.mark.parametrize("k", [0.5, 0.9, 1.8, 4.0])
 def test_weibull_restart_cluster_rule_matches_node_by_node(k):
     """Under Weibull failures the restart nodes near the least one (a heavy log-normal has many of small
@@ -470,7 +433,7 @@ def test_restart_node_merge_is_a_gauss_rule_in_log_r():
     """More restart nodes than the kernel takes (the default failure mix: 804) are replaced by the
     64-point Gauss rule of their measure in log r: E[T] within 1e-6 of all 804 nodes (equal-weight groups
     at their means were ~4e-3 off), weights positive and summing to 1."""
-    from acmemodel.planner.montecarlo import FailureMix
+    from acmemodel.planner.run.montecarlo import FailureMix
 
     restart = FailureMix.from_failure_table(2048).restart_distribution()
     v, w = restart.nodes()

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from acmemodel.planner.reference import _Dist, _Renewal
-from acmemodel.planner.reference_bounds import piecewise_bound, piecewise_guard
+from acmemodel._solver.reference.checkpoint import _Dist, _Renewal
+from acmemodel._solver.reference.bounds import piecewise_bound, piecewise_guard
 from test_checkpoint_random import BROAD, SCENARIOS
 
 

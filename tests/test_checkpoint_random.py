@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from acmemodel._solver import _core
-from acmemodel.planner import reference
-from acmemodel.planner.processes import PiecewiseHazard, RestartTime
+from acmemodel._solver.reference import optimum
+from acmemodel.planner.run.processes import PiecewiseHazard, RestartTime
 
 DAY, W = 86400.0, 30 * 86400.0
 
@@ -107,7 +107,7 @@ def test_random_piecewise_optimum_equals_the_twin(k):
     p, C, rv, rw = SCENARIOS[k]
     args = (np.array([W]), np.array([C]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
 
 
@@ -116,7 +116,7 @@ def test_broad_piecewise_optimum_equals_the_twin(k):
     p, C, rv, rw = BROAD[k]
     args = (np.array([W]), np.array([C]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
 
 
@@ -128,7 +128,7 @@ def test_zero_hazard_piece_in_the_twin():
         max_nodes=24)
     args = (np.array([W]), np.array([90.0]), 2, p, rv[None], rw[None])
     tau_c, et_c, _ = _core.ckpt_optimize(*args)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et_c[0] == pytest.approx(et_n[0], rel=1e-9) and tau_c[0] == pytest.approx(tau_n[0], rel=1e-9)
 
 
@@ -172,5 +172,5 @@ def test_once_missed_piecewise_optima_are_the_grid_minima(name):
     tau, et, st = _core.ckpt_optimize(*args)
     assert st[0] == 0
     assert et[0] <= _grid_minimum(p, C, rv, rw, float(tau[0])) * (1 + 1e-6)
-    tau_n, et_n, _ = reference.ckpt_optimize(*args)
+    tau_n, et_n, _ = optimum.ckpt_optimize(*args)
     assert et[0] == pytest.approx(et_n[0], rel=1e-9) and tau[0] == pytest.approx(tau_n[0], rel=1e-9)

@@ -202,7 +202,7 @@ def test_fit_turns_warnings_into_one_sentence_and_reports_progress(monkeypatch):
     from statsmodels.tools.sm_exceptions import ConvergenceWarning as SMConvergence
 
     import acmemodel.pipeline as pipeline
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
 
     real = pipeline._fit_one
 
@@ -226,7 +226,7 @@ def test_fit_turns_warnings_into_one_sentence_and_reports_progress(monkeypatch):
 
 
 def test_reproduce_reports_progress():
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     calls = []
     reproduce(scale=0.01, days=3, replicas=2, progress=lambda i, n, d: calls.append((i, n, d)))
@@ -261,7 +261,7 @@ def test_duration_axes_in_human_units():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from acmemodel.reproduce import plot_curve
+    from acmemodel.reproduction.plots import plot_curve
 
     fig, ax = plt.subplots()
     row = {"_sample": [30.0, 600.0, 4000.0, 90000.0, 2.1e6], "_x": [60.0, 3600.0, 86400.0],

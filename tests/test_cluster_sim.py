@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from acmemodel._solver import _cluster
 from acmemodel.errors import DataWarning
-from acmemodel.planner.cluster_sim import simulate_cluster
-from acmemodel.planner.reference_cluster import simulate_reference
+from acmemodel.sim.cluster import simulate_cluster
+from acmemodel._solver.reference.cluster import simulate_reference
 
 ENGINES = ["c", "numpy"]
 
@@ -82,8 +82,8 @@ def test_engines_give_same_result_object():
     df = pd.DataFrame({"submit_s": rng.integers(0, 500, n).astype(float), "run_s": rng.integers(1, 100, n) * 1.0,
                        "gpu_num": rng.choice([1, 2, 8, 16], n), "type": rng.choice(["Eval", "Pretrain", "SFT"], n)})
     kw = dict(total_gpus=64, partitions={"pretrain": 32, "eval": 16}, best_effort_on_reserved=True)
-    a = simulate_cluster(df, engine="c", **kw)
-    b = simulate_cluster(df, engine="numpy", **kw)
+    a = simulate_cluster(df, backend="c", **kw)
+    b = simulate_cluster(df, backend="numpy", **kw)
     pd.testing.assert_frame_equal(a.jobs, b.jobs)
     pd.testing.assert_frame_equal(a.queue_s, b.queue_s)
     pd.testing.assert_frame_equal(a.utilization, b.utilization, rtol=1e-12)
@@ -92,14 +92,14 @@ def test_engines_give_same_result_object():
 # ---- hand-computed scenarios (both engines) -----------------------------------------------------------------------
 @pytest.mark.parametrize("engine", ENGINES)
 def test_fifo_order_on_one_node(engine):
-    r = simulate_cluster(jobs_df([(0, 8, 10), (1, 8, 5), (2, 8, 5)]), total_gpus=8, engine=engine)
+    r = simulate_cluster(jobs_df([(0, 8, 10), (1, 8, 5), (2, 8, 5)]), total_gpus=8, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10, 15]
     assert r.jobs["wait_s"].tolist() == [0, 9, 13]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_fifo_tie_broken_by_input_order(engine):
-    r = simulate_cluster(jobs_df([(0, 8, 10), (0, 8, 5), (0, 8, 1)]), total_gpus=8, engine=engine)
+    r = simulate_cluster(jobs_df([(0, 8, 10), (0, 8, 5), (0, 8, 1)]), total_gpus=8, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10, 15]
 
 
@@ -107,7 +107,7 @@ def test_fifo_tie_broken_by_input_order(engine):
 def test_gang_blocking_without_backfill(engine):
     # A holds 4 of 8 GPUs; B needs all 8 (gang) and blocks; C (2 GPUs) must wait behind B under strict FIFO
     df = jobs_df([(0, 4, 10), (1, 8, 5), (2, 2, 3)])
-    r = simulate_cluster(df, total_gpus=8, backfill=False, engine=engine)
+    r = simulate_cluster(df, total_gpus=8, backfill=False, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10, 15]
 
 
@@ -115,7 +115,7 @@ def test_gang_blocking_without_backfill(engine):
 def test_backfill_starts_small_job_ahead(engine):
     # C ends at 5 <= B's reservation at 10, so it backfills at 2 without delaying B
     df = jobs_df([(0, 4, 10), (1, 8, 5), (2, 2, 3)])
-    r = simulate_cluster(df, total_gpus=8, backfill=True, engine=engine)
+    r = simulate_cluster(df, total_gpus=8, backfill=True, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10, 2]
 
 
@@ -123,7 +123,7 @@ def test_backfill_starts_small_job_ahead(engine):
 def test_backfill_never_delays_the_head(engine):
     # C would run past B's reservation (2 + 20 > 10) on the only node: it must wait until B is done
     df = jobs_df([(0, 4, 10), (1, 8, 5), (2, 2, 20)])
-    r = simulate_cluster(df, total_gpus=8, engine=engine)
+    r = simulate_cluster(df, total_gpus=8, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10, 15]
 
 
@@ -133,14 +133,14 @@ def test_backfill_with_multi_node_reservation(engine):
     # free: reservation at 100 on nodes {0, 1}. C (4 GPUs, ends 52 <= 100) backfills on node 1;
     # D (4 GPUs, ends after 100) may not touch the reserved nodes, so it waits for B (100..105).
     df = jobs_df([(0, 8, 10), (0, 4, 100), (1, 16, 5), (2, 4, 50), (3, 4, 200)])
-    r = simulate_cluster(df, total_gpus=16, engine=engine)
+    r = simulate_cluster(df, total_gpus=16, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 0, 100, 2, 105]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_multi_node_job_holds_whole_nodes(engine):
     # 9 GPUs take ceil(9/8) = 2 whole nodes: nothing else fits on the 16-GPU cluster meanwhile
-    r = simulate_cluster(jobs_df([(0, 9, 10), (1, 1, 1)]), total_gpus=16, engine=engine)
+    r = simulate_cluster(jobs_df([(0, 9, 10), (1, 1, 1)]), total_gpus=16, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 10]
     assert r.utilization.loc["shared", "busy_gpu_s"] == 16 * 1  # window [0, 1]: 16 allocated GPUs for 1 s
 
@@ -148,14 +148,14 @@ def test_multi_node_job_holds_whole_nodes(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_small_jobs_pack_within_one_node(engine):
     # two 6-GPU jobs leave 2 + 2 free GPUs on two nodes: a 4-GPU job cannot be split across them
-    r = simulate_cluster(jobs_df([(0, 6, 10), (0, 6, 20), (1, 4, 1)]), total_gpus=16, engine=engine)
+    r = simulate_cluster(jobs_df([(0, 6, 10), (0, 6, 20), (1, 4, 1)]), total_gpus=16, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 0, 10]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_best_fit_node_choice(engine):
     # 5 GPUs on node 0 (3 left); the 3-GPU job goes to node 0 (best fit) so the 8-GPU job still fits on node 1
-    r = simulate_cluster(jobs_df([(0, 5, 10), (1, 3, 10), (2, 8, 10)]), total_gpus=16, engine=engine)
+    r = simulate_cluster(jobs_df([(0, 5, 10), (1, 3, 10), (2, 8, 10)]), total_gpus=16, backend=engine)
     assert r.jobs["start_s"].tolist() == [0, 1, 2]
 
 
@@ -164,7 +164,7 @@ def test_best_effort_on_reserved_with_preemption(engine):
     # pretrain partition: 1 node, shared: 1 node. S2 cannot fit the full shared pool and runs best-effort on the
     # idle reserved node at 1; P1 arrives at 10 and evicts it (9 s lost); S2 reruns there after P1 (30..80).
     df = jobs_df([(0, 8, 100, "SFT"), (1, 4, 50, "SFT"), (10, 8, 20, "Pretrain")])
-    kw = dict(total_gpus=16, partitions={"pretrain": 8}, window=(0.0, 200.0), engine=engine)
+    kw = dict(total_gpus=16, partitions={"pretrain": 8}, window=(0.0, 200.0), backend=engine)
     r = simulate_cluster(df, best_effort_on_reserved=True, **kw)
     j = r.jobs
     assert j["start_s"].tolist() == [0, 30, 10]
@@ -192,7 +192,7 @@ def test_best_effort_respects_the_reserved_queue_head(engine):
     df = jobs_df([(0, 8, 100, "SFT"), (0, 4, 10, "Pretrain"), (1, 8, 5, "Pretrain"),
                   (2, 2, 50, "SFT"), (3, 2, 5, "SFT")])
     r = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, best_effort_on_reserved=True,
-                         engine=engine)
+                         backend=engine)
     j = r.jobs
     assert j["start_s"].tolist() == [0, 0, 10, 15, 3]
     assert j["ran_in"].tolist() == ["shared", "pretrain", "pretrain", "pretrain", "pretrain"]
@@ -294,7 +294,7 @@ def test_invalid_policy_inputs():
 def test_unschedulable_jobs_are_reported_not_looped_on(engine):
     df = jobs_df([(0, 24, 10), (1, 2, 5), (2, 16, 1)])
     with pytest.warns(DataWarning, match="never fit"):
-        r = simulate_cluster(df, total_gpus=16, engine=engine)
+        r = simulate_cluster(df, total_gpus=16, backend=engine)
     assert list(r.unschedulable) == [0]
     assert not r.jobs["schedulable"].iloc[0] and np.isnan(r.jobs["start_s"].iloc[0])
     assert r.jobs["start_s"].tolist()[1:] == [1, 6]
@@ -329,7 +329,7 @@ def test_no_over_allocation(engine, best_effort):
                        "type": rng.choice(["Pretrain", "Eval", "SFT"], n, p=[0.2, 0.5, 0.3])})
     parts = {"pretrain": 32, "eval": 16}
     with pytest.warns(DataWarning):  # Eval jobs of > 16 GPUs never fit the eval lane
-        r = simulate_cluster(df, total_gpus=80, partitions=parts, best_effort_on_reserved=best_effort, engine=engine)
+        r = simulate_cluster(df, total_gpus=80, partitions=parts, best_effort_on_reserved=best_effort, backend=engine)
     assert len(r.unschedulable) > 0
     j = r.jobs[r.jobs["schedulable"]]
     assert (j["start_s"] >= j["submit_s"]).all()
@@ -408,7 +408,7 @@ def test_mapping_input_and_explicit_partition_column():
     (dict(total_gpus=16, partitions={"eval": 24}), "more than total_gpus"),
     (dict(total_gpus=32, partitions={"eval": 8, "shared": 16}), "sum to"),
     (dict(total_gpus=16, routing={"Other": "nope"}), "unknown partition"),
-    (dict(total_gpus=16, engine="fortran"), "engine"),
+    (dict(total_gpus=16, backend="fortran"), "backend"),
     (dict(total_gpus=16, best_effort_on_reserved=True), "reserved_partition"),
     (dict(total_gpus=16, backfill_depth=-3), "backfill_depth"),
 ])
@@ -455,3 +455,27 @@ def test_deterministic():
         warnings.simplefilter("error")
         a, b = simulate_cluster(df, **kw), simulate_cluster(df, **kw)
     pd.testing.assert_frame_equal(a.jobs, b.jobs)
+
+
+def test_scheduling_policy_is_stated_once():
+    """SchedulingPolicy: read from a planner config or a calibrated policy record, it gives the simulator
+    the same keyword arguments as stating them by hand, and the same schedule."""
+    from acmemodel.planner.config import ClusterConfig
+    from acmemodel.sim.cluster import SchedulingPolicy
+
+    cfg = ClusterConfig.from_dict({"cluster": {"gpus": 16, "partitions": {"pretrain": 8},
+                                               "priorities": {"Eval": -1, "Pretrain": 2},
+                                               "best_effort_on_reserved": True, "best_effort_types": ["SFT"]},
+                                   "runs": []})
+    pol = SchedulingPolicy.from_config(cfg.cluster)
+    assert pol.kwargs() == {"backfill": True, "best_effort_on_reserved": True, "priorities": {"Eval": -1, "Pretrain": 2},
+                            "best_effort_types": ["SFT"]}
+    assert pol.with_priority_like("Planned", "Pretrain").priorities["Planned"] == 2
+    cal = SchedulingPolicy.from_calibration({"priorities": {"Eval": -1}, "best_effort": True}, reserved=False)
+    assert cal.kwargs() == {"backfill": True, "best_effort_on_reserved": False, "priorities": {"Eval": -1}}
+    df = jobs_df([(0, 8, 10), (0, 8, 5), (1, 4, 3)])
+    df["type"] = ["Pretrain", "Eval", "SFT"]
+    by_hand = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, priorities={"Eval": -1, "Pretrain": 2},
+                               best_effort_on_reserved=True, best_effort_types=["SFT"])
+    stated = simulate_cluster(df, total_gpus=16, partitions={"pretrain": 8}, **pol.kwargs())
+    assert stated.jobs["start_s"].tolist() == by_hand.jobs["start_s"].tolist()

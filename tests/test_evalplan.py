@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.evaluation import (
-    Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalPlanConfig, PackingRules, default_batch, pack_trials,
-    plan_batch, simulate_coupled, simulate_decoupled,
+from acmemodel.planner.evalbatch.inputs import (
+    Dataset, DatasetPriors, EvalBatch, EvalHardware, PackingRules, default_batch,
 )
+from acmemodel.planner.evalbatch.plan import EvalPlanConfig, plan_batch
+from acmemodel.planner.evalbatch.schedule import pack_trials, simulate_coupled, simulate_decoupled
 
 HW = EvalHardware(model_size_gb=10.0, gpus_per_node=8, storage_gbit_s=8.0, pcie_gbyte_s=10.0)  # M/B = 10 s
 NO_PACK = PackingRules(merge_below_s=0.0, split_above_s=1e12, long_metric_s=1e12)
@@ -196,7 +197,7 @@ def test_plan_reports_evaluation_feedback_delay():
     import yaml
 
     from acmemodel.planner.config import ClusterConfig
-    from acmemodel.planner.evaluation import feedback_from_plan
+    from acmemodel.planner.evalbatch.plan import feedback_from_plan
 
     example = yaml.safe_load(resources.files("acmemodel.planner").joinpath("examples", "example.yaml").read_text())
     cfg = ClusterConfig.from_dict(example)

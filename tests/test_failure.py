@@ -119,7 +119,7 @@ def test_km_with_heavy_censoring_matches_lifelines():
     assert 1 - fr["E"].mean() > 0.9  # heavy censoring
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = FailureModel(regimes=1, compare=False).fit(jobs)
+        m = FailureModel(regimes=1, curves=True).fit(jobs)
     kmf = KaplanMeierFitter().fit(fr["T"], fr["E"])
     tab = m.km_table()
     assert tab["cell"].iloc[0] == "all"

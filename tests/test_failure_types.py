@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from acmemodel.datasets.reference import FAILURE_CATEGORIES, load_failure_table
+from acmemodel.datasets.published import FAILURE_CATEGORIES, load_failure_table
 from acmemodel.models.failure_types import (
     failure_type_mix, failure_type_params, reason_category,
 )

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.config import MAX_NODES, MAX_STRING, ClusterConfig
+from acmemodel.planner.config_fields import MAX_NODES, MAX_STRING
+from acmemodel.planner.config import ClusterConfig
 
 EXAMPLE = resources.files("acmemodel.planner").joinpath("examples", "example.yaml").read_text()
 
@@ -94,7 +95,7 @@ def test_huge_config_file_refused(tmp_path):
     (("  type: Eval", "  type: Zzz"), "queue_target.type = 'Zzz'"),
 ])
 def test_values_the_bundle_does_not_know(tmp_path, edit, field):
-    from acmemodel.planner import Planner
+    from acmemodel.planner.planner import Planner
 
     cfg = ClusterConfig.load(_write(tmp_path, EXAMPLE.replace(*edit).replace("replicas: 10000", "replicas: 50")))
     with pytest.raises(ConfigError, match=field.replace("(", r"\(").replace(".", r"\.")):
@@ -104,7 +105,7 @@ def test_values_the_bundle_does_not_know(tmp_path, edit, field):
 def test_queue_target_type_checked_against_a_given_workload(tmp_path):
     import pandas as pd
 
-    from acmemodel.planner import Planner
+    from acmemodel.planner.planner import Planner
 
     cfg = ClusterConfig.load(_write(tmp_path, EXAMPLE.replace("  type: Eval", "  type: Zzz")
                                     .replace("replicas: 10000", "replicas: 50")))

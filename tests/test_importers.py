@@ -427,7 +427,7 @@ def test_running_jobs_in_the_failure_model_fit():
     jobs, run = _with_running(800, seed=2)
     failed_fin = int(((jobs.analysis_state == "FAILED") & jobs.started & (jobs.gpu_num > 0)
                       & ~jobs.run_censored).sum())
-    m = FailureModel(regimes=1, compare=False).fit(jobs)
+    m = FailureModel(regimes=1, curves=True).fit(jobs)
     assert m.n_events_ == failed_fin  # no running job counted as a failure
     started_gpu = int((jobs.started & (jobs.gpu_num > 0) & jobs.run_s.notna()).sum())
     assert m.n_fit_ == started_gpu  # none dropped

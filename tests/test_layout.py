@@ -1,5 +1,5 @@
-"""The house: moved names keep working (with a DeprecationWarning where the old path is deprecated),
-every module says what it is for, and the job-table builders agree."""
+"""The house: moved names live in one place (no deprecated aliases left behind), every module says what
+it is for, and the job-table builders agree."""
 from __future__ import annotations
 
 import ast
@@ -15,12 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("name, new", [("load_sample", "acmemodel.trace"),
                                        ("load_default", "acmemodel.models.bundle")])
-def test_datasets_shims_warn_and_forward(name, new):
+def test_moved_datasets_names_live_in_one_place(name, new):
     import acmemodel.datasets as ds
 
-    with pytest.warns(DeprecationWarning, match=f"acmemodel.datasets.{name} moved to {new}"):
-        fn = getattr(ds, name)
-    assert fn is getattr(importlib.import_module(new), name)
+    assert not hasattr(ds, name)
+    assert callable(getattr(importlib.import_module(new), name))
 
 
 def test_split_modules_keep_their_old_names():
@@ -55,7 +54,7 @@ def test_job_table_builders_share_one_contract():
     same columns, same derived semantics (censored waits, GPU time, CPU/failure columns NaN when unknown)."""
     from acmemodel.calibrate import Assumptions, published_jobs
     from acmemodel.evaluation.synthetic import synthetic_jobs
-    from acmemodel.reproduce import to_trace
+    from acmemodel.reproduction.run import to_trace
     from acmemodel.trace import JOB_COLUMNS, load_sample
 
     # (the hurdle queue draw: the waits go through the same builder; the policy search, 5 s, has its own tests)
@@ -118,6 +117,34 @@ def test_import_contract_names_every_top_level_module():
 
 
 # ---------------------------------------------------------------------------------------- consistency
+def test_every_model_clones_and_sets_params():
+    """scikit-learn's clone works for every model class: an unfitted copy with equal parameters;
+    set_params sets one and refuses unknown names."""
+    from sklearn.base import clone
+
+    import acmemodel.models as models
+
+    for name, cls in [*models.MODELS.items(), *((c.__name__, c) for c in models.SUBMODELS)]:
+        m = cls()
+        c = clone(m)
+        assert type(c) is cls and c is not m and not c.is_fitted, name
+        assert c.get_params(deep=False) == m.get_params(deep=False), name
+        first = next(iter(m.get_params(deep=False)))
+        assert c.set_params(**{first: m.get_params()[first]}) is c
+        with pytest.raises(ValueError, match="no parameter"):
+            c.set_params(no_such_parameter=1)
+
+
+def test_bundle_repr_and_summary():
+    from acmemodel.models.bundle import load_default
+
+    b = load_default()
+    assert repr(b).startswith(f"Bundle(name={b.name!r}, models=[") and "runtime" in repr(b)
+    tab = b.summary()
+    assert list(tab["model"]) == list(b.models) and tab["fitted"].all()
+    assert tab.set_index("model").loc["failure", "class"] == "FailureModel"
+
+
 def test_one_fit_signature():
     """Every model: fit(trace_or_jobs, *, timezones=None), returning self."""
     import inspect
@@ -134,34 +161,32 @@ def test_one_fit_signature():
 
 def test_atom_and_backend_names_are_one_each():
     from acmemodel.models.queue import QueueModel
-    from acmemodel.planner.cluster_sim import simulate_cluster
+    from acmemodel.sim.cluster import simulate_cluster
 
     assert "atom_s" in QueueModel().get_params() and RuntimeModel_atom() == 2.0
     jobs = {"submit_s": np.array([0.0, 1.0]), "run_s": np.array([10.0, 5.0]), "gpu_num": np.array([8, 8]),
             "type": np.array(["Eval", "Eval"], dtype=object)}
     a = simulate_cluster(jobs, total_gpus=8, backend="numpy")
-    with pytest.warns(DeprecationWarning, match="engine=.*backend="):
-        b = simulate_cluster(jobs, total_gpus=8, engine="numpy")
-    assert a.backend == b.backend == b.engine == "numpy"
-    assert a.jobs["start_s"].tolist() == b.jobs["start_s"].tolist()
+    assert a.backend == "numpy"
+    with pytest.raises(TypeError):
+        simulate_cluster(jobs, total_gpus=8, engine="numpy")
 
 
 def RuntimeModel_atom() -> float:
     from acmemodel.models.runtime import RuntimeModel
 
-    with pytest.warns(DeprecationWarning, match="zero_s"):
-        m = RuntimeModel(zero_s=2.0)
-    return m.atom_s
+    with pytest.raises(TypeError):
+        RuntimeModel(zero_s=2.0)
+    return RuntimeModel(atom_s=2.0).atom_s
 
 
 @pytest.mark.parametrize("backend", ["c", "numpy"])
 def test_checkpoint_kernels_explain_bad_values(backend):
     """_core checks every value like _cluster does: a ValueError naming argument, row and rule (not status -1);
     its NumPy twin says the same."""
-    from acmemodel._solver import _core
-    from acmemodel.planner import reference
+    from acmemodel.planner.run.checkpoint import _kernels
 
-    k = _core if backend == "c" else reference
+    k = _kernels(backend)
     one = lambda v: np.array([v], dtype=float)  # noqa: E731
     rn, rw = np.array([[0.0]]), np.array([[1.0]])
     with pytest.raises(ValueError, match=r"work\[0\] must be > 0"):

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acmemodel.planner.checkpoint import expected_time, optimal_interval
-from acmemodel.planner.montecarlo import FailureMix, FailureType, simulate_run
-from acmemodel.planner.processes import (
+from acmemodel.planner.run.checkpoint import expected_time, optimal_interval
+from acmemodel.planner.run.montecarlo import FailureMix, FailureType, simulate_run
+from acmemodel.planner.run.processes import (
     ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures,
 )
 

@@ -14,11 +14,13 @@ import yaml
 
 from acmemodel.errors import ConfigError
 from acmemodel.models.bundle import Bundle
-from acmemodel.planner.checkpoint import optimal_interval
-from acmemodel.planner.config import ClusterConfig, parse_duration
-from acmemodel.planner.montecarlo import FailureMix
-from acmemodel.planner.planner import PLANNED_TYPE, Planner
-from acmemodel.planner.processes import ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures
+from acmemodel.planner.run.checkpoint import optimal_interval
+from acmemodel.planner.config import ClusterConfig
+from acmemodel.planner.config_fields import parse_duration
+from acmemodel.planner.run.montecarlo import FailureMix
+from acmemodel.planner.plan_helpers import PLANNED_TYPE
+from acmemodel.planner.planner import Planner
+from acmemodel.planner.run.processes import ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures
 
 H, DAY = 3600.0, 86400.0
 EXAMPLE = resources.files("acmemodel.planner").joinpath("examples", "example.yaml")
@@ -237,6 +239,11 @@ def test_plan_does_not_finish_is_explicit_and_json_clean():
     text = json.dumps(out, allow_nan=False)  # no NaN / inf anywhere
     assert "NaN" not in text
     assert out["runs"][1]["finishes"] and out["cluster"]["available"] is False
+    # informative repr and a one-row-per-run summary
+    assert repr(res).startswith(f"PlanResult(name={res.name!r}, runs=2 (1 finish), cluster=unavailable")
+    tab = res.summary()
+    assert list(tab["run"]) == [r.name for r in res.runs] and list(tab["finishes"]) == [False, True]
+    assert tab["interval_s"].iloc[1] == out["runs"][1]["checkpoint_interval_s"]
 
 
 def test_plan_with_given_workload_searches_the_eval_lane(tmp_path):
@@ -276,6 +283,21 @@ class _FakeFailure:
         return pd.DataFrame({"start_s": [0.0, 3600.0, 86400.0], "end_s": [3600.0, 86400.0, 2 * 86400.0],
                              "hazard_per_s": [3 * lam, lam, 0.8 * lam]})
 
+    def failure_law(self, gpus, *, kind="weibull", **key):
+        if kind == "piecewise":
+            tab = self.hazard_table(gpus, **key)
+            return {"family": "piecewise", "start_s": tab["start_s"].tolist(),
+                    "hazard_per_s": tab["hazard_per_s"].tolist()}
+        return {"family": "weibull", "shape": self.shape_, "mean_s": self.mttf(gpus, **key)}
+
+
+class _LogNormalFailure:
+    """A failure model whose law is log-normal (median 6 h at 1,024 GPUs, shorter in proportion above)."""
+    sigma = 1.2
+
+    def failure_law(self, gpus, *, kind="weibull", **key):
+        return {"family": "lognormal", "mu": math.log(6 * H * 1024 / float(gpus)), "sigma": self.sigma}
+
 
 class _FakeRestartDist:
     def mean(self):
@@ -314,6 +336,29 @@ def test_bundle_failure_and_restart_models_are_used_not_fitted():
     assert bool(r.finishes) and r.family == "weibull"
 
 
+def test_a_log_normal_failure_law_is_planned_with():
+    """The failure model hands the planner its own law: a log-normal one is planned as a log-normal (its
+    piecewise-hazard stand-in keeps the law's survival at every break), not as a Weibull of the same mean."""
+    from scipy import stats
+
+    law = _LogNormalFailure()
+    b = Bundle(models={"failure": law, "restart": _FakeRestart(fallback=True)}, name="lognormal")
+    p = Planner(b, failure_model="piecewise")
+    proc = p.failure_process(2048)
+    d = stats.lognorm(s=law.sigma, scale=3 * H)
+    br, rates = np.ravel(proc.breaks), np.ravel(proc.rates)
+    surv = np.exp(-np.concatenate([[0.0], np.cumsum(np.diff(br) * rates[:-1])]))
+    assert np.allclose(surv, d.sf(br), rtol=1e-9, atol=1e-12)  # exact at the breaks
+    assert float(proc.mean()) == pytest.approx(d.mean(), rel=0.05)
+    ck = p.checkpoint(2048, ckpt_cost=60.0, work=10 * DAY)
+    weib = Planner(mttf=float(proc.mean()), shape=0.8).checkpoint(2048, ckpt_cost=60.0, work=10 * DAY)
+    assert bool(ck.finishes) and float(ck.mttf_s) == pytest.approx(float(proc.mean()), rel=1e-9)
+    assert abs(float(ck.interval_s) / float(weib.interval_s) - 1) > 0.01  # the law, not a Weibull, set it
+    cfg = {**base_dict(), "failures": {"model": "piecewise"}, "sensitivity": False}
+    res = p.plan(ClusterConfig.from_dict(cfg), cluster=False)
+    assert all(r.failure.describe()["family"] == "piecewise" for r in res.runs)
+
+
 def test_planner_rejects_bad_arguments():
     with pytest.raises(ValueError, match="restart_source"):
         Planner(restart_source="x")
@@ -330,8 +375,8 @@ def test_pooled_queue_quantiles_with_unschedulable_jobs():
     (np.quantile returned NaN -> reported as None = 'never starts')."""
     from types import SimpleNamespace
 
-    from acmemodel.planner.cluster_sim import wait_quantile
-    from acmemodel.planner.planner import _pooled_queue
+    from acmemodel.sim.cluster import wait_quantile
+    from acmemodel.planner.plan_helpers import _pooled_queue
 
     jobs = pd.DataFrame({"type": ["SFT"] * 3 + ["Eval"] * 4, "submit_s": 0.0,
                          "wait_s": [1.0, 2.0, np.nan, 1.0, 2.0, np.nan, np.nan],

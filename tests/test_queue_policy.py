@@ -177,7 +177,7 @@ def test_quota_search_rows_carry_the_tradeoff():
     from rich.console import Console
 
     from acmemodel.cli.tradeoff import quota_tradeoff_table
-    from acmemodel.planner.quota import find_quota
+    from acmemodel.sim.quota import find_quota
 
     rng = np.random.default_rng(3)
     n = 600
@@ -199,7 +199,7 @@ def test_quota_search_rows_carry_the_tradeoff():
 
 
 def test_reproduce_queue_by_type_rows_and_checks():
-    from acmemodel.reproduce import gpu_time_by_size, queue_by_type
+    from acmemodel.reproduction.compare import gpu_time_by_size, queue_by_type
 
     rng = np.random.default_rng(0)
     n = 4000
@@ -350,7 +350,7 @@ def test_latency_fit_keeps_evaluation_slowest():
     """fit_latency: with no published share at <= 1 s (Kalos) evaluation's atom is 0; and evaluation's mean
     wait (latency + contention) stays above every other type's although another type has the larger contention."""
     from acmemodel.calibrate_queue import EVAL_MEAN_MARGIN, _latency_mean, fit_latency
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     rng = np.random.default_rng(0)
     targets = load_reference("queue_wait_by_type").query("cluster == 'Kalos'")
@@ -372,7 +372,7 @@ def test_latency_fit_memo_is_the_per_point_sum(cluster, monkeypatch):
     the least-squares path and the fitted laws are the same as without it (Seren: own, shared and unpublished
     types and the shared pair's tie; Kalos: evaluation without atom)."""
     import acmemodel.calibrate_queue as cq
-    from acmemodel.datasets import load_reference
+    from acmemodel.datasets.published import load_reference
 
     class Direct:
         def __init__(self, levels, target):

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from acmemodel.errors import DataWarning
-from acmemodel.planner.cluster_sim import simulate_cluster
-from acmemodel.planner.quota import find_quota
+from acmemodel.sim.cluster import simulate_cluster
+from acmemodel.sim.quota import find_quota
 
 TOTAL = 128
 
@@ -112,14 +112,14 @@ def test_common_random_numbers_with_sampled_replicas():
 
 def test_engines_agree(jobs):
     kw = dict(total_gpus=TOTAL, partitions={"pretrain": 64}, target_wait_s=300, best_effort_on_reserved=True)
-    a = find_quota(jobs, engine="c", **kw)
-    b = find_quota(jobs, engine="numpy", **kw)
+    a = find_quota(jobs, backend="c", **kw)
+    b = find_quota(jobs, backend="numpy", **kw)
     assert a.quota_gpus == b.quota_gpus
     pd.testing.assert_frame_equal(a.evaluations, b.evaluations)
 
 
 def test_monotonicity_violation_warns(monkeypatch, jobs):
-    import acmemodel.planner.quota as quota
+    import acmemodel.sim.quota as quota
 
     seq = iter([900.0, 700.0, 800.0, 100.0, 50.0])  # gallop: lanes 8, 16, 24 (worse than 16), 40; bisect: 32
     monkeypatch.setattr(quota, "_wait_quantile", lambda res, t, q: next(seq))
@@ -137,7 +137,7 @@ def test_monotonicity_violation_warns(monkeypatch, jobs):
     (dict(partitions={"shared": 8}), "must not contain"),
     (dict(lo=64, hi=32), "no candidate"),
     (dict(partitions={"pretrain": 64}, hi=80), "exceeds"),
-    (dict(engine="x"), "engine"),
+    (dict(backend="x"), "backend"),
 ])
 def test_invalid_arguments(jobs, kw, match):
     base = dict(total_gpus=TOTAL)

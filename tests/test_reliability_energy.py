@@ -197,7 +197,7 @@ def test_html_report_draws_the_band(tmp_path):
 
 
 def test_sweep_over_presets_carries_energy(tmp_path):
-    from acmemodel.planner.sweep import sweep
+    from acmemodel.planner.sweep.runner import sweep
     from acmemodel.synth import sample_workload
 
     cfg = {"name": "tiny", "cluster": {"gpus": 512, "partitions": {"pretrain": 256, "eval": 64}},
@@ -229,16 +229,17 @@ def test_sweep_cli_unknown_preset_is_one_error_line(tmp_path, capsys):
     assert e.value.code == 2 and len(err) == 1 and "failures.reliability must be one of" in err[0]
 
 
-def test_default_workload_sampler_comes_from_the_package_metadata():
-    """Planner() and sweep(config, grid) without a sampler use the registered one (the synthesiser's)."""
-    from acmemodel.planner.planner import registered_sampler
+def test_the_workload_sampler_is_handed_to_the_planner():
+    """The planner samples the cluster's workload with the sampler its caller hands it (the synthesiser's
+    here); without one the cluster part needs an explicit workload."""
     from acmemodel.synth import sample_workload
 
-    assert registered_sampler() is sample_workload
     cfg = ClusterConfig.from_dict({"cluster": {"gpus": 512, "partitions": {"pretrain": 256, "eval": 64}},
                                    "workload": {"cluster": "Seren", "scale": 0.05, "days": 0.25},
                                    "runs": [{"name": "big", "gpus": 256, "work": "2d"}],
                                    "simulation": {"replicas": 100}, "sensitivity": False})
-    cl = Planner().plan(cfg).to_dict()["cluster"]
+    with pytest.raises(ConfigError, match="no workload sampler"):
+        Planner().plan(cfg)
+    cl = Planner(sampler=sample_workload).plan(cfg).to_dict()["cluster"]
     assert cl["available"], cl.get("reason")
     assert sum(q["count"] for t, q in cl["queue_s"].items() if "planned" not in t) > 0   # a sampled workload

@@ -16,7 +16,7 @@ import pytest
 from statsmodels.distributions.empirical_distribution import ECDF
 from typer.testing import CliRunner
 
-from acmemodel.datasets import load_reference
+from acmemodel.datasets.published import load_reference
 
 SCALE = 0.02
 
@@ -39,14 +39,14 @@ def bundle_dir(bundle, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def result(bundle):
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     return reproduce(bundle, scale=SCALE, seed=3, return_jobs=True, replicas=1)
 
 
 # ------------------------------------------------------------------------------ KS at points
 def test_ks_at_points_exact():
-    from acmemodel.reproduce import ks_at_points
+    from acmemodel.reproduction.compare import ks_at_points
 
     s = [1, 2, 2, 3, 10]  # F(1)=.2 F(2)=.6 F(3)=.8 F(9)=.8 F(10)=1
     assert ks_at_points(s, [1, 2, 3, 10], [0.2, 0.6, 0.8, 1.0]) == (0.0, 1.0)
@@ -57,7 +57,7 @@ def test_ks_at_points_exact():
 
 def test_ks_at_points_noise_level():
     """A sample from the published curve itself stays within the 99.9 % Kolmogorov bound."""
-    from acmemodel.reproduce import ks_at_points
+    from acmemodel.reproduction.compare import ks_at_points
 
     rng = np.random.default_rng(0)
     n = 4000
@@ -188,7 +188,7 @@ def test_partitions_change_the_waits(bundle):
     import copy
 
     from acmemodel.models.bundle import Bundle
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     prov = copy.deepcopy(bundle.provenance)
     prov["calibration"]["Seren"]["policy"]["best_effort"] = False
@@ -206,7 +206,7 @@ def test_partitions_change_the_waits(bundle):
 
 def test_queue_model_mode(bundle):
     """--queue model: waits from the bundle's queue model (Kalos median wait published as 17 s)."""
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     out = reproduce(bundle, scale=SCALE, seed=1, clusters=("Kalos",), queue="model", replicas=1)
     s = {r["name"]: r for r in out["clusters"]["Kalos"]["summary"]}
@@ -218,7 +218,7 @@ def test_queue_model_mode(bundle):
 
 def test_scale_is_relative_to_the_bundle_volume(bundle, result):
     """scale = fraction of the real volume: at half the bundle's volume, about half the jobs."""
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     half = reproduce(bundle, scale=SCALE / 2, seed=5, clusters=("Seren",), replicas=1)
     s = half["clusters"]["Seren"]
@@ -255,7 +255,7 @@ def test_explanations(result, bundle):
 
 
 def test_invalid_arguments(bundle):
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     with pytest.raises(ValueError, match="scale"):
         reproduce(bundle, scale=0)
@@ -272,7 +272,7 @@ def test_replicas_pool_independent_traces(bundle):
     """replicas=R: each cluster's comparison is of the R traces of seeds replica_seed(seed, i, r) pooled — the
     GPU-job count is the sum of the R traces' (against published x scale x R) and the state shares are those of
     the concatenated traces; replica 0 is the replicas=1 trace."""
-    from acmemodel.reproduce import replica_seed, reproduce, synthesize_cluster
+    from acmemodel.reproduction.run import replica_seed, reproduce, synthesize_cluster
 
     scale = SCALE / 4
     out = reproduce(bundle, scale=scale, seed=4, clusters=("Kalos",), replicas=2, return_jobs=True)
@@ -296,7 +296,7 @@ def test_replicas_pool_independent_traces(bundle):
 
 # ------------------------------------------------------------------------------ plots and CLI
 def test_plots(bundle, tmp_path):
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     out = reproduce(bundle, scale=SCALE / 4, seed=2, clusters=("Kalos",), plots=tmp_path, replicas=1)
     pngs = sorted(tmp_path.glob("*.png"))

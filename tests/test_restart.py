@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from acmemodel.datasets.reference import load_failure_table
+from acmemodel.datasets.published import load_failure_table
 from acmemodel.errors import DataWarning
 from acmemodel.models import Bundle
 from acmemodel.models.restart import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.inputs import RunInputs
+from acmemodel.planner.run.inputs import RunInputs
 from acmemodel.planner.planner import Planner
 
 CFG = {

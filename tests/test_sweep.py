@@ -1,4 +1,4 @@
-"""``acmemodel sweep`` / :func:`acmemodel.planner.sweep`: grid parsing, rows, seeds, Dask, resume, bad input.
+"""``acmemodel sweep`` / :func:`acmemodel.planner.sweep.runner`: grid parsing, rows, seeds, Dask, resume, bad input.
 
 Kept small: a 512-GPU cluster, one run of 256 GPUs, 100 Monte Carlo replicas, a half-day workload at
 5 % of Seren's intensity, a 4-point grid (2 eval-lane sizes x 2 checkpoint costs).
@@ -12,8 +12,9 @@ import yaml
 
 from acmemodel.cli import main
 from acmemodel.errors import ConfigError
-from acmemodel.planner import sweep as sweep_mod
-from acmemodel.planner.sweep import load_grid, plan_sweep, plot_sweep, read_sweep, sweep
+from acmemodel.planner.sweep.grid import load_grid
+from acmemodel.planner.sweep.runner import plan_sweep, read_sweep, sweep
+from acmemodel.planner.sweep.plots import pareto_front, plot_sweep
 from acmemodel.synth import sample_workload  # (the planner takes its workload sampler as an argument)
 
 CONFIG = {
@@ -124,7 +125,7 @@ def test_plots(inprocess, files):
     written = plot_sweep(inprocess, inprocess.attrs["acmemodel.sweep"], files / "plots")
     names = {p.split("/")[-1] for p in written}
     assert "pareto_gpu_h_lost_vs_eval_p90.png" in names and "heatmap_gpu_h_lost.png" in names
-    front = sweep_mod.pareto_front(inprocess)
+    front = pareto_front(inprocess)
     assert len(front) >= 1 and front["gpu_h_lost"].is_monotonic_increasing
 
 

@@ -1,1 +1,1 @@
-"""C99 kernels of the planner (compiled by the package build). See ``acmemodel.planner.reference``."""
+"""C99 kernels of the planner (compiled by the package build). See ``acmemodel._solver.reference.checkpoint``."""

@@ -286,21 +286,6 @@ void acme_lanczos_init(acme_lanczos *L, int Q, const double *r, const double *w,
 int acme_lanczos_extend(acme_lanczos *L, int k);
 void acme_gauss_rule(const acme_lanczos *L, int n, double *nodes, double *weights, double *work);
 
-/* checkpoint_grid.c: the baseline optimiser (benchmark comparison only) */
-void acme_ckpt_grid_expected_time(int n, const double *tau, const double *work, const double *ckpt,
-                                  int family, const double *params, int P, const double *r_nodes,
-                                  const double *r_weights, int Q, double *out_et, int *out_status);
-void acme_ckpt_grid_optimize(int n, const double *work, const double *ckpt, int family,
-                             const double *params, int P, const double *r_nodes, const double *r_weights,
-                             int Q, double *out_tau, double *out_et, int *out_status);
-void acme_ckpt_grid_terms(double tau, double ckpt, int family, const double *params, int P,
-                          const double *r_nodes, const double *r_weights, int Q, double *out3);
-
-/* checkpoint_newton.c: the optimiser checkpoint.c replaced (benchmark comparison only) */
-void acme_ckpt_newton_optimize(int n, const double *work, const double *ckpt, int family,
-                               const double *params, int P, const double *r_nodes, const double *r_weights,
-                               int Q, double *out_tau, double *out_et, int *out_status);
-
 /* montecarlo.c */
 typedef struct {
     double work, tau, ckpt, max_wall;

@@ -217,16 +217,6 @@ static PyObject *py_ckpt_optimize(PyObject *self, PyObject *args) {
     return ckpt_optimize_with(acme_ckpt_optimize, args);
 }
 
-static PyObject *py_ckpt_optimize_grid(PyObject *self, PyObject *args) {
-    (void)self;
-    return ckpt_optimize_with(acme_ckpt_grid_optimize, args);
-}
-
-static PyObject *py_ckpt_optimize_newton(PyObject *self, PyObject *args) {
-    (void)self;
-    return ckpt_optimize_with(acme_ckpt_newton_optimize, args);
-}
-
 static PyObject *py_ckpt_terms(PyObject *self, PyObject *args) {
     double tau, ckpt, out[4];
     int family;
@@ -356,13 +346,6 @@ static PyMethodDef core_methods[] = {
      "ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights) -> (E[T], status)"},
     {"ckpt_optimize", py_ckpt_optimize, METH_VARARGS,
      "ckpt_optimize(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status)"},
-    {"ckpt_optimize_grid", py_ckpt_optimize_grid, METH_VARARGS,
-     "ckpt_optimize_grid(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status): "
-     "the baseline optimiser (checkpoint_grid.c), kept for benchmarks/bench_solver.py"},
-    {"ckpt_optimize_newton", py_ckpt_optimize_newton, METH_VARARGS,
-     "ckpt_optimize_newton(work, ckpt, family, params, r_nodes, r_weights) -> (tau*, E[T](tau*), status): "
-     "the Newton + guard-scan optimiser checkpoint.c replaced (checkpoint_newton.c), kept for "
-     "benchmarks/bench_solver.py"},
     {"ckpt_terms", py_ckpt_terms, METH_VARARGS,
      "ckpt_terms(tau, ckpt, family, params, r_nodes, r_weights) -> (E[F], E[N], dE[N]/dtau, d2E[N]/dtau2)"},
     {"mc_run", (PyCFunction)(void (*)(void))py_mc_run, METH_VARARGS | METH_KEYWORDS,

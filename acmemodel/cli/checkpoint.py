@@ -38,9 +38,9 @@ def checkpoint_cmd(
     E[T] = M e^(R/M) (e^((τ+C)/M) − 1) W/τ, Weibull failures are summed numerically. The interval
     minimises E[T]; Young's √(2CM) and Daly's higher-order estimate are shown for comparison.
     """
-    from acmemodel.planner.config import parse_duration
+    from acmemodel.planner.config_fields import parse_duration
     from acmemodel.planner.planner import Planner
-    from acmemodel.planner.processes import RestartTime, make_failure_process
+    from acmemodel.planner.run.processes import RestartTime, make_failure_process
 
     from acmemodel.planner.energy import PowerModel
     from acmemodel.planner.reliability import get_preset
@@ -67,7 +67,7 @@ def checkpoint_cmd(
             raise ValueError("--restart is required with --mttf (e.g. --restart 20m)")
         M = parse_duration(mttf, "--mttf")
         fail = make_failure_process(M, weibull_shape)
-        from acmemodel.planner.checkpoint import optimal_interval
+        from acmemodel.planner.run.checkpoint import optimal_interval
 
         res = optimal_interval(work=W, ckpt_cost=C, failure=fail, restart=RestartTime.fixed(R))
         source = "mttf"

@@ -36,7 +36,7 @@ def _nodes_option(text: str | None) -> list[int] | None:
 @app.command("evalplan")
 def evalplan_cmd(
     config: Optional[Path] = typer.Argument(
-        None, help="Evaluation-batch configuration (.yaml/.toml; schema: acmemodel.planner.evaluation."
+        None, help="Evaluation-batch configuration (.yaml/.toml; schema: acmemodel.planner.evalbatch.plan."
                    "EvalPlanConfig); default: the shipped 63-dataset batch of a 7B model."),
     nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts to plan, e.g. 1,2,4,8."),
     policy: Optional[str] = typer.Option(None, "--policy", help="coupled, decoupled or both."),
@@ -47,7 +47,8 @@ def evalplan_cmd(
 ) -> None:
     """Predict how long one checkpoint's evaluation batch takes on N nodes: makespan, speed-up of the
     decoupled policy, GPU-hours held vs used, GPU idle share, time to first and last result."""
-    from acmemodel.planner.evaluation import EvalBatch, EvalPlanConfig, EvalPlanner, check_nodes
+    from acmemodel.planner.evalbatch.inputs import EvalBatch, check_nodes
+    from acmemodel.planner.evalbatch.plan import EvalPlanConfig, EvalPlanner
 
     if report is not None and report.exists() and report.is_dir():
         raise ValueError(f"--report {report} is a directory")

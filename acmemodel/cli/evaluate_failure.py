@@ -123,7 +123,7 @@ def _plots(trace, fm, rm, out: Path) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = FailureModel(compare=False).fit(trace)
+        full = FailureModel(curves=True).fit(trace)
     written = []
     specs = [("km_by_type.png", full, "km", "Kaplan–Meier survival (no failure) per type, 95% bands"),
              ("cumulative_incidence.png", full, "cif", "Cumulative incidence: fail / cancel / complete"),

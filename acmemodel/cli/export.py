@@ -113,7 +113,7 @@ def export_cmd(
             restart = b.get("restart")
         if paths:
             jobs = _load(paths, cluster)
-        from acmemodel.planner.config import parse_duration
+        from acmemodel.planner.config_fields import parse_duration
 
         recovery_s = parse_duration(recovery, "--recovery", allow_zero=True) if recovery is not None else None
         if failure is None or (restart is None and recovery_s is None):

@@ -147,7 +147,7 @@ def _check_acme_bundle(bundle, path) -> None:
     """Refuse a bundle that does not model Seren and Kalos: ``reproduce`` compares with *their*
     published statistics, so another cluster's bundle has nothing to be compared with (ValueError
     naming the bundle and its clusters; ``acmemodel evaluate`` backtests a bundle's own cluster)."""
-    from acmemodel.reproduce import CLUSTERS
+    from acmemodel.reproduction.run import CLUSTERS
 
     have = list(bundle.clusters())
     missing = [c for c in CLUSTERS if c not in have]
@@ -173,7 +173,7 @@ def reproduce_cmd(
 ) -> None:
     """Synthesise Seren- and Kalos-scale six-month traces from a bundle and compare them with the
     published AcmeTrace statistics: shares, state rates, medians and KS distances to every CDF."""
-    from acmemodel.reproduce import reproduce
+    from acmemodel.reproduction.run import reproduce
 
     if not (0 < scale <= 10):
         raise ValueError(f"--scale must be in (0, 10], got {scale}")

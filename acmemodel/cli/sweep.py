@@ -35,7 +35,8 @@ def sweep_cmd(
     category, checkpoint interval, Eval queue wait and quotas. Points run in-process, on a local Dask
     cluster (--workers) or an existing one (--scheduler); each point's seed comes from the sweep seed and
     the point, so the rows do not depend on where they ran."""
-    from acmemodel.planner.sweep import plan_sweep, plot_sweep, sweep
+    from acmemodel.planner.sweep.runner import plan_sweep, sweep
+    from acmemodel.planner.sweep.plots import plot_sweep
 
     if plots is not None and plots.exists() and not plots.is_dir():
         raise ValueError(f"--plots: {plots} is an existing file, not a directory")

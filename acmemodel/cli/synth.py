@@ -110,7 +110,7 @@ def synth_cmd(
             raise ValueError(f"--gpus: the size of cluster {cluster} is unknown (the bundle's description of it "
                              "has no GPU count); pass --gpus for --queue sim")
         total = gpus_known
-        from acmemodel.reproduce import policy_queue
+        from acmemodel.reproduction.run import policy_queue
 
         if b.calibration(cluster).get("policy"):  # Acme's policy, as reproduce runs it
             fill, policy = policy_queue(b, cluster, total_gpus=total, seed=seed)

@@ -14,9 +14,6 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from acmemodel.datasets.reference import (  # noqa: F401
-    REFERENCE_TABLES, load_failure_table, load_reference,
-)
 
 SAMPLE_CLUSTERS: tuple[str, ...] = ("Seren", "Kalos")
 
@@ -39,19 +36,3 @@ def default_bundle_path() -> Path:
     """Directory of the shipped default bundle inside the package."""
     root = resources.files("acmemodel.datasets").joinpath("data")
     return Path(str(root.joinpath(DEFAULT_BUNDLE)))
-
-
-_MOVED = {"load_sample": "acmemodel.trace", "load_default": "acmemodel.models.bundle"}
-
-
-def __getattr__(name):
-    """``load_sample`` and ``load_default`` moved out of the data package (deprecated here for one
-    release): the sample is read by the trace layer, the default bundle loaded by the models layer."""
-    if name in _MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"acmemodel.datasets.{name} moved to {_MOVED[name]}.{name}; the old name goes in the "
-                      "next release", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'acmemodel.datasets' has no attribute {name!r}")

@@ -1,41 +1,24 @@
-"""Planner: checkpoint interval, completion time, failure-weighted GPU-time loss, quotas.
+"""The planner: for a cluster configuration and a model bundle, the checkpoint interval, completion time
+and failure-weighted GPU-time loss of each planned run, and the cluster's quotas and queue delays.
 
-Main entry points (imported lazily)::
+One job per room::
 
-    from acmemodel.planner import Planner, ClusterConfig
+    from acmemodel.planner.config import ClusterConfig
+    from acmemodel.planner.planner import Planner
     from acmemodel.synth import sample_workload
     plan = Planner(bundle, sampler=sample_workload).plan(ClusterConfig.load("cluster.yaml"))
 
-* :mod:`.checkpoint` — ``optimal_interval``, ``expected_time``, ``young_interval``, ``daly_interval``;
-* :mod:`.montecarlo` — ``simulate_run``, ``FailureMix``, ``FailureType``;
-* :mod:`.processes` — ``ExponentialFailures``, ``WeibullFailures``, ``PiecewiseHazard``, ``RestartTime``;
-* :mod:`.config` — ``ClusterConfig``, ``parse_duration``; :mod:`.planner` — ``Planner``;
-* :mod:`.cluster_sim`, :mod:`.quota` — ``simulate_cluster``, ``find_quota``;
-* :mod:`.sweep` — ``sweep(config, grid, client=None)``: a configuration over a grid of axes, on Dask;
-* :mod:`.reference` — the NumPy twins of the C kernels.
+* :mod:`.planner` — ``Planner``, ``PlanResult``, ``RunPlan``: the plan of a configuration; the steps it
+  is built from in :mod:`.plan_helpers`, its sensitivity band in :mod:`.sensitivity`, the HTML report
+  in :mod:`.report`;
+* :mod:`.config` (fields checked in :mod:`.config_fields`) — ``ClusterConfig``; :mod:`.energy` — the
+  power model; :mod:`.reliability` — published failure-rate presets;
+* :mod:`.run` — one run: its failure process and restart law, the optimal checkpoint interval and the
+  Monte Carlo run simulator;
+* :mod:`.evalbatch` — the evaluation-batch planner (``acmemodel evalplan``);
+* :mod:`.sweep` — a configuration over a grid of axes, on Dask (``acmemodel sweep``).
+
+The cluster simulator and the quota search it uses are :mod:`acmemodel.sim` (below the planner, shared
+with the synthesiser, ``reproduce`` and the queue calibration); the C kernels and their NumPy twins are
+:mod:`acmemodel._solver`.
 """
-from __future__ import annotations
-
-_EXPORTS = {
-    "Planner": "planner", "PlanResult": "planner", "RunPlan": "planner",
-    "ClusterConfig": "config", "parse_duration": "config",
-    "optimal_interval": "checkpoint", "expected_time": "checkpoint", "young_interval": "checkpoint",
-    "daly_interval": "checkpoint", "CheckpointResult": "checkpoint",
-    "simulate_run": "montecarlo", "FailureMix": "montecarlo", "FailureType": "montecarlo",
-    "RunSimulation": "montecarlo",
-    "ExponentialFailures": "processes", "WeibullFailures": "processes", "PiecewiseHazard": "processes",
-    "RestartTime": "processes",
-    "simulate_cluster": "cluster_sim", "find_quota": "quota",
-    "sweep": "sweep", "read_sweep": "sweep",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'acmemodel.planner' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"acmemodel.planner.{mod}"), name)

@@ -61,11 +61,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.config_fields import (  # noqa: F401  (re-exported: these lived here)
-    check_int, check_number, MAX_ALIASES, MAX_CLUSTER_GPUS, MAX_CONFIG_BYTES, MAX_INT, MAX_NODES, MAX_STRING,
-    parse_duration, read_config_file, SEED_MAX, with_reliability, _check_keys, _check_size, _choice, _DUR,
-    _factors, _num, _pos_int, _seed, _str, _UNITS, _yaml_loader,
+from acmemodel.planner.config_fields import (
+    MAX_CLUSTER_GPUS, parse_duration, read_config_file, with_reliability, _check_keys, _check_size, _choice,
+    _factors, _num, _pos_int, _seed, _str,
 )
+from acmemodel.planner.energy import PowerModel
+from acmemodel.planner.evalbatch.plan import EvalPlanConfig
+from acmemodel.planner.reliability import get_preset
 
 
 # ------------------------------------------------------------------------------------------ sections
@@ -171,7 +173,7 @@ class ClusterConfig:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     queue_target: QueueTarget = field(default_factory=QueueTarget)
     simulation: SimulationSpec = field(default_factory=SimulationSpec)
-    #: optional evaluation batch of each checkpoint (:class:`~acmemodel.planner.evaluation.EvalPlanConfig`):
+    #: optional evaluation batch of each checkpoint (:class:`~acmemodel.planner.evalbatch.plan.EvalPlanConfig`):
     #: ``plan`` then reports the evaluation feedback delay (Eval queue wait + batch makespan)
     evaluation: Any = None
     #: power model of the GPU-time loss (:class:`acmemodel.planner.energy.PowerModel`)
@@ -182,8 +184,6 @@ class ClusterConfig:
 
     def __post_init__(self):
         if self.energy is None:
-            from acmemodel.planner.energy import PowerModel
-
             self.energy = PowerModel()
 
     # ---------------------------------------------------------------- loading
@@ -298,8 +298,6 @@ class ClusterConfig:
                                                "job_type", "reliability"}, "failures")
         preset = None
         if fs.get("reliability") is not None:
-            from acmemodel.planner.reliability import get_preset
-
             preset = get_preset(fs["reliability"], "failures.reliability")
             if fs.get("mttf") is not None:
                 raise ConfigError("failures.reliability and failures.mttf both set the failure rate; give one")
@@ -373,8 +371,6 @@ class ClusterConfig:
                              threads=_pos_int(ss.get("threads", 1), "simulation.threads"))
         evaluation = None
         if top.get("evaluation") is not None:
-            from acmemodel.planner.evaluation import EvalPlanConfig
-
             ev = _check_keys(top["evaluation"], {"model_size_gb", "hardware", "datasets", "packing", "nodes",
                                                  "policy"}, "evaluation")
             ev.setdefault("nodes", [1])
@@ -383,7 +379,6 @@ class ClusterConfig:
                 evaluation = EvalPlanConfig.from_dict(ev, base_dir=base_dir)
             except ConfigError as e:
                 raise ConfigError(f"evaluation: {e}") from None
-        from acmemodel.planner.energy import PowerModel
 
         energy = PowerModel.from_dict(_check_keys(top.get("energy"), {f for f in PowerModel.__dataclass_fields__},
                                                   "energy"))

@@ -36,6 +36,8 @@ from typing import Mapping
 import numpy as np
 
 from acmemodel.errors import ConfigError
+from acmemodel.datasets.published import load_reference
+from acmemodel.planner.config_fields import check_number
 
 #: published Seren energy in May 2023 (MWh) and its carbon (tCO2e), the model's check
 SEREN_MAY_2023_MWH = 673.0
@@ -45,8 +47,6 @@ SEREN_MAY_2023_TCO2E = 321.7
 @functools.lru_cache(maxsize=None)
 def _power_curve(cluster: str, metric: str) -> tuple[float, float]:
     """(mean, samples) of a published power CDF, by integrating its quantile function."""
-    from acmemodel.datasets import load_reference
-
     df = load_reference("power_cdf")
     g = df[(df["cluster"] == cluster) & (df["metric"] == metric)].sort_values(["cdf_percent", "x_watts"])
     if g.empty:
@@ -81,8 +81,6 @@ class PowerModel:
     cluster: str = "Seren"
 
     def __post_init__(self):
-        from acmemodel.planner.config import check_number
-
         for f in ("gpu_idle_w", "gpu_max_w", "gpus_per_server", "pue", "carbon_t_per_mwh", "gpu_share_of_server",
                   "idle_share"):
             check_number(getattr(self, f), f"energy.{f}", lo=0.0)

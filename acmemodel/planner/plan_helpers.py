@@ -1,24 +1,17 @@
-"""The steps :meth:`acmemodel.planner.planner.Planner.plan` is built from, outside the class: the
-checks of a configuration against the bundle, the registry of workload samplers (entry-point group
-:data:`SAMPLER_ENTRY_POINTS`), which planned runs are simulated and which are excluded (and why),
-the preparation of a given workload, the per-run cost curve, the pooled queue figures, the
-configured quotas and the assumption notes of the report. Every name stays importable from
-:mod:`acmemodel.planner.planner`.
+"""The steps :meth:`acmemodel.planner.planner.Planner.plan` is built from that need no planner: which
+planned runs are simulated and which are excluded (and why), the preparation of a given workload, the per-run cost
+curve, the pooled queue figures and the configured quotas.
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pandas as pd
 
-from acmemodel.errors import ConfigError
-from acmemodel.planner.checkpoint import CheckpointResult, expected_time
+from acmemodel.planner.run.checkpoint import CheckpointResult, expected_time
 from acmemodel.planner.config import ClusterConfig
-
-if TYPE_CHECKING:  # the class whose plan these steps make up (no import at run time)
-    from acmemodel.planner.planner import Planner
+from acmemodel.sim.cluster import default_routing, prepare_jobs, wait_quantile
 
 #: one day (s)
 DAY = 86400.0
@@ -26,61 +19,6 @@ DAY = 86400.0
 PLANNED_TYPE = "Pretrain (planned)"
 
 # ------------------------------------------------------------------------------------------ helpers
-def _check_config_against_bundle(planner: "Planner", config: ClusterConfig, *, cluster: bool) -> None:
-    """Refuse config values the bundle does not know instead of silently falling back:
-    ``failures.job_type`` (a type of the bundle's failure model, when that model is used) and, when the
-    cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
-    and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
-    fs, wl, qt = config.failures, config.workload, config.queue_target
-    if fs.mttf_s is None and planner.mttf is None and planner._has_bundle():
-        design = getattr(planner.bundle.get("failure"), "design_", None)
-        known = sorted(getattr(design, "type_map", None) or [])
-        if known and fs.job_type not in known:
-            raise ConfigError(f"failures.job_type = {fs.job_type!r} is not a job type of the bundle's failure "
-                              f"model (known: {', '.join(known)})")
-    if not cluster or not planner._has_bundle():
-        return
-    arrival = planner.bundle.get("arrival")
-    if arrival is None:
-        return
-    clusters = list(arrival.clusters_)
-    where = f"{config.source}: " if config.source else ""
-    bname = getattr(planner.bundle, "name", None)
-    of = f"bundle {bname!r}" if bname else "the bundle"
-    if wl.cluster is None:  # (not in the config: the bundle's only cluster; Seren of the default bundle)
-        if len(clusters) != 1 and "Seren" not in clusters:
-            raise ConfigError(f"{where}workload.cluster is not set and {of} models several clusters "
-                              f"({', '.join(clusters)}); name one")
-        wl.cluster = clusters[0] if len(clusters) == 1 else "Seren"
-    if wl.cluster not in clusters:
-        low = {c.lower(): c for c in clusters}
-        if wl.cluster.lower() not in low:
-            raise ConfigError(f"{where}workload.cluster = {wl.cluster!r} is not a cluster of {of} "
-                              f"(known: {', '.join(clusters)})")
-        wl.cluster = low[wl.cluster.lower()]
-    types = list(arrival.types(wl.cluster))
-    if qt.type not in types:
-        raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
-                          f"{wl.cluster} (known: {', '.join(types)})")
-
-
-#: entry-point group of workload samplers (``pyproject.toml`` registers ``default`` =
-#: :func:`acmemodel.synth.sample_workload`): the planner finds its default sampler through the package's
-#: metadata, so it never imports the synthesiser that sits above it
-SAMPLER_ENTRY_POINTS = "acmemodel.workload_samplers"
-
-
-def registered_sampler(name: str = "default") -> Callable | None:
-    """The workload sampler registered under ``name`` in the :data:`SAMPLER_ENTRY_POINTS` group, or
-    ``None`` (e.g. when running from a source tree that was never installed)."""
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=SAMPLER_ENTRY_POINTS):
-        if ep.name == name:
-            return ep.load()
-    return None
-
-
 def _planned_runs(config: ClusterConfig) -> list:
     """The runs injected into the cluster simulation (``include_runs``, fitting the pretrain partition)."""
     return [r for r in config.runs if _run_exclusion(config, r) is None]
@@ -110,8 +48,6 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
     """A job list with a ``partition`` per row (config routing, else the default routing) plus the
     planned runs (type ``"Pretrain (planned)"``, partition ``pretrain``, submitted at the first submission
     and running past the simulated horizon)."""
-    from acmemodel.planner.cluster_sim import default_routing, prepare_jobs
-
     df, _ = prepare_jobs(jobs)
     df = df[["submit_s", "run_s", "gpu_num", "type"] + [c for c in ("partition", "latency_s") if c in df.columns]]
     cl = config.cluster
@@ -150,8 +86,6 @@ def _num(v):
 
 
 def _pooled_queue(results) -> dict:
-    from acmemodel.planner.cluster_sim import wait_quantile
-
     frames = []
     for r in results:
         j = r.jobs
@@ -176,25 +110,3 @@ def _configured_quotas(config: ClusterConfig) -> dict:
     if "auto" not in config.cluster.partitions.values():
         parts["shared"] = config.cluster.gpus - fixed
     return parts
-
-
-def _assumptions(planner: Planner, config: ClusterConfig) -> list[str]:
-    out = ["Failures: renewal process, hazard clock restarts at each failure (not at checkpoints); failures "
-           "can strike during restarts (Daly).",
-           "Checkpoint interval 'auto' minimises the long-run expected wall time (renewal reward); completion "
-           "times come from Monte Carlo with exact finite-run accounting.",
-           "Failure-type mix: the paper's Table 3 conditioned on the run's GPU count "
-           "(acmemodel.models.failure_types.failure_type_mix)."]
-    if planner.mttf is not None:
-        ref = planner.reference_gpus
-        out.append(f"Failure process: explicit MTTF {planner.mttf / 3600:.3g} h"
-                   + (f" at {ref} GPUs, hazard proportional to GPUs" if ref else " for every run")
-                   + (f", Weibull shape {planner.shape:g}" if planner.shape else ", exponential") + ".")
-    else:
-        out.append(f"Failure process: the bundle's failure model ({planner.failure_model}, late regime, "
-                   f"type={planner.job_type}).")
-    if config.failures.rate_multipliers:
-        out.append(f"Failure-rate multipliers: {config.failures.rate_multipliers}.")
-    if config.restart.automation:
-        out.append(f"Restart-time factors: {config.restart.automation}.")
-    return out

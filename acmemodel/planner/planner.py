@@ -4,8 +4,9 @@ The planner never fits. Its inputs are
 
 * a **failure process** per run size ``g`` — explicit (``mttf`` at ``reference_gpus``, optional Weibull
   ``shape``; the hazard scales with ``g / reference_gpus``, proportional hazards) or from the bundle's
-  ``"failure"`` model (:meth:`FailureModel.mttf(g, type=job_type)` and ``shape_`` → Weibull, or
-  ``hazard_table(g)`` → piecewise-constant hazard);
+  ``"failure"`` model, which hands over its own law (:meth:`FailureModel.failure_law(g, type=job_type)`:
+  Weibull, or with ``failure_model="piecewise"`` its hazard table; a model of another law, e.g.
+  log-normal, is planned with that law);
 * a **failure-type mix** — the paper's failure table conditioned on ``g``
   (:meth:`FailureMix.from_failure_table`), with per-type restart times either from the table (log-normal
   from the published mean and median time to restart) or, when the bundle has a fitted ``"restart"``
@@ -13,14 +14,14 @@ The planner never fits. Its inputs are
 * config adjustments: failure-rate multipliers and restart-time factors per failure category or type
   (:meth:`FailureMix.adjusted`: the total hazard is multiplied by ``Σ p_j m_j``).
 
-:meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.checkpoint`),
-:meth:`Planner.completion` simulates the run (:mod:`.montecarlo`), :meth:`Planner.quota` simulates the
-cluster and searches the quota (:mod:`.cluster_sim`, :mod:`.quota`) on a workload sampled from the
-bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
+:meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.run.checkpoint`),
+:meth:`Planner.completion` simulates the run (:mod:`.run.montecarlo`), :meth:`Planner.quota` simulates
+the cluster and searches the quota (:mod:`acmemodel.sim.cluster`, :mod:`acmemodel.sim.quota`) on a
+workload sampled from the bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
 :func:`acmemodel.synth.sample_workload`) or a given job list, and
 :meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig` (its
-steps outside the class -- config checks, sampler registry, run exclusion, workload preparation,
-curves, assumptions -- are in :mod:`.plan_helpers`, names re-exported here).
+steps that need no planner -- sampler registry, run exclusion, workload preparation, curves, pooled
+queue figures -- are in :mod:`.plan_helpers`).
 """
 from __future__ import annotations
 
@@ -33,18 +34,23 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
-from acmemodel.planner.checkpoint import CheckpointResult, optimal_interval
+from acmemodel.planner.run.checkpoint import CheckpointResult, optimal_interval
 from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.inputs import RunInputs, _check_gpus, failure_mix, failure_process
-from acmemodel.planner.montecarlo import FailureMix, RunSimulation, simulate_run
-from acmemodel.planner.quota import QuotaFitError
-from acmemodel.planner.processes import (
+from acmemodel.planner.run.inputs import RunInputs, _check_gpus, failure_mix, failure_process
+from acmemodel.planner.run.montecarlo import FailureMix, RunSimulation, simulate_run
+from acmemodel.sim.quota import QuotaFitError, find_quota
+from acmemodel.planner.run.processes import (
     ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
 )
-from acmemodel.planner.plan_helpers import (  # noqa: F401  (re-exported: these lived here)
-    DAY, PLANNED_TYPE, excluded_runs, registered_sampler, SAMPLER_ENTRY_POINTS, _assumptions, _check_config_against_bundle,
-    _configured_quotas, _curve, _num, _planned_runs, _pooled_queue, _prepare_workload, _run_exclusion,
+from acmemodel.planner.plan_helpers import (
+    DAY, PLANNED_TYPE, excluded_runs, _configured_quotas, _curve, _num, _planned_runs,
+    _pooled_queue, _prepare_workload,
 )
+from acmemodel.planner.evalbatch.plan import feedback_from_plan
+from acmemodel.planner.reliability import get_preset
+from acmemodel.planner.report import write_report
+from acmemodel.planner.sensitivity import sensitivity_band
+from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 
 
 
@@ -109,7 +115,7 @@ class PlanResult:
     cluster: dict
     config: ClusterConfig | None = None
     assumptions: list = field(default_factory=list)
-    #: evaluation feedback delay per batch schedule (:func:`acmemodel.planner.evaluation.feedback_from_plan`)
+    #: evaluation feedback delay per batch schedule (:func:`acmemodel.planner.evalbatch.plan.feedback_from_plan`)
     evaluation: list | None = None
 
     def to_dict(self) -> dict:
@@ -121,10 +127,31 @@ class PlanResult:
             d["evaluation"] = self.evaluation
         return d
 
+    def __repr__(self) -> str:
+        done = sum(bool(r.finishes) for r in self.runs)
+        quotas = self.cluster.get("quotas") or {}
+        return (f"PlanResult(name={self.name!r}, runs={len(self.runs)} ({done} finish), "
+                f"cluster={'available' if self.cluster.get('available', True) else 'unavailable'}, "
+                f"quotas={dict(quotas)!r})")
+
+    def summary(self) -> pd.DataFrame:
+        """One row per run: ``run``, ``gpus``, ``finishes``, the checkpoint interval (s) and its source, the
+        completion time's mean and p90 (s), expected failures, ETTR and the GPU-time loss (GPU-hours)."""
+        rows = []
+        for r in self.runs:
+            d = r.to_dict()
+            ct = d["completion_time_s"]
+            rows.append({"run": r.name, "gpus": r.gpus, "finishes": d["finishes"],
+                         "interval_s": d["checkpoint_interval_s"], "interval_source": d["checkpoint_interval_source"],
+                         "completion_mean_s": ct["mean"], "completion_p90_s": ct["p90"],
+                         "expected_failures": d["expected_failures"], "ettr": d["ettr"],
+                         "gpu_h_lost": d["gpu_time_loss_gpu_h"]["total"]})
+        return pd.DataFrame(rows, columns=["run", "gpus", "finishes", "interval_s", "interval_source",
+                                           "completion_mean_s", "completion_p90_s", "expected_failures", "ettr",
+                                           "gpu_h_lost"])
+
     def report(self, path) -> str:
         """Write the HTML report (loss breakdown and E[T](τ) plots) to ``path``; returns the path."""
-        from acmemodel.planner.report import write_report
-
         return write_report(self, path)
 
 
@@ -147,10 +174,9 @@ class Planner:
     job_type : failure/restart-model covariate of the runs (default ``"Pretrain"``).
     sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
         the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
-        run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload`. The planner does not
-        import the synthesiser: ``None`` takes the sampler the installed package registers
-        (:func:`registered_sampler`, the synthesiser's); without one the cluster part needs an explicit
-        ``workload=``.
+        run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload` (the planner does not import
+        the synthesiser above it: its caller hands it over). Without one the cluster part needs an
+        explicit ``workload=``.
     """
 
     def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
@@ -208,14 +234,14 @@ class Planner:
 
     def failure_process(self, gpus: int) -> FailureProcess:
         """The job's failure process at ``gpus`` GPUs (before config multipliers;
-        :func:`acmemodel.planner.inputs.failure_process`)."""
+        :func:`acmemodel.planner.run.inputs.failure_process`)."""
         return failure_process(gpus, bundle=lambda: self.bundle, mttf=self.mttf, shape=self.shape,
                                reference_gpus=self.reference_gpus, failure_model=self.failure_model,
                                job_type=self.job_type)
 
     def failure_mix(self, gpus: int) -> FailureMix:
         """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments;
-        :func:`acmemodel.planner.inputs.failure_mix`)."""
+        :func:`acmemodel.planner.run.inputs.failure_mix`)."""
         source = self.restart_source
         if source == "auto" and self.mix is None and self.restart is None:
             source = "bundle" if self._has_bundle() else "table"
@@ -223,14 +249,10 @@ class Planner:
                            job_type=self.job_type)
 
     def run_inputs(self, gpus: int, rate_multipliers=None, restart_factors=None) -> RunInputs:
-        """The run's :class:`~acmemodel.planner.inputs.RunInputs`: failure process, failure-type mix and
+        """The run's :class:`~acmemodel.planner.run.inputs.RunInputs`: failure process, failure-type mix and
         restart distribution, assembled once with the adjustments applied."""
         return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
                                   rate_multipliers=rate_multipliers, restart_factors=restart_factors)
-
-    def _inputs(self, gpus, rate_multipliers=None, restart_factors=None):
-        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
-        return inp.failure, inp.mix
 
     # ------------------------------------------------------------------ single-run questions
     def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
@@ -281,7 +303,7 @@ class Planner:
     def workload_sampler(self, config: ClusterConfig) -> Callable:
         """``rng -> job list`` for ``config.workload`` from the planner's ``sampler`` and bundle (GPU jobs
         that started: ``submit_s, run_s, gpu_num, type``). ConfigError without a sampler."""
-        sampler = self.sampler if self.sampler is not None else registered_sampler()
+        sampler = self.sampler
         if sampler is None:
             raise ConfigError("no workload sampler: pass Planner(..., sampler=acmemodel.synth.sample_workload) "
                               "or an explicit workload=")
@@ -312,9 +334,6 @@ class Planner:
         ``{"queue_s": {type: {"p50", "p90", "mean", "count"}}, "quotas": {partition: GPUs},
         "utilization": {partition: fraction}, "quota_search": {...} | None, "target": {...}}``.
         """
-        from acmemodel.planner.cluster_sim import simulate_cluster
-        from acmemodel.planner.quota import find_quota
-
         cl, wl, qt = config.cluster, config.workload, config.queue_target
         jobs = workload if workload is not None else self.workload_sampler(config)
         if callable(jobs):
@@ -329,15 +348,8 @@ class Planner:
         if workload is not None and qt.type not in seen:  # the bundle's types are checked by plan()
             raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type of the workload "
                               f"(it has: {', '.join(sorted(seen - {PLANNED_TYPE})) or 'no jobs'})")
-        sim_kw = dict(backfill=cl.backfill, best_effort_on_reserved=cl.best_effort_on_reserved)
-        if cl.priorities:
-            sim_kw["priorities"] = dict(cl.priorities)
-            if "Pretrain" in cl.priorities:  # the planned runs are pretraining
-                sim_kw["priorities"].setdefault(PLANNED_TYPE, cl.priorities["Pretrain"])
-        if cl.best_effort_types is not None:
-            sim_kw["best_effort_types"] = list(cl.best_effort_types)
-        if cl.routing:
-            sim_kw["routing"] = dict(cl.routing)
+        # the planned runs are pretraining: they queue at Pretrain's priority
+        sim_kw = SchedulingPolicy.from_config(cl).with_priority_like(PLANNED_TYPE, "Pretrain").kwargs()
         if cl.best_effort_on_reserved and "pretrain" not in cl.partitions:
             raise ConfigError("cluster.best_effort_on_reserved needs a 'pretrain' partition")
         auto = cl.auto_partition
@@ -390,9 +402,8 @@ class Planner:
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
         planner = self._with_config_failures(config)
-        _check_config_against_bundle(planner, config, cluster=cluster and workload is None)
+        planner._check_config_against_bundle(config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
-        from acmemodel.planner.sensitivity import sensitivity_band
 
         runs = []
         for r in config.runs:
@@ -407,7 +418,7 @@ class Planner:
                     planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
                     make_planner=lambda preset: self.with_preset(preset, config))
             runs.append(run)
-        assumptions = _assumptions(planner, config)
+        assumptions = planner._assumptions(config)
         if not cluster:
             cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
                   "quotas": _configured_quotas(config)}
@@ -432,16 +443,70 @@ class Planner:
             cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
-            from acmemodel.planner.evaluation import feedback_from_plan
-
             evaluation = feedback_from_plan(config.evaluation, cl)
         return PlanResult(config.name, runs, cl, config, assumptions, evaluation)
+
+    def _check_config_against_bundle(self, config: ClusterConfig, *, cluster: bool) -> None:
+        """Refuse config values the bundle does not know instead of silently falling back:
+        ``failures.job_type`` (a type of the bundle's failure model, when that model is used) and, when the
+        cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
+        and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
+        fs, wl, qt = config.failures, config.workload, config.queue_target
+        if fs.mttf_s is None and self.mttf is None and self._has_bundle():
+            design = getattr(self.bundle.get("failure"), "design_", None)
+            known = sorted(getattr(design, "type_map", None) or [])
+            if known and fs.job_type not in known:
+                raise ConfigError(f"failures.job_type = {fs.job_type!r} is not a job type of the bundle's failure "
+                                  f"model (known: {', '.join(known)})")
+        if not cluster or not self._has_bundle():
+            return
+        arrival = self.bundle.get("arrival")
+        if arrival is None:
+            return
+        clusters = list(arrival.clusters_)
+        where = f"{config.source}: " if config.source else ""
+        bname = getattr(self.bundle, "name", None)
+        of = f"bundle {bname!r}" if bname else "the bundle"
+        if wl.cluster is None:  # (not in the config: the bundle's only cluster; Seren of the default bundle)
+            if len(clusters) != 1 and "Seren" not in clusters:
+                raise ConfigError(f"{where}workload.cluster is not set and {of} models several clusters "
+                                  f"({', '.join(clusters)}); name one")
+            wl.cluster = clusters[0] if len(clusters) == 1 else "Seren"
+        if wl.cluster not in clusters:
+            low = {c.lower(): c for c in clusters}
+            if wl.cluster.lower() not in low:
+                raise ConfigError(f"{where}workload.cluster = {wl.cluster!r} is not a cluster of {of} "
+                                  f"(known: {', '.join(clusters)})")
+            wl.cluster = low[wl.cluster.lower()]
+        types = list(arrival.types(wl.cluster))
+        if qt.type not in types:
+            raise ConfigError(f"queue_target.type = {qt.type!r} is not a job type the bundle generates for "
+                              f"{wl.cluster} (known: {', '.join(types)})")
+
+    def _assumptions(self, config: ClusterConfig) -> list[str]:
+        out = ["Failures: renewal process, hazard clock restarts at each failure (not at checkpoints); failures "
+               "can strike during restarts (Daly).",
+               "Checkpoint interval 'auto' minimises the long-run expected wall time (renewal reward); completion "
+               "times come from Monte Carlo with exact finite-run accounting.",
+               "Failure-type mix: the paper's Table 3 conditioned on the run's GPU count "
+               "(acmemodel.models.failure_types.failure_type_mix)."]
+        if self.mttf is not None:
+            ref = self.reference_gpus
+            out.append(f"Failure process: explicit MTTF {self.mttf / 3600:.3g} h"
+                       + (f" at {ref} GPUs, hazard proportional to GPUs" if ref else " for every run")
+                       + (f", Weibull shape {self.shape:g}" if self.shape else ", exponential") + ".")
+        else:
+            out.append(f"Failure process: the bundle's failure model ({self.failure_model}, late regime, "
+                       f"type={self.job_type}).")
+        if config.failures.rate_multipliers:
+            out.append(f"Failure-rate multipliers: {config.failures.rate_multipliers}.")
+        if config.restart.automation:
+            out.append(f"Restart-time factors: {config.restart.automation}.")
+        return out
 
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":
         fs = config.failures
         if fs.reliability is not None and fs.reliability != "acme-2023":
-            from acmemodel.planner.reliability import get_preset
-
             return self.with_preset(get_preset(fs.reliability), config)
         if fs.mttf_s is None and self.restart_source == "auto" and config.restart.source == "auto" \
                 and fs.model == self.failure_model and fs.job_type == self.job_type:

@@ -101,10 +101,10 @@ class ReliabilityPreset:
         return kw
 
     def restart_time(self):
-        """The restart time a plan draws (:class:`~acmemodel.planner.processes.RestartTime`): the
+        """The restart time a plan draws (:class:`~acmemodel.planner.run.processes.RestartTime`): the
         repair-time law of a fleet preset (log-normal or exponential; a Weibull law as the log-normal of
         its mean and median), else ``restart_s`` fixed; ``None`` when the preset has neither."""
-        from acmemodel.planner.processes import RestartTime
+        from acmemodel.planner.run.processes import RestartTime
 
         law = self.restart_law
         if law is None:

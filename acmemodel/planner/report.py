@@ -13,6 +13,7 @@ import html
 import io
 import math
 from pathlib import Path
+from acmemodel.planner.run.checkpoint import expected_time
 
 
 DAY, HOUR, MIN = 86400.0, 3600.0, 60.0
@@ -55,7 +56,6 @@ def plot_expected_time_curve(run, ax) -> None:
     ax.plot(c["interval_s"] / MIN, c["expected_time_s"] / DAY, color="black", lw=1.5, label="E[T](τ), renewal model")
     ck = run.checkpoint
     marks = [("optimum", float(ck.interval_s), float(ck.expected_time_s), "#27ae60", "o")]
-    from acmemodel.planner.checkpoint import expected_time
 
     R = run.mix.restart_distribution()
     for label, tau, color, m in (("Young √(2CM)", float(ck.young_interval_s), "#2980b9", "s"),
@@ -217,7 +217,7 @@ def write_report(plan, path) -> str:
 
 
 def render_eval_html(result) -> str:
-    """HTML report of an evaluation-batch plan (:class:`~acmemodel.planner.evaluation.EvalPlanResult`):
+    """HTML report of an evaluation-batch plan (:class:`~acmemodel.planner.evalbatch.plan.EvalPlanResult`):
     the summary table and a Gantt chart per GPU for every (policy, nodes) schedule."""
     import matplotlib
 

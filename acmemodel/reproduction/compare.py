@@ -1,7 +1,7 @@
 """The comparison half of ``acmemodel reproduce``: a synthetic trace against the published AcmeTrace numbers.
 
 What is compared and how (shares, state rates, summary, per-type queue, GPU time by size, the KS
-distance at the published CDF points) is described in :mod:`acmemodel.reproduce`, which synthesises
+distance at the published CDF points) is described in :mod:`acmemodel.reproduction.run`, which synthesises
 the traces and calls :func:`_compare_cluster` per cluster. Here: the quality bar (:data:`QUALITY_BAR`),
 the published curves (:func:`curve_points`), the KS distance at points (:func:`ks_at_points`), the
 known reasons a number misses the bar (:func:`_explanations`) and one cluster's comparison tables.
@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.clusters import PUBLISHED_DURATION_INCLUDES_QUEUE, published_duration_includes_queue
+from acmemodel.datasets.published import load_reference
+from acmemodel.trace import Trace
 
 __all__ = ["ks_at_points", "curve_points", "queue_by_type", "gpu_time_by_size",
            "CLUSTERS", "QUALITY_BAR", "WAIT_POINTS", "KS95"]
@@ -71,8 +73,6 @@ def ks_at_points(sample, x, cdf) -> tuple[float, float]:
 
 def curve_points() -> list[dict]:
     """Every published CDF of the two clusters: ``name, kind, cluster, type, x, cdf`` (fractions)."""
-    from acmemodel.datasets.reference import load_reference
-
     out = []
     dur = load_reference("duration_cdf_by_type")
     for (cl, ty), g in dur[dur["cluster"].isin(CLUSTERS)].groupby(["cluster", "type"], sort=False):
@@ -93,8 +93,6 @@ def curve_points() -> list[dict]:
 def _published_semantics(trace, clusters=PUBLISHED_DURATION_INCLUDES_QUEUE):
     """The rows of ``clusters`` (those whose published durations include the queue, as the Kalos files
     count them): ``run_s`` and ``gpu_time_s`` from ``end − submit``."""
-    from acmemodel.trace import Trace
-
     j = trace.jobs[trace.jobs["cluster"].isin(list(clusters))].copy()
     total = j["end_s"] - j["submit_s"]
     j["run_s"] = np.where(j["started"], total, np.nan)
@@ -142,8 +140,6 @@ def _explanations(bundle, cluster: str) -> dict:
 def queue_by_type(cluster: str, jobs: pd.DataFrame) -> tuple[list[dict], list[dict]]:
     """Per-type queue rows and the ordering/cluster checks (module docstring) of one cluster's synthetic
     jobs (``simulate_jobs`` columns; GPU jobs that started)."""
-    from acmemodel.datasets import load_reference
-
     bar_pp, bar_rel = QUALITY_BAR["queue_pp"], QUALITY_BAR["queue_rel"]
     pub = load_reference("queue_wait_by_type").query("cluster == @cluster")
     summ = load_reference("cluster_summary").set_index("id").loc[cluster]
@@ -241,8 +237,6 @@ def _state_share_se(started: pd.DataFrame, dur: pd.Series) -> dict:
 
 def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame, scale: float,
                      expl: dict, curves: list[dict], *, total_gpus: int, days: float) -> dict:
-    from acmemodel.datasets import load_reference
-
     bar_pp, bar_ks = QUALITY_BAR["share_pp"], QUALITY_BAR["ks"]
     includes_queue = published_duration_includes_queue(cluster)
     basis = "queue+run" if includes_queue else "run"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -258,11 +258,6 @@ def cluster_from_path(path) -> str:
     return name or p.name
 
 
-def utc_from_local_seconds(sec: np.ndarray, offset: str) -> np.ndarray:
-    """Unix seconds of naive local wall-clock seconds in zone ``offset``."""
-    return sec - utc_offset_seconds(offset)
-
-
 def seconds_to_arrow_ts(sec: np.ndarray):
     """float Unix seconds (NaN = unknown) → Arrow ``timestamp[ns, UTC]`` with nulls."""
     import pyarrow as pa
@@ -317,10 +312,6 @@ def entry_time_strings(sec: np.ndarray) -> np.ndarray:
 def queue_unknown_strings(mask: np.ndarray) -> np.ndarray:
     """The extra column ``queue_unknown`` (``"1"`` where the source does not record the wait)."""
     return np.where(np.asarray(mask, dtype=bool), "1", None).astype(object)
-
-
-def raw_lines(text_lines: Sequence[str], idx: Iterable[int]) -> list[str]:
-    return [text_lines[i] for i in idx]
 
 
 def require_columns(path, header: Sequence[str], need: Sequence[str], what: str) -> None:

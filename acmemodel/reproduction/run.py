@@ -11,7 +11,7 @@ compares it, side by side, with what was published about the real trace
    fitted at full volume). Failed jobs are resubmitted as ``simulate_jobs`` does (with the bundle's
    ``RestartModel.resubmit_probability`` per cluster × type).
 2. **Queueing** — the waits are the cluster simulator's
-   (:func:`acmemodel.planner.cluster_sim.simulate_cluster`: gang scheduling on 8-GPU nodes, FIFO with
+   (:func:`acmemodel.sim.cluster.simulate_cluster`: gang scheduling on 8-GPU nodes, FIFO with
    EASY backfill per partition) on the cluster's published size (``clusters.csv``: Seren 2,288 GPUs,
    Kalos 2,416). Partition layout (:data:`PARTITIONS`): the paper attributes the long evaluation
    queues to GPUs *reserved for pretraining*, so most GPUs form a reserved ``pretrain`` partition
@@ -80,7 +80,7 @@ rank correlation at the ±0.95 bound); and, labelled "model limitation", the Kal
 
 Layout: this module holds the synthesis (steps 1–2) and the driver; the comparison tables, the KS
 distance and the quality bar are in :mod:`acmemodel.reproduction.compare`, the overlay plots in
-:mod:`acmemodel.reproduction.plots` (every name is re-exported here).
+:mod:`acmemodel.reproduction.plots`.
 """
 from __future__ import annotations
 
@@ -93,17 +93,22 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import CLUSTER_TZ, cluster_gpus, published_duration_includes_queue
-# the comparison and the plots live in acmemodel.reproduction; their names stay importable from here
-from acmemodel.reproduction.compare import (  # noqa: F401  (re-exported)
-    CLUSTERS, KALOS_DURATION_NOTE, KALOS_QUEUE_NOTE, KS95, QUALITY_BAR, SEREN_SOURCES_NOTE, WAIT_POINTS,
-    _STATE_COLS, _STATES, _compare_cluster, _diff, _duration, _explanations, _pp, _published_semantics,
-    curve_points, gpu_time_by_size, ks_at_points, queue_by_type,
+from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus, published_duration_includes_queue
+from acmemodel.reproduction.compare import (
+    CLUSTERS, QUALITY_BAR, _compare_cluster, _explanations, _published_semantics, curve_points,
 )
-from acmemodel.reproduction.plots import _write_plots, plot_curve  # noqa: F401  (re-exported)
+from acmemodel.reproduction.plots import _write_plots
+from acmemodel.describe import describe
+from acmemodel.errors import DataWarning
+from acmemodel.features.keys import type_bucket_groups
+from acmemodel.joblife import in_reservation
+from acmemodel.planner.energy import seren_may_check
+from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
+from acmemodel.synth import resolve_bundle, simulate_jobs
+from acmemodel.trace import Trace, jobs_from_times
 
-__all__ = ["reproduce", "synthesize_cluster", "replica_seed", "REPLICAS", "to_trace", "ks_at_points", "curve_points", "queue_policy", "policy_queue",
-           "queue_by_type", "gpu_time_by_size", "DAYS", "PARTITIONS", "QUALITY_BAR", "CLUSTERS", "WAIT_POINTS"]
+__all__ = ["reproduce", "synthesize_cluster", "replica_seed", "REPLICAS", "to_trace", "queue_policy", "policy_queue",
+           "DAYS", "PARTITIONS"]
 
 #: length of the synthetic traces (days from 2023-03-01 local time; the trace covers Mar–Aug 2023)
 DAYS = 184.0
@@ -151,7 +156,6 @@ def _home_partitions(df: pd.DataFrame, parts: dict[str, int]) -> np.ndarray:
         home[(ty == "Eval") & (gpus <= parts["eval"])] = "eval"
     if "pretrain" not in parts:
         return home
-    from acmemodel.joblife import in_reservation
 
     home[in_reservation(ty, gpus)] = "pretrain"
     home[(home == "shared") & (gpus > parts["shared"])] = "pretrain"
@@ -194,9 +198,6 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
     diagnostic: what the comparisons look like with the calibrated wait distribution). CPU jobs wait 0;
     a job the simulator drops (no run time) or cannot fit gets NaN (never starts).
     """
-    from acmemodel.errors import DataWarning
-    from acmemodel.planner.cluster_sim import simulate_cluster
-
     def fill(df: pd.DataFrame) -> np.ndarray:
         t = time.perf_counter()
         gpus = df["gpu_num"].to_numpy()
@@ -206,8 +207,6 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
         gt = np.where(np.isfinite(run), gpus * np.nan_to_num(run), 0.0)
         info["offered_load"] = {p: float(gt[home == p].sum() / (g * span)) if g else None for p, g in parts.items()}
         if mode == "model":
-            from acmemodel.features.keys import type_bucket_groups
-
             rng = np.random.default_rng([int(seed), 17])
             wait = np.zeros(len(df))
             g = np.flatnonzero(gpus > 0)
@@ -227,9 +226,7 @@ def _queue_filler(cluster: str, total: int, parts: dict[str, int], info: dict, *
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataWarning)
             res = simulate_cluster(d, total_gpus=total, partitions=parts, reserved_partition=reserved,
-                                   priorities=pol.get("priorities") or None,
-                                   best_effort_on_reserved=bool(pol.get("best_effort")) and reserved is not None,
-                                   best_effort_types=pol.get("best_effort_types"))
+                                   **SchedulingPolicy.from_calibration(pol, reserved=reserved is not None).kwargs())
         wait = np.full(len(df), np.nan)
         pos = df.index.get_indexer(res.jobs.index)
         wait[pos] = res.jobs["wait_s"].to_numpy(float)
@@ -255,8 +252,6 @@ def policy_queue(bundle, cluster: str, *, total_gpus: int | None = None, seed: i
     ``total_gpus`` other than the published size, every partition but ``shared`` keeps its fraction of the
     GPUs (whole nodes, at least one). ``policy["partitions"]`` is the layout simulated; ``info`` (a dict)
     receives the simulation's figures."""
-    from acmemodel.clusters import GPUS_PER_NODE
-
     pol = queue_policy(bundle, cluster)
     published = cluster_gpus(cluster)
     total = int(total_gpus or published)
@@ -293,8 +288,6 @@ def synthesize_cluster(bundle, cluster: str, *, scale: float = 1.0, seed: int = 
     """One cluster's synthetic trace (``simulate_jobs`` columns) with queue times (``queue``:
     ``"simulator"`` or ``"model"``, see :func:`_queue_filler`), plus info (arrival scale, partitions,
     offered load and utilisation per partition, timing)."""
-    from acmemodel.synth import simulate_jobs
-
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a positive number, got {scale!r}")
     total = cluster_gpus(cluster)
@@ -322,8 +315,6 @@ def to_trace(jobs: pd.DataFrame, timezones: Mapping[str, str] | None = None):
     """:func:`simulate_jobs` output (one or more clusters) as a :class:`~acmemodel.trace.Trace` in the
     package's trace contract (run and queue from the timestamps; a job that never started has
     ``run_s`` NaN and a censored wait ``end − submit``)."""
-    from acmemodel.trace import Trace, jobs_from_times
-
     n = len(jobs)
     cluster = jobs["cluster"].astype(str).to_numpy(object)
     out = jobs_from_times(
@@ -389,9 +380,6 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     "seconds"}``
     (with ``return_jobs=True`` also ``"jobs"``: the synthetic trace contract table).
     """
-    from acmemodel.describe import describe
-    from acmemodel.synth import resolve_bundle
-
     t0 = time.perf_counter()
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale <= 10):
         raise ValueError(f"scale must be in (0, 10], got {scale!r}")
@@ -434,8 +422,6 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
         res["simulation"] = infos[cl]
         out["clusters"][cl] = res
     if "Seren" in clusters:
-        from acmemodel.planner.energy import seren_may_check
-
         i = clusters.index("Seren")
         out["energy"] = {"Seren May 2023": seren_may_check(first[i], capacity_gpus=infos["Seren"]["total_gpus"],
                                                            scale=scale)}

@@ -24,7 +24,7 @@ BOUND_MARGIN = 1e-12  # relative margin over the bound's rounding
 
 def piecewise_bound(ren, tau: float) -> float:
     """Upper bound on ``φ(τ)`` under a piecewise-constant hazard (see the module docstring) for the
-    renewal terms ``ren`` (:class:`acmemodel.planner.reference._Renewal`), times ``1 + BOUND_MARGIN``."""
+    renewal terms ``ren`` (:class:`acmemodel._solver.reference.checkpoint._Renewal`), times ``1 + BOUND_MARGIN``."""
     d = ren.d
     x = tau + ren.C
     rise = np.maximum(d.h[1:] - d.h[:-1], 0.0) * np.exp(-d.H[1:])  # J_j / ... at b_1 .. b_{m-1}
@@ -37,7 +37,7 @@ def piecewise_bound(ren, tau: float) -> float:
 
 
 def ripple_numerator(ren, tau: float) -> float:
-    """``φ`` times the summed ripple ``Σ_j a_j`` of :func:`acmemodel.planner.reference_optimum.ripple`:
+    """``φ`` times the summed ripple ``Σ_j a_j`` of :func:`acmemodel._solver.reference.ripple.ripple`:
     ``Σ_j τ x |h_j − h_{j−1}| S(b_j) P(R + x < b_j) / 8``."""
     d = ren.d
     x = tau + ren.C

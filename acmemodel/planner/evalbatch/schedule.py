@@ -48,7 +48,7 @@ GPU-hours held (GPU allocated to a trial) and used (generation), the GPU idle sh
 the per-GPU intervals for a Gantt chart. The shipped default batch and its assumptions:
 :func:`default_batch` (``data/eval_batch_default.csv``).
 
-This module holds the two policy simulations; the planner front is :mod:`acmemodel.planner.evaluation`.
+This module holds the two policy simulations; the planner front is :mod:`acmemodel.planner.evalbatch.plan`.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ import math
 from dataclasses import dataclass, field
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.evaluation_inputs import EvalBatch, EvalHardware, PackingRules, check_nodes
+from acmemodel.planner.evalbatch.inputs import EvalBatch, EvalHardware, PackingRules, check_nodes
 
 PHASES = ("load", "preprocess", "generate", "metric")
 _EPS = 1e-9

@@ -7,10 +7,9 @@ The twins are the readable statement of what the C code computes and are used by
   checkpoint model of ``checkpoint.c`` (deterministic: agree with C to ~1e-12 relative), the same
   sums (direct terms then Euler–Maclaurin through B20; geometric series per hazard piece, node by
   node here where the C kernel sums the nodes of a piece together) and the same optimiser (in
-  :mod:`.reference_optimum`, re-exported here: safeguarded Newton, bounded guard scan, ripple search
-  under a piecewise hazard); exponential: :func:`scipy.optimize.brentq`. The optimisers it replaced
-  have their twins in :mod:`.reference_newton` and :mod:`.reference_grid`.
-* :func:`mc_run` (in :mod:`.reference_mc`, re-exported) — the run simulator of ``montecarlo.c``, one
+  :mod:`.optimum`: safeguarded Newton, bounded guard scan, ripple search
+  under a piecewise hazard); exponential: :func:`scipy.optimize.brentq`.
+* ``mc_run`` (in :mod:`.montecarlo`) — the run simulator of ``montecarlo.c``, one
   replica at a time, one checkpoint segment at a time (no event skipping), with NumPy ``Generator``
   streams seeded by ``(seed, replica)``: the same model but different random numbers, so it agrees
   with C within sampling error only.
@@ -29,7 +28,7 @@ import math
 import numpy as np
 from scipy import special
 
-from acmemodel.planner import reference_rule
+from acmemodel._solver.reference import quadrature
 
 EXPONENTIAL, WEIBULL, PIECEWISE = 0, 1, 2
 OK, DNF_CKPT_GE_MTTF, DNF_NO_PROGRESS, DNF_WALL_CAP = 0, 1, 2, 3
@@ -358,7 +357,7 @@ class _Renewal:
     def cluster(self, x: float, bound: bool = False) -> int:
         """Weibull: the number ``p`` of leading nodes within ``CLUSTER_DELTA · min(r_0 + x, 1/h)`` of the
         least ``r_0`` (at least ``CLUSTER_MIN``, else 0), whose ``CLUSTER_N``-point Gauss rule
-        (:mod:`.reference_rule`, kept in ``self._cluster``) stands for them in functions of ``r + x``:
+        (:mod:`.quadrature`, kept in ``self._cluster``) stands for them in functions of ``r + x``:
         ``u ↦ Σ_i S(u + i x)`` is analytic for ``u > −x`` and varies on the scale ``1/h``, so the rule's
         error is ~5e-16 of their share (see ``checkpoint_sums.c``). ``h``: the hazard at ``r_0 + x`` or
         (``k > 1``) at ``z = (t/λ)^k = CLUSTER_Z`` if that is later. ``bound`` (the guard scan's bounds,
@@ -378,7 +377,7 @@ class _Renewal:
         if bound and 0 < self._cp <= p:
             return self._cp
         if p != self._cp:
-            self._cluster = reference_rule.gauss_rule(self.r[:p], self.w[:p], CLUSTER_N)
+            self._cluster = quadrature.gauss_rule(self.r[:p], self.w[:p], CLUSTER_N)
             self._cp = p
         return p
 
@@ -556,18 +555,3 @@ def ckpt_expected_time(tau, work, ckpt, family, params, r_nodes, r_weights):
         d = _Dist(family, params[i])
         et[i], st[i] = _expected_time_one(d, tau[i], work[i], ckpt[i], r_nodes[i], r_weights[i])
     return et, st
-
-
-# the Monte Carlo twin lives in .reference_mc (it uses _Dist above); importable from here as before
-from acmemodel.planner.reference_mc import (  # noqa: F401,E402  (re-exported: these lived here)
-    mc_run, _draw_restart,
-)
-
-
-def __getattr__(name: str):
-    """``ckpt_optimize`` lives in :mod:`.reference_optimum` (which imports this module)."""
-    if name == "ckpt_optimize":
-        from acmemodel.planner.reference_optimum import ckpt_optimize
-
-        return ckpt_optimize
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

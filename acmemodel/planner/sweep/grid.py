@@ -1,4 +1,4 @@
-"""Grid of a planning sweep (:mod:`acmemodel.planner.sweep`): the accepted axes, parsing of
+"""Grid of a planning sweep (:mod:`acmemodel.planner.sweep.runner`): the accepted axes, parsing of
 ``values:`` / ``range:``, the Cartesian product of points, point identifiers and part seeds.
 
 An axis is a dotted path into the planner configuration (:data:`AXES`; ``*`` stands for a failure
@@ -19,6 +19,8 @@ from typing import Mapping
 import numpy as np
 
 from acmemodel.errors import ConfigError
+from acmemodel.planner.config_fields import parse_duration, read_config_file
+from acmemodel.planner.run.montecarlo import FailureMix
 
 
 # ------------------------------------------------------------------------------------------ axes
@@ -35,7 +37,7 @@ class AxisSpec:
     doc: str = ""
 
 
-#: the axes a grid may name (other modules may :func:`register_axis` more, e.g. reliability presets)
+#: the axes a grid may name
 AXES: list[AxisSpec] = [
     AxisSpec("cluster.gpus", "cluster", doc="total GPUs"),
     AxisSpec("cluster.partitions.*", "cluster", "partition", "GPUs of a partition (pretrain reservation, "
@@ -63,13 +65,6 @@ AXES: list[AxisSpec] = [
     AxisSpec("runs.*.checkpoint_interval", "runs", "run", "checkpoint interval override of a run"),
     AxisSpec("simulation.replicas", "runs", doc="Monte Carlo replicas per run"),
 ]
-
-
-def register_axis(spec: AxisSpec) -> None:
-    """Accept one more grid axis (kept in :data:`AXES`)."""
-    if spec.part not in ("runs", "cluster", "both"):
-        raise ValueError(f"AxisSpec.part must be runs, cluster or both, got {spec.part!r}")
-    AXES.append(spec)
 
 
 def _match(name: str) -> tuple[AxisSpec, str | None] | None:
@@ -107,7 +102,6 @@ class Axis:
 def _read_mapping(obj, what: str) -> dict:
     if isinstance(obj, Mapping):
         return copy.deepcopy(dict(obj))
-    from acmemodel.planner.config import read_config_file
 
     data = read_config_file(obj)
     if not isinstance(data, Mapping):
@@ -116,8 +110,6 @@ def _read_mapping(obj, what: str) -> dict:
 
 
 def _number(v, where: str) -> float:
-    from acmemodel.planner.config import parse_duration
-
     if isinstance(v, bool):
         raise ConfigError(f"{where} must be a number, got {v!r}")
     if isinstance(v, (int, float)):
@@ -215,8 +207,6 @@ def load_grid(grid) -> dict:
 
 def _check_axes_against_config(axes, raw: dict) -> None:
     """Keys of ``*`` axes must exist: a run name, a known failure category/type, a partition."""
-    from acmemodel.planner.montecarlo import FailureMix
-
     run_names = [str(r.get("name", f"run{i + 1}")) for i, r in enumerate(raw.get("runs") or [])
                  if isinstance(r, Mapping)]
     mix = FailureMix.from_failure_table(1024)

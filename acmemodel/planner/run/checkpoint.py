@@ -1,9 +1,9 @@
 """Checkpoint interval: expected wall time ``E[T](τ)`` and its optimum (C kernel, vectorised).
 
 Model (renewal reward; implemented in ``acmemodel/_solver/checkpoint.c``, NumPy twin in
-:mod:`acmemodel.planner.reference`). ``W`` seconds of work are cut into segments of ``τ`` seconds of
+:mod:`acmemodel._solver.reference.checkpoint`). ``W`` seconds of work are cut into segments of ``τ`` seconds of
 work, each followed by a blocking checkpoint of ``C`` seconds (``x = τ + C``). Failures of the job form
-a renewal process (:mod:`acmemodel.planner.processes`): the hazard clock restarts at every failure, not
+a renewal process (:mod:`acmemodel.planner.run.processes`): the hazard clock restarts at every failure, not
 at checkpoints. Each failure is followed by a restart of random length ``R``; a failure can strike
 during the restart, which then starts over (Daly's assumption). Between two failures (a cycle of mean
 length ``E[F]``, the MTTF) ``N = ⌊(F − R)⁺ / x⌋`` checkpoints complete, so
@@ -31,8 +31,8 @@ out to the guard scan's √2 steps, where a long-period ripple can put a distinc
 ripple as large as the gap to the best could hide one between the guard's samples (a wear-out jump makes
 ``φ`` a sawtooth), the guard steps a quarter period and probes the sharpest kink between samples. Tests:
 within 1e-6 of a brute-force grid on seeded random hazards; on broad random hazards with wear-out jumps
-(tests' ``_broad``) about 1 % of optima are still 1e-5–1e-4 above the grid minimum. The optimisers it replaced are kept for ``benchmarks/bench_solver.py``: ``_core.ckpt_optimize_newton``
-(the previous one) and ``_core.ckpt_optimize_grid`` (the original grid search).
+(tests' ``_broad``) about 1 % of optima are still 1e-5–1e-4 above the grid minimum. The optimisers it replaced (a Newton +
+guard-scan kernel and the original grid search) were removed; their last figures are in ``benchmarks/bench_solver.py``.
 
 "Does not finish": a checkpoint cost at or above the MTTF (``C ≥ E[F]``), or an expected wall time that
 is not finite (restart time or failure rate too high), gives ``status > 0`` with a reason; the interval
@@ -45,11 +45,13 @@ References: Young (1974) ``τ ≈ √(2CM)``; Daly (2006) higher-order estimate
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from acmemodel.planner.processes import FailureProcess, RestartTime
+from acmemodel._solver import _core
+from acmemodel.planner.run.processes import FailureProcess, RestartTime
 
 #: kernel status codes → meaning
 STATUS_REASONS: dict[int, str] = {
@@ -64,14 +66,16 @@ MAX_RESTART_NODES = 64
 
 
 def _kernels(backend: str):
+    """The kernels of ``backend``: ``_core`` (C) or its NumPy twins, as one object with
+    ``ckpt_expected_time``, ``ckpt_optimize`` and ``mc_run``."""
     if backend == "c":
-        from acmemodel._solver import _core
-
         return _core
     if backend == "numpy":
-        from acmemodel.planner import reference
+        # the twins import SciPy's optimisers: loaded only when asked for (tests, benchmarks)
+        from acmemodel._solver.reference import checkpoint, montecarlo, optimum
 
-        return reference
+        return SimpleNamespace(ckpt_expected_time=checkpoint.ckpt_expected_time,
+                               ckpt_optimize=optimum.ckpt_optimize, mc_run=montecarlo.mc_run)
     raise ValueError(f"backend must be 'c' or 'numpy', got {backend!r}")
 
 
@@ -137,7 +141,7 @@ def expected_time(interval, *, work, ckpt_cost, failure: FailureProcess, restart
     interval : checkpoint interval τ, seconds of work between checkpoints (> 0; array ok).
     work : seconds of failure-free compute ``W`` (> 0).
     ckpt_cost : blocking checkpoint cost ``C`` seconds (> 0).
-    failure : a :class:`~acmemodel.planner.processes.FailureProcess` of the job at its size.
+    failure : a :class:`~acmemodel.planner.run.processes.FailureProcess` of the job at its size.
     restart : seconds (number/array, deterministic) or a :class:`RestartTime` distribution.
     backend : ``"c"`` (default) or ``"numpy"`` (the reference twin).
     All array arguments broadcast; the result has the broadcast shape.

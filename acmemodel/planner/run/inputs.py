@@ -10,24 +10,22 @@ Carlo), so no kernel call reaches back into the bundle.
 Sources, in order of precedence (the same rules :class:`~acmemodel.planner.planner.Planner` states):
 
 * failure process: an explicit ``mttf`` (exponential, or Weibull with ``shape``; scaled by
-  ``gpus / reference_gpus`` under proportional hazards), else the bundle's failure model — its
-  Weibull MTTF at the run's GPUs for the job type, or (``failure_model="piecewise"``) its hazard table;
+  ``gpus / reference_gpus`` under proportional hazards), else the law the bundle's failure model hands
+  over for the run's GPUs and job type (``failure_law(gpus, kind=...)``: the fitted model's Weibull, or
+  with ``failure_model="piecewise"`` its hazard table; another model's log-normal or piecewise law is
+  planned as it is, :func:`~acmemodel.planner.run.processes.failure_process_from_law`);
 * failure-type mix: an explicit mix, else the published failure table at the run's GPUs, with the
   restart times of the bundle's restart model (``restart_source`` ``"bundle"``/``"auto"``), of an
   explicit ``restart``, or of the table itself.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import numpy as np
-
-from acmemodel.errors import AcmeModelError
-from acmemodel.planner.montecarlo import FailureMix, FailureType
-from acmemodel.planner.processes import (
-    ExponentialFailures, FailureProcess, PiecewiseHazard, RestartTime, WeibullFailures,
+from acmemodel.planner.run.montecarlo import FailureMix, FailureType
+from acmemodel.planner.run.processes import (
+    ExponentialFailures, FailureProcess, RestartTime, WeibullFailures, failure_process_from_law,
 )
 
 __all__ = ["RunInputs", "failure_process", "failure_mix"]
@@ -66,17 +64,8 @@ def failure_process(gpus: int, *, bundle: Callable[[], Any] | Any = None, mttf: 
         return base if reference_gpus is None else base.scaled(gpus / reference_gpus)
     b = bundle() if callable(bundle) else bundle
     model = b["failure"]
-    key = _model_key(lambda **k: model.mttf(gpus, **k), job_type)
-    if failure_model == "piecewise":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            tab = model.hazard_table(gpus, **key)
-        rates = tab["hazard_per_s"].to_numpy(float)
-        rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
-        if rates[-1] <= 0:
-            raise AcmeModelError(f"the bundle's hazard table for {gpus} GPUs ends with a zero hazard")
-        return PiecewiseHazard(tab["start_s"].to_numpy(float), rates)
-    return WeibullFailures(float(model.shape_), float(model.mttf(gpus, **key)))
+    law = lambda **k: model.failure_law(gpus, kind=failure_model, **k)  # noqa: E731
+    return failure_process_from_law(law(**_model_key(law, job_type)))
 
 
 def failure_mix(gpus: int, *, bundle: Callable[[], Any] | Any = None, source: str = "table",

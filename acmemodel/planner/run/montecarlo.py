@@ -2,7 +2,7 @@
 
 A run of ``W`` seconds of failure-free compute on ``g`` GPUs checkpoints every ``τ`` seconds of work
 (blocking cost ``C``; the last, possibly shorter, segment also ends with a checkpoint). Failures of the
-job come from a renewal process (:mod:`acmemodel.planner.processes`, the process *at the job's size*;
+job come from a renewal process (:mod:`acmemodel.planner.run.processes`, the process *at the job's size*;
 use ``failure.scaled(g / g_ref)`` to scale a per-size rate): the hazard clock restarts at every
 failure. Each failure gets a type from a :class:`FailureMix` (probabilities; the types compete with
 proportional hazards) and is followed by a restart time drawn from that type's distribution; a failure
@@ -26,8 +26,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from acmemodel.planner.checkpoint import STATUS_REASONS, _kernels, expected_time
-from acmemodel.planner.processes import FailureProcess, RestartTime
+from acmemodel.planner.run.checkpoint import STATUS_REASONS, _kernels, expected_time
+from acmemodel.planner.run.processes import FailureProcess, RestartTime
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class FailureMix:
     @classmethod
     def from_failure_table(cls, gpus: float | None = None, *, probabilities: Mapping[str, float] | None = None,
                            cluster: str | None = None) -> "FailureMix":
-        """Mix from the paper's failure table (``acmemodel.datasets.reference.load_failure_table``).
+        """Mix from the paper's failure table (``acmemodel.datasets.published.load_failure_table``).
 
         Probabilities: ``probabilities`` if given (reason → weight), else the failure-table prior for a
         job of ``gpus`` GPUs (``acmemodel.models.failure_types.failure_type_mix(gpus)``, which weighs
@@ -92,7 +92,7 @@ class FailureMix:
 
     @staticmethod
     def _table_types(gpus, probabilities, cluster) -> list:
-        from acmemodel.datasets.reference import load_failure_table
+        from acmemodel.datasets.published import load_failure_table
 
         tab = load_failure_table()
         if probabilities is None:
@@ -180,7 +180,7 @@ class RunSimulation:
     ``wall_s``, ``n_failures``, ``lost_work_s``, ``restart_s``, ``checkpoint_s`` (n,),
     ``type_loss_s`` / ``type_count`` (n, J) lost work + restart seconds / failures by type,
     ``finished`` (n,) bool. ``status`` 0 if the run finishes, else a code of
-    :data:`~acmemodel.planner.checkpoint.STATUS_REASONS` with ``reason``.
+    :data:`~acmemodel.planner.run.checkpoint.STATUS_REASONS` with ``reason``.
     """
 
     work_s: float

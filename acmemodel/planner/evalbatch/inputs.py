@@ -1,4 +1,4 @@
-"""Inputs of the evaluation planner (:mod:`acmemodel.planner.evaluation`): a batch's datasets and their
+"""Inputs of the evaluation planner (:mod:`acmemodel.planner.evalbatch.plan`): a batch's datasets and their
 expected phase times (seconds), the node hardware, the decoupled packing thresholds, the shipped default
 batch, and per-dataset priors fitted from past trials or a trace."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.config import check_int, check_number
+from acmemodel.planner.config_fields import check_int, check_number
 
 
 # ----------------------------------------------------------------------------------------- inputs

@@ -1,19 +1,25 @@
 /*
  * Internal interface between the files of the checkpoint-interval kernel (not part of the
- * Python-facing API): checkpoint_sums.c computes the renewal sums E[N], dE[N]/dtau, d2E[N]/dtau2 of one
- * scenario (Weibull: direct terms + Euler-Maclaurin; piecewise-constant hazard: geometric series), and
- * checkpoint.c runs the optimiser, the guard scan and the entry points on them, checkpoint_ripple.c the
- * ripple search of a piecewise hazard. The model and the
+ * Python-facing API): the renewal model of one scenario and what each file offers the others.
+ * checkpoint_sums.c computes the renewal sums E[N], dE[N]/dtau, d2E[N]/dtau2 (Weibull: direct terms +
+ * Euler-Maclaurin; renewal_piecewise.c for a piecewise-constant hazard: geometric series);
+ * checkpoint_ascent.c the Newton ascent to a local maximum of phi; checkpoint_ripple.c the ripple search
+ * and checkpoint_bounds.c the guard scan's bounds under a piecewise hazard; checkpoint.c runs the
+ * optimiser and the entry points on them. Every file includes this header and no other file's
+ * declarations, so the calls run one way: checkpoint.c -> ripple, bounds, ascent -> sums -> piecewise. The model and the
  * notation are described at the top of checkpoint.c, the sums at the top of checkpoint_sums.c.
  * Functions shared between the files carry the prefix ckpt_ (external linkage inside the
  * extension only; the other kernel files keep their own static copies under unprefixed names).
  */
-#ifndef ACME_CHECKPOINT_H
-#define ACME_CHECKPOINT_H
+#ifndef ACME_RENEWAL_H
+#define ACME_RENEWAL_H
 
 #include "acme_solver.h"
 
 
+#define ACME_STOP 1e-17     /* a renewal sum stops when a term is below this fraction of the sum */
+#define ACME_GROUP_MAX 600.0  /* piecewise: group-sum factors exp(-h_j (r_q - r_0)) kept down to exp(-this) */
+#define ACME_GROUP_LAST 100.0 /* ... and used when h_{m-1} (b_{m-1} - r_0) <= this */
 #define ACME_CLUSTER_DELTA 0.05 /* Weibull: nodes within DELTA (r_0 + x) of the least r_0 ... */
 #define ACME_CLUSTER_N 4        /* ... are summed as their Gauss rule of this many points ... */
 #define ACME_CLUSTER_MIN 6      /* ... when there are at least this many */
@@ -63,22 +69,21 @@ int ckpt_cluster_prefix(renewal *R, double x);
 /* ... for the bounds: the current rule kept when its prefix is no longer than the one at x */
 int ckpt_cluster_prefix_bound(renewal *R, double x);
 
+/* renewal_piecewise.c: piecewise hazard, the sums A0, A1, A2 (acc[3]) at x = tau + C, node by node or in
+ * groups (R->grouped; want as in the sums) */
+void ckpt_piecewise_sums_nodes(renewal *R, double x, double *acc);
+void ckpt_piecewise_sums_groups(renewal *R, double x, int want, double *acc);
+
 /* E[N], dE[N]/dtau, d2E[N]/dtau2 at tau (Weibull and piecewise families; want as in the sums) */
 void ckpt_renewal_terms(renewal *R, double tau, int want, double *EN, double *d1, double *d2);
 
 #define ROOT2 1.4142135623730951
 #define ACME_KINK_EPS 1e-10 /* a kink maximum is located to this relative distance (checkpoint.c) */
 
-/* phi = tau E[N] and (want) phi', phi'' */
-static inline double ckpt_phi3(renewal *R, double tau, int want, double *g, double *gp) {
-    double en, d1, d2;
-    ckpt_renewal_terms(R, tau, want, &en, &d1, &d2);
-    *g = en + tau * d1;
-    *gp = 2.0 * d1 + tau * d2;
-    return tau * en;
-}
+/* phi = tau E[N] and (want) phi', phi'' (*g, *gp) at tau (checkpoint_sums.c) */
+double ckpt_phi3(renewal *R, double tau, int want, double *g, double *gp);
 
-/* checkpoint.c: safeguarded Newton on phi' = 0 from t within [lo, hi] (first: phi, phi', phi'' at t if
+/* checkpoint_ascent.c: safeguarded Newton on phi' = 0 from t within [lo, hi] (first: phi, phi', phi'' at t if
  * known, else NULL; br: NULL or points {below t, above t} where phi is known to be <= phi(t), 0 for an
  * unknown side: the ascent stays between them; uphill: the ratio of its steps into an unbounded side,
  * ACME_UPHILL unless the caller knows the scale of phi's features); returns the last point evaluated,
@@ -100,7 +105,7 @@ double ckpt_guard_ratio(renewal *R, double tau, double ph, double best, int *rip
 double ckpt_kink_peak(const renewal *R, double lo, double hi);
 /* piecewise hazard: an upper bound on phi(tau) from closed forms (midpoint rule, no renewal sum) and
  * *quiet = 1 when the guard scan's ripple test is false for every phi(tau) the bounds allow
- * (checkpoint_ripple.c) */
+ * (checkpoint_bounds.c) */
 double ckpt_piecewise_guard(const renewal *R, double tau, double best, int *quiet);
 
 #endif

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import DataWarning
-from .cluster_sim import _backend_arg, default_routing, prepare_jobs, simulate_cluster
-from .cluster_sim import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
-from .cluster_sim import pooled_wait_quantile as _report_quantile  # the trade-off columns (not the search metric)
+from acmemodel.errors import DataWarning
+from acmemodel.sim.cluster import _backend_arg, default_routing, prepare_jobs, simulate_cluster
+from acmemodel.sim.cluster import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
+from acmemodel.sim.cluster import pooled_wait_quantile as _report_quantile  # the trade-off columns (not the search metric)
 
 __all__ = ["QuotaResult", "find_quota"]
 
@@ -135,7 +135,7 @@ def _max_alloc(gpus: np.ndarray, gpn: int) -> int:
 def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "eval_lane",
                target_type: str = "Eval", quantile: float = 0.9, target_wait_s: float = 600.0,
                partitions: dict | None = None, step: int | None = None, lo: int | None = None, hi: int | None = None,
-               n_replicas: int = 1, seed: int | None = 0, backend: str = "c", engine: str | None = None,
+               n_replicas: int = 1, seed: int | None = 0, backend: str = "c",
                pretrain_type: str = "Pretrain",
                **sim_kwargs) -> QuotaResult:
     """Find the quota that meets ``quantile``-wait of ``target_type`` jobs <= ``target_wait_s`` seconds.
@@ -167,7 +167,7 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
     step = gpus_per_node if step is None else step
     if not isinstance(step, (int, np.integer)) or step < 1 or step % gpus_per_node:
         raise ValueError(f"step must be a positive multiple of gpus_per_node={gpus_per_node}, got {step!r}")
-    backend = _backend_arg(backend, engine, "find_quota")
+    backend = _backend_arg(backend)
     for k in ("partitions", "total_gpus", "gpus_per_node", "backend"):
         if k in sim_kwargs:
             raise ValueError(f"{k} is set by find_quota; do not pass it in sim_kwargs")

@@ -46,17 +46,14 @@ a ``dask.distributed.Client`` (e.g. of a ``LocalCluster`` or an existing schedul
 tasks. With ``out=`` rows are checkpointed to ``OUT.partial/`` as points complete and ``resume=True``
 reuses the successful rows of ``OUT`` and ``OUT.partial/`` (errored points run again).
 
-The grid (axes, parsing, point ids, seeds) is in :mod:`.sweep_grid` and the plots in :mod:`.sweep_plots`;
-their public names are re-exported here.
+The grid (axes, parsing, point ids, seeds) is in :mod:`.grid` and the plots in :mod:`.plots`.
 """
 from __future__ import annotations
 
 import copy
 import json
 import shutil
-import sys
 import time
-import types
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -64,11 +61,14 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.sweep_grid import (  # noqa: F401  (the grid's names are part of this API)
-    AXES, Axis, AxisSpec, _apply, _canon, _check_axes_against_config, _hash, _read_mapping, derive_seed,
-    grid_points, load_grid, point_id, register_axis,
+from acmemodel.planner.sweep.grid import (
+    _apply, _canon, _check_axes_against_config, _hash, _read_mapping, derive_seed, grid_points, load_grid,
+    point_id,
 )
-from acmemodel.planner.sweep_plots import pareto_front, plot_sweep  # noqa: F401
+from acmemodel.planner.config import ClusterConfig
+from acmemodel.planner.config_fields import with_reliability
+from acmemodel.planner.planner import Planner
+from acmemodel.planner.run.montecarlo import FailureMix
 
 #: largest grid run without ``allow_large`` (``--yes``)
 MAX_POINTS = 1_000_000
@@ -124,9 +124,6 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
     """
     import warnings
 
-    from acmemodel.planner.config import ClusterConfig
-    from acmemodel.planner.montecarlo import FailureMix
-    from acmemodel.planner.planner import Planner
 
     try:
         raw = copy.deepcopy(raw)
@@ -194,8 +191,6 @@ def evaluate_parts(arglist: list) -> list:
 def _raw_config(config, reliability: str | None = None) -> tuple[dict, str | None, str | None]:
     """(raw mapping, base_dir, source) of a config path, mapping or loaded ClusterConfig; ``reliability``:
     a preset that replaces the config's failure rate (:func:`~acmemodel.planner.config.with_reliability`)."""
-    from acmemodel.planner.config import ClusterConfig, with_reliability
-
     if isinstance(config, ClusterConfig):
         if not config.source:
             raise ConfigError("sweep needs the configuration as a file or a mapping (a ClusterConfig built "
@@ -371,8 +366,6 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
         for a in axes:
             _apply(raw, a, values[a.name])
         try:
-            from acmemodel.planner.config import ClusterConfig
-
             ClusterConfig.from_dict(raw, base_dir=Path(plan["base_dir"]) if plan["base_dir"] else None)
         except Exception as e:
             needs.append(("error", f"config: {str(e).splitlines()[0]}"))
@@ -500,14 +493,3 @@ def _frame(rows: list, axes) -> pd.DataFrame:
         if df[a.name].map(type).nunique() > 1:
             df[a.name] = df[a.name].astype(str)
     return df
-
-
-# ``acmemodel.planner.sweep(config, grid)`` must work whether the name resolves to this function (the
-# package's lazy export) or to this module (once imported, a submodule is an attribute of its package):
-# the module is callable and calls :func:`sweep`.
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args, **kwargs):
-        return sweep(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

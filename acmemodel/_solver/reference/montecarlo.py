@@ -1,14 +1,15 @@
-"""NumPy twin of the run simulator ``_core.mc_run`` of ``montecarlo.c`` (see :mod:`.reference` for the
+"""NumPy twin of the run simulator ``_core.mc_run`` of ``montecarlo.c`` (see :mod:`.checkpoint` for the
 checkpoint kernels' twins and the model): one replica at a time, one checkpoint segment at a time (no
 event skipping), with NumPy ``Generator`` streams seeded by ``(seed, replica)`` -- the same model with
-different random numbers, so it agrees with C within sampling error only. :func:`mc_run` stays
-importable from :mod:`acmemodel.planner.reference`.
+different random numbers, so it agrees with C within sampling error only.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from acmemodel._solver.reference.checkpoint import _Dist
 
 
 # ------------------------------------------------------------------------------------ Monte Carlo
@@ -28,8 +29,6 @@ def mc_run(n_rep, seed, work, tau, ckpt, max_wall, family, params, type_prob, re
     ``type_loss`` (n, J) seconds of lost work + restart per failure type, ``type_count`` (n, J).
     ``n_threads`` is accepted for signature compatibility and ignored.
     """
-    from acmemodel.planner.reference import _Dist  # (reference re-exports this module: import late)
-
     d = _Dist(family, params)
     p = np.asarray(type_prob, dtype=float)
     cdf = np.cumsum(p) / p.sum()

@@ -1,10 +1,9 @@
 """Evaluation planner: how long one checkpoint's evaluation batch takes on N nodes, coupled or decoupled.
 
-The model (phases, the two policies, the packing rules) is stated in :mod:`.evaluation_schedule`; the
-inputs (datasets, hardware, packing thresholds, the default batch, fitted priors) are in
-:mod:`.evaluation_inputs`. This module is the planner front: a validated configuration
-(:class:`EvalPlanConfig`), :class:`EvalPlanner` and its result, and the evaluation feedback delay the run
-planner reports (:func:`feedback_from_plan`). Every public name of the two other modules is re-exported.
+The model (phases, the two policies, the packing rules) is stated in :mod:`.schedule`; the inputs
+(datasets, hardware, packing thresholds, the default batch, fitted priors) are in :mod:`.inputs`. This
+module is the planner front: a validated configuration (:class:`EvalPlanConfig`), :class:`EvalPlanner`
+and its result, and the evaluation feedback delay the run planner reports (:func:`feedback_from_plan`).
 """
 from __future__ import annotations
 
@@ -15,12 +14,14 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.evaluation_inputs import (  # noqa: F401 (re-exported)
-    PROFILE_SHARES, Dataset, DatasetPriors, EvalBatch, EvalHardware, PackingRules, check_nodes, default_batch,
+from acmemodel.planner.evalbatch.inputs import (
+    Dataset, DatasetPriors, EvalBatch, EvalHardware, PackingRules, check_nodes, default_batch,
 )
-from acmemodel.planner.evaluation_schedule import (  # noqa: F401 (re-exported)
+from acmemodel.planner.evalbatch.schedule import (
     BatchSchedule, Interval, pack_trials, simulate_coupled, simulate_decoupled,
 )
+from acmemodel.planner.config_fields import _check_keys, parse_duration, read_config_file
+from acmemodel.planner.report import write_eval_report
 
 
 # ----------------------------------------------------------------------------------------- planner
@@ -47,8 +48,6 @@ class EvalPlanConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping | None, *, base_dir: Path | None = None) -> "EvalPlanConfig":
-        from acmemodel.planner.config import _check_keys, parse_duration
-
         top = _check_keys(data or {}, {"model_size_gb", "hardware", "datasets", "packing", "nodes", "policy"},
                           "evaluation config")
         hw_d = _check_keys(top.get("hardware"), {f for f in EvalHardware.__dataclass_fields__
@@ -99,8 +98,6 @@ class EvalPlanConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "EvalPlanConfig":
-        from acmemodel.planner.config import read_config_file
-
         p = Path(path)
         cfg = cls.from_dict(read_config_file(p), base_dir=p.parent)
         cfg.source = str(p)
@@ -138,8 +135,6 @@ class EvalPlanResult:
                 "speedup": {str(n): self.speedup(n) for n in cfg.nodes}}
 
     def report(self, path: str | Path) -> str:
-        from acmemodel.planner.report import write_eval_report
-
         return write_eval_report(self, path)
 
 

@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from scipy import stats
+
+from acmemodel.errors import AcmeModelError
 
 FAMILY_CODES = {"exponential": 0, "weibull": 1, "piecewise": 2}
 
@@ -243,6 +246,41 @@ def make_failure_process(mttf, shape=None) -> FailureProcess:
     return WeibullFailures(shape, mttf)
 
 
+#: pieces of the piecewise-constant hazard that stands for a log-normal law (geometric breaks)
+LOGNORMAL_PIECES = 24
+
+
+def failure_process_from_law(law) -> FailureProcess:
+    """The failure process of a law a failure model hands over (:meth:`FailureModel.failure_law`):
+    ``exponential`` (``mean_s``), ``weibull`` (``shape``, ``mean_s``), ``piecewise`` (``start_s``,
+    ``hazard_per_s``; negative or non-finite rates read as 0, the last must be > 0) or ``lognormal``
+    (``mu``, ``sigma`` of log-seconds). The kernels know the first three; a log-normal law is planned as
+    the piecewise-constant hazard that has its survival exactly at :data:`LOGNORMAL_PIECES` geometric
+    breaks from its 0.1 % to its 99.9 % quantile (``H = -log S``, the rate on a piece ``ΔH / Δt``), the
+    last piece keeping the law's hazard at the last break."""
+    fam = str(law.get("family", ""))
+    if fam == "exponential":
+        return ExponentialFailures(float(law["mean_s"]))
+    if fam == "weibull":
+        return WeibullFailures(float(law["shape"]), float(law["mean_s"]))
+    if fam == "piecewise":
+        rates = np.asarray(law["hazard_per_s"], float)
+        rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
+        if rates.size == 0 or rates[-1] <= 0:
+            raise AcmeModelError("the failure law's piecewise hazard ends with a zero hazard")
+        return PiecewiseHazard(np.asarray(law["start_s"], float), rates)
+    if fam == "lognormal":
+        mu, sigma = float(law["mu"]), float(law["sigma"])
+        if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"a log-normal failure law needs finite mu and sigma > 0, got {law!r}")
+        d = stats.lognorm(s=sigma, scale=math.exp(mu))
+        b = np.concatenate([[0.0], np.geomspace(d.ppf(0.001), d.ppf(0.999), LOGNORMAL_PIECES)])
+        H = -d.logsf(b)
+        rates = np.append(np.diff(H) / np.diff(b), float(np.exp(d.logpdf(b[-1]) - d.logsf(b[-1]))))
+        return PiecewiseHazard(b, rates)
+    raise ValueError(f"unknown failure law family {fam!r} (exponential, weibull, piecewise, lognormal)")
+
+
 # ------------------------------------------------------------------------------------ restart time
 _KIND_CODES = {"fixed": 0, "lognormal": 1, "exponential": 2}
 
@@ -406,7 +444,7 @@ def _merge_nodes(v: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.n
 @lru_cache(maxsize=64)
 def _merged(vb: bytes, wb: bytes, k: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_merge_nodes` on the arrays' bytes (a plan asks for the same restart law per run and call)."""
-    from acmemodel.planner.reference_rule import gauss_rule
+    from acmemodel._solver.reference.quadrature import gauss_rule
 
     v, w = np.frombuffer(vb), np.frombuffer(wb)
     zero = v <= 0.0

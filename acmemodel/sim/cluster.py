@@ -6,7 +6,7 @@ reserved pretraining partition, a shared pool and optionally a guaranteed (dedic
 per-job start times and waits plus the summaries the planner needs: the queue-delay distribution per job type,
 utilization per partition and pretraining throughput.
 
-Scheduling rules (fully specified in :mod:`acmemodel.planner.reference_cluster`, the pure-Python twin that the C
+Scheduling rules (fully specified in :mod:`acmemodel._solver.reference.cluster`, the pure-Python twin that the C
 kernel reproduces exactly):
 
 * gang scheduling of whole jobs; a job of ``g <= gpus_per_node`` GPUs is packed on one node (best fit), a larger job
@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..errors import DataWarning
+from acmemodel.errors import DataWarning
+from acmemodel._solver import _cluster
 
 __all__ = ["ClusterSimResult", "simulate_cluster", "prepare_jobs", "default_routing"]
 
@@ -139,11 +140,6 @@ class ClusterSimResult:
     backend: str = "c"
     settings: dict = field(default_factory=dict)
 
-    @property
-    def engine(self) -> str:
-        """Earlier name of :attr:`backend` (kept for one release)."""
-        return self.backend
-
     def summary(self) -> pd.DataFrame:
         """Per-type queue-delay table (seconds) -- the same as :attr:`queue_s`."""
         return self.queue_s
@@ -195,18 +191,63 @@ def _check_partitions(total_gpus, gpus_per_node, partitions) -> dict:
     return {k: int(v) for k, v in parts.items()}
 
 
-def _backend_arg(backend: str, engine: str | None, where: str) -> str:
-    """The kernel switch ``backend`` ("c" or "numpy"); ``engine`` is its deprecated earlier name."""
-    arg = "backend"
-    if engine is not None:
-        import warnings
+@dataclass(frozen=True)
+class SchedulingPolicy:
+    """How the simulated cluster schedules its queues (the rules are in the module docstring), parsed once
+    from wherever it is stated and handed to :func:`simulate_cluster` / :func:`~acmemodel.sim.quota.find_quota`
+    as keyword arguments (:meth:`kwargs`).
 
-        arg = "engine"
-        warnings.warn(f"{where}(engine=...) is now backend= (as in the checkpoint and Monte Carlo kernels)",
-                      DeprecationWarning, stacklevel=3)
-        backend = engine
+    ``backfill``: EASY backfill inside each partition; ``best_effort_on_reserved``: other partitions' jobs
+    run preemptibly on idle GPUs of the reserved partition, ``best_effort_types`` the types allowed to
+    (``None``: all not routed there); ``priorities``: {type: integer}, higher first, FIFO within one;
+    ``routing``: {type: partition}."""
+
+    backfill: bool = True
+    best_effort_on_reserved: bool = False
+    best_effort_types: tuple | None = None
+    priorities: Mapping[str, int] | None = None
+    routing: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_config(cls, cluster) -> "SchedulingPolicy":
+        """From a planner configuration's ``cluster`` section (its ``backfill``, ``best_effort_on_reserved``,
+        ``best_effort_types``, ``priorities`` and ``routing`` fields)."""
+        bet = cluster.best_effort_types
+        return cls(backfill=bool(cluster.backfill), best_effort_on_reserved=bool(cluster.best_effort_on_reserved),
+                   best_effort_types=None if bet is None else tuple(bet),
+                   priorities=dict(cluster.priorities) or None, routing=dict(cluster.routing) or None)
+
+    @classmethod
+    def from_calibration(cls, policy: Mapping, *, reserved: bool = True) -> "SchedulingPolicy":
+        """From a calibrated policy record (a bundle's ``provenance["calibration"][cluster]["policy"]``:
+        ``priorities``, ``best_effort``, ``best_effort_types``); best effort needs a reserved partition."""
+        bet = policy.get("best_effort_types")
+        return cls(best_effort_on_reserved=bool(policy.get("best_effort")) and reserved,
+                   best_effort_types=None if bet is None else tuple(bet),
+                   priorities=dict(policy.get("priorities") or {}) or None)
+
+    def with_priority_like(self, new_type: str, like: str) -> "SchedulingPolicy":
+        """The policy with ``new_type`` at ``like``'s priority (when ``like`` has one and ``new_type`` none)."""
+        if not self.priorities or like not in self.priorities or new_type in self.priorities:
+            return self
+        return replace(self, priorities={**self.priorities, new_type: self.priorities[like]})
+
+    def kwargs(self) -> dict:
+        """The keyword arguments of :func:`simulate_cluster` that state this policy."""
+        out = {"backfill": self.backfill, "best_effort_on_reserved": self.best_effort_on_reserved}
+        if self.priorities:
+            out["priorities"] = dict(self.priorities)
+        if self.best_effort_types is not None:
+            out["best_effort_types"] = list(self.best_effort_types)
+        if self.routing:
+            out["routing"] = dict(self.routing)
+        return out
+
+
+def _backend_arg(backend: str) -> str:
+    """The kernel switch ``backend``: "c" or "numpy"."""
     if backend not in ("c", "numpy"):
-        raise ValueError(f"{arg} must be 'c' or 'numpy', got {backend!r}")
+        raise ValueError(f"backend must be 'c' or 'numpy', got {backend!r}")
     return backend
 
 
@@ -215,7 +256,7 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
                      reserved_partition: str | None = "pretrain", best_effort_types=None,
                      backfill_depth: int | None = 1000, window: tuple | None = None,
                      pretrain_type: str = "Pretrain", priorities: Mapping[str, int] | None = None,
-                     backend: str = "c", engine: str | None = None) -> ClusterSimResult:
+                     backend: str = "c") -> ClusterSimResult:
     """Simulate the cluster on a job list; see the module docstring for the rules.
 
     Parameters
@@ -235,9 +276,9 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
     priorities : {type: integer}; higher is served first in every queue (and among best-effort candidates), FIFO
         within a priority; unlisted types get 0. Default None: all equal (plain FIFO).
     backend : ``"c"`` (the C kernel) or ``"numpy"`` (the pure-Python twin, for testing) — the same switch as
-        the checkpoint and Monte Carlo kernels. ``engine`` is its earlier name (one release, DeprecationWarning).
+        the checkpoint and Monte Carlo kernels.
     """
-    backend = _backend_arg(backend, engine, "simulate_cluster")
+    backend = _backend_arg(backend)
     if backfill_depth is not None and (not isinstance(backfill_depth, (int, np.integer)) or backfill_depth < 0):
         raise ValueError(f"backfill_depth must be a non-negative integer or None, got {backfill_depth!r}")
     parts = _check_partitions(total_gpus, gpus_per_node, partitions if partitions is not None else {})
@@ -287,10 +328,9 @@ def simulate_cluster(jobs, *, total_gpus: int, gpus_per_node: int = 8, partition
               backfill_depth=-1 if backfill_depth is None else int(backfill_depth), w0=w0, w1=w1,
               prio=prio[order] if priorities else None)
     if backend == "c":
-        from .._solver import _cluster
         raw = _cluster.simulate(*args, **kw)
     else:
-        from .reference_cluster import simulate_reference
+        from acmemodel._solver.reference.cluster import simulate_reference
         raw = simulate_reference(*args, **kw)
     inv = np.empty_like(order)
     inv[order] = np.arange(len(order))

@@ -1,4 +1,4 @@
-"""Plots of a planning sweep (:mod:`acmemodel.planner.sweep`): heat maps over two axes and the Pareto
+"""Plots of a planning sweep (:mod:`acmemodel.planner.sweep.runner`): heat maps over two axes and the Pareto
 front of GPU-hours lost against the Eval p90 wait (PNG, matplotlib Agg)."""
 from __future__ import annotations
 

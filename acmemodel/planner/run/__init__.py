@@ -1,0 +1,9 @@
+"""One training run under failures: its inputs and the two questions asked of them.
+
+* :mod:`.processes` — failure processes (exponential, Weibull, piecewise-constant hazard) and restart
+  times, with the parameters the C kernels take;
+* :mod:`.inputs` — ``RunInputs``: a run's failure process, failure-type mix and restart law, assembled
+  once from a bundle or explicit values;
+* :mod:`.checkpoint` — the renewal-model optimal checkpoint interval and E[T](τ);
+* :mod:`.montecarlo` — ``FailureMix`` and the Monte Carlo run simulator.
+"""
