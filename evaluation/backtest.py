@@ -293,7 +293,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     info = {"cutoff_utc": pd.Timestamp(float(test["submit_s"].min()), unit="s", tz="UTC").isoformat(),
             "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
             "runtime_cells_fitted": int(len(rm.cells_.entries_)),
-            "predictor_features": list(pred.features_)}
+            "predictor_features": list(pred.features_), "predictor_choice": pred.choice_,
+            "predictor_selection": dict(pred.selection_), "predictor_offsets": list(pred.offsets_),
+            "runtime_pooling": rm.pool_}
     if "run_censored" in test.columns:
         info["n_test_running_excluded"] = int((test["run_censored"].fillna(False).astype(bool)
                                                & (test["gpu_num"] > 0)).sum())
