@@ -50,7 +50,8 @@ import pandas as pd
 from acmemodel.evaluation import metrics as M
 from acmemodel.evaluation.split import time_split
 
-__all__ = ["BacktestResult", "runtime_backtest", "render_table"]
+__all__ = ["BacktestResult", "runtime_backtest", "render_table", "model_card", "render_card", "paired",
+           "coverage_verdict"]
 
 QUANTILES = (0.1, 0.5, 0.9)
 #: metrics where larger is better (all others: smaller is better, coverage: closest to 0.8)
@@ -63,6 +64,8 @@ class BacktestResult:
 
     results: pd.DataFrame
     info: dict[str, Any] = field(default_factory=dict)
+    #: the model card (:func:`model_card`): paired comparisons and interval coverages
+    card: dict[str, list] = field(default_factory=dict)
 
     def pooled(self) -> pd.DataFrame:
         """Model × metric table of the pooled (``cell == "all"``) scores."""
@@ -73,7 +76,7 @@ class BacktestResult:
         rows = [{"model": r.model, "metric": r.metric, "cell": r.cell,
                  "value": None if not np.isfinite(r.value) else float(r.value), "n": int(r.n)}
                 for r in self.results.itertuples(index=False)]
-        return {"results": rows, "info": self.info}
+        return {"card": _json_safe(self.card), "results": rows, "info": _json_safe(self.info)}
 
     def table(self, cell: str = "all"):
         """Rich tables of one cell's scores (see :func:`render_table`)."""
@@ -251,9 +254,11 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     # ---------------------------------------------------------------- distributions
     kf = rm.key_frame(t)
     kf_nostate = kf.drop(columns=["state"], errors="ignore")
+    per_job: dict[tuple[str, str], np.ndarray] = {}  # (model, metric) → per-test-job values (the card)
     for name, model, keys in (("runtime_model", rm, kf), ("runtime_model_nostate", rm, kf_nostate),
                               ("global", rg, pd.DataFrame(index=t.index))):
         ll, pit, crps = _score_distribution(model, keys, x, rng, crps_draws)
+        per_job[(name, "loglik")], per_job[(name, "crps_log")] = ll, crps
         rows += _rows(name, "loglik", _by_cell(M.heldout_loglik, cells, min_cell_jobs, ll))
         rows += _rows(name, "ks", _by_cell(M.pit_ks, cells, min_cell_jobs, pit))
         rows += _rows(name, "crps_log", _by_cell(lambda v: float(np.mean(v)), cells, min_cell_jobs, crps))
@@ -267,6 +272,10 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     }
     for name, q in qmodels.items():
         lo, med, hi = q[:, 0], q[:, 1], q[:, 2]
+        per_job[(name, "coverage")] = ((y >= lo) & (y <= hi)).astype(float)
+        for a, col in zip(QUANTILES, (lo, med, hi)):
+            u = y - col
+            per_job[(name, f"pinball_p{round(a * 100):02d}")] = np.maximum(a * u, (a - 1) * u)
         for a, col in zip(QUANTILES, (lo, med, hi)):
             rows += _rows(name, f"pinball_p{round(a * 100):02d}",
                           _by_cell(lambda yy, qq, a=a: M.pinball_loss(yy, qq, a), cells, min_cell_jobs,
@@ -287,6 +296,15 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     # per-job |error| of the point predictions, for the paired comparison of the verdict
     abs_errors = {name: np.abs(y - q[:, 1]) for name, q in qmodels.items()}
     abs_errors["user_median"] = np.abs(y - um_log)
+    if "name_prior_median_run_s" in t.columns and np.isfinite(
+            pd.to_numeric(t["name_prior_median_run_s"], errors="coerce")).any():
+        nm = pd.to_numeric(t["name_prior_median_run_s"], errors="coerce").to_numpy(dtype=float)
+        nm_log = np.where(np.isfinite(nm), np.log1p(np.maximum(nm, 0.0)), um_log)
+        abs_errors["name_median"] = np.abs(y - nm_log)
+        rows += _rows("name_median", "mae_log", _by_cell(lambda yy, mm: float(np.mean(np.abs(yy - mm))), cells,
+                                                         min_cell_jobs, y, nm_log))
+    for name, e in abs_errors.items():
+        per_job[(name, "mae_log")] = e
     rows += _rows("user_median", "fallback_share",
                   _by_cell(lambda f: float(np.mean(f)), cells, min_cell_jobs, fallback.astype(float)))
 
@@ -313,6 +331,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
             for name, model, keys in (("queue_model", qm, qm.key_frame(qt)),
                                       ("queue_global", qg, pd.DataFrame(index=qt.index))):
                 ll, _, _ = _score_distribution(model, keys, w, rng, 0, censored=c)
+                per_job[(name, "loglik")] = ll[keep]
                 rows += _rows(name, "loglik",
                               _by_cell(M.heldout_loglik, qcells[keep], min_cell_jobs, ll[keep]))
                 p0 = _cell_p_atom(model, keys)
@@ -323,7 +342,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
     info["predictor_vs_best_baseline"] = predictor_verdict(res, abs_errors)
-    return BacktestResult(res, info)
+    return BacktestResult(res, info, model_card(per_job))
 
 
 #: the point-prediction baselines the predictor must beat (pooled MAE of log run time)
@@ -371,3 +390,152 @@ def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:
     codes, uniques = pd.factorize(res["cell"])
     p = np.array([model.cells_.entries_[c].value.p_atom for c in uniques], dtype=float)
     return p[codes] if len(codes) else np.zeros(0)
+
+
+# ============================================================================ the model card
+#: the card's tables: (title, model, [(metric, baseline)]); a row appears when both were scored
+CARD = (
+    ("RuntimeModel, submission-time cell (cluster, type, GPUs)", "runtime_model_nostate",
+     (("loglik", "global"), ("crps_log", "global"))),
+    ("RuntimeModel given the final state (simulator use)", "runtime_model",
+     (("loglik", "global"), ("crps_log", "global"))),
+    ("RuntimePredictor (point: p50)", "predictor",
+     (("mae_log", "user_median"), ("mae_log", "name_median"), ("mae_log", "runtime_model_nostate"),
+      ("mae_log", "global"), ("pinball_p10", "runtime_model_nostate"), ("pinball_p50", "runtime_model_nostate"),
+      ("pinball_p90", "runtime_model_nostate"), ("pinball_p10", "global"), ("pinball_p90", "global"))),
+    ("QueueModel", "queue_model", (("loglik", "queue_global"),)),
+)
+#: the band a p10–p90 interval's coverage must fall in to be called calibrated
+COVERAGE_BAND = (0.75, 0.85)
+
+
+def _json_safe(v):
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, (np.floating, float)):
+        return float(v) if np.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def paired(model_values, baseline_values, higher_is_better: bool) -> dict[str, Any]:
+    """Paired comparison of a model with a baseline on the same test jobs.
+
+    ``d_i`` = the model's advantage on job ``i`` (``model − baseline`` for a score where higher is
+    better, ``baseline − model`` for a loss); ``diff = mean d``, ``se = sd(d)/√n``. Verdict: ``"tie
+    within one SE"`` when ``|diff| <= se``, else ``"model better"`` or ``"use the baseline"``. Jobs where
+    either value is not finite are left out of ``se`` (a model giving an observed value zero density
+    has ``diff = −inf``: the baseline wins)."""
+    a = np.asarray(model_values, float)
+    b = np.asarray(baseline_values, float)
+    d = (a - b) if higher_is_better else (b - a)
+    ok = np.isfinite(d)
+    n = int(d.size)
+    with np.errstate(invalid="ignore"):
+        diff = float(np.mean(d)) if n else float("nan")
+    se = float(np.std(d[ok], ddof=1) / np.sqrt(ok.sum())) if ok.sum() > 1 else float("nan")
+    if not np.isfinite(diff) and not np.isnan(diff):
+        verdict = "model better" if diff > 0 else "use the baseline"
+    elif not np.isfinite(diff) or not np.isfinite(se):
+        verdict = "not enough jobs"
+    elif abs(diff) <= se:
+        verdict = "tie within one SE"
+    else:
+        verdict = "model better" if diff > 0 else "use the baseline"
+    return {"model_value": float(np.mean(a)) if n else float("nan"),
+            "baseline_value": float(np.mean(b)) if n else float("nan"),
+            "diff": diff, "se": se, "n": n, "verdict": verdict}
+
+
+def coverage_verdict(hits, nominal: float = 0.8, band=COVERAGE_BAND) -> dict[str, Any]:
+    """Coverage of an interval from per-job hits (1 = inside): the share, its binomial standard error
+    ``sqrt(c(1 − c)/n)`` and the verdict ``"calibrated"`` inside ``band``, else ``"under-covers"`` /
+    ``"over-covers"``."""
+    h = np.asarray(hits, float)
+    n = int(h.size)
+    c = float(h.mean()) if n else float("nan")
+    se = float(np.sqrt(c * (1 - c) / n)) if n else float("nan")
+    verdict = ("calibrated" if band[0] <= c <= band[1] else "under-covers" if c < band[0] else "over-covers")
+    return {"nominal": nominal, "coverage": c, "se": se, "n": n, "verdict": verdict}
+
+
+def model_card(per_job: dict[tuple[str, str], np.ndarray]) -> dict[str, list]:
+    """The card of a backtest from per-test-job values ``{(model, metric): array}``: ``comparisons``
+    (one row per table of :data:`CARD` and baseline: metric, model and baseline means, the paired
+    difference ``diff`` (> 0: the model is better) ± ``se``, verdict) and ``intervals`` (the p10–p90
+    coverage of every model with an interval)."""
+    comps = []
+    for title, model, pairs in CARD:
+        for metric, base in pairs:
+            a, b = per_job.get((model, metric)), per_job.get((base, metric))
+            if a is None or b is None or len(a) != len(b):
+                continue
+            comps.append({"table": title, "model": model, "baseline": base, "metric": metric,
+                          **paired(a, b, metric in HIGHER_IS_BETTER)})
+    intervals = [{"model": m, "interval": "p10-p90", **coverage_verdict(v)}
+                 for (m, metric), v in per_job.items() if metric == "coverage"]
+    return {"comparisons": comps, "intervals": intervals}
+
+
+def _num(v: float, signed: bool = False) -> str:
+    if v is None or not np.isfinite(v):
+        return "—" if v is None or np.isnan(v) else ("+inf" if v > 0 else "−inf")
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+SHORT_MODEL = {"runtime_model_nostate": "cell model", "runtime_model": "cell+state", "global": "global",
+               "user_median": "user median", "name_median": "name median", "predictor": "predictor",
+               "queue_model": "queue model", "queue_global": "queue global"}
+
+
+def render_card(card: dict[str, list], info: dict | None = None):
+    """The model card as rich tables within 80 columns: one per model with its baselines (metric, the
+    model's and the baseline's mean, the paired difference ± SE where > 0 favours the model, verdict)
+    and the interval coverages."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    out = []
+    if info:
+        n_tr, n_te = info.get("n_train"), info.get("n_test")
+        cut = str(info.get("cutoff_utc", "?"))[:16].replace("T", " ")
+        out.append(Text(f"Model card: trained on {n_tr:,} GPU jobs before {cut} UTC, "
+                        f"tested on the {n_te:,} after." if isinstance(n_tr, (int, np.integer))
+                        and isinstance(n_te, (int, np.integer)) else "Model card"))
+    tables: dict[str, list] = {}
+    for r in card.get("comparisons", []):
+        tables.setdefault(r["table"], []).append(r)
+    for title, rows in tables.items():
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, pad_edge=False)
+        for col, just in (("metric", "left"), ("baseline", "left"), ("model", "right"), ("base", "right"),
+                          ("gain ± SE", "right"), ("verdict", "left")):
+            t.add_column(col, justify=just, no_wrap=True)
+        for r in rows:
+            arrow = "↑" if r["metric"] in HIGHER_IS_BETTER else "↓"
+            gain = f"{_num(r['diff'], True)} ± {_num(r['se'])}"
+            style = {"use the baseline": "bold red", "model better": "green"}.get(r["verdict"], "")
+            t.add_row(f"{SHORT.get(r['metric'], r['metric'])} {arrow}", SHORT_MODEL.get(r["baseline"], r["baseline"]),
+                      _num(r["model_value"]), _num(r["baseline_value"]), gain,
+                      Text(r["verdict"], style=style))
+        out.append(t)
+    iv = card.get("intervals", [])
+    if iv:
+        t = Table(title="Intervals (p10–p90; calibrated = coverage in 0.75–0.85)", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+        for col, just in (("model", "left"), ("nominal", "right"), ("coverage ± SE", "right"), ("n", "right"),
+                          ("verdict", "left")):
+            t.add_column(col, justify=just, no_wrap=True)
+        for r in iv:
+            style = "" if r["verdict"] == "calibrated" else "bold red"
+            t.add_row(SHORT_MODEL.get(r["model"], r["model"]), f"{r['nominal']:.2f}",
+                      f"{_num(r['coverage'])} ± {_num(r['se'])}", f"{r['n']:,}", Text(r["verdict"], style=style))
+        out.append(t)
+    return Group(*out)
