@@ -242,7 +242,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
+    running = np.zeros(len(test), bool)
     if "run_censored" in test.columns:  # still running: no run time to score against
+        running = (gpu_run & test["run_censored"].fillna(False).astype(bool)).to_numpy()
         gpu_run &= ~test["run_censored"].fillna(False).astype(bool)
     t = test.loc[gpu_run]
     if len(t) == 0:
@@ -342,7 +344,11 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
     info["predictor_vs_best_baseline"] = predictor_verdict(res, abs_errors)
-    return BacktestResult(res, info, model_card(per_job))
+    weights = None
+    if running.any():
+        c_run = np.maximum(test["run_s"].to_numpy(dtype=float)[running], 0.0)
+        weights = M.ipcw_weights(x, c_run)
+    return BacktestResult(res, info, model_card(per_job, weights))
 
 
 #: the point-prediction baselines the predictor must beat (pooled MAE of log run time)
@@ -452,23 +458,32 @@ def paired(model_values, baseline_values, higher_is_better: bool) -> dict[str, A
             "diff": diff, "se": se, "n": n, "verdict": verdict}
 
 
-def coverage_verdict(hits, nominal: float = 0.8, band=COVERAGE_BAND) -> dict[str, Any]:
+def coverage_verdict(hits, nominal: float = 0.8, band=COVERAGE_BAND, weights=None) -> dict[str, Any]:
     """Coverage of an interval from per-job hits (1 = inside): the share, its binomial standard error
     ``sqrt(c(1 − c)/n)`` and the verdict ``"calibrated"`` inside ``band``, else ``"under-covers"`` /
-    ``"over-covers"``."""
+    ``"over-covers"``. With ``weights``: the weighted share ``Σ w h / Σ w`` and its standard error
+    ``sqrt(Σ w² (h − c)²) / Σ w``."""
     h = np.asarray(hits, float)
     n = int(h.size)
-    c = float(h.mean()) if n else float("nan")
-    se = float(np.sqrt(c * (1 - c) / n)) if n else float("nan")
+    if weights is None:
+        c = float(h.mean()) if n else float("nan")
+        se = float(np.sqrt(c * (1 - c) / n)) if n else float("nan")
+    else:
+        w = np.asarray(weights, float)
+        c = float(np.sum(w * h) / np.sum(w)) if n else float("nan")
+        se = float(np.sqrt(np.sum(w * w * (h - c) ** 2)) / np.sum(w)) if n else float("nan")
     verdict = ("calibrated" if band[0] <= c <= band[1] else "under-covers" if c < band[0] else "over-covers")
     return {"nominal": nominal, "coverage": c, "se": se, "n": n, "verdict": verdict}
 
 
-def model_card(per_job: dict[tuple[str, str], np.ndarray]) -> dict[str, list]:
+def model_card(per_job: dict[tuple[str, str], np.ndarray], weights: np.ndarray | None = None) -> dict[str, list]:
     """The card of a backtest from per-test-job values ``{(model, metric): array}``: ``comparisons``
     (one row per table of :data:`CARD` and baseline: metric, model and baseline means, the paired
     difference ``diff`` (> 0: the model is better) ± ``se``, verdict) and ``intervals`` (the p10–p90
-    coverage of every model with an interval)."""
+    coverage of every model with an interval). With ``weights`` (inverse-probability-of-censoring
+    weights of the scored jobs, :func:`~acmemodel.evaluation.metrics.ipcw_weights`, when some test jobs
+    were still running), every interval also gets its IPCW coverage (``interval`` "p10-p90 IPCW"): the
+    ended jobs alone over-represent short runs."""
     comps = []
     for title, model, pairs in CARD:
         for metric, base in pairs:
@@ -479,6 +494,9 @@ def model_card(per_job: dict[tuple[str, str], np.ndarray]) -> dict[str, list]:
                           **paired(a, b, metric in HIGHER_IS_BETTER)})
     intervals = [{"model": m, "interval": "p10-p90", **coverage_verdict(v)}
                  for (m, metric), v in per_job.items() if metric == "coverage"]
+    if weights is not None:
+        intervals += [{"model": m, "interval": "p10-p90 IPCW", **coverage_verdict(v, weights=weights)}
+                      for (m, metric), v in per_job.items() if metric == "coverage"]
     return {"comparisons": comps, "intervals": intervals}
 
 
@@ -535,7 +553,8 @@ def render_card(card: dict[str, list], info: dict | None = None):
             t.add_column(col, justify=just, no_wrap=True)
         for r in iv:
             style = "" if r["verdict"] == "calibrated" else "bold red"
-            t.add_row(SHORT_MODEL.get(r["model"], r["model"]), f"{r['nominal']:.2f}",
+            ipcw = " IPCW" if r["interval"].endswith("IPCW") else ""
+            t.add_row(SHORT_MODEL.get(r["model"], r["model"]) + ipcw, f"{r['nominal']:.2f}",
                       f"{_num(r['coverage'])} ± {_num(r['se'])}", f"{r['n']:,}", Text(r["verdict"], style=style))
         out.append(t)
     return Group(*out)

@@ -55,6 +55,18 @@ things are chosen:
 The boosters and the cell medians are then refitted on all training jobs (the offsets kept: the
 finite-sample guarantee becomes approximate; calibrating on the *latest* jobs absorbs some drift).
 
+**Online recalibration** (``online_window=300``, default): when the jobs to predict carry their
+outcomes (``end_s``, ``run_s`` — a backtest, or a replay of a trace), the interval of each job is
+recalibrated on the jobs of the same frame that *ended before it was submitted* — what a scheduler
+knows at that moment, the same rule as the user-history features: the tail offsets are the
+split-conformal order statistics (as above) of the latest ``online_window`` residuals ``p10 − y`` and
+``y − p90`` of the calibrated interval, from :data:`ONLINE_MIN` (50) ended jobs on (adaptive /
+rolling conformal inference, Gibbs & Candès 2021), where they exceed 0 — the online step only
+widens: the ended jobs of a recent window are the short ones (the long ones are still running), so
+they would narrow an interval that the calibration windows measured on complete data. A drift after
+training then widens the interval within a few hundred jobs. Jobs without outcomes (new submissions) keep the calibration
+offsets.
+
 Saved models: the parameters and category levels go to JSON, each booster as LightGBM model text
 (:meth:`RuntimePredictor.artifacts`); nothing is pickled.
 """
@@ -88,6 +100,8 @@ MAX_LEVELS = 64
 CELL_MIN_JOBS = 5
 #: rolling calibration windows (module docstring)
 CAL_WINDOWS = 2
+#: fewest ended jobs for the online recalibration of a job's interval
+ONLINE_MIN = 50
 #: the point predictors the calibration window chooses from (module docstring)
 CHOICES = ("model", "user_median", "name_median", "cell_median", "blend")
 
@@ -215,6 +229,9 @@ class RuntimePredictor(BaseModel):
         (default 0.2; ``None`` = raw LightGBM quantiles).
     n_jobs : LightGBM threads (default 1: the machine is shared).
     random_state : seed.
+    online_window : online recalibration of the interval (module docstring): the conformal offsets
+        are re-estimated from the residuals of the latest this-many jobs of the predicted frame that
+        ended before each job's submission (default 300; ``None`` = the calibration offsets only).
 
     Fitted attributes: ``features_`` (columns used), ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
     {column: [levels]}, ``choice_`` (the point predictor chosen on the calibration window, one of
@@ -231,7 +248,7 @@ class RuntimePredictor(BaseModel):
                  features: Sequence[str] | str = "auto", n_estimators: int = 200,
                  learning_rate: float = 0.05, num_leaves: int = 31, min_child_samples: int = 20,
                  gpu_only: bool = True, conformal: float | None = 0.2, n_jobs: int = 1,
-                 random_state: int = 0):
+                 random_state: int = 0, online_window: int | None = 300):
         self.quantiles = quantiles
         self.features = features
         self.n_estimators = n_estimators
@@ -242,6 +259,7 @@ class RuntimePredictor(BaseModel):
         self.conformal = conformal
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.online_window = online_window
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -257,6 +275,9 @@ class RuntimePredictor(BaseModel):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        ow = self.online_window
+        if ow is not None and (not isinstance(ow, (int, np.integer)) or ow < ONLINE_MIN):
+            raise ValueError(f"online_window must be None or an integer >= {ONLINE_MIN}, got {ow!r}")
         if self.conformal is not None and not (0 < float(self.conformal) < 0.9):
             raise ValueError(f"conformal must be None or a fraction in (0, 0.9), got {self.conformal!r}")
         if not (0 < float(self.learning_rate) <= 1):
@@ -470,7 +491,46 @@ class RuntimePredictor(BaseModel):
             # conformal widening (or narrowing) of the outer interval, kept non-crossing
             pred[:, 0] = np.minimum(pred[:, 0] - lo_off, pred[:, 1])
             pred[:, -1] = np.maximum(pred[:, -1] + hi_off, pred[:, -2])
+        if self.online_window and pred.shape[1] >= 2:
+            pred = self._online(jobs, pred)
         return pd.DataFrame(pred, index=jobs.index, columns=[_q_name(q) for q in qs])
+
+    def _online(self, jobs: pd.DataFrame, pred: np.ndarray) -> np.ndarray:
+        """Online recalibration of the outer interval (module docstring): for each job, the tail
+        offsets from the residuals of the latest ``online_window`` jobs of ``jobs`` that ended before
+        its submission (at least :data:`ONLINE_MIN` of them, else the interval is left as it is)."""
+        need = ("submit_s", "end_s", "run_s")
+        if any(c not in jobs.columns for c in need):
+            return pred
+        sub = jobs["submit_s"].to_numpy(dtype=float)
+        end = jobs["end_s"].to_numpy(dtype=float)
+        run = jobs["run_s"].to_numpy(dtype=float)
+        ended = np.isfinite(end) & np.isfinite(run) & np.isfinite(sub)
+        if "run_censored" in jobs.columns:
+            ended &= ~jobs["run_censored"].fillna(False).to_numpy(dtype=bool)
+        if "started" in jobs.columns:
+            ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
+        if int(ended.sum()) < ONLINE_MIN:
+            return pred
+        y = np.log1p(np.maximum(run[ended], 0.0))
+        order = np.argsort(end[ended], kind="stable")
+        e_end = end[ended][order]
+        lo_s = (pred[ended, 0] - y)[order]      # > 0: the job fell below its p10
+        hi_s = (y - pred[ended, -1])[order]     # > 0: above its p90
+        lo_level, hi_level = 1.0 - min(self.quantiles), max(self.quantiles)
+        k = np.searchsorted(e_end, np.where(np.isfinite(sub), sub, -np.inf), side="left")
+        out = pred.copy()
+        w = int(self.online_window)
+        for kk in np.unique(k[k >= ONLINE_MIN]):
+            rows = k == kk
+            a = max(0, kk - w)
+            # widen only: the calibration windows' interval is the narrowest one given
+            out[rows, 0] = pred[rows, 0] - max(0.0, _tail_offset(lo_s[a:kk], lo_level))
+            out[rows, -1] = pred[rows, -1] + max(0.0, _tail_offset(hi_s[a:kk], hi_level))
+        mid = out.shape[1] // 2
+        out[:, 0] = np.minimum(out[:, 0], out[:, mid])
+        out[:, -1] = np.maximum(out[:, -1], out[:, mid])
+        return out
 
     def predict(self, trace_or_jobs, timezones: dict[str, str] | None = None) -> pd.DataFrame:
         """Predicted run-time quantiles in seconds (``exp(q) − 1``, floored at 0), columns ``p10``,
