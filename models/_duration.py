@@ -18,7 +18,7 @@ pooled with its own parent, up to the all-wildcard cell),
 shrinkage by the cell's job count ``n_c`` with a prior worth ``k`` jobs: a 5-job cell answers
 almost with its parent's law, a 50,000-job cell with its own. ``k`` is chosen by **held-out
 likelihood on later data**: the cells are fitted again on the earlier ``1 − POOL_HOLDOUT`` (80 %)
-of the jobs in submission order, and ``k`` from :data:`POOL_K_GRID` maximises the summed
+of the jobs in submission order (each with the family its fit on all jobs chose, for speed), and ``k`` from :data:`POOL_K_GRID` maximises the summed
 log-likelihood of the latest 20 % (each job under the finest fitted cell of its key). Then, from
 the coarsest level to the finest, each level of the lattice (i.e. the key it adds to its parent
 level) is kept only if it improves the held-out fit: the paired per-job gain ``ℓ(cell) −
@@ -166,12 +166,19 @@ class DurationModel(BaseModel):
         thr = self._threshold()
         fams = tuple(self.families)
 
-        def fit_fn(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None):
+        def fit_fn(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None, families=None):
             return fit_duration_cell(
-                sub["x"].to_numpy(), sub["censored"].to_numpy(), threshold=thr, families=fams,
+                sub["x"].to_numpy(), sub["censored"].to_numpy(), threshold=thr, families=families or fams,
                 selection=self.selection, max_fit_jobs=int(self.max_fit_jobs),
                 parent=None if parent is None else parent.value,
                 parent_label="" if parent is None else parent.cell.label())
+
+        def fit_inner(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None):
+            # the earlier jobs' cells for the pooling choice: each with the family its full fit chose
+            # (the parameters from the earlier jobs only; the family search is most of a fit's time)
+            e = self.cells_.entries_.get(cell)
+            fam = None if e is None or e.value.family is None else e.value.family.name
+            return fit_fn(sub, cell, parent, (fam,) if fam in fams else None)
 
         # the per-cell problems are tiny: BLAS threads (L-BFGS) only add contention (≈10× slower
         # on a loaded 2-core machine), so they are limited to one for the duration of the fit
@@ -185,7 +192,7 @@ class DurationModel(BaseModel):
             if getattr(self, "pooling", "none") == "heldout" and len(self.cells_.entries_) > 1:
                 n_hold = int(round(POOL_HOLDOUT * len(frame)))
                 if n_hold >= POOL_MIN_HOLDOUT:
-                    inner = table().fit(frame.iloc[:-n_hold], fit_fn, self._exclude_cells())
+                    inner = table().fit(frame.iloc[:-n_hold], fit_inner, self._exclude_cells())
                     self.pool_ = choose_pooling(inner, frame.iloc[-n_hold:])
         apply_pooling(self.cells_, self.pool_)
         self._fit_extra(frame)
