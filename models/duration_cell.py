@@ -64,7 +64,7 @@ import numpy as np
 
 from acmemodel.models.base import unjson_float
 from acmemodel.models.distributions import (
-    Empirical, Family, LogNormal, family_from_dict, get_family,
+    Empirical, Family, KaplanMeierTail, LogNormal, family_from_dict, get_family,
 )
 from acmemodel.models.gof import ks_distance
 
@@ -87,6 +87,8 @@ def _brief_params(f: Family | None) -> dict[str, float]:
         return {}
     if isinstance(f, Empirical):
         return {"h": round(f.h, 4), "m": int(f.atoms.size)}
+    if isinstance(f, KaplanMeierTail):
+        return {"s_lo": round(f.s_lo, 4), "s_hi": round(f.s_hi, 4), "m": int(f.knots.size - 1)}
     return {k: float(f"{v:.6g}") for k, v in f.params.items()}
 
 
