@@ -244,7 +244,11 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     rp = dict(runtime_params or {})
     rm = RuntimeModel(**rp).fit(train)
     rg = RuntimeModel(**{**rp, "keys": ()}).fit(train)
-    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
+    try:
+        pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
+        pred_error = None
+    except ValueError as e:  # e.g. no ended GPU job in the training period: the card says so
+        pred, pred_error = None, str(e)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
     running = np.zeros(len(test), bool)
@@ -272,8 +276,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     # ---------------------------------------------------------------- quantiles
     y = np.log1p(x)
+    qmodels = {} if pred is None else {"predictor": pred.predict_log(t, timezones).to_numpy()}
     qmodels = {
-        "predictor": pred.predict_log(t, timezones).to_numpy(),
+        **qmodels,
         "runtime_model_nostate": np.log1p(_cell_quantiles(rm, kf_nostate)),
         "global": np.log1p(_cell_quantiles(rg, pd.DataFrame(index=t.index))),
     }
@@ -318,8 +323,9 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     info = {"cutoff_utc": pd.Timestamp(float(test["submit_s"].min()), unit="s", tz="UTC").isoformat(),
             "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
             "runtime_cells_fitted": int(len(rm.cells_.entries_)),
-            "predictor_features": list(pred.features_), "predictor_choice": pred.choice_,
-            "predictor_selection": dict(pred.selection_), "predictor_offsets": list(pred.offsets_),
+            **({"predictor_error": pred_error} if pred is None else {
+                "predictor_features": list(pred.features_), "predictor_choice": pred.choice_,
+                "predictor_selection": dict(pred.selection_), "predictor_offsets": list(pred.offsets_)}),
             "runtime_pooling": rm.pool_}
     if "run_censored" in test.columns:
         info["n_test_running_excluded"] = int((test["run_censored"].fillna(False).astype(bool)

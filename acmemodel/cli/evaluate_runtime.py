@@ -43,6 +43,8 @@ def evaluate_runtime_cmd(
     if verdict.get("text"):
         console.print(("" if verdict.get("beats") else "[bold]") + verdict["text"]
                       + ("" if verdict.get("beats") else "[/bold]"), markup=True)
+    if res.info.get("predictor_error"):
+        console.print(f"RuntimePredictor not scored: {res.info['predictor_error']}")
     choice = res.info.get("predictor_choice")
     if choice:
         console.print(f"The predictor's point prediction is {choice!r}, chosen on its calibration windows "
