@@ -5,7 +5,6 @@ before pooling still load."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from acmemodel.models.runtime import RuntimeModel
