@@ -14,8 +14,8 @@ Distribution models (every started GPU test job, its run time ``x``):
   Metrics: ``loglik`` (mean held-out log-likelihood per job, nats, higher is better; the zero-run atom
   counts as a probability), ``ks`` (KS distance of the probability-integral transforms
   ``u = F(x)`` from uniform — randomised inside the atom; within one cell this is the KS distance
-  between the test sample and the model), ``crps_log`` (CRPS of ``ln(1 + x)`` from 2 000 draws per
-  cell, in log-seconds).
+  between the test sample and the model), ``crps_log`` (CRPS of ``ln(1 + x)``, in log-seconds, from the
+  cell law's CDF on a grid of 2 000 points of ``ln(1 + x)``: no sampling noise).
 
 Quantile models (same jobs, ``y = ln(1 + x)``):
 
@@ -50,7 +50,8 @@ import pandas as pd
 from acmemodel.evaluation import metrics as M
 from acmemodel.evaluation.split import time_split
 
-__all__ = ["BacktestResult", "runtime_backtest", "render_table"]
+__all__ = ["BacktestResult", "runtime_backtest", "render_table", "model_card", "render_card", "paired",
+           "coverage_verdict"]
 
 QUANTILES = (0.1, 0.5, 0.9)
 #: metrics where larger is better (all others: smaller is better, coverage: closest to 0.8)
@@ -63,6 +64,8 @@ class BacktestResult:
 
     results: pd.DataFrame
     info: dict[str, Any] = field(default_factory=dict)
+    #: the model card (:func:`model_card`): paired comparisons and interval coverages
+    card: dict[str, list] = field(default_factory=dict)
 
     def pooled(self) -> pd.DataFrame:
         """Model × metric table of the pooled (``cell == "all"``) scores."""
@@ -73,7 +76,7 @@ class BacktestResult:
         rows = [{"model": r.model, "metric": r.metric, "cell": r.cell,
                  "value": None if not np.isfinite(r.value) else float(r.value), "n": int(r.n)}
                 for r in self.results.itertuples(index=False)]
-        return {"results": rows, "info": self.info}
+        return {"card": _json_safe(self.card), "results": rows, "info": _json_safe(self.info)}
 
     def table(self, cell: str = "all"):
         """Rich tables of one cell's scores (see :func:`render_table`)."""
@@ -185,8 +188,13 @@ def _score_distribution(model, keys: pd.DataFrame, x: np.ndarray, rng: np.random
         u = np.where(atom, rng.random(len(xs)) * v.p_atom, F)
         pit[pos] = u
         if censored is None:
-            s = np.log1p(v.sample(draws, rng))
-            crps[pos] = M.crps_samples(s, np.log1p(xs))
+            # the law's CDF on a grid of log-seconds z = ln(1 + x) (deterministic: no Monte Carlo noise,
+            # so that two models with the same law tie exactly), from 0 (the atom) past the law's
+            # 99.99 % point and the largest test value
+            zs = np.log1p(xs)
+            top = max(float(zs.max()), float(np.log1p(np.nan_to_num(float(v.quantile(0.9999)), posinf=1e12))))
+            grid = np.linspace(0.0, top + 1.0, max(int(draws), 200))
+            crps[pos] = M.crps_grid(np.asarray(v.cdf(np.expm1(grid)), float), grid, zs)
         else:
             crps[pos] = np.nan
     return ll, pit, crps
@@ -236,13 +244,21 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     rp = dict(runtime_params or {})
     rm = RuntimeModel(**rp).fit(train)
     rg = RuntimeModel(**{**rp, "keys": ()}).fit(train)
-    pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
+    try:
+        pred = RuntimePredictor(**(predictor_params or {})).fit(train, timezones=timezones)
+        pred_error = None
+    except ValueError as e:  # e.g. no ended GPU job in the training period: the card says so
+        pred, pred_error = None, str(e)
 
     gpu_run = test["started"].fillna(False).astype(bool) & test["run_s"].notna() & (test["gpu_num"] > 0)
+    running = np.zeros(len(test), bool)
     if "run_censored" in test.columns:  # still running: no run time to score against
+        running = (gpu_run & test["run_censored"].fillna(False).astype(bool)).to_numpy()
         gpu_run &= ~test["run_censored"].fillna(False).astype(bool)
     if "left_truncated" in test.columns:  # begun before the trace: only part of the run time is known
-        gpu_run &= ~test["left_truncated"].fillna(False).astype(bool)
+        lt = test["left_truncated"].fillna(False).astype(bool)
+        gpu_run &= ~lt
+        running &= ~lt.to_numpy()
     t = test.loc[gpu_run]
     if len(t) == 0:
         raise ValueError("runtime_backtest: no started GPU jobs in the test period")
@@ -253,22 +269,29 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     # ---------------------------------------------------------------- distributions
     kf = rm.key_frame(t)
     kf_nostate = kf.drop(columns=["state"], errors="ignore")
+    per_job: dict[tuple[str, str], np.ndarray] = {}  # (model, metric) → per-test-job values (the card)
     for name, model, keys in (("runtime_model", rm, kf), ("runtime_model_nostate", rm, kf_nostate),
                               ("global", rg, pd.DataFrame(index=t.index))):
         ll, pit, crps = _score_distribution(model, keys, x, rng, crps_draws)
+        per_job[(name, "loglik")], per_job[(name, "crps_log")] = ll, crps
         rows += _rows(name, "loglik", _by_cell(M.heldout_loglik, cells, min_cell_jobs, ll))
         rows += _rows(name, "ks", _by_cell(M.pit_ks, cells, min_cell_jobs, pit))
         rows += _rows(name, "crps_log", _by_cell(lambda v: float(np.mean(v)), cells, min_cell_jobs, crps))
 
     # ---------------------------------------------------------------- quantiles
     y = np.log1p(x)
+    qmodels = {} if pred is None else {"predictor": pred.predict_log(t, timezones).to_numpy()}
     qmodels = {
-        "predictor": pred.predict_log(t, timezones).to_numpy(),
+        **qmodels,
         "runtime_model_nostate": np.log1p(_cell_quantiles(rm, kf_nostate)),
         "global": np.log1p(_cell_quantiles(rg, pd.DataFrame(index=t.index))),
     }
     for name, q in qmodels.items():
         lo, med, hi = q[:, 0], q[:, 1], q[:, 2]
+        per_job[(name, "coverage")] = ((y >= lo) & (y <= hi)).astype(float)
+        for a, col in zip(QUANTILES, (lo, med, hi)):
+            u = y - col
+            per_job[(name, f"pinball_p{round(a * 100):02d}")] = np.maximum(a * u, (a - 1) * u)
         for a, col in zip(QUANTILES, (lo, med, hi)):
             rows += _rows(name, f"pinball_p{round(a * 100):02d}",
                           _by_cell(lambda yy, qq, a=a: M.pinball_loss(yy, qq, a), cells, min_cell_jobs,
@@ -289,13 +312,25 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     # per-job |error| of the point predictions, for the paired comparison of the verdict
     abs_errors = {name: np.abs(y - q[:, 1]) for name, q in qmodels.items()}
     abs_errors["user_median"] = np.abs(y - um_log)
+    if "name_prior_median_run_s" in t.columns and np.isfinite(
+            pd.to_numeric(t["name_prior_median_run_s"], errors="coerce")).any():
+        nm = pd.to_numeric(t["name_prior_median_run_s"], errors="coerce").to_numpy(dtype=float)
+        nm_log = np.where(np.isfinite(nm), np.log1p(np.maximum(nm, 0.0)), um_log)
+        abs_errors["name_median"] = np.abs(y - nm_log)
+        rows += _rows("name_median", "mae_log", _by_cell(lambda yy, mm: float(np.mean(np.abs(yy - mm))), cells,
+                                                         min_cell_jobs, y, nm_log))
+    for name, e in abs_errors.items():
+        per_job[(name, "mae_log")] = e
     rows += _rows("user_median", "fallback_share",
                   _by_cell(lambda f: float(np.mean(f)), cells, min_cell_jobs, fallback.astype(float)))
 
     info = {"cutoff_utc": pd.Timestamp(float(test["submit_s"].min()), unit="s", tz="UTC").isoformat(),
             "n_train": int(rm.n_fit_), "n_test": int(len(t)), "test_fraction": test_fraction,
             "runtime_cells_fitted": int(len(rm.cells_.entries_)),
-            "predictor_features": list(pred.features_)}
+            **({"predictor_error": pred_error} if pred is None else {
+                "predictor_features": list(pred.features_), "predictor_choice": pred.choice_,
+                "predictor_selection": dict(pred.selection_), "predictor_offsets": list(pred.offsets_)}),
+            "runtime_pooling": rm.pool_}
     if "left_truncated" in train.columns:
         info["n_train_left_truncated_excluded"] = int(getattr(rm, "n_left_truncated_", 0))
     if "run_censored" in test.columns:
@@ -318,6 +353,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
             for name, model, keys in (("queue_model", qm, qm.key_frame(qt)),
                                       ("queue_global", qg, pd.DataFrame(index=qt.index))):
                 ll, _, _ = _score_distribution(model, keys, w, rng, 0, censored=c)
+                per_job[(name, "loglik")] = ll[keep]
                 rows += _rows(name, "loglik",
                               _by_cell(M.heldout_loglik, qcells[keep], min_cell_jobs, ll[keep]))
                 p0 = _cell_p_atom(model, keys)
@@ -328,7 +364,11 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     res = pd.DataFrame(rows, columns=["model", "metric", "cell", "value", "n"])
     info["predictor_vs_best_baseline"] = predictor_verdict(res, abs_errors)
-    return BacktestResult(res, info)
+    weights = None
+    if running.any():
+        c_run = np.maximum(test["run_s"].to_numpy(dtype=float)[running], 0.0)
+        weights = M.ipcw_weights(x, c_run)
+    return BacktestResult(res, info, model_card(per_job, weights))
 
 
 #: the point-prediction baselines the predictor must beat (pooled MAE of log run time)
@@ -376,3 +416,165 @@ def _cell_p_atom(model, keys: pd.DataFrame) -> np.ndarray:
     codes, uniques = pd.factorize(res["cell"])
     p = np.array([model.cells_.entries_[c].value.p_atom for c in uniques], dtype=float)
     return p[codes] if len(codes) else np.zeros(0)
+
+
+# ============================================================================ the model card
+#: the card's tables: (title, model, [(metric, baseline)]); a row appears when both were scored
+CARD = (
+    ("RuntimeModel, submission-time cell (cluster, type, GPUs)", "runtime_model_nostate",
+     (("loglik", "global"), ("crps_log", "global"))),
+    ("RuntimeModel given the final state (simulator use)", "runtime_model",
+     (("loglik", "global"), ("crps_log", "global"))),
+    ("RuntimePredictor (point: p50)", "predictor",
+     (("mae_log", "user_median"), ("mae_log", "name_median"), ("mae_log", "runtime_model_nostate"),
+      ("mae_log", "global"), ("pinball_p10", "runtime_model_nostate"), ("pinball_p50", "runtime_model_nostate"),
+      ("pinball_p90", "runtime_model_nostate"), ("pinball_p10", "global"), ("pinball_p90", "global"))),
+    ("QueueModel", "queue_model", (("loglik", "queue_global"),)),
+)
+#: the band a p10–p90 interval's coverage must fall in to be called calibrated
+COVERAGE_BAND = (0.75, 0.85)
+
+
+def _json_safe(v):
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    if isinstance(v, (np.floating, float)):
+        return float(v) if np.isfinite(v) else None
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def paired(model_values, baseline_values, higher_is_better: bool) -> dict[str, Any]:
+    """Paired comparison of a model with a baseline on the same test jobs.
+
+    ``d_i`` = the model's advantage on job ``i`` (``model − baseline`` for a score where higher is
+    better, ``baseline − model`` for a loss); ``diff = mean d``, ``se = sd(d)/√n``. Verdict: ``"tie
+    within one SE"`` when ``|diff| <= se``, else ``"model better"`` or ``"use the baseline"``. Jobs where
+    either value is not finite are left out of ``se`` (a model giving an observed value zero density
+    has ``diff = −inf``: the baseline wins)."""
+    a = np.asarray(model_values, float)
+    b = np.asarray(baseline_values, float)
+    d = (a - b) if higher_is_better else (b - a)
+    ok = np.isfinite(d)
+    n = int(d.size)
+    with np.errstate(invalid="ignore"):
+        diff = float(np.mean(d)) if n else float("nan")
+    se = float(np.std(d[ok], ddof=1) / np.sqrt(ok.sum())) if ok.sum() > 1 else float("nan")
+    if not np.isfinite(diff) and not np.isnan(diff):
+        verdict = "model better" if diff > 0 else "use the baseline"
+    elif not np.isfinite(diff) or not np.isfinite(se):
+        verdict = "not enough jobs"
+    elif abs(diff) <= se:
+        verdict = "tie within one SE"
+    else:
+        verdict = "model better" if diff > 0 else "use the baseline"
+    return {"model_value": float(np.mean(a)) if n else float("nan"),
+            "baseline_value": float(np.mean(b)) if n else float("nan"),
+            "diff": diff, "se": se, "n": n, "verdict": verdict}
+
+
+def coverage_verdict(hits, nominal: float = 0.8, band=COVERAGE_BAND, weights=None) -> dict[str, Any]:
+    """Coverage of an interval from per-job hits (1 = inside): the share, its binomial standard error
+    ``sqrt(c(1 − c)/n)`` and the verdict ``"calibrated"`` inside ``band``, else ``"under-covers"`` /
+    ``"over-covers"``. With ``weights``: the weighted share ``Σ w h / Σ w`` and its standard error
+    ``sqrt(Σ w² (h − c)²) / Σ w``."""
+    h = np.asarray(hits, float)
+    n = int(h.size)
+    if weights is None:
+        c = float(h.mean()) if n else float("nan")
+        se = float(np.sqrt(c * (1 - c) / n)) if n else float("nan")
+    else:
+        w = np.asarray(weights, float)
+        c = float(np.sum(w * h) / np.sum(w)) if n else float("nan")
+        se = float(np.sqrt(np.sum(w * w * (h - c) ** 2)) / np.sum(w)) if n else float("nan")
+    verdict = ("calibrated" if band[0] <= c <= band[1] else "under-covers" if c < band[0] else "over-covers")
+    return {"nominal": nominal, "coverage": c, "se": se, "n": n, "verdict": verdict}
+
+
+def model_card(per_job: dict[tuple[str, str], np.ndarray], weights: np.ndarray | None = None) -> dict[str, list]:
+    """The card of a backtest from per-test-job values ``{(model, metric): array}``: ``comparisons``
+    (one row per table of :data:`CARD` and baseline: metric, model and baseline means, the paired
+    difference ``diff`` (> 0: the model is better) ± ``se``, verdict) and ``intervals`` (the p10–p90
+    coverage of every model with an interval). With ``weights`` (inverse-probability-of-censoring
+    weights of the scored jobs, :func:`~acmemodel.evaluation.metrics.ipcw_weights`, when some test jobs
+    were still running), every interval also gets its IPCW coverage (``interval`` "p10-p90 IPCW"): the
+    ended jobs alone over-represent short runs."""
+    comps = []
+    for title, model, pairs in CARD:
+        for metric, base in pairs:
+            a, b = per_job.get((model, metric)), per_job.get((base, metric))
+            if a is None or b is None or len(a) != len(b):
+                continue
+            comps.append({"table": title, "model": model, "baseline": base, "metric": metric,
+                          **paired(a, b, metric in HIGHER_IS_BETTER)})
+    intervals = [{"model": m, "interval": "p10-p90", **coverage_verdict(v)}
+                 for (m, metric), v in per_job.items() if metric == "coverage"]
+    if weights is not None:
+        intervals += [{"model": m, "interval": "p10-p90 IPCW", **coverage_verdict(v, weights=weights)}
+                      for (m, metric), v in per_job.items() if metric == "coverage"]
+    return {"comparisons": comps, "intervals": intervals}
+
+
+def _num(v: float, signed: bool = False) -> str:
+    if v is None or not np.isfinite(v):
+        return "—" if v is None or np.isnan(v) else ("+inf" if v > 0 else "−inf")
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
+
+
+SHORT_MODEL = {"runtime_model_nostate": "cell model", "runtime_model": "cell+state", "global": "global",
+               "user_median": "user median", "name_median": "name median", "predictor": "predictor",
+               "queue_model": "queue model", "queue_global": "queue global"}
+
+
+def render_card(card: dict[str, list], info: dict | None = None):
+    """The model card as rich tables within 80 columns: one per model with its baselines (metric, the
+    model's and the baseline's mean, the paired difference ± SE where > 0 favours the model, verdict)
+    and the interval coverages."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    out = []
+    if info:
+        n_tr, n_te = info.get("n_train"), info.get("n_test")
+        cut = str(info.get("cutoff_utc", "?"))[:16].replace("T", " ")
+        out.append(Text(f"Model card: trained on {n_tr:,} GPU jobs before {cut} UTC, "
+                        f"tested on the {n_te:,} after." if isinstance(n_tr, (int, np.integer))
+                        and isinstance(n_te, (int, np.integer)) else "Model card"))
+    tables: dict[str, list] = {}
+    for r in card.get("comparisons", []):
+        tables.setdefault(r["table"], []).append(r)
+    for title, rows in tables.items():
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, pad_edge=False)
+        for col, just in (("metric", "left"), ("baseline", "left"), ("model", "right"), ("base", "right"),
+                          ("gain ± SE", "right"), ("verdict", "left")):
+            t.add_column(col, justify=just, no_wrap=True)
+        for r in rows:
+            arrow = "↑" if r["metric"] in HIGHER_IS_BETTER else "↓"
+            gain = f"{_num(r['diff'], True)} ± {_num(r['se'])}"
+            style = {"use the baseline": "bold red", "model better": "green"}.get(r["verdict"], "")
+            t.add_row(f"{SHORT.get(r['metric'], r['metric'])} {arrow}", SHORT_MODEL.get(r["baseline"], r["baseline"]),
+                      _num(r["model_value"]), _num(r["baseline_value"]), gain,
+                      Text(r["verdict"], style=style))
+        out.append(t)
+    iv = card.get("intervals", [])
+    if iv:
+        t = Table(title="Intervals (p10–p90; calibrated = coverage in 0.75–0.85)", title_justify="left",
+                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
+        for col, just in (("model", "left"), ("nominal", "right"), ("coverage ± SE", "right"), ("n", "right"),
+                          ("verdict", "left")):
+            t.add_column(col, justify=just, no_wrap=True)
+        for r in iv:
+            style = "" if r["verdict"] == "calibrated" else "bold red"
+            ipcw = " IPCW" if r["interval"].endswith("IPCW") else ""
+            t.add_row(SHORT_MODEL.get(r["model"], r["model"]) + ipcw, f"{r['nominal']:.2f}",
+                      f"{_num(r['coverage'])} ± {_num(r['se'])}", f"{r['n']:,}", Text(r["verdict"], style=style))
+        out.append(t)
+    return Group(*out)

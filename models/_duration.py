@@ -8,6 +8,25 @@ Per cell the duration ``X`` (seconds) is a **hurdle** distribution (an atom at `
 (held-out log-likelihood with the one-standard-error rule, or BIC), the thinning of large cells and
 the rules for sparse and degenerate cells are in :mod:`acmemodel.models.duration_cell`, whose names
 (``DurationCell``, ``fit_duration_cell``, ``EMPIRICAL_LEVELS`` ...) stay importable from here.
+
+**Partial pooling** (``pooling="heldout"``, default). A cell never answers with its own fit alone:
+its answer is the mixture with its parent's (the next fitted cell on the back-off chain, itself
+pooled with its own parent, up to the all-wildcard cell),
+
+    F_c(x) = w_c · F_c^own(x) + (1 − w_c) · F_parent(c)(x),      w_c = n_c / (n_c + k),
+
+shrinkage by the cell's job count ``n_c`` with a prior worth ``k`` jobs: a 5-job cell answers
+almost with its parent's law, a 50,000-job cell with its own. ``k`` is chosen by **held-out
+likelihood on later data**: the cells are fitted again on the earlier ``1 − POOL_HOLDOUT`` (80 %)
+of the jobs in submission order (each with the family its fit on all jobs chose, for speed), and ``k`` from :data:`POOL_K_GRID` maximises the summed
+log-likelihood of the latest 20 % (each job under the finest fitted cell of its key). Then, from
+the coarsest level to the finest, each level of the lattice (i.e. the key it adds to its parent
+level) is kept only if it improves the held-out fit: the paired per-job gain ``ℓ(cell) −
+ℓ(parent)`` of the held-out jobs of that level's cells must exceed one standard error; otherwise
+the key is **marginalised** — that level's cells answer with their parents' law (``w_c = 0``).
+``pool_`` records ``k``, the gain ± SE of every level and the keys marginalised; ``summary()``
+shows each cell's ``pool_w``. Both steps compare fits on the *same* later jobs, so a cell split
+that only fits noise, or that the last months no longer show (drift), is not kept.
 """
 from __future__ import annotations
 
@@ -27,6 +46,16 @@ from acmemodel.models.duration_cell import (  # noqa: F401  (re-exported: they l
     DEGENERATE_SIGMA, EMPIRICAL_LEVELS, MIN_FAMILY_JOBS, DurationCell, _brief_params, _complexity,
     _empirical_quantiles, _select_family, fit_duration_cell,
 )
+
+
+#: prior weights ``k`` (in jobs) tried for the shrinkage ``w = n / (n + k)`` (module docstring)
+POOL_K_GRID = (0.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0)
+#: share of the (latest) jobs held out to choose ``k`` and the keys
+POOL_HOLDOUT = 0.2
+#: fewest held-out jobs for the choice (fewer: no pooling, every cell its own fit)
+POOL_MIN_HOLDOUT = 30
+#: a log-likelihood below this (nats) counts as this in the choice (a zero density would decide alone)
+_LL_FLOOR = -700.0
 
 
 # ====================================================================== the model base
@@ -61,6 +90,8 @@ class DurationModel(BaseModel):
             raise ValueError(f"selection must be 'heldout' or 'bic', got {self.selection!r}")
         if not isinstance(self.max_fit_jobs, (int, np.integer)) or self.max_fit_jobs < 100:
             raise ValueError(f"max_fit_jobs must be an integer >= 100, got {self.max_fit_jobs!r}")
+        if getattr(self, "pooling", "none") not in ("heldout", "none"):
+            raise ValueError(f"pooling must be 'heldout' or 'none', got {self.pooling!r}")
 
     def _threshold(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -127,20 +158,35 @@ class DurationModel(BaseModel):
         thr = self._threshold()
         fams = tuple(self.families)
 
-        def fit_fn(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None):
+        def fit_fn(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None, families=None):
             return fit_duration_cell(
-                sub["x"].to_numpy(), sub["censored"].to_numpy(), threshold=thr, families=fams,
+                sub["x"].to_numpy(), sub["censored"].to_numpy(), threshold=thr, families=families or fams,
                 selection=self.selection, max_fit_jobs=int(self.max_fit_jobs),
                 parent=None if parent is None else parent.value,
                 parent_label="" if parent is None else parent.cell.label())
 
+        def fit_inner(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None):
+            # the earlier jobs' cells for the pooling choice: each with the family its full fit chose
+            # (the parameters from the earlier jobs only; the family search is most of a fit's time)
+            e = self.cells_.entries_.get(cell)
+            fam = None if e is None or e.value.family is None else e.value.family.name
+            return fit_fn(sub, cell, parent, (fam,) if fam in fams else None)
+
         # the per-cell problems are tiny: BLAS threads (L-BFGS) only add contention (≈10× slower
         # on a loaded 2-core machine), so they are limited to one for the duration of the fit
+        def table():
+            return CellTable(tuple(self.keys), order=tuple(self.backoff), min_jobs=int(self.min_jobs),
+                             min_jobs_coarsest=self.min_jobs_coarsest, gpu_edges=tuple(self.gpu_edges))
+
         with single_thread_blas():
-            self.cells_ = CellTable(tuple(self.keys), order=tuple(self.backoff),
-                                    min_jobs=int(self.min_jobs),
-                                    min_jobs_coarsest=self.min_jobs_coarsest,
-                                    gpu_edges=tuple(self.gpu_edges)).fit(frame, fit_fn, self._exclude_cells())
+            self.cells_ = table().fit(frame, fit_fn, self._exclude_cells())
+            self.pool_ = {"k": None, "marginalised": [], "levels": [], "n_holdout": 0}
+            if getattr(self, "pooling", "none") == "heldout" and len(self.cells_.entries_) > 1:
+                n_hold = int(round(POOL_HOLDOUT * len(frame)))
+                if n_hold >= POOL_MIN_HOLDOUT:
+                    inner = table().fit(frame.iloc[:-n_hold], fit_inner, self._exclude_cells())
+                    self.pool_ = choose_pooling(inner, frame.iloc[-n_hold:])
+        apply_pooling(self.cells_, self.pool_)
         self._fit_extra(frame)
         self.n_fit_ = len(frame)
         return self
@@ -218,7 +264,7 @@ class DurationModel(BaseModel):
             "level": level, "n": n, "fitted": fitted,
             "p_atom": v.p_atom, "family": None if v.family is None else v.family.name,
             "parameters": json.dumps(_brief_params(v.family)), "median_s": v.median(),
-            "ks": v.ks if fitted else np.nan, "source": v.source,
+            "ks": v.ks if fitted else np.nan, "source": v.source, "pool_w": v.pool_w,
             "resolved_cell": resolved.label(), "backoff_level": blevel, "note": v.note,
         }
 
@@ -260,9 +306,135 @@ class DurationModel(BaseModel):
 
     # --------------------------------------------------------------- serialisation
     def _fitted_to_dict(self) -> dict[str, Any]:
-        return {"n_fit": self.n_fit_, "cells": self.cells_.to_dict(lambda v: v.to_dict())}
+        return {"n_fit": self.n_fit_, "cells": self.cells_.to_dict(lambda v: v.to_dict()),
+                "pool": getattr(self, "pool_", None)}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
         self.cells_ = CellTable.from_dict(d["cells"], DurationCell.from_dict)
         self.n_fit_ = int(d["n_fit"])
+        # (a bundle saved before pooling has no "pool": every cell its own fit, pool_w 1)
+        self.pool_ = d.get("pool") or {"k": None, "marginalised": [], "levels": [], "n_holdout": 0}
+        link_pool_parents(self.cells_)
 
+
+
+# ====================================================================== partial pooling
+def link_pool_parents(table: CellTable) -> None:
+    """Point every cell's ``pool_parent`` at the value of its parent entry (the nearest fitted coarser
+    cell on its back-off chain); the all-wildcard cell has none."""
+    for cell, e in table.entries_.items():
+        par = table._parent(cell)
+        e.value.pool_parent = None if par is None else par.value
+        if par is None:
+            e.value.pool_w = 1.0
+
+
+def _pool_weight(n: int, k: float) -> float:
+    return 1.0 if k <= 0 else float(n) / (float(n) + float(k))
+
+
+def apply_pooling(table: CellTable, pool: dict[str, Any]) -> None:
+    """Set ``pool_w = n / (n + k)`` on every fitted cell of ``table`` (0 on the marginalised levels,
+    1 everywhere when ``pool["k"]`` is None) and link the parents (module docstring)."""
+    k = pool.get("k")
+    dropped = {tuple(lv) for lv in pool.get("marginalised_levels", [])}
+    for cell, e in table.entries_.items():
+        lk = tuple(kk for kk in table.keys if getattr(cell, kk) is not None)
+        if k is None:
+            w = 1.0
+        elif lk in dropped:
+            w = 0.0
+        else:
+            w = _pool_weight(e.n, k)
+        e.value.pool_w = w
+    link_pool_parents(table)
+
+
+def _own_loglik_levels(table: CellTable, hold: pd.DataFrame):
+    """Per held-out job and lattice level: the own log-likelihood under that level's fitted cell
+    (NaN where the job's cell at that level is not fitted) and the cell's job count."""
+    L = len(table.levels)
+    m = len(hold)
+    own = np.full((m, L), np.nan)
+    cnt = np.zeros((m, L))
+    x = hold["x"].to_numpy(float)
+    c = hold["censored"].to_numpy(bool)
+    keyf = hold[list(table.keys)].astype(object).where(hold[list(table.keys)].notna(), "unknown").astype(str)
+    for li, lk in enumerate(table.levels):
+        groups = {(): np.arange(m)} if not lk else keyf.groupby(list(lk), sort=False).indices
+        for gkey, pos in groups.items():
+            gkey = gkey if isinstance(gkey, tuple) else (gkey,)
+            cell = Cell(**dict(zip(lk, map(str, gkey))))
+            e = table.entries_.get(cell)
+            if e is None:
+                continue
+            own[pos, li] = np.maximum(e.value.own_loglik(x[pos], c[pos]), _LL_FLOOR)
+            cnt[pos, li] = e.n
+    return own, cnt
+
+
+def _pooled_chain(own: np.ndarray, cnt: np.ndarray, k: float, dropped: set[int]) -> np.ndarray:
+    """Pooled log-likelihood of each held-out job at each level (NaN where not fitted), coarsest
+    level first: ``logaddexp(log w + own, log(1 − w) + pooled(parent))``."""
+    m, L = own.shape
+    out = np.full((m, L), np.nan)
+    prev = own[:, L - 1].copy()
+    out[:, L - 1] = prev
+    for li in range(L - 2, -1, -1):
+        fitted = np.isfinite(own[:, li])
+        if li in dropped:
+            w = np.zeros(m)
+        else:
+            w = np.where(cnt[:, li] > 0, cnt[:, li] / (cnt[:, li] + k), 1.0) if k > 0 else np.ones(m)
+        with np.errstate(divide="ignore"):
+            lw, l1w = np.log(w), np.log1p(-w)
+        val = np.logaddexp(lw + np.where(fitted, own[:, li], 0.0), l1w + prev)
+        val = np.where(w >= 1.0, own[:, li], val)
+        prev = np.where(fitted, val, prev)
+        out[:, li] = np.where(fitted, prev, np.nan)
+    return out
+
+
+def _finest(chain: np.ndarray) -> np.ndarray:
+    """Each job's value at its finest fitted level (the query with every key given)."""
+    ok = np.isfinite(chain)
+    first = np.argmax(ok, axis=1)
+    return chain[np.arange(chain.shape[0]), first]
+
+
+def choose_pooling(inner: CellTable, hold: pd.DataFrame) -> dict[str, Any]:
+    """Choose the shrinkage ``k`` and the kept keys on the held-out (later) jobs ``hold`` with the cells
+    ``inner`` fitted on the earlier ones (module docstring). Returns the ``pool_`` record:
+    ``{k, n_holdout, levels: [{keys, dropped_key, n, gain, se, kept}], marginalised,
+    marginalised_levels, heldout_loglik}`` (gain: mean nats per held-out job over the parent)."""
+    own, cnt = _own_loglik_levels(inner, hold)
+    L = own.shape[1]
+    best_k, best = 0.0, -np.inf
+    for k in POOL_K_GRID:
+        v = float(np.sum(_finest(_pooled_chain(own, cnt, k, set()))))
+        if v > best + 1e-9:
+            best_k, best = k, v
+    dropped: set[int] = set()
+    levels = []
+    for li in range(L - 2, -1, -1):
+        chain = _pooled_chain(own, cnt, best_k, dropped)
+        fitted = np.isfinite(own[:, li])
+        par = np.full(own.shape[0], np.nan)
+        for lj in range(li + 1, L):  # the nearest fitted coarser level = the parent
+            par = np.where(np.isnan(par) & np.isfinite(chain[:, lj]), chain[:, lj], par)
+        d = (chain[:, li] - par)[fitted]
+        n = int(d.size)
+        gain = float(d.mean()) if n else float("nan")
+        se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else float("inf")
+        kept = bool(n < 2 or gain > se)  # (no held-out evidence: the key stays, shrunk)
+        if not kept:
+            dropped.add(li)
+        key_added = [kk for kk in inner.levels[li] if kk not in inner.levels[li + 1]]
+        levels.append({"keys": list(inner.levels[li]), "dropped_key": ",".join(key_added), "n": n,
+                       "gain": gain if np.isfinite(gain) else None, "se": se if np.isfinite(se) else None,
+                       "kept": kept})
+    final = float(np.mean(_finest(_pooled_chain(own, cnt, best_k, dropped))))
+    return {"k": float(best_k), "n_holdout": int(own.shape[0]), "levels": levels,
+            "marginalised": [lv["dropped_key"] for lv in levels if not lv["kept"] and lv["n"] > 0],
+            "marginalised_levels": [inner.levels[li] for li in sorted(dropped)],
+            "heldout_loglik": final}

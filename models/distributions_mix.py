@@ -1,6 +1,7 @@
-"""Two duration families beyond the log-location-scale ones: the two-component log-normal mixture
-(:class:`LogNormalMixture2`, EM fit) and the nonparametric :class:`Empirical` (kernel-smoothed
-log-space ECDF). Interface: :class:`~acmemodel.models.family.Family`.
+"""Duration families beyond the log-location-scale ones: the two-component log-normal mixture
+(:class:`LogNormalMixture2`, EM fit), the nonparametric :class:`Empirical` (kernel-smoothed log-space
+ECDF) and :class:`KaplanMeierTail` (the plain censoring-aware ECDF, interpolated, with power-law
+tails). Interface: :class:`~acmemodel.models.family.Family`.
 """
 from __future__ import annotations
 
@@ -322,3 +323,141 @@ class Empirical(Family):
 
     def to_dict(self):
         return {"family": self.name, "h": self.h, "atoms": [round(float(a), 6) for a in self.atoms]}
+
+
+# ====================================================================== Kaplan–Meier with tails
+class KaplanMeierTail(Family):
+    """The plain (Kaplan–Meier, censoring-aware) ECDF of ``log x``, linearly interpolated between
+    knots, with smooth power-law tails (nonparametric, no kernel).
+
+    Knots ``y_0 < … < y_m`` (log-seconds) are the Kaplan–Meier quantiles at levels ``p_j`` evenly
+    spaced from ``t`` to ``1 − t`` (``t = max(0.02, 10/n)``, ``m = clip(2·n^(1/3), 4, 100)``; tied
+    quantiles — integer seconds — merged). Between knots ``F`` is linear in ``log x`` (the ECDF
+    smoothed only within a bin, so its KS distance to the data is a fraction of ``1/m``; density
+    ``f(x) = (p_{j+1} − p_j) / ((y_{j+1} − y_j)·x)``). Below ``y_0``: ``F = p_0·exp((log x − y_0)/s_lo)``;
+    above ``y_m``: ``S = (1 − p_m)·exp(−(log x − y_m)/s_hi)`` — Pareto tails whose indices are the
+    exponential MLEs of the log-excesses beyond the end knots (the Hill estimator, censored values
+    counting as exposure), so held-out values beyond the data keep a finite likelihood.
+    ``n_params = 2(m + 1) + 2``. The selection of :mod:`acmemodel.models.duration_cell` takes it where
+    it fits better than the kernel :class:`Empirical` (or where the two tie: fewer parameters).
+    """
+
+    name = "km_tail"
+    param_names = ("s_lo", "s_hi")
+
+    def __init__(self, *, knots, levels, s_lo: float, s_hi: float):
+        y = np.asarray(knots, dtype=float).ravel()
+        p = np.asarray(levels, dtype=float).ravel()
+        if y.size < 2 or y.shape != p.shape or np.any(np.diff(y) <= 0) or np.any(np.diff(p) <= 0) \
+                or not (0 < p[0] and p[-1] < 1):
+            raise ValueError("KaplanMeierTail needs >= 2 increasing knots and levels inside (0, 1)")
+        self.knots, self.levels = y, p
+        super().__init__(s_lo=s_lo, s_hi=s_hi)
+
+    def _validate(self):
+        self._positive("s_lo", "s_hi")
+
+    @property
+    def params(self):
+        return {"s_lo": self.s_lo, "s_hi": self.s_hi, "knots": self.knots.tolist(), "levels": self.levels.tolist()}
+
+    @property
+    def n_params(self):
+        return 2 * int(self.knots.size) + 2
+
+    def __repr__(self):
+        return f"KaplanMeierTail(m={self.knots.size - 1}, median={self.median():.4g})"
+
+    # -- on the log scale
+    def _cdf_y(self, y):
+        y0, y1, p0, p1 = self.knots[0], self.knots[-1], self.levels[0], self.levels[-1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            lo = p0 * np.exp(np.minimum((y - y0) / self.s_lo, 0.0))
+            hi = 1.0 - (1.0 - p1) * np.exp(-np.maximum((y - y1) / self.s_hi, 0.0))
+        mid = np.interp(y, self.knots, self.levels)
+        return np.where(y < y0, lo, np.where(y > y1, hi, mid))
+
+    def _logpdf_y(self, y):
+        y0, y1, p0, p1 = self.knots[0], self.knots[-1], self.levels[0], self.levels[-1]
+        j = np.clip(np.searchsorted(self.knots, y, side="right") - 1, 0, self.knots.size - 2)
+        dens = (self.levels[j + 1] - self.levels[j]) / (self.knots[j + 1] - self.knots[j])
+        lo = math.log(p0 / self.s_lo) + (y - y0) / self.s_lo
+        hi = math.log((1 - p1) / self.s_hi) - (y - y1) / self.s_hi
+        return np.where(y < y0, lo, np.where(y > y1, hi, np.log(dens)))
+
+    def _logsf_y(self, y):
+        y1, p1 = self.knots[-1], self.levels[-1]
+        with np.errstate(divide="ignore"):
+            body = np.log(np.maximum(1.0 - self._cdf_y(y), 0.0))
+        return np.where(y > y1, math.log(1 - p1) - (y - y1) / self.s_hi, body)
+
+    # -- the Family interface (x in seconds)
+    def logpdf(self, x):
+        x = np.asarray(x, dtype=float)
+        y = np.where(x > 0, _safe_log(np.where(x > 0, x, 1.0)), 0.0)
+        return np.where(x > 0, self._logpdf_y(y) - y, -np.inf)
+
+    def cdf(self, x):
+        x = np.asarray(x, dtype=float)
+        y = _safe_log(np.where(x > 0, x, 1.0))
+        return np.where(x > 0, self._cdf_y(y), 0.0)
+
+    def logsf(self, x):
+        x = np.asarray(x, dtype=float)
+        y = _safe_log(np.where(x > 0, x, 1.0))
+        return np.where(x > 0, self._logsf_y(y), 0.0)
+
+    def sf(self, x):
+        return np.exp(self.logsf(x))
+
+    def ppf(self, q):
+        q = self._check_q(q)
+        y0, y1, p0, p1 = self.knots[0], self.knots[-1], self.levels[0], self.levels[-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = y0 + self.s_lo * np.log(np.maximum(q, 1e-300) / p0)
+            hi = y1 - self.s_hi * np.log(np.maximum(1 - q, 1e-300) / (1 - p1))
+        mid = np.interp(q, self.levels, self.knots)
+        y = np.where(q < p0, lo, np.where(q > p1, hi, mid))
+        out = np.exp(y)
+        out = np.where(q <= 0, 0.0, out)
+        return np.where(q >= 1, np.inf, out)
+
+    def sample(self, n, rng):
+        return self.ppf(rng.random(int(n)))
+
+    @classmethod
+    def _fit(cls, x, c, **options):
+        y = np.log(x)
+        n = y.size
+        t = max(0.02, 10.0 / n)
+        m = int(np.clip(round(2 * n ** (1 / 3)), 4, 100))
+        levels = np.linspace(t, 1 - t, m + 1)
+        if c.any():
+            res = stats.ecdf(stats.CensoredData(uncensored=y[~c], right=y[c]))
+            qs, ps = res.cdf.quantiles, res.cdf.probabilities
+            top = float(ps[-1])
+            levels = levels[levels < top] if top < 1 else levels
+            idx = np.searchsorted(ps, levels, side="left")
+            knots = qs[np.minimum(idx, qs.size - 1)]
+        else:
+            knots = np.quantile(y, levels)
+        # tied quantiles (integer seconds) merged: each distinct knot keeps its largest level
+        knots, last = np.unique(knots[::-1], return_index=True)
+        levels = levels[::-1][last]
+        if knots.size < 2:
+            raise ValueError("KaplanMeierTail fit: fewer than 2 distinct quantiles")
+        y0, y1 = knots[0], knots[-1]
+        below = (y < y0) & ~c
+        s_lo = float(np.mean(y0 - y[below])) if below.sum() >= 3 else float(knots[1] - knots[0])
+        above = y > y1
+        ev = int((above & ~c).sum())
+        s_hi = float(np.sum(y[above] - y1) / ev) if ev >= 3 else float(knots[-1] - knots[-2])
+        return cls(knots=knots, levels=levels, s_lo=max(s_lo, 1e-3), s_hi=max(s_hi, 1e-3))
+
+    def to_dict(self):
+        return {"family": self.name, "s_lo": self.s_lo, "s_hi": self.s_hi,
+                "knots": [round(float(v), 9) for v in self.knots], "levels": [round(float(v), 12) for v in self.levels]}
+
+    @classmethod
+    def from_params(cls, d):
+        return cls(knots=d["knots"], levels=d["levels"], s_lo=d["s_lo"], s_hi=d["s_hi"])

@@ -64,7 +64,7 @@ import numpy as np
 
 from acmemodel.models.base import unjson_float
 from acmemodel.models.distributions import (
-    Empirical, Family, LogNormal, family_from_dict, get_family,
+    Empirical, Family, KaplanMeierTail, LogNormal, family_from_dict, get_family,
 )
 from acmemodel.models.gof import ks_distance
 
@@ -87,6 +87,8 @@ def _brief_params(f: Family | None) -> dict[str, float]:
         return {}
     if isinstance(f, Empirical):
         return {"h": round(f.h, 4), "m": int(f.atoms.size)}
+    if isinstance(f, KaplanMeierTail):
+        return {"s_lo": round(f.s_lo, 4), "s_hi": round(f.s_hi, 4), "m": int(f.knots.size - 1)}
     return {k: float(f"{v:.6g}") for k, v in f.params.items()}
 
 
@@ -106,7 +108,7 @@ class DurationCell:
         self.n_atom = int(n_atom)
         self.n_censored = int(n_censored)
         self.n_censored_ignored = int(n_censored_ignored)
-        self.p_atom = float(p_atom)
+        self.own_p_atom = float(p_atom)
         self.atom_value = float(atom_value)
         self.threshold = float(threshold)
         self.family = family
@@ -116,45 +118,46 @@ class DurationCell:
         self.quantiles = np.asarray(quantiles, dtype=float)
         self.note = note
         self.selection = selection
+        # partial pooling with the parent cell (:mod:`acmemodel.models._duration`): the answer is
+        # ``pool_w · own + (1 − pool_w) · parent``; 1 = the cell's own fit (no parent)
+        self.pool_w = 1.0
+        self.pool_parent: "DurationCell | None" = None
 
     # ------------------------------------------------------------------ distribution
-    def cdf(self, x) -> np.ndarray:
+    def own_cdf(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        out = np.where(x >= self.atom_value, self.p_atom, 0.0)
+        out = np.where(x >= self.atom_value, self.own_p_atom, 0.0)
         if self.family is not None:
             ex = x - self.threshold
             cont = np.where(ex > 0, self.family.cdf(np.where(ex > 0, ex, 1.0)), 0.0)
-            out = out + (1 - self.p_atom) * cont
-        elif self.p_atom < 1:  # pragma: no cover - p_atom == 1 whenever family is None
-            out = out + (1 - self.p_atom) * (x > self.threshold)
+            out = out + (1 - self.own_p_atom) * cont
+        elif self.own_p_atom < 1:  # pragma: no cover - p_atom == 1 whenever family is None
+            out = out + (1 - self.own_p_atom) * (x > self.threshold)
         return out
 
-    def quantile(self, q) -> np.ndarray:
+    def own_quantile(self, q) -> np.ndarray:
         q = np.asarray(q, dtype=float)
         if np.any((q < 0) | (q > 1)) or np.any(np.isnan(q)):
             raise ValueError("q must be in [0, 1]")
         out = np.full(q.shape, self.atom_value, dtype=float)
         if self.family is not None:
-            cont = q > self.p_atom
+            cont = q > self.own_p_atom
             if np.any(cont):
-                r = (q[cont] - self.p_atom) / (1 - self.p_atom)
+                r = (q[cont] - self.own_p_atom) / (1 - self.own_p_atom)
                 out[cont] = self.threshold + self.family.ppf(np.clip(r, 0, 1))
         return out
 
-    def median(self) -> float:
-        return float(self.quantile(0.5))
-
-    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+    def own_sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         n = int(n)
         out = np.full(n, self.atom_value, dtype=float)
         if self.family is not None:
-            cont = rng.random(n) >= self.p_atom
+            cont = rng.random(n) >= self.own_p_atom
             k = int(cont.sum())
             if k:
                 out[cont] = self.threshold + self.family.sample(k, rng)
         return out
 
-    def loglik(self, x, censored=None) -> np.ndarray:
+    def own_loglik(self, x, censored=None) -> np.ndarray:
         """Per-observation log-likelihood under the hurdle model: ``log π0`` for ``x <= a``;
         ``log(1 − π0) + log f(x − a)`` above; censored ``c > a``: ``log(1 − π0) + log S(c − a)``;
         censored ``c <= a``: 0 (no information)."""
@@ -163,10 +166,10 @@ class DurationCell:
         out = np.empty(x.shape, dtype=float)
         atom = x <= self.threshold
         with np.errstate(divide="ignore"):
-            out[atom & ~c] = math.log(self.p_atom) if self.p_atom > 0 else -np.inf
+            out[atom & ~c] = math.log(self.own_p_atom) if self.own_p_atom > 0 else -np.inf
             out[atom & c] = 0.0
             above = ~atom
-            l1p = math.log1p(-self.p_atom) if self.p_atom < 1 else -np.inf
+            l1p = math.log1p(-self.own_p_atom) if self.own_p_atom < 1 else -np.inf
             if self.family is None:
                 out[above] = -np.inf
             else:
@@ -174,16 +177,67 @@ class DurationCell:
                 out[above] = l1p + self.family.loglik(ex, c[above])
         return out
 
+    # ------------------------------------------------------------------ pooled answer
+    @property
+    def pooled(self) -> bool:
+        """True when the cell's answer mixes in its parent (``pool_w < 1``)."""
+        return self.pool_parent is not None and self.pool_w < 1.0
+
+    def _mix(self):
+        from acmemodel.models.duration_mix import DurationMixture
+
+        return DurationMixture([_Own(self), self.pool_parent], [self.pool_w, 1.0 - self.pool_w])
+
+    @property
+    def p_atom(self) -> float:
+        """``P(X <= a)`` of the cell's answer (own atom probability pooled with the parent's)."""
+        if not self.pooled:
+            return self.own_p_atom
+        return self.pool_w * self.own_p_atom + (1.0 - self.pool_w) * self.pool_parent.p_atom
+
+    def cdf(self, x) -> np.ndarray:
+        """``P(X <= x)``: ``w · F_own(x) + (1 − w) · F_parent(x)`` (``w = pool_w``)."""
+        if not self.pooled:
+            return self.own_cdf(x)
+        return self.pool_w * self.own_cdf(x) + (1.0 - self.pool_w) * np.asarray(self.pool_parent.cdf(x), float)
+
+    def quantile(self, q) -> np.ndarray:
+        """The ``q``-quantile(s) (s) of the pooled answer (bisection on its CDF when pooled)."""
+        if not self.pooled:
+            return self.own_quantile(q)
+        return self._mix().quantile(q)
+
+    def median(self) -> float:
+        return float(self.quantile(0.5))
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` draws (s): each from the own law with probability ``pool_w``, else from the parent's."""
+        if not self.pooled:
+            return self.own_sample(n, rng)
+        return self._mix().sample(n, rng)
+
+    def loglik(self, x, censored=None) -> np.ndarray:
+        """Per-observation log-likelihood ``log(w · p_own + (1 − w) · p_parent)`` (see :meth:`own_loglik`)."""
+        if not self.pooled:
+            return self.own_loglik(x, censored)
+        a = self.own_loglik(x, censored)
+        b = np.asarray(self.pool_parent.loglik(x, censored), float)
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(a + math.log(self.pool_w) if self.pool_w > 0 else -np.inf,
+                                b + math.log1p(-self.pool_w))
+
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n, "n_atom": self.n_atom, "n_censored": self.n_censored,
-            "n_censored_ignored": self.n_censored_ignored, "p_atom": self.p_atom,
+            "n_censored_ignored": self.n_censored_ignored, "p_atom": self.own_p_atom,
             "atom_value": self.atom_value, "threshold": self.threshold,
             "family": None if self.family is None else self.family.to_dict(),
             "source": self.source, "scores": self.scores, "ks": self.ks,
             "quantiles": [None if not np.isfinite(v) else round(float(v), 6) for v in self.quantiles],
             "note": self.note, "selection": self.selection,
+            # the parent is linked again by the model that loads the cell (its cell is the table's)
+            "pool_w": self.pool_w,
         }
 
     @classmethod
@@ -194,7 +248,34 @@ class DurationCell:
         d["quantiles"] = [unjson_float(v) for v in d["quantiles"]]
         d["scores"] = {k: unjson_float(v) for k, v in d["scores"].items()}
         d["ks"] = unjson_float(d["ks"])
-        return cls(**d)
+        w = float(d.pop("pool_w", 1.0))  # (bundles written before pooling: the own fit)
+        out = cls(**d)
+        out.pool_w = w
+        return out
+
+
+class _Own:
+    """The cell's own (unpooled) law, as a component of its pooled mixture."""
+
+    def __init__(self, cell: DurationCell):
+        self.cell = cell
+        self.n = cell.n
+
+    @property
+    def p_atom(self) -> float:
+        return self.cell.own_p_atom
+
+    def cdf(self, x):
+        return self.cell.own_cdf(x)
+
+    def quantile(self, q):
+        return self.cell.own_quantile(q)
+
+    def sample(self, n, rng):
+        return self.cell.own_sample(n, rng)
+
+    def loglik(self, x, censored=None):
+        return self.cell.own_loglik(x, censored)
 
 
 def gof_eligible(ks: dict[str, float], ok: Sequence[str], n: int) -> list[str]:

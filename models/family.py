@@ -169,4 +169,6 @@ def family_from_dict(d: dict[str, Any]) -> Family:
         raise ValueError(f"unknown distribution family {name!r}; valid: {', '.join(_REGISTRY)}")
     if name == "empirical":
         return cls(atoms=d["atoms"], h=d["h"])
+    if hasattr(cls, "from_params"):  # (families whose parameters include lists)
+        return cls.from_params(d)
     return cls(**{k: float(v) for k, v in d.items()})

@@ -28,14 +28,44 @@ Non-crossing quantiles: the separately trained quantile models can cross; predic
 **rearranged** (sorted per job, Chernozhukov, Fernández-Val & Galichon 2010), which never increases
 the pinball loss of the set and guarantees ``p10 <= p50 <= p90``.
 
-Calibrated interval (``conformal=0.2``, default): quantile boosting under-covers out of sample (its
-p10–p90 interval typically holds ~70 % of new jobs, not 80 %). Conformalized quantile regression
-(CQR, Romano, Patterson & Candès 2019) fixes that: the boosters are first trained on the earlier 80 %
-of the training jobs (by submission time); on the latest 20 % the conformity scores
-``E = max(p10 − y, y − p90)`` give an offset ``Q`` (their ⌈(n+1)·0.8⌉/n quantile); the boosters are
-then retrained on all training jobs and the outer quantiles reported as ``p10 − Q`` and ``p90 + Q``
-(log scale; ``Q`` may be negative). Calibrating on the *latest* jobs also absorbs some drift;
-refitting on all jobs makes the finite-sample guarantee approximate. ``p50`` is not changed.
+Calibration windows (``conformal=0.2``, default): the boosters are first trained on the earlier 80 %
+of the training jobs (by submission time) and scored on the latest 20 % — data after everything
+they saw, as the future will be — and, where the trace is long enough, also trained on the earlier
+60 % and scored on the 20 % after it (:data:`CAL_WINDOWS` rolling windows). On those windows two
+things are chosen:
+
+* **the point predictor** (``choice_``): the p50 of the boosters, or one of the strong baselines a
+  scheduler would use instead — ``user_median`` (the user's running median run time of the same
+  cluster and type, :func:`~acmemodel.features.history.user_history`; the cell median when the user
+  has no ended job yet), ``name_median`` (the job-name template's running median, when the trace has
+  job names; then the user's, then the cell's), ``cell_median`` (the median run time of the job's
+  cluster × type × GPU bucket in the training jobs, backing off to cluster × type and to all jobs
+  below ``CELL_MIN_JOBS``) — or ``blend``, the mean of the boosters' p50 and the best baseline on the
+  log scale: whichever has the smallest MAE of log run time on the window. A trace where a baseline
+  wins is predicted by that baseline (``selection_`` holds every candidate's window MAE);
+* **the interval**, by split-conformal calibration (Romano, Patterson & Candès 2019; each tail on
+  its own): for the boosters, conformalised quantile regression on their raw p10/p90, ``p10 −
+  Q_lo`` and ``p90 + Q_hi`` with ``Q_lo`` the ⌈(n+1)·0.9⌉-th smallest of ``p10 − y`` and ``Q_hi`` that of
+  ``y − p90``; for a baseline or the blend (a point prediction ``b``), the conformal quantiles of the
+  residuals ``y − b``: ``b − Q_lo`` and ``b + Q_hi`` with ``Q_lo``, ``Q_hi`` the same order statistics of
+  ``b − y`` and ``y − b``. Under exchangeability each tail then misses ≤ 10 % of new jobs, so
+  p10–p90 covers ≈ 0.8. Each tail's offset is the larger of the two windows' (a trace whose
+  residuals change between windows gets the wider interval rather than an under-covering one).
+
+The boosters and the cell medians are then refitted on all training jobs (the offsets kept: the
+finite-sample guarantee becomes approximate; calibrating on the *latest* jobs absorbs some drift).
+
+**Online recalibration** (``online_window=300``, default): when the jobs to predict carry their
+outcomes (``end_s``, ``run_s`` — a backtest, or a replay of a trace), the interval of each job is
+recalibrated on the jobs of the same frame that *ended before it was submitted* — what a scheduler
+knows at that moment, the same rule as the user-history features: the tail offsets are the
+split-conformal order statistics (as above) of the latest ``online_window`` residuals ``p10 − y`` and
+``y − p90`` of the calibrated interval, from :data:`ONLINE_MIN` (50) ended jobs on (adaptive /
+rolling conformal inference, Gibbs & Candès 2021), where they exceed 0 — the online step only
+widens: the ended jobs of a recent window are the short ones (the long ones are still running), so
+they would narrow an interval that the calibration windows measured on complete data. A drift after
+training then widens the interval within a few hundred jobs. Jobs without outcomes (new submissions) keep the calibration
+offsets.
 
 Saved models: the parameters and category levels go to JSON, each booster as LightGBM model text
 (:meth:`RuntimePredictor.artifacts`); nothing is pickled.
@@ -50,7 +80,8 @@ import pandas as pd
 
 from acmemodel.models.base import BaseModel, register
 
-__all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "submission_features"]
+__all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "CHOICES", "submission_features",
+           "baseline_predictions", "cell_medians"]
 
 CATEGORICAL = ("type", "cluster", "partition", "qos", "vc", "name_token")
 DEFAULT_FEATURES = ("type", "cluster", "gpu_num", "node_num", "hour", "dow", "weekend",
@@ -65,6 +96,14 @@ _HISTORY = ("user_prior_jobs", "user_prior_median_run_s", "user_prior_fail_frac"
 _NAME = ("name_token", "name_prior_jobs", "name_prior_median_run_s")
 #: most frequent levels kept per categorical feature (the others read as missing)
 MAX_LEVELS = 64
+#: fewest training jobs for a cell's own median (``cell_median``; fewer: the coarser cell's)
+CELL_MIN_JOBS = 5
+#: rolling calibration windows (module docstring)
+CAL_WINDOWS = 2
+#: fewest ended jobs for the online recalibration of a job's interval
+ONLINE_MIN = 50
+#: the point predictors the calibration window chooses from (module docstring)
+CHOICES = ("model", "user_median", "name_median", "cell_median", "blend")
 
 
 def _q_name(q: float) -> str:
@@ -111,18 +150,65 @@ def submission_features(jobs: pd.DataFrame, timezones: dict[str, str] | None = N
     return out
 
 
-def _conformal_offset(lo: np.ndarray, hi: np.ndarray, y: np.ndarray, coverage: float) -> float:
-    """Split-conformal (CQR) offset: the ⌈(n+1)·coverage⌉/n empirical quantile of the conformity
-    scores ``E_i = max(lo_i − y_i, y_i − hi_i)``; ``[lo − Q, hi + Q]`` then covers a new exchangeable
-    job with probability >= ``coverage`` (Romano, Patterson & Candès 2019)."""
-    e = np.maximum(lo - y, y - hi)
-    n = e.size
+def _tail_offset(score: np.ndarray, level: float) -> float:
+    """Split-conformal offset of one tail: the ⌈(n+1)·level⌉-th smallest of ``score`` (capped at n);
+    ``bound + Q`` then holds a new exchangeable job's score with probability >= ``level``."""
+    score = np.asarray(score, float)
+    n = score.size
     if n == 0:
         raise ValueError("conformal calibration needs at least one job")
-    # the k-th smallest score, k = ⌈(n+1)·coverage⌉ capped at n (np.quantile(..., k/n, "higher")
-    # picks the (k+1)-th: one order statistic too wide)
-    k = min(n, math.ceil((n + 1) * coverage))
-    return float(np.partition(e, k - 1)[k - 1])
+    k = min(n, math.ceil((n + 1) * level))
+    return float(np.partition(score, k - 1)[k - 1])
+
+
+def _cell_keys(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``cluster/type/bucket`` and ``cluster/type`` labels of each job (for the cell medians)."""
+    from acmemodel.features.keys import gpu_bucket
+
+    ct = (jobs["cluster"].astype(str) + "/" + jobs["type"].astype(str)).to_numpy(object)
+    b = gpu_bucket(np.maximum(jobs["gpu_num"].to_numpy(dtype=float), 0.0))
+    return np.array([f"{a}/{c}" for a, c in zip(ct, b)], dtype=object), ct
+
+
+def cell_medians(jobs: pd.DataFrame, y: np.ndarray) -> dict[str, float]:
+    """Median of ``y`` (log run time) per ``cluster/type/bucket`` and per ``cluster/type`` cell with at
+    least :data:`CELL_MIN_JOBS` jobs, and over all jobs (key ``"*"``)."""
+    fine, ct = _cell_keys(jobs)
+    out = {"*": float(np.median(y))}
+    for keys in (ct, fine):
+        s = pd.Series(y).groupby(keys)
+        size, med = s.size(), s.median()
+        out.update({str(k): float(med[k]) for k in size.index[size.to_numpy() >= CELL_MIN_JOBS]})
+    return out
+
+
+def cell_median_of(jobs: pd.DataFrame, table: dict[str, float]) -> np.ndarray:
+    """Each job's cell median from :func:`cell_medians` (finest cell present, else coarser)."""
+    fine, ct = _cell_keys(jobs)
+    g = table["*"]
+    return np.array([table.get(f, table.get(c, g)) for f, c in zip(fine, ct)], dtype=float)
+
+
+def baseline_predictions(jobs: pd.DataFrame, table: dict[str, float]) -> dict[str, np.ndarray]:
+    """The baselines' log run-time predictions of ``jobs`` (module docstring): ``cell_median``,
+    ``user_median`` (else the cell's) and, with job names, ``name_median`` (else the user's)."""
+    cell = cell_median_of(jobs, table)
+    out = {"cell_median": cell}
+
+    def hist(col, fallback):
+        if col not in jobs.columns:
+            return None
+        v = pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
+        return np.where(np.isfinite(v), np.log1p(np.maximum(v, 0.0)), fallback)
+
+    user = hist("user_prior_median_run_s", cell)
+    if user is not None:
+        out["user_median"] = user
+        name = hist("name_prior_median_run_s", user)
+        if name is not None and "job_name" in jobs.columns and np.isfinite(
+                pd.to_numeric(jobs["name_prior_median_run_s"], errors="coerce")).any():
+            out["name_median"] = name
+    return out
 
 
 @register
@@ -143,9 +229,14 @@ class RuntimePredictor(BaseModel):
         (default 0.2; ``None`` = raw LightGBM quantiles).
     n_jobs : LightGBM threads (default 1: the machine is shared).
     random_state : seed.
+    online_window : online recalibration of the interval (module docstring): the conformal offsets
+        are re-estimated from the residuals of the latest this-many jobs of the predicted frame that
+        ended before each job's submission (default 300; ``None`` = the calibration offsets only).
 
     Fitted attributes: ``features_`` (columns used), ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
-    {column: [levels]}, ``offset_`` (CQR offset, log-seconds), ``n_calibration_``, ``n_fit_``.
+    {column: [levels]}, ``choice_`` (the point predictor chosen on the calibration window, one of
+    :data:`CHOICES`), ``selection_`` {candidate: MAE of log run time on the window}, ``offsets_``
+    (lower, upper conformal offsets, log-seconds), ``cell_medians_``, ``n_calibration_``, ``n_fit_``.
 
     Example::
 
@@ -157,7 +248,7 @@ class RuntimePredictor(BaseModel):
                  features: Sequence[str] | str = "auto", n_estimators: int = 200,
                  learning_rate: float = 0.05, num_leaves: int = 31, min_child_samples: int = 20,
                  gpu_only: bool = True, conformal: float | None = 0.2, n_jobs: int = 1,
-                 random_state: int = 0):
+                 random_state: int = 0, online_window: int | None = 300):
         self.quantiles = quantiles
         self.features = features
         self.n_estimators = n_estimators
@@ -168,6 +259,7 @@ class RuntimePredictor(BaseModel):
         self.conformal = conformal
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.online_window = online_window
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -183,6 +275,9 @@ class RuntimePredictor(BaseModel):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        ow = self.online_window
+        if ow is not None and (not isinstance(ow, (int, np.integer)) or ow < ONLINE_MIN):
+            raise ValueError(f"online_window must be None or an integer >= {ONLINE_MIN}, got {ow!r}")
         if self.conformal is not None and not (0 < float(self.conformal) < 0.9):
             raise ValueError(f"conformal must be None or a fraction in (0, 0.9), got {self.conformal!r}")
         if not (0 < float(self.learning_rate) <= 1):
@@ -294,22 +389,68 @@ class RuntimePredictor(BaseModel):
                 out[_q_name(q)] = lgb.train(self._lgb_params(q), ds, num_boost_round=int(self.n_estimators))
             return out
 
-        self.offset_ = 0.0
+        self.offsets_ = (0.0, 0.0)
         self.n_calibration_ = 0
+        self.choice_ = "model"
+        self.selection_ = {}
         if self.conformal is not None and len(self.quantiles) >= 2:
             order = np.argsort(jobs["submit_s"].to_numpy(dtype=float), kind="stable") \
                 if "submit_s" in jobs.columns else np.arange(len(jobs))
             n_cal = int(round(len(jobs) * float(self.conformal)))
-            if n_cal >= 20 and len(jobs) - n_cal >= 2 * int(self.min_child_samples):
-                fit_rows, cal_rows = order[:-n_cal], order[-n_cal:]
+            # rolling calibration windows, latest first: window j scores the boosters trained on every
+            # job before it (as many windows as leave enough training jobs, at most CAL_WINDOWS)
+            folds = []
+            for j in range(CAL_WINDOWS):
+                end = len(jobs) - j * n_cal
+                if n_cal < 20 or end - n_cal < 2 * int(self.min_child_samples):
+                    break
+                fit_rows, cal_rows = order[:end - n_cal], order[end - n_cal:end]
                 self.boosters_ = train(fit_rows)
-                raw = self._raw_predict(X[cal_rows])
-                self.offset_ = _conformal_offset(raw[:, 0], raw[:, -1], y[cal_rows],
-                                                 max(self.quantiles) - min(self.quantiles))
-                self.n_calibration_ = n_cal
+                folds.append((self._raw_predict(X[cal_rows]),
+                              baseline_predictions(jobs.iloc[cal_rows], cell_medians(jobs.iloc[fit_rows], y[fit_rows])),
+                              y[cal_rows]))
+            if folds:
+                self._calibrate(folds)
+                self.n_calibration_ = int(sum(len(f[2]) for f in folds))
         self.boosters_ = train(np.arange(len(jobs)))
+        self.cell_medians_ = cell_medians(jobs, y)
         self.n_fit_ = len(jobs)
         return self
+
+    def _calibrate(self, folds: list) -> None:
+        """Choose the point predictor and the conformal offsets on the calibration windows ``folds``
+        (``[(raw quantiles, baselines, y)]``, latest first; module docstring)."""
+        lo_level = 1.0 - min(self.quantiles)     # each tail: e.g. p10 → 0.9
+        hi_level = max(self.quantiles)
+        mid = len(self.quantiles) // 2
+        names = ["model", *folds[0][1], "blend"]
+
+        def point(f, name, best_base):
+            raw, base, _ = f
+            med = raw[:, mid]
+            if name == "model":
+                return med
+            if name == "blend":
+                return 0.5 * (med + base[best_base])
+            return base[name]
+        err = {k: np.concatenate([np.abs(f[2] - point(f, k, None)) for f in folds]) for k in names[:-1]}
+        best_base = min(names[1:-1], key=lambda k: float(err[k].mean()))
+        err["blend"] = np.concatenate([np.abs(f[2] - point(f, "blend", best_base)) for f in folds])
+        mae = {k: float(v.mean()) for k, v in err.items()}
+        self.selection_ = {k: round(v, 6) for k, v in mae.items()}
+        self.blend_with_ = best_base
+        self.choice_ = min(mae, key=lambda k: (mae[k], CHOICES.index(k)))
+        # one offset per tail and window; the widest over the windows (a drift between windows widens
+        # the interval rather than letting it under-cover)
+        lo, hi = [], []
+        for f in folds:
+            if self.choice_ == "model":
+                a, b = f[0][:, 0], f[0][:, -1]
+            else:
+                a = b = point(f, self.choice_, best_base)
+            lo.append(_tail_offset(a - f[2], lo_level))
+            hi.append(_tail_offset(f[2] - b, hi_level))
+        self.offsets_ = (max(lo), max(hi))
 
     def _raw_predict(self, X: np.ndarray) -> np.ndarray:
         qs = sorted(self.quantiles)
@@ -327,15 +468,71 @@ class RuntimePredictor(BaseModel):
             from acmemodel.features.names import jobs_with_extras
 
             jobs = jobs_with_extras(trace_or_jobs)
-        jobs = submission_features(jobs, tz, self._used())
+        choice = getattr(self, "choice_", "model")
+        used = self._used()
+        if choice in ("user_median", "name_median", "blend"):
+            used = tuple(used) + tuple(c for c in ("user_prior_median_run_s", "name_prior_median_run_s")
+                                       if c not in used)
+        jobs = submission_features(jobs, tz, used)
         X = self._matrix(jobs)
         qs = sorted(self.quantiles)
         pred = self._raw_predict(X)
-        if self.offset_ and pred.shape[1] >= 2:
+        lo_off, hi_off = self.offsets_
+        if choice != "model" and pred.shape[1] >= 2:
+            base = baseline_predictions(jobs, self.cell_medians_)
+            b = base.get(self.blend_with_ if choice == "blend" else choice, base["cell_median"])
+            mid = len(qs) // 2
+            if choice == "blend":
+                b = 0.5 * (pred[:, mid] + b)
+            # the chosen point prediction; the interval around it from its conformal residual quantiles
+            pred[:, mid] = b
+            pred[:, 0] = np.minimum(b - lo_off, b)
+            pred[:, -1] = np.maximum(b + hi_off, b)
+            pred = np.sort(pred, axis=1)
+        elif (lo_off or hi_off) and pred.shape[1] >= 2:
             # conformal widening (or narrowing) of the outer interval, kept non-crossing
-            pred[:, 0] = np.minimum(pred[:, 0] - self.offset_, pred[:, 1])
-            pred[:, -1] = np.maximum(pred[:, -1] + self.offset_, pred[:, -2])
+            pred[:, 0] = np.minimum(pred[:, 0] - lo_off, pred[:, 1])
+            pred[:, -1] = np.maximum(pred[:, -1] + hi_off, pred[:, -2])
+        if self.online_window and pred.shape[1] >= 2:
+            pred = self._online(jobs, pred)
         return pd.DataFrame(pred, index=jobs.index, columns=[_q_name(q) for q in qs])
+
+    def _online(self, jobs: pd.DataFrame, pred: np.ndarray) -> np.ndarray:
+        """Online recalibration of the outer interval (module docstring): for each job, the tail
+        offsets from the residuals of the latest ``online_window`` jobs of ``jobs`` that ended before
+        its submission (at least :data:`ONLINE_MIN` of them, else the interval is left as it is)."""
+        need = ("submit_s", "end_s", "run_s")
+        if any(c not in jobs.columns for c in need):
+            return pred
+        sub = jobs["submit_s"].to_numpy(dtype=float)
+        end = jobs["end_s"].to_numpy(dtype=float)
+        run = jobs["run_s"].to_numpy(dtype=float)
+        ended = np.isfinite(end) & np.isfinite(run) & np.isfinite(sub)
+        if "run_censored" in jobs.columns:
+            ended &= ~jobs["run_censored"].fillna(False).to_numpy(dtype=bool)
+        if "started" in jobs.columns:
+            ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
+        if int(ended.sum()) < ONLINE_MIN:
+            return pred
+        y = np.log1p(np.maximum(run[ended], 0.0))
+        order = np.argsort(end[ended], kind="stable")
+        e_end = end[ended][order]
+        lo_s = (pred[ended, 0] - y)[order]      # > 0: the job fell below its p10
+        hi_s = (y - pred[ended, -1])[order]     # > 0: above its p90
+        lo_level, hi_level = 1.0 - min(self.quantiles), max(self.quantiles)
+        k = np.searchsorted(e_end, np.where(np.isfinite(sub), sub, -np.inf), side="left")
+        out = pred.copy()
+        w = int(self.online_window)
+        for kk in np.unique(k[k >= ONLINE_MIN]):
+            rows = k == kk
+            a = max(0, kk - w)
+            # widen only: the calibration windows' interval is the narrowest one given
+            out[rows, 0] = pred[rows, 0] - max(0.0, _tail_offset(lo_s[a:kk], lo_level))
+            out[rows, -1] = pred[rows, -1] + max(0.0, _tail_offset(hi_s[a:kk], hi_level))
+        mid = out.shape[1] // 2
+        out[:, 0] = np.minimum(out[:, 0], out[:, mid])
+        out[:, -1] = np.maximum(out[:, -1], out[:, mid])
+        return out
 
     def predict(self, trace_or_jobs, timezones: dict[str, str] | None = None) -> pd.DataFrame:
         """Predicted run-time quantiles in seconds (``exp(q) − 1``, floored at 0), columns ``p10``,
@@ -357,8 +554,10 @@ class RuntimePredictor(BaseModel):
 
     def _fitted_to_dict(self) -> dict[str, Any]:
         return {"n_fit": self.n_fit_, "features": list(self._used()), "categories": self.categories_,
-                "boosters": sorted(self.boosters_),
-                "offset": self.offset_, "n_calibration": self.n_calibration_}
+                "boosters": sorted(self.boosters_), "offsets": list(self.offsets_),
+                "n_calibration": self.n_calibration_, "choice": self.choice_,
+                "selection": self.selection_, "blend_with": getattr(self, "blend_with_", "cell_median"),
+                "cell_medians": getattr(self, "cell_medians_", {})}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
         from acmemodel.errors import BundleError
@@ -373,5 +572,16 @@ class RuntimePredictor(BaseModel):
                 raise BundleError(f"RuntimePredictor: booster {name!r} text missing from the bundle")
             self.boosters_[name] = booster_from_text(artifacts[name], f"RuntimePredictor booster {name!r}")
         self.n_fit_ = int(d["n_fit"])
-        self.offset_ = float(d.get("offset", 0.0))
+        # (a bundle saved before the choice: the boosters, one symmetric CQR offset "offset")
+        off = d.get("offsets")
+        self.offsets_ = (tuple(float(v) for v in off) if off is not None
+                         else (float(d.get("offset", 0.0)), float(d.get("offset", 0.0))))
         self.n_calibration_ = int(d.get("n_calibration", 0))
+        self.choice_ = str(d.get("choice", "model"))
+        if self.choice_ not in CHOICES:
+            raise BundleError(f"RuntimePredictor: unknown point predictor {self.choice_!r}; valid: {', '.join(CHOICES)}")
+        self.selection_ = {str(k): float(v) for k, v in (d.get("selection") or {}).items()}
+        self.blend_with_ = str(d.get("blend_with", "cell_median"))
+        self.cell_medians_ = {str(k): float(v) for k, v in (d.get("cell_medians") or {}).items()}
+        if self.choice_ != "model" and "*" not in self.cell_medians_:
+            raise BundleError("RuntimePredictor: the chosen baseline's cell medians are missing from the bundle")

@@ -81,8 +81,12 @@ class RuntimeModel(DurationModel):
         GPU bucket, and in a cell that backed off from its bucket, a 512-GPU job runs longer than a
         64-GPU job when ``β > 0``). Queries without ``gpus`` get the cell's law unscaled.
 
+    pooling : ``"heldout"`` (default): each cell's law is pooled with its parent's, ``w = n/(n + k)``, ``k``
+        and the kept keys chosen by the log-likelihood of the latest 20 % of the jobs
+        (:mod:`acmemodel.models._duration`); ``"none"``: every cell its own fit.
+
     Fitted attributes: ``cells_`` (:class:`~acmemodel.models.cells.CellTable` of
-    :class:`~acmemodel.models._duration.DurationCell`), ``states_`` (CellTable of state counts),
+    :class:`~acmemodel.models._duration.DurationCell`), ``pool_`` (the pooling choice), ``states_`` (CellTable of state counts),
     ``size_slope_`` ({"cluster/type": β}), ``max_run_`` ({cluster: longest fitted run, s}), ``run_max_``
     (CellTable of each cluster × type × GPU bucket cell's longest fitted run, s; samples are capped at
     :meth:`max_run`), ``lg_ref_`` (CellTable of each cell's [mean, min, max] log2 GPUs),
@@ -104,7 +108,7 @@ class RuntimeModel(DurationModel):
                  families: Sequence[str] = tuple(FAMILIES), selection: str = "heldout",
                  gpu_only: bool = True, gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES,
                  max_fit_jobs: int = 20000, atom_s: float = 0.0,
-                 size_law: bool = True):
+                 size_law: bool = True, pooling: str = "heldout"):
         self.keys = keys
         self.min_jobs = min_jobs
         self.min_jobs_coarsest = min_jobs_coarsest
@@ -116,6 +120,7 @@ class RuntimeModel(DurationModel):
         self.max_fit_jobs = max_fit_jobs
         self.atom_s = atom_s
         self.size_law = size_law
+        self.pooling = pooling
 
     def _validate_params(self) -> None:
         super()._validate_params()

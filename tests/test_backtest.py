@@ -88,7 +88,42 @@ def test_cli_table_on_acmetrace_file():
     res = CliRunner().invoke(app, ["evaluate", "runtime", str(sample_paths("Seren")[0]), "--no-queue",
                                    "--test-fraction", "0.25"])
     assert res.exit_code == 0, res.output
-    assert "user_median" in res.stdout and "coverage" in res.stdout
+    out = res.stdout
+    assert "user median" in out and "coverage" in out and "gain ± SE" in out
+    assert any(v in out for v in ("model better", "tie within one SE", "use the baseline"))
+
+
+def test_paired_verdicts():
+    """The card's verdict: a gain within one paired SE is a tie; a loss beyond it says "use the baseline"."""
+    from acmemodel.evaluation.backtest import coverage_verdict, paired
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(1.0, 0.5, 400)
+    assert paired(base - 0.5, base, higher_is_better=False)["verdict"] == "model better"
+    assert paired(base + 0.5, base, higher_is_better=False)["verdict"] == "use the baseline"
+    tie = paired(base + np.tile([1e-3, -1e-3], 200), base, True)  # mean gain 0, SE 5e-5
+    assert tie["verdict"] == "tie within one SE" and tie["se"] > 0
+    assert paired(np.r_[-np.inf, base[1:]], base, True)["verdict"] == "use the baseline"
+    c = coverage_verdict(np.r_[np.ones(70), np.zeros(30)])
+    assert c["verdict"] == "under-covers" and c["se"] == pytest.approx(np.sqrt(0.21 / 100))
+    assert coverage_verdict(np.r_[np.ones(80), np.zeros(20)])["verdict"] == "calibrated"
+
+
+def test_card_in_json_and_80_columns(result):
+    from rich.console import Console
+
+    from acmemodel.evaluation.backtest import render_card
+
+    doc = json.loads(json.dumps(result.to_json()))
+    comps = doc["card"]["comparisons"]
+    assert {(c["model"], c["baseline"], c["metric"]) for c in comps} >= {
+        ("runtime_model_nostate", "global", "loglik"), ("runtime_model_nostate", "global", "crps_log"),
+        ("predictor", "user_median", "mae_log"), ("queue_model", "queue_global", "loglik")}
+    assert all(set(c) >= {"diff", "se", "verdict", "model_value", "baseline_value", "n"} for c in comps)
+    assert {i["model"] for i in doc["card"]["intervals"]} == {"predictor", "runtime_model_nostate", "global"}
+    con = Console(record=True, width=80)
+    con.print(render_card(result.card, result.info))
+    assert max(len(line.rstrip()) for line in con.export_text().splitlines()) <= 80
 
 
 @pytest.mark.parametrize("argv", [["evaluate", "runtime", "--test-fraction", "1.5"],

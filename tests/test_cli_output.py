@@ -251,7 +251,7 @@ def test_evaluate_runtime_fits_80_columns(monkeypatch):
     r = _cli80(["evaluate", "runtime", "--no-queue"], monkeypatch)
     assert r.returncode == 0, r.stderr
     _fits_80(r.stdout)
-    assert "mae" in r.stdout and "runtime_model_nostate" in r.stdout.replace("\n", "")
+    assert "mae" in r.stdout and "cell model" in r.stdout and "gain ± SE" in r.stdout
 
 
 def test_duration_axes_in_human_units():

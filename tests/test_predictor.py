@@ -109,40 +109,93 @@ def test_sample_trace():
 
 
 def test_conformal_offset_calibrates_a_wrong_interval():
-    """CQR on exchangeable data: a too-narrow interval is widened to ≈ 80 % coverage; the coverage
-    of a fresh sample given the calibration set has sd ≈ sqrt(0.8·0.2/n_cal)."""
-    from acmemodel.models.predictor import _conformal_offset
+    """Split-conformal on exchangeable data, each tail on its own: a too-narrow interval is widened to
+    ≈ 80 % coverage; the coverage of a fresh sample given the calibration set has sd ≈
+    sqrt(0.8·0.2/n_cal)."""
+    from acmemodel.models.predictor import _tail_offset
 
     rng = np.random.default_rng(9)
     n_cal, n_new = 500, 20000
     y_cal, y_new = rng.standard_normal(n_cal), rng.standard_normal(n_new)
     lo, hi = -0.5, 0.5  # the "model" claims an 80 % interval that truly covers 38 %
-    q = _conformal_offset(np.full(n_cal, lo), np.full(n_cal, hi), y_cal, 0.8)
-    assert q > 0
-    assert np.mean((y_cal >= lo - q) & (y_cal <= hi + q)) >= 0.8  # finite-sample property
-    cov = np.mean((y_new >= lo - q) & (y_new <= hi + q))
+    qlo, qhi = _tail_offset(lo - y_cal, 0.9), _tail_offset(y_cal - hi, 0.9)
+    assert qlo > 0 and qhi > 0
+    assert np.mean((y_cal >= lo - qlo) & (y_cal <= hi + qhi)) >= 0.8  # finite-sample property
+    cov = np.mean((y_new >= lo - qlo) & (y_new <= hi + qhi))
     assert abs(cov - 0.8) <= 5 * np.sqrt(0.8 * 0.2 / n_cal)
 
 
-def test_conformal_fit_stores_offset(data, model):
+def test_conformal_fit_stores_choice_and_offsets(data, model):
     train, test = data
-    assert model.n_calibration_ > 0 and model.offset_ != 0.0
+    assert model.n_calibration_ > 0 and model.offsets_ != (0.0, 0.0)
+    assert model.choice_ in ("model", "user_median", "name_median", "cell_median", "blend")
+    assert set(model.selection_) >= {"model", "user_median", "cell_median", "blend"}
+    assert model.selection_[model.choice_] == min(model.selection_.values())
     raw = RuntimePredictor(conformal=None, **PARAMS).fit(train)
-    assert raw.offset_ == 0.0
-    p, r = model.predict_log(test), raw.predict_log(test)
-    np.testing.assert_allclose(p["p50"], r["p50"])  # the median is not touched
+    assert raw.offsets_ == (0.0, 0.0) and raw.choice_ == "model"
+    if model.choice_ == "model":
+        np.testing.assert_allclose(model.predict_log(test)["p50"], raw.predict_log(test)["p50"])
     d = model.to_dict()["fitted"]
-    assert d["offset"] == pytest.approx(model.offset_)
+    assert d["offsets"] == pytest.approx(list(model.offsets_)) and d["choice"] == model.choice_
+    back = RuntimePredictor.from_dict(model.to_dict(), model.artifacts())
+    pd.testing.assert_frame_equal(back.predict_log(test), model.predict_log(test))
     with pytest.raises(ValueError, match="conformal"):
         RuntimePredictor(conformal=1.5).fit(train)
 
 
-def test_conformal_offset_is_the_kth_smallest_score():
-    """Split-conformal offset = the ⌈(n+1)·coverage⌉-th smallest conformity score (Romano et al.
-    2019), not the next one: with scores 1..10 and coverage 0.8, k = ⌈8.8⌉ = 9."""
-    from acmemodel.models.predictor import _conformal_offset
+def test_bundle_without_choice_loads_as_the_boosters(model, data):
+    """A predictor saved before the choice (one symmetric ``offset``) loads as the boosters with it."""
+    d = model.to_dict()
+    f = dict(d["fitted"])
+    for k in ("offsets", "choice", "selection", "blend_with", "cell_medians"):
+        f.pop(k)
+    f["offset"] = 0.25
+    old = RuntimePredictor.from_dict({**d, "fitted": f}, model.artifacts())
+    assert old.choice_ == "model" and old.offsets_ == (0.25, 0.25)
+    p = old.predict_log(data[1])
+    assert np.all(p["p10"] <= p["p50"]) and np.all(p["p50"] <= p["p90"])
 
-    y = np.arange(1.0, 11.0)[::-1]  # scores E_i = y_i - hi with lo = -inf, hi = 0
-    assert _conformal_offset(np.full(10, -np.inf), np.zeros(10), y, 0.8) == 9.0
-    assert _conformal_offset(np.full(10, -np.inf), np.zeros(10), y, 0.95) == 10.0  # k capped at n
-    assert _conformal_offset(np.full(19, -np.inf), np.zeros(19), np.arange(1.0, 20.0), 0.5) == 10.0
+
+def test_chosen_baseline_when_it_wins():
+    """Run time = the user's own constant scale (no other signal): the user's running median is the
+    best point predictor and the window chooses it (or its blend with the boosters)."""
+    rng = np.random.default_rng(4)
+    n, users = 3000, 60
+    scale = np.exp(rng.normal(6, 1.5, users))
+    u = rng.integers(0, users, n)
+    submit = 1.7e9 + np.sort(rng.random(n)) * 60 * 86400
+    run = np.round(scale[u] * np.exp(0.05 * rng.standard_normal(n)))
+    from acmemodel.trace.jobs import jobs_from_times
+
+    jobs = jobs_from_times(cluster="c", submit_s=submit, start_s=submit, end_s=submit + run, gpu_num=1,
+                           type="Other", state="COMPLETED", user=np.char.add("u", u.astype(str)).astype(object))
+    m = RuntimePredictor(**PARAMS).fit(jobs)
+    assert m.choice_ in ("user_median", "blend")
+    assert m.selection_["user_median"] < m.selection_["cell_median"]
+
+
+def test_conformal_coverage_on_a_known_law():
+    """A stationary synthetic trace (known lognormal laws, :func:`synthetic_jobs`): the p10–p90 interval
+    covers 0.8 of the later jobs, within 3 standard errors of the calibration and test samples'
+    binomial noise, sqrt(0.16/n_cal + 0.16/n_test)."""
+    jobs = submission_features(synthetic_jobs(5000, seed=11))
+    train, test = time_split(jobs, test_fraction=0.3)
+    test = test[test.started & (test.gpu_num > 0) & ~test.run_censored]
+    m = RuntimePredictor(**PARAMS).fit(train)
+    p = m.predict_log(test)
+    y = np.log1p(test["run_s"].to_numpy(float))
+    cov = M.interval_coverage(y, p["p10"], p["p90"])
+    n_cal = m.n_calibration_ / 2  # (two windows; the offset is the wider of their two)
+    tol = 3 * np.sqrt(0.16 / n_cal + 0.16 / len(test))
+    assert abs(cov - 0.8) <= tol, (cov, tol, m.choice_)
+
+
+def test_conformal_offset_is_the_kth_smallest_score():
+    """Split-conformal offset = the ⌈(n+1)·level⌉-th smallest conformity score (Romano et al.
+    2019), not the next one: with scores 1..10 and level 0.8, k = ⌈8.8⌉ = 9."""
+    from acmemodel.models.predictor import _tail_offset
+
+    y = np.arange(1.0, 11.0)[::-1]
+    assert _tail_offset(y, 0.8) == 9.0
+    assert _tail_offset(y, 0.95) == 10.0  # k capped at n
+    assert _tail_offset(np.arange(1.0, 20.0), 0.5) == 10.0

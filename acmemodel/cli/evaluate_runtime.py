@@ -1,4 +1,5 @@
-"""``acmemodel evaluate runtime``: time-ordered backtest of the run-time models against baselines."""
+"""``acmemodel evaluate runtime``: the model card of a trace — a time-ordered backtest of the run-time,
+predictor and queue models against their baselines (paired differences ± SE, verdicts, coverage)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,11 +22,14 @@ def evaluate_runtime_cmd(
     min_cell_jobs: int = typer.Option(30, "--min-cell-jobs",
                                       help="Report a cluster/type cell from this many test jobs."),
     per_cell: bool = typer.Option(False, "--per-cell", help="Also print one table per cluster/type cell."),
+    detail: bool = typer.Option(False, "--detail", help="Also print every metric of every model (pooled)."),
     no_queue: bool = typer.Option(False, "--no-queue", help="Skip the queueing-delay models."),
 ) -> None:
-    """Fit on the earlier jobs, score the later ones: RuntimeModel, RuntimePredictor (p10/p50/p90) and
-    QueueModel against the global, per-cell-median and user-median baselines (pooled cell "all")."""
-    from acmemodel.evaluation.backtest import runtime_backtest
+    """The model card of a trace: fit on the earlier jobs, score the later ones. One table per model
+    (RuntimeModel, RuntimePredictor, QueueModel) against its baselines (global law, cell and user
+    running medians): the paired per-job gain ± its standard error and the verdict ("use the
+    baseline" when it wins, "tie within one SE"), then the coverage of every p10–p90 interval."""
+    from acmemodel.evaluation.backtest import render_card, runtime_backtest
 
     check_holdout(test_fraction, cutoff, min_cell_jobs)
     trace = load_traces(paths, cluster)
@@ -34,17 +38,24 @@ def evaluate_runtime_cmd(
     if json_out:
         print_json(res.to_json())
         return
+    console.print(render_card(res.card, res.info))
     verdict = res.info.get("predictor_vs_best_baseline", {})
     if verdict.get("text"):
         console.print(("" if verdict.get("beats") else "[bold]") + verdict["text"]
                       + ("" if verdict.get("beats") else "[/bold]"), markup=True)
-    console.print(res.table("all"))
+    if res.info.get("predictor_error"):
+        console.print(f"RuntimePredictor not scored: {res.info['predictor_error']}")
+    choice = res.info.get("predictor_choice")
+    if choice:
+        console.print(f"The predictor's point prediction is {choice!r}, chosen on its calibration windows "
+                      "(earlier data only).")
+    if detail or per_cell:
+        console.print(res.table("all"))
     if per_cell:
         for cell in dict.fromkeys(res.results.cell):
             if cell != "all":
                 console.print(res.table(cell))
-    console.print(f"split at {res.info['cutoff_utc']}; log-seconds = ln(1 + run s); coverage of the "
-                  "p10–p90 interval should be ≈ 0.8; bold = best per metric.")
+    console.print("gain > 0 favours the model; log-seconds = ln(1 + run s); loglik in nats per job.")
     for k, what in (("n_train_left_truncated_excluded", "left-truncated training jobs left out of the "
                      "run-time fit (begun before the trace: age unknown)"),):
         if res.info.get(k):

@@ -1,0 +1,128 @@
+"""Partial pooling of duration cells with their parents (:mod:`acmemodel.models._duration`): the shrinkage
+``w = n/(n + k)`` with ``k`` chosen on the latest jobs moves a 5-job cell to its parent and leaves a
+50,000-job cell alone; a key that does not improve the held-out fit is marginalised; bundles written
+before pooling still load."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from acmemodel.models.runtime import RuntimeModel
+from acmemodel.trace.jobs import jobs_from_times
+
+
+def _jobs(cluster, typ, run, gpus=1, seed=0):
+    rng = np.random.default_rng(seed)
+    n = len(run)
+    submit = 1.7e9 + np.sort(rng.random(n)) * 90 * 86400
+    order = rng.permutation(n)  # every cell spread over the whole period
+    run = np.asarray(run, float)[order]
+    return jobs_from_times(cluster=np.asarray(cluster, object)[order], submit_s=submit, start_s=submit,
+                           end_s=submit + run, gpu_num=np.broadcast_to(gpus, (n,))[order].astype(int),
+                           type=np.asarray(typ, object)[order], state="COMPLETED", user="u")
+
+
+@pytest.fixture(scope="module")
+def pooled():
+    """Cluster X: type A (50,000 jobs, median e^8 s) and B (5,000, e^6 s). Cluster Y: 80 types of 40
+    jobs of one law (median e^4 s) and 6 types of 5 jobs, two of them zero-second runs each."""
+    rng = np.random.default_rng(1)
+    cl, ty, run = [], [], []
+
+    def add(c, t, r):
+        cl.extend([c] * len(r)), ty.extend([t] * len(r)), run.extend(np.round(r))
+    add("X", "A", np.exp(rng.normal(8, 1, 50_000)))
+    add("X", "B", np.exp(rng.normal(6, 1, 5_000)))
+    for i in range(80):
+        add("Y", f"s{i}", 1 + np.exp(rng.normal(4, 1.5, 40)))
+    for i in range(6):
+        add("Y", f"tiny{i}", np.r_[0.0, 0.0, 1 + np.exp(rng.normal(4, 1.5, 3))])
+    jobs = _jobs(cl, ty, run)
+    kw = dict(keys=("cluster", "type"), backoff=("type", "cluster"), min_jobs=5, min_jobs_coarsest=5, size_law=False,
+              families=("lognormal", "weibull"))
+    return RuntimeModel(**kw).fit(jobs)
+
+
+def test_pooling_moves_a_5_job_cell_to_its_parent(pooled):
+    m = pooled
+    k = m.pool_["k"]
+    assert 30 <= k <= 10_000  # chosen by the held-out jobs: large enough for the 40-job cells, not for B
+    tiny = m.cells_.entries_[m.resolve(cluster="Y", type="tiny0").cell].value
+    parent = m.resolve(cluster="Y").value
+    assert tiny.n == 5 and tiny.pool_w == pytest.approx(5 / (5 + k)) and tiny.pool_w < 0.15
+    # its own atom (2 of 5 runs took 0 s: π0 = 2.5/6) is all but replaced by the parent's
+    assert tiny.own_p_atom == pytest.approx(2.5 / 6)
+    assert abs(tiny.p_atom - parent.p_atom) <= tiny.pool_w * tiny.own_p_atom + 1e-12
+    assert tiny.p_atom < 0.1
+    xs = np.geomspace(1, 1e5, 50)
+    assert np.max(np.abs(tiny.cdf(xs) - parent.cdf(xs))) <= tiny.pool_w + 1e-9
+    assert tiny.own_cdf(0.0) == pytest.approx(2.5 / 6)  # (its own law, unpooled)
+
+
+def test_pooling_leaves_a_50000_job_cell_alone(pooled):
+    m = pooled
+    big = m.resolve(cluster="X", type="A").value
+    assert big.n == 50_000 and big.pool_w > 0.98
+    for q in (0.1, 0.5, 0.9):
+        assert float(big.quantile(q)) == pytest.approx(float(big.own_quantile(q)), rel=0.02)
+    # the 5,000-job cell B keeps its own law too (its parent X is 91 % A, e^2 times longer)
+    b = m.resolve(cluster="X", type="B").value
+    assert abs(np.log(b.median()) - 6) < 0.1
+
+
+def test_pooling_beats_own_fits_on_later_jobs(pooled):
+    """Held-out: the 40-job cells of one shared law predict later jobs better pooled than alone."""
+    m = pooled
+    rng = np.random.default_rng(7)
+    x = np.round(1 + np.exp(rng.normal(4, 1.5, 400)))
+    cells = [m.resolve(cluster="Y", type=f"s{i}").value for i in range(0, 80, 5)]
+    ll_p = np.mean([c.loglik(x).mean() for c in cells])
+    ll_r = np.mean([c.own_loglik(x).mean() for c in cells])
+    assert ll_p > ll_r
+
+
+def test_a_key_without_signal_is_marginalised():
+    """The GPU bucket carries nothing here: its level's held-out gain is within one SE, and the key is
+    marginalised (its cells answer with their parent's law)."""
+    rng = np.random.default_rng(3)
+    n = 6000
+    typ = np.where(rng.random(n) < 0.5, "Eval", "Train")
+    run = np.round(np.exp(np.where(typ == "Eval", 4.0, 8.0) + rng.standard_normal(n)))
+    gpus = rng.choice([1, 8, 64], n)
+    jobs = _jobs(np.full(n, "c", object), typ, run, gpus=gpus, seed=3)
+    m = RuntimeModel(keys=("cluster", "type", "gpu_bucket"), size_law=False, families=("lognormal",)).fit(jobs)
+    lv = {x["dropped_key"]: x for x in m.pool_["levels"]}
+    assert "gpu_bucket" in m.pool_["marginalised"] and not lv["gpu_bucket"]["kept"]
+    assert lv["type"]["kept"] and lv["type"]["gain"] > 3 * lv["type"]["se"]
+    e = m.resolve(cluster="c", type="Eval", gpus=8)
+    assert e.value.pool_w == 0.0
+    assert float(e.value.median()) == pytest.approx(float(m.resolve(cluster="c", type="Eval").value.median()))
+
+
+def test_bundle_round_trip_and_old_bundle(pooled, tmp_path):
+    m = pooled
+    back = RuntimeModel.from_dict(m.to_dict())
+    xs = np.array([0.0, 10.0, 300.0, 5000.0])
+    for key in ({"cluster": "Y", "type": "tiny1"}, {"cluster": "X", "type": "A"}, {}):
+        np.testing.assert_allclose(back.cdf(xs, **key), m.cdf(xs, **key))
+    assert back.pool_["k"] == m.pool_["k"]
+    # a model saved before pooling (no "pool", no "pool_w"): every cell its own fit
+    d = m.to_dict()
+    d["fitted"].pop("pool")
+    for e in d["fitted"]["cells"]["entries"]:
+        e["value"].pop("pool_w")
+    old = RuntimeModel.from_dict(d)
+    assert all(e.value.pool_w == 1.0 for e in old.cells_.entries_.values())
+    tiny = old.resolve(cluster="Y", type="tiny0").value
+    assert tiny.p_atom == pytest.approx(2.5 / 6)
+
+
+def test_default_bundle_still_loads():
+    from acmemodel.models.bundle import load_default
+
+    b = load_default()
+    rt = b["runtime"] if "runtime" in b else None
+    if rt is None:
+        pytest.skip("default bundle without a run-time model")
+    assert all(e.value.pool_w == 1.0 for e in rt.cells_.entries_.values())
+    assert np.isfinite(rt.median(cluster="Seren", type="Eval"))

@@ -1,0 +1,76 @@
+"""The Done-when inequalities of the run-time models on the real logs in ``../shared/data/real/``
+(time-ordered split, :func:`~acmemodel.evaluation.backtest.runtime_backtest`): the run-time model's
+held-out log-likelihood ≥ the global law's and CRPS ≤ it, the predictor's MAE of log run time ≤ every
+baseline's — a tie within one paired standard error counts — and its p10–p90 interval covering
+0.75–0.85 of the later jobs (within one binomial SE of that band)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+FAST = dict(include_queue=False, crps_draws=400, predictor_params={"n_estimators": 80, "learning_rate": 0.1})
+
+
+def dlrm_jobs(path) -> pd.DataFrame:
+    """The Alibaba DLRM instance trace (``disaggregated_DLRM_trace.csv``) as a job table: submit =
+    creation, start = scheduled, end = deletion; an instance without a deletion time is still alive
+    (run time censored at the last time in the file); rows without a creation time (alive before the
+    trace began, left-truncated) are left out; type = role, user = app."""
+    from acmemodel.trace.jobs import jobs_from_times
+
+    d = pd.read_csv(path)
+    d = d[d["creation_time"].notna()].reset_index(drop=True)
+    last = float(np.nanmax(d[["creation_time", "scheduled_time", "deletion_time"]].to_numpy(dtype=float)))
+    origin = 1735689600.0  # 2025-01-01 UTC: the file counts seconds from the trace start
+    ended = d["deletion_time"].notna().to_numpy()
+    start = d["scheduled_time"].to_numpy(dtype=float)
+    started = np.isfinite(start)
+    return jobs_from_times(
+        cluster="dlrm", submit_s=origin + d["creation_time"].to_numpy(dtype=float), start_s=origin + start,
+        end_s=origin + np.where(ended, d["deletion_time"].to_numpy(dtype=float), last),
+        gpu_num=d["gpu_request"].fillna(0).astype(int).to_numpy(), type=d["role"].astype(str).to_numpy(object),
+        state=np.where(ended, "COMPLETED", np.where(started, "RUNNING", "PENDING")).astype(object),
+        user=d["app_name"].astype(str).to_numpy(object), run_censored=started & ~ended,
+        cpu_num=d["cpu_request"].to_numpy(dtype=float), mem_per_pod_GB=d["memory_request"].to_numpy(dtype=float))
+
+
+@pytest.fixture(scope="module", params=["nasa", "dlrm"])
+def card(request, real_data):
+    import warnings
+
+    from acmemodel.evaluation.backtest import runtime_backtest
+    from acmemodel.trace import load_trace
+
+    if request.param == "nasa":
+        trace = load_trace(real_data / "NASA-iPSC-1993-3.1-cln.swf", format="swf")
+    else:
+        trace = dlrm_jobs(real_data / "disaggregated_DLRM_trace.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return runtime_backtest(trace, **FAST)
+
+
+def _comparisons(card, model):
+    return [c for c in card.card["comparisons"] if c["model"] == model]
+
+
+def test_runtime_model_not_worse_than_global(card):
+    rows = {c["metric"]: c for c in _comparisons(card, "runtime_model_nostate") if c["baseline"] == "global"}
+    assert set(rows) == {"loglik", "crps_log"}
+    for r in rows.values():
+        # gain = model advantage (loglik higher / CRPS lower); a tie within one SE counts
+        assert r["diff"] >= -r["se"], r
+        assert r["verdict"] != "use the baseline"
+
+
+def test_predictor_mae_not_worse_than_any_baseline(card):
+    rows = [c for c in _comparisons(card, "predictor") if c["metric"] == "mae_log"]
+    assert {r["baseline"] for r in rows} >= {"user_median", "runtime_model_nostate", "global"}
+    for r in rows:
+        assert r["diff"] >= -r["se"], r
+
+
+def test_predictor_interval_covers_0_8(card):
+    iv = next(i for i in card.card["intervals"] if i["model"] == "predictor" and i["interval"] == "p10-p90")
+    assert 0.75 - iv["se"] <= iv["coverage"] <= 0.85 + iv["se"], iv
