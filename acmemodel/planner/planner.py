@@ -362,9 +362,13 @@ class Planner:
             results = [simulate_cluster(r, total_gpus=cl.gpus, gpus_per_node=cl.gpus_per_node,
                                         partitions=partitions, **sim_kw) for r in reps]
         layout = dict(results[0].partitions)
+        quotas = {k: int(v) for k, v in layout.items()}
+        if search is not None and not search["feasible"]:
+            quotas[auto] = None  # the search chose none; the queues are those of the generous end
         return {
             "queue_s": _pooled_queue(results),
-            "quotas": {k: int(v) for k, v in layout.items()},
+            "quotas": quotas,
+            "queues_simulated_at": {k: int(v) for k, v in layout.items()},
             "utilization": {p: _num(np.nanmean([r.utilization.loc[p, "utilization"] for r in results]))
                             for p in layout},
             "pretrain_throughput_gpus": _num(np.mean([r.pretrain_throughput for r in results])),
@@ -392,7 +396,8 @@ class Planner:
         planner = self._with_config_failures(config)
         _check_config_against_bundle(planner, config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
-        from acmemodel.planner.sensitivity import sensitivity_band
+        from acmemodel.planner.reliability import get_preset
+        from acmemodel.planner.sensitivity import scenario_ckpt_cost, sensitivity_band
 
         runs = []
         for r in config.runs:
@@ -405,7 +410,10 @@ class Planner:
                 kw_band = {k: v for k, v in kw.items() if k != "interval"}
                 run.sensitivity = sensitivity_band(
                     planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
-                    make_planner=lambda preset: self.with_preset(preset, config))
+                    make_planner=lambda preset: self.with_preset(preset, config),
+                    ckpt_cost_for=lambda preset, r=r: scenario_ckpt_cost(config, r, preset),
+                    main_cost_source=scenario_ckpt_cost(
+                        config, r, get_preset(fs.reliability) if fs.reliability else None)[1])
             runs.append(run)
         assumptions = _assumptions(planner, config)
         if not cluster:
