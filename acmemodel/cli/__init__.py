@@ -39,11 +39,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("error: out of memory; make the request smaller (fewer days, replicas or a smaller "
                          "scale)\n")
         sys.exit(2)
-    except USER_ERRORS as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        sys.stderr.write(f"error: {msg}\n")
-        sys.exit(2)
     except Exception as e:
+        if isinstance(e, USER_ERRORS) or type(e).__module__ == "pyarrow.lib":
+            # (pyarrow's errors outside ValueError/OSError too: "Failed to launch worker thread" under a
+            # memory cap)
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            sys.stderr.write(f"error: {msg}\n")
+            sys.exit(2)
         # click / typer's vendored click exceptions (usage errors: bad option value, missing option,
         # unknown command): one line; a bare command group (no-args-is-help) shows its help
         if callable(getattr(e, "show", None)) and hasattr(e, "exit_code"):

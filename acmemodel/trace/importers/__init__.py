@@ -29,5 +29,13 @@ def read(format: str, path, *, timezone: str | None = None, type_map=None) -> Im
     if fmt not in FORMATS:
         raise ValueError(f"format: unknown trace format {format!r}; choose acmetrace or one of "
                          + ", ".join(FORMATS))
+    import zlib
+
+    from acmemodel.errors import TraceFormatError
+
     mod = importlib.import_module(f"acmemodel.trace.importers.{fmt}")
-    return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map))
+    try:
+        return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map))
+    except (EOFError, zlib.error) as e:  # damaged deflate data, a truncated gzip member
+        raise TraceFormatError(f"{path}: damaged or truncated compressed data "
+                               f"({str(e) or type(e).__name__})") from None
