@@ -67,6 +67,27 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
         return load_trace(paths, cluster=cluster)
 
 
+#: longest submission span (days) of a trace that commands fitting calendar series accept (ten years):
+#: their hourly/daily arrays are sized by the span (a job in 1970 and one in 2099: 6 GB, hours of fitting)
+MAX_SPAN_DAYS = 3660
+
+
+def check_trace_span(trace, what: str) -> None:
+    """Refuse (``ValueError`` naming the dates) a trace whose submissions span more than
+    :data:`MAX_SPAN_DAYS` days, before ``what`` sizes calendar arrays by the span."""
+    j = trace.jobs
+    if not len(j):
+        return
+    import pandas as pd
+
+    t0, t1 = float(j["submit_s"].min()), float(j["submit_s"].max())
+    days = (t1 - t0) / 86400.0
+    if days > MAX_SPAN_DAYS:
+        d0, d1 = (pd.Timestamp(t, unit="s", tz="UTC").strftime("%Y-%m-%d") for t in (t0, t1))
+        raise ValueError(f"{what}: the trace's submissions span {days:,.0f} days ({d0} to {d1}); at most "
+                         f"{MAX_SPAN_DAYS:,} days (ten years) are modelled: drop the outlying jobs")
+
+
 def check_bundle_out(out: Path, option: str = "-o/--out") -> None:
     """Refuse, before any work, a bundle output path that :meth:`Bundle.save` cannot write: an existing
     file for a directory bundle, a directory for a ``.zip`` bundle (``ValueError`` naming the option)."""

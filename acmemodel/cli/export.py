@@ -174,7 +174,7 @@ def _check_philly_size(trace, yes: bool) -> None:
     nodes = np.maximum(1.0, np.ceil(g / 8.0))
     need = float(g.sum()) * 70.0 + float(nodes.sum()) * BYTES_PER_NODE_ENTRY  # ~70 bytes per GPU name
     check_memory("export --format philly", need,
-                 detail=f"{g.sum():,.3g} GPU entries on {nodes.sum():,.3g} node entries; largest job "
+                 detail=f"{g.sum():,.0f} GPU entries on {nodes.sum():,.0f} node entries; largest job "
                         f"{g.max() if len(g) else 0:,.0f} GPUs", yes=yes)
 
 

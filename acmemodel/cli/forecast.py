@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, load_traces
+from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_trace_span, console, load_traces
 from acmemodel.cli._fmt import num, progress, table
 
 _SHORT = {"seasonal_naive": "snaive", "sarimax": "sarimax", "ets": "ets", "glm": "glm", "auto": "auto",
@@ -50,6 +50,7 @@ def forecast_cmd(
     if gpus is not None and not 0 < gpus < 2 ** 53:
         raise ValueError(f"--gpus must be a positive number of GPUs, got {gpus}")
     trace = load_traces(paths, cluster)
+    check_trace_span(trace, "forecast")
     capacity = None
     if gpus is not None:
         capacity = {str(c): int(gpus) for c in trace.jobs["cluster"].astype(str).unique()}

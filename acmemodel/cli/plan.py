@@ -98,7 +98,7 @@ def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
         return
     check_memory(f"workload (scale {wl.scale:,.6g}, {wl.days:,.6g} days, {wl.replicas:,} replica(s))",
                  jobs * wl.replicas * 2 * BYTES_PER_JOB,
-                 detail=f"about {jobs:,.3g} jobs per replica, held twice while simulated", yes=yes)
+                 detail=f"about {jobs:,.0f} jobs per replica, held twice while simulated", yes=yes)
 
 
 def _print_human(d: dict) -> None:

@@ -92,6 +92,12 @@ def synth_cmd(
         raise ValueError(f"--queue must be 'none' or 'sim', got {queue!r}")
     if gpus is not None and gpus <= 0:
         raise ValueError(f"--gpus must be > 0, got {gpus}")
+    from acmemodel.planner.config_fields import MAX_CLUSTER_GPUS
+
+    if gpus is not None and gpus > MAX_CLUSTER_GPUS:
+        raise ValueError(f"--gpus must be at most {MAX_CLUSTER_GPUS:,}, got {gpus:,}")
+    if gpus is not None and queue == "sim" and gpus % 8:
+        raise ValueError(f"--gpus must be a multiple of 8 (GPUs per node) for --queue sim, got {gpus:,}")
     check_output_not_input(out, [bundle])
     if fmt is SynthFormat.acmetrace:
         trace_file_kind(out)
@@ -201,4 +207,4 @@ def _check_size(b, cluster: str, days: float, scale: float, yes: bool) -> None:
     cells = sum(1 for c in arrival.cells_ if c[0] == cluster)
     need = n * BYTES_PER_JOB + days * 24 * max(cells, 1) * BYTES_PER_HOUR
     check_memory(f"synth --days {days:,.6g} --scale {scale:,.6g}", need,
-                 detail=f"about {n:,.3g} jobs at {BYTES_PER_JOB:,} bytes each", yes=yes)
+                 detail=f"about {n:,.0f} jobs at {BYTES_PER_JOB:,} bytes each", yes=yes)
