@@ -224,7 +224,7 @@ def expand_array_range(spec: str) -> list[int]:
     """``5-9,12,15-20:2%4`` → task indices (``:step`` honoured, ``%`` throttle ignored)."""
     spec = spec.split("%")[0]
     out: list[int] = []
-    for part in spec.split(","):
+    for k, part in enumerate(spec.split(",")):
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
         if not m:
@@ -234,10 +234,23 @@ def expand_array_range(spec: str) -> list[int]:
         step = int(m.group(3)) if m.group(3) else 1
         if b < a or step < 1 or b - a > 1_000_000:
             raise ValueError(part)
-        out.extend(range(a, b + 1, step))
-        if len(out) > MAX_ARRAY_TASKS:
-            raise ValueError(part)
+        r = range(a, b + 1, step)
+        if len(out) + len(r) > MAX_ARRAY_TASKS:  # counted before the list is built
+            raise TooManyTasks(len(out) + len(r) + sum(_range_len(p) for p in spec.split(",")[k + 1:]))
+        out.extend(r)
     return out
+
+
+class TooManyTasks(ValueError):
+    """An array range that expands past :data:`MAX_ARRAY_TASKS` (``args[0]``: its task count)."""
+
+
+def _range_len(part: str) -> int:
+    m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+    if not m:
+        return 0
+    a = int(m.group(1))
+    return len(range(a, (int(m.group(2)) if m.group(2) else a) + 1, int(m.group(3)) if m.group(3) else 1))
 
 
 def _special_ids(frame: pd.DataFrame, special: np.ndarray, q: C.Quarantine, path, compression):
@@ -255,6 +268,9 @@ def _special_ids(frame: pd.DataFrame, special: np.ndarray, q: C.Quarantine, path
         m = re.fullmatch(r"(\d+)_\[(.+)\]", jid)
         try:
             tasks = expand_array_range(m.group(2)) if m else None
+        except TooManyTasks as e:
+            big.append((int(line), int(e.args[0])))
+            continue
         except ValueError:
             tasks = None
         if not tasks:
