@@ -13,9 +13,9 @@ from acmemodel.cli._common import SEED_MAX, check_output_not_input, console, cou
 from acmemodel.cli.export import Fmt
 
 
-#: output formats of ``acmemodel synth``: the job formats of ``acmemodel export`` (all but airesim,
-#: which writes fitted parameters, not jobs)
-SynthFormat = Enum("SynthFormat", [(f.name, f.value) for f in Fmt if f is not Fmt.airesim], type=str)
+#: output formats of ``acmemodel synth``: those of ``acmemodel export`` (airesim: the bundle's failure and
+#: restart models as AIReSim parameters, the synthetic job sizes choosing the simulated job)
+SynthFormat = Enum("SynthFormat", [(f.name, f.value) for f in Fmt], type=str)
 
 
 def parse_mix(text: str | None) -> dict[str, float] | None:
@@ -41,9 +41,9 @@ def synth_cmd(
     out: Path = typer.Option(..., "-o", "--output", help="acmetrace: the CSV file to write (.csv or .csv.gz); "
                              "other formats: the output directory (created)."),
     fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f", metavar="FORMAT",
-                                    show_choices=False, help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
-                                         "simulator inputs as written by `acmemodel export` (restart chains "
-                                         "encoded)."),
+                                    show_choices=False, help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim, "
+                                         "airesim: simulator inputs as written by `acmemodel export` (restart "
+                                         "chains encoded; helios in the bundle's calibrated partitions)."),
     bundle: Optional[Path] = typer.Option(
         None, "--bundle", help="Fitted bundle (acmemodel fit); default: the embedded default bundle."),
     days: float = typer.Option(30.0, "--days", help="Length of the synthetic trace in days."),
@@ -64,6 +64,12 @@ def synth_cmd(
     gpus: Optional[int] = typer.Option(None, "--gpus", help="Cluster GPUs for --queue sim, and the cluster size "
                                        "written by swf (MaxProcs, MaxNodes), batsim (nb_res) and helios "
                                        "(vc_config nodes); default: the published size."),
+    rebase_to: Optional[str] = typer.Option(
+        None, "--rebase-to", help="helios: the simulators' experiment window the jobs are placed in (Sept, "
+                                  "July, or e.g. Venus_Sept; default Sept: synthetic dates are arbitrary)."),
+    batsim_profile: Optional[str] = typer.Option(
+        None, "--batsim-profile", help="batsim: delay-profile type name, 'delay' (Batsim 1.3-4.x, default) or "
+                                       "'DelayProfile' (Batsim >= 5)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
     yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
                                                   "this machine's memory."),
@@ -98,6 +104,12 @@ def synth_cmd(
         raise ValueError(f"--gpus must be at most {MAX_CLUSTER_GPUS:,}, got {gpus:,}")
     if gpus is not None and queue == "sim" and gpus % 8:
         raise ValueError(f"--gpus must be a multiple of 8 (GPUs per node) for --queue sim, got {gpus:,}")
+    if rebase_to is not None and fmt.value != "helios":
+        raise ValueError("--rebase-to is used by --format helios only")
+    if batsim_profile is not None and fmt.value != "batsim":
+        raise ValueError("--batsim-profile is used by --format batsim only")
+    if batsim_profile is not None and batsim_profile not in ("delay", "DelayProfile"):
+        raise ValueError(f"--batsim-profile must be 'delay' or 'DelayProfile', got {batsim_profile!r}")
     check_output_not_input(out, [bundle])
     if fmt is SynthFormat.acmetrace:
         trace_file_kind(out)
@@ -123,7 +135,8 @@ def synth_cmd(
         path = write_acmetrace(to_acmetrace(jobs, cluster=cluster, timezone=timezone), out)
         files, written = [str(path)], {}
     else:
-        written = _export(jobs, fmt.value, out, cluster=cluster, timezone=timezone, gpus=gpus)
+        written = _export(jobs, fmt.value, out, cluster=cluster, timezone=timezone, gpus=gpus, bundle=b,
+                          rebase_to=rebase_to, batsim_profile=batsim_profile)
         path, files = out, written["files"]
     secs = time.perf_counter() - t
     by_type = jobs.groupby("type").size().to_dict()
@@ -177,9 +190,12 @@ def _policy_text(policy: dict) -> str:
             + ("start-up latency" if policy.get("latency") else "no latency") + ")")
 
 
-def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None) -> dict:
-    """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``;
-    ``--gpus`` sets the cluster size of the formats that record one."""
+def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None, bundle=None,
+            rebase_to: str | None = None, batsim_profile: str | None = None) -> dict:
+    """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``,
+    with the options ``acmemodel export`` gives the format: helios in the bundle's calibrated partitions
+    and placed in an experiment window (``rebase_to``, default Sept), batsim's profile type, airesim from
+    the bundle's failure and restart models. ``--gpus`` sets the cluster size of the formats that record one."""
     from acmemodel.export import options, write
     from acmemodel.clusters import GPUS_PER_NODE
 
@@ -190,6 +206,22 @@ def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gp
     if gpus is not None:
         size = {"total_gpus": int(gpus), "total_nodes": -(-int(gpus) // GPUS_PER_NODE)}
         opts.update({k: v for k, v in size.items() if k in valid})
+    if fmt == "helios":
+        opts["rebase_to"] = rebase_to or "Sept"
+        if gpus is None:  # (a --gpus cluster is split by GPU time: the calibrated layout is the published size's)
+            from acmemodel.cli.export import bundle_partitions
+
+            jobs, layout = bundle_partitions(jobs, bundle, cluster)
+            if layout is not None:
+                opts.update(vc="partition", vc_nodes=layout,
+                            vc_source="the bundle's calibrated policy (as synth --queue sim simulates it)")
+    if fmt == "batsim" and batsim_profile is not None:
+        opts["profile_type"] = batsim_profile
+    if fmt == "airesim":
+        from acmemodel.synth import resolve_bundle
+
+        b = resolve_bundle(bundle)
+        opts = {"cluster": cluster, "failure": b["failure"], "restart": b.get("restart")}
     return write(jobs, fmt, out, **opts)
 
 
