@@ -58,7 +58,7 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
                            type_map=type_map)
     if len(trace.jobs) == 0:
         raise ValueError(f"no job was accepted from {', '.join(map(str, paths))} "
-                         f"({len(trace.rejected)} rejected): nothing to write")
+                         f"({len(trace.rejected):,} rejected): nothing to write")
     tz = trace.timezones.get(cl, "+00:00")
     table = acmetrace_table(trace.jobs, cluster=cl, schema="kalos", timezone=tz)
     ex = trace.extras

@@ -92,7 +92,7 @@ def _print_human(result, doc: dict) -> None:
 
     cfg = result.config
     hw = cfg.hardware
-    console.print(f"[bold]Evaluation batch[/bold]: {len(cfg.batch)} datasets ({cfg.batch.source}), "
+    console.print(f"[bold]Evaluation batch[/bold]: {len(cfg.batch):,} datasets ({cfg.batch.source}), "
                   f"{hw.model_size_gb:g} GB model, {hw.gpus_per_node} GPUs/node, storage "
                   f"{hw.storage_gbit_s:g} Gb/s per node")
     t = Table(show_edge=False, pad_edge=False)

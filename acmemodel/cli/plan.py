@@ -63,7 +63,7 @@ def plan_cmd(
         return
     _print_human(doc)
     if backoffs:
-        console.print(f"{len(backoffs)} sparse model cell(s) of the simulated workload answered from coarser "
+        console.print(f"{len(backoffs):,} sparse model cell(s) of the simulated workload answered from coarser "
                       "cells (--json lists them)")
     print_identifiability(note)
 

@@ -166,7 +166,7 @@ def synth_cmd(
         print_json(doc)
         return
     console.print(f"wrote [bold]{path}[/bold] ({fmt.value}): {len(jobs):,} {cluster} jobs over {days:g} days "
-                  f"({doc['restart_attempts']} restart attempts) in {secs:.1f} s")
+                  f"({doc['restart_attempts']:,} restart attempts) in {secs:.1f} s")
     for f in files if written else []:
         console.print(f"  {f}")
     for k, v in (written or {}).get("dropped", {}).items():
@@ -174,7 +174,7 @@ def synth_cmd(
             console.print(f"  omitted {v} {k.replace('_', ' ')}")
     console.print("jobs by type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
     if backoffs:
-        console.print(f"{len(backoffs)} sparse model cell(s) answered from coarser cells (--json lists them)")
+        console.print(f"{len(backoffs):,} sparse model cell(s) answered from coarser cells (--json lists them)")
     console.print("queue not simulated: every job starts at submission (queue = 0)." if fill is None else
                   f"queue: {doc['queue']}; mean wait {doc['queue_s']['mean']:.0f} s, "
                   f"p90 {doc['queue_s']['90%']:.0f} s")

@@ -350,7 +350,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
         lines.append(yaml.safe_dump({k: v}, default_flow_style=False).strip())
     path = C.out_path(out, "config.yaml")
     path.write_text("\n".join(lines) + "\n")
-    sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params)} fields)."),
+    sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params):,} fields)."),
                 ("Inputs", "\n".join(f"- {k}: {_human(k, v)}" for k, v in prov.items()))]
     if frame is not None:  # the empirical restart time averages over these chains
         ch, src = C.ensure_chains(frame)

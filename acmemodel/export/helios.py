@@ -111,7 +111,7 @@ def vc_config(parts: np.ndarray, gpu_time: np.ndarray, node_num: np.ndarray, *, 
     minimum = np.maximum(peak.to_numpy(), 1)
     total = int(total_nodes) if total_nodes else int(minimum.sum())
     if minimum.sum() > total:
-        notes.append(f"the partitions' largest jobs need {int(minimum.sum())} nodes, more than the "
+        notes.append(f"the partitions' largest jobs need {int(minimum.sum()):,} nodes, more than the "
                      f"{total} available: each partition sized to its largest job")
     sizes = C.largest_remainder(w, total, minimum)
     return pd.Series(sizes, index=names, dtype="int64"), notes, (
@@ -200,12 +200,12 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         C.write_csv(vcp, ["", "num"], [np.array(cfg.index, dtype=object), C.int_strings(cfg.to_numpy())])
         files += [log, vcp]
         frames.append(sub)
-        lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
+        lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub):,} jobs; times in local time {C.format_offset(off)}"
                  f" (largest rounding {rounding:.3f} s).",
-                 f"- `{dirs[name]}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
+                 f"- `{dirs[name]}/vc_config.csv`: {len(cfg):,} partitions, {int(cfg.sum()):,} nodes ({how}); "
                  f"jobs assigned {vc_desc}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()) + "."]
-        lines.append(f"- {int(raised.sum())} durations raised to {MIN_DURATION_S} s ({int(st_miss.sum())} jobs "
-                     f"that never started, {int((raised & started).sum())} shorter runs): the simulators "
+        lines.append(f"- {int(raised.sum()):,} durations raised to {MIN_DURATION_S} s ({int(st_miss.sum()):,} jobs "
+                     f"that never started, {int((raised & started).sum()):,} shorter runs): the simulators "
                      "never finish a 0-second job.")
         if window:
             gpu = sub["gpu_num"].to_numpy() > 0
