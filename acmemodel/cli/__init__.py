@@ -14,6 +14,11 @@ from acmemodel.cli import (  # noqa: F401,E402
     forecast, plan, reproduce, sweep, synth,
 )
 
+from acmemodel.cli._app import add_examples  # noqa: E402
+
+add_examples(app)
+add_examples(evaluate_app)
+
 #: OSError covers unwritable/missing output directories, a file where a directory is expected, etc.
 USER_ERRORS = (AcmeModelError, OSError, ValueError)
 

@@ -11,17 +11,53 @@ from typing import Any
 
 import typer
 
+#: ``-h`` as well as ``--help`` on every command
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="acmemodel",
     help="Calibrated models and a planner for LLM-cluster job traces (AcmeTrace).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
 )
 evaluate_app = typer.Typer(
     help="Backtest models on a time-ordered holdout.", no_args_is_help=True,
-    pretty_exceptions_enable=False,
+    pretty_exceptions_enable=False, context_settings=CONTEXT,
 )
+
+#: examples shown at the end of each command's ``--help`` (:func:`add_examples`)
+EXAMPLES: dict[str, list[str]] = {
+    "describe": ["acmemodel describe", "acmemodel describe seren.csv.gz --json"],
+    "fit": ["acmemodel fit seren.csv.gz kalos.csv.gz -o my-bundle", "acmemodel fit trace.csv -o b.zip --model runtime"],
+    "synth": ["acmemodel synth -o synth.csv --days 7", "acmemodel synth -f helios -o helios_in --days 30",
+              "acmemodel synth -f batsim --batsim-profile DelayProfile -o batsim5 --days 3"],
+    "plan": ["acmemodel plan", "acmemodel plan my.yaml --report plan.html",
+             "acmemodel plan --no-cluster --reliability meta-rsc1"],
+    "checkpoint": ["acmemodel checkpoint --gpus 2048 --ckpt-cost 60s"],
+    "sweep": ["acmemodel sweep base.yaml --grid grid.yaml -o sweep.parquet --plots plots/"],
+    "evalplan": ["acmemodel evalplan --nodes 1,2,4,8 --policy both"],
+    "export": ["acmemodel export -f helios -o helios_in --rebase-to Sept",
+               "acmemodel export -f airesim -o airesim_in seren.csv.gz"],
+    "convert": ["acmemodel convert --from slurm sacct.txt -o cluster.csv.gz",
+                "sacct -P -a -o ALL | acmemodel convert --from slurm - -o - > cluster.csv"],
+    "forecast": ["acmemodel forecast --days 30", "acmemodel forecast trace.csv --method ets --json"],
+    "reproduce": ["acmemodel reproduce --scale 0.2", "acmemodel reproduce --bundle my-bundle --plots plots/"],
+    "calibrate": ["acmemodel calibrate -o my-default"],
+    "runtime": ["acmemodel evaluate runtime", "acmemodel evaluate runtime trace.csv --json"],
+    "failure": ["acmemodel evaluate failure"],
+    "arrival": ["acmemodel evaluate arrival --seed 1"],
+}
+
+
+def add_examples(typer_app) -> None:
+    """Append :data:`EXAMPLES` to the help of the registered commands that have none (an epilog)."""
+    for info in typer_app.registered_commands:
+        name = info.name or (info.callback.__name__ if info.callback else None)
+        ex = EXAMPLES.get(name or "")
+        if ex and not info.epilog:
+            info.epilog = "Examples:\n\n" + "\n\n".join(f"  $ {e}" for e in ex)
 app.add_typer(evaluate_app, name="evaluate")
 
 

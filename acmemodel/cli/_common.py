@@ -57,12 +57,16 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
     from acmemodel.errors import DataWarning
     from acmemodel.trace import load_trace
 
+    import tempfile
+
     paths = list(paths or [])
     if not paths:
         from acmemodel.datasets import sample_paths
 
         paths = sample_paths()
-    with warnings.catch_warnings():
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        # '-': the trace from stdin (copied: the reader sniffs and re-reads its file)
+        paths = [stdin_file(tmp, "stdin.csv") if str(p) == "-" else p for p in paths]
         warnings.simplefilter("ignore", DataWarning)  # reported by the commands themselves
         return load_trace(paths, cluster=cluster)
 
@@ -86,6 +90,31 @@ def check_trace_span(trace, what: str) -> None:
         d0, d1 = (pd.Timestamp(t, unit="s", tz="UTC").strftime("%Y-%m-%d") for t in (t0, t1))
         raise ValueError(f"{what}: the trace's submissions span {days:,.0f} days ({d0} to {d1}); at most "
                          f"{MAX_SPAN_DAYS:,} days (ten years) are modelled: drop the outlying jobs")
+
+
+#: most bytes read from stdin (``-`` as an input file): 4 GiB
+MAX_STDIN_BYTES = 4 * 2 ** 30
+
+
+def stdin_file(directory, name: str) -> Path:
+    """Copy stdin (``-`` given as an input file) into ``directory/name`` and return that path: the readers
+    sniff and re-read their files, which a pipe does not allow. ``ValueError`` past
+    :data:`MAX_STDIN_BYTES` or when stdin is a terminal."""
+    import sys
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValueError("'-' reads the input from stdin, but stdin is a terminal: pipe a file in")
+    p = Path(directory) / name
+    n = 0
+    src = getattr(sys.stdin, "buffer", sys.stdin)
+    with open(p, "wb") as f:
+        while chunk := src.read(1 << 20):
+            chunk = chunk.encode() if isinstance(chunk, str) else chunk
+            n += len(chunk)
+            if n > MAX_STDIN_BYTES:
+                raise ValueError(f"stdin holds more than {MAX_STDIN_BYTES:,} bytes; write it to a file")
+            f.write(chunk)
+    return p
 
 
 def check_bundle_out(out: Path, option: str = "-o/--out") -> None:

@@ -15,7 +15,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console
+from acmemodel.cli._common import console as _console
 
 
 class From(str, Enum):
@@ -44,14 +44,15 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     from acmemodel.export.acmetrace import acmetrace_table
     from acmemodel.trace import load_trace
 
-    name = out.name.lower()
+    to_stdout = str(out) == "-"
+    name = "stdout.csv" if to_stdout else out.name.lower()
     if not (name.endswith(".csv") or name.endswith(".csv.gz") or name.endswith(".parquet")):
-        raise ValueError(f"-o/--out: {out} must end in .csv, .csv.gz or .parquet")
-    if out.exists() and out.is_dir():
+        raise ValueError(f"-o/--out: {out} must end in .csv, .csv.gz or .parquet (or be - for stdout)")
+    if not to_stdout and out.exists() and out.is_dir():
         raise ValueError(f"-o/--out: {out} is a directory")
-    if any(Path(p).resolve() == out.resolve() for p in paths):
+    if not to_stdout and any(Path(p).resolve() == out.resolve() for p in paths):
         raise ValueError(f"-o/--out: {out} is one of the input files")
-    cl = cluster or out.name.split(".")[0]
+    cl = cluster or (Path(paths[0]).name.split(".")[0] if to_stdout else out.name.split(".")[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         trace = load_trace(paths, cluster=cl, format=fmt, timezone=timezone, extracted_at=extracted_at,
@@ -67,14 +68,24 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
             v = ex[c].astype(object).where(ex[c].notna(), None).to_numpy(object)
             a = pa.array([None if x is None else str(x) for x in v], type=pa.large_string())
             table = table.append_column(c, pc.fill_null(a, pa.scalar("", pa.large_string())) if a.null_count else a)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if name.endswith(".parquet"):
+    if to_stdout:  # CSV on stdout (the report goes to stderr)
+        import sys
+
+        import pyarrow.csv as pcsv
+
+        sink = pa.BufferOutputStream()
+        pcsv.write_csv(table, sink, pcsv.WriteOptions(quoting_style="needed"))
+        sys.stdout.buffer.write(sink.getvalue().to_pybytes())
+        sys.stdout.flush()
+    elif name.endswith(".parquet"):
+        out.parent.mkdir(parents=True, exist_ok=True)
         import pyarrow.parquet as pq
 
         pq.write_table(table, out)
     else:
         import pyarrow.csv as pcsv
 
+        out.parent.mkdir(parents=True, exist_ok=True)
         stream = pa.CompressedOutputStream(str(out), "gzip") if name.endswith(".gz") else pa.OSFile(str(out), "wb")
         with stream as f:
             pcsv.write_csv(table, f, pcsv.WriteOptions(quoting_style="needed"))
@@ -92,6 +103,10 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
         "imports": trace.imports, "warnings": trace.warnings,
     }
     return trace, summary
+
+
+#: file suffix of the temporary copy of stdin per input format (the importers sniff names)
+_SUFFIX = {"slurm": ".txt", "swf": ".swf", "k8s": ".json"}
 
 
 @app.command("convert")
@@ -116,11 +131,21 @@ def convert_cmd(
     into the AcmeTrace schema; report what was mapped how and what was quarantined."""
     from rich.table import Table
 
-    trace, s = convert(paths, src.value, out, cluster=cluster, timezone=timezone, extracted_at=extracted_at,
-                       type_map=type_map)
+    import tempfile
+
+    from acmemodel.cli._common import err_console, stdin_file
+
+    if json_out and str(out) == "-":
+        raise ValueError("--json and -o - both write to stdout; give one")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [stdin_file(tmp, "stdin" + _SUFFIX.get(src.value, ".csv")) if str(p) == "-" else p for p in paths]
+        trace, s = convert(paths, src.value, out, cluster=cluster or ("stdin" if str(out) == "-" and any(
+            p.name.startswith("stdin") and p.parent == Path(tmp) for p in paths) else None),
+            timezone=timezone, extracted_at=extracted_at, type_map=type_map)
     if json_out:
         print_json(s)
         return
+    console = err_console if str(out) == "-" else _console
     t = Table(title=f"convert --from {src.value} → {out.name}", title_justify="left")
     t.add_column("what")
     t.add_column("value", overflow="fold")
