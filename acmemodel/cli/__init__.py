@@ -1,6 +1,7 @@
 """Command-line interface: ``acmemodel COMMAND``. User errors exit with code 2 and one line."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import typer
@@ -23,6 +24,35 @@ add_examples(evaluate_app)
 USER_ERRORS = (AcmeModelError, OSError, ValueError)
 
 
+@contextlib.contextmanager
+def _collected_warnings():
+    """Record the Python warnings a command raises (no raw ``file:line: Warning`` block reaches the
+    terminal) and print one sentence per model or library on stderr at the end (``-q``: none; ``-v``:
+    every distinct message); ``--json`` output carries them as ``warnings`` (:func:`print_json`)."""
+    import warnings
+
+    from acmemodel.cli._app import STATE, warning_notes
+
+    STATE.update(quiet=False, verbose=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # once per message and place
+        STATE["warnings"] = caught
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            STATE["warnings"] = None
+            if caught and ok and not STATE["quiet"]:  # (after an error: its one line only)
+                if STATE["verbose"]:
+                    for m in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+                        sys.stderr.write(f"warning: {m}\n")
+                else:
+                    for note in warning_notes(caught):
+                        sys.stderr.write(f"note: {note}\n")
+                    sys.stderr.write("note: -v shows every warning, -q none\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``acmemodel`` script: run the typer app, map user errors to exit 2.
 
@@ -30,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     ``ValueError`` and file errors print one ``error: ...`` line on stderr and exit 2.
     """
     try:
-        rv = app(args=argv, standalone_mode=False)
+        with _collected_warnings():
+            rv = app(args=argv, standalone_mode=False)
         if isinstance(rv, int) and not isinstance(rv, bool):
             sys.exit(rv)
     except SystemExit:

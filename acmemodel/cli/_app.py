@@ -69,14 +69,52 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+#: ``-q`` / ``-v`` of the current invocation and the Python warnings raised so far (:func:`warning_notes`)
+STATE: dict[str, Any] = {"quiet": False, "verbose": False, "warnings": None}
+
+
 @app.callback()
 def _main(version: bool = typer.Option(False, "--version", help="Print the package version and exit.",
-                                       callback=_version, is_eager=True)) -> None:
+                                       callback=_version, is_eager=True),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary of the models' warnings."),
+          verbose: bool = typer.Option(False, "--verbose", "-v",
+                                       help="Print every distinct warning of the models.")) -> None:
     """Calibrated models and a planner for LLM-cluster job traces (AcmeTrace)."""
+    STATE["quiet"], STATE["verbose"] = bool(quiet), bool(verbose)
+
+
+def warning_notes(caught) -> list[str]:
+    """One sentence per source (model or library) of the recorded warnings ``caught``: how many, their
+    category and the first message -- instead of one raw ``file:line: Warning`` block per warning."""
+    import re
+    from pathlib import PurePath
+
+    groups: dict[str, list] = {}
+    for w in caught or []:
+        msg = str(w.message).strip().splitlines()[0] if str(w.message).strip() else w.category.__name__
+        m = re.match(r"([A-Z][A-Za-z0-9]+):\s", msg)
+        if m:
+            who = m.group(1)
+        else:
+            parts = PurePath(str(w.filename)).parts
+            who = (parts[parts.index("site-packages") + 1] if "site-packages" in parts and
+                   parts.index("site-packages") + 1 < len(parts) else PurePath(str(w.filename)).stem)
+        groups.setdefault(who, []).append((w.category.__name__, msg))
+    out = []
+    for who, items in sorted(groups.items()):
+        cats = sorted({c for c, _ in items})
+        distinct = list(dict.fromkeys(m for _, m in items))
+        first = distinct[0] if len(distinct[0]) <= 110 else distinct[0][:107] + "..."
+        out.append(f"{who}: {len(distinct):,} warning(s) ({', '.join(cats)}), e.g. {first}")
+    return out
 
 
 def print_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout (NaN/inf become null; floats rounded to 12 significant digits)."""
+    """Print ``obj`` as JSON on stdout (NaN/inf become null; floats rounded to 12 significant digits); a
+    mapping gets the models' warnings so far (:func:`warning_notes`) as ``warnings`` unless it has them."""
+    caught = STATE.get("warnings")
+    if isinstance(obj, dict) and caught and "warnings" not in obj:
+        obj = {**obj, "warnings": warning_notes(caught)}
     sys.stdout.write(json.dumps(_clean(obj), indent=2, default=_default) + "\n")
 
 

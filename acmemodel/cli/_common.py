@@ -156,7 +156,8 @@ def identifiability_note(bundle) -> str | None:
 def print_identifiability(note: str | None) -> None:
     """Print the identifiability note as one ``warning:`` line (nothing when None)."""
     if note:
-        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False, soft_wrap=True)
+        # (wrapped at the terminal width: within 80 columns)
+        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False)
 
 
 @contextmanager
@@ -173,6 +174,6 @@ def counted_backoffs():
         warnings.simplefilter("always", DataWarning)
         yield out
     for w in caught:
-        if not issubclass(w.category, DataWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        if not issubclass(w.category, DataWarning):  # re-raised: the CLI's collector summarises them
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     out.extend(sorted({str(w.message) for w in caught if issubclass(w.category, DataWarning)}))

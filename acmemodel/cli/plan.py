@@ -96,7 +96,7 @@ def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
         jobs = expected_jobs(arrival, wl.cluster, wl.days, wl.scale) if wl.cluster in arrival.clusters_ else 0.0
     except Exception:  # no arrival model / no bundle: the planner reports it
         return
-    check_memory(f"workload (scale {wl.scale:,.6g}, {wl.days:,.6g} days, {wl.replicas:,} replica(s))",
+    check_memory(f"workload (scale {num(wl.scale)}, {num(wl.days)} days, {wl.replicas:,} replica(s))",
                  jobs * wl.replicas * 2 * BYTES_PER_JOB,
                  detail=f"about {jobs:,.0f} jobs per replica, held twice while simulated", yes=yes)
 

@@ -130,8 +130,10 @@ def _check_workload_size(config, plan, bundle, reliability, yes: bool) -> None:
             else 0.0
     except Exception:  # no arrival model: the points report it
         return
-    check_memory(f"the grid's largest workload ({big['replicas']:,} replica(s), {big['days']:,.6g} days, scale "
-                 f"{big['scale']:,.6g})", jobs * big["replicas"] * 2 * BYTES_PER_JOB,
+    from acmemodel.cli._fmt import num
+
+    check_memory(f"the grid's largest workload ({big['replicas']:,} replica(s), {num(big['days'])} days, scale "
+                 f"{num(big['scale'])})", jobs * big["replicas"] * 2 * BYTES_PER_JOB,
                  detail=f"about {jobs:,.0f} jobs per replica, held twice while simulated", yes=yes)
 
 

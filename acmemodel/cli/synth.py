@@ -228,6 +228,7 @@ def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gp
 def _check_size(b, cluster: str, days: float, scale: float, yes: bool) -> None:
     """Refuse, before any work, a synthetic trace too long for timestamps or too big for memory
     (:mod:`acmemodel.limits`; ``--yes`` insists on the memory check only)."""
+    from acmemodel.cli._fmt import num
     from acmemodel.limits import BYTES_PER_HOUR, BYTES_PER_JOB, check_memory, expected_jobs
 
     if days > 100 * 365.25:
@@ -238,5 +239,5 @@ def _check_size(b, cluster: str, days: float, scale: float, yes: bool) -> None:
     n = expected_jobs(arrival, cluster, days, scale)
     cells = sum(1 for c in arrival.cells_ if c[0] == cluster)
     need = n * BYTES_PER_JOB + days * 24 * max(cells, 1) * BYTES_PER_HOUR
-    check_memory(f"synth --days {days:,.6g} --scale {scale:,.6g}", need,
+    check_memory(f"synth --days {num(days)} --scale {num(scale)}", need,
                  detail=f"about {n:,.0f} jobs at {BYTES_PER_JOB:,} bytes each", yes=yes)

@@ -91,8 +91,8 @@ def _yaml_loader():
     return _Loader
 
 
-#: largest integer magnitude a config may hold (beyond it a float conversion overflows)
-MAX_ABS_INT = 10 ** 18
+#: largest integer magnitude a config may hold (past about 1.8e308 a float conversion overflows)
+MAX_ABS_INT = 10 ** 300
 
 
 def _check_size(data: Any) -> None:
@@ -116,8 +116,7 @@ def _check_size(data: Any) -> None:
         elif isinstance(v, (list, tuple)):
             stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
         elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_ABS_INT:
-            raise ConfigError(f"{where}: an integer of {len(str(abs(v))):,} digits (at most "
-                              f"{MAX_ABS_INT:.0e} in magnitude)")
+            raise ConfigError(f"{where}: an integer of {len(str(abs(v))):,} digits (at most 300)")
 
 
 def _str(v, where: str) -> str:
