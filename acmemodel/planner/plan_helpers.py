@@ -183,7 +183,9 @@ def _assumptions(planner: Planner, config: ClusterConfig) -> list[str]:
         out.append(f"Failure process: the bundle's failure model ({planner.failure_model}, late regime, "
                    f"type={planner.job_type}).")
     if config.failures.rate_multipliers:
-        out.append(f"Failure-rate multipliers: {config.failures.rate_multipliers}.")
+        out.append("Failure-rate multipliers: " + ", ".join(f"{k} ×{v:g}" for k, v in
+                                                            config.failures.rate_multipliers.items()) + ".")
     if config.restart.automation:
-        out.append(f"Restart-time factors: {config.restart.automation}.")
+        out.append("Restart-time factors: " + ", ".join(f"{k} ×{v:g}" for k, v in
+                                                        config.restart.automation.items()) + ".")
     return out
