@@ -56,12 +56,13 @@ def tight_plan(tmp_path_factory):
     p.write_text(text)
     r = CliRunner().invoke(app, ["plan", str(p), "--json"])
     assert r.exit_code == 0, r.output
-    human = CliRunner().invoke(app, ["plan", str(p)], env={"COLUMNS": "80"})
-    return json.loads(r.stdout), human.stdout
+    rep = p.parent / "plan.html"
+    human = CliRunner().invoke(app, ["plan", str(p), "--report", str(rep)], env={"COLUMNS": "80"})
+    return json.loads(r.stdout), human.stdout, rep.read_text()
 
 
 def test_infeasible_search_prints_no_partition_it_did_not_choose(tight_plan):
-    doc, human = tight_plan
+    doc, human, _ = tight_plan
     cl = doc["cluster"]
     qs = cl["quota_search"]
     assert not qs["feasible"] and qs["below_latency_floor"] and qs["latency_floor_s"] > 60
@@ -116,3 +117,19 @@ def test_no_cluster_prints_no_sim_column():
     runs = r.stdout[r.stdout.index("Pretraining runs"):r.stdout.index("GPU-time loss")]
     assert "sim" not in runs and " yes" not in runs
     assert "not in the cluster simulation" not in r.stdout
+
+
+def test_html_report_has_human_numbers_and_a_quota_plot(tight_plan):
+    import re
+
+    _, _, page = tight_plan
+    text = re.sub(r'src="data:image/png;base64,[^"]*"', 'src=""', page)
+    cells = re.findall(r"<td>([^<]*)</td>", text)
+    assert cells
+    for c in cells:
+        assert not re.search(r"\de[+-]\d", c), c          # no 4.954e+04
+        assert c not in ("True", "False") and "{" not in c, c
+        assert not re.match(r"0\.0\d* min", c), c          # no 0.0167 min
+        assert not re.search(r"(?<![\w.,-])\d{4,}(?![\w,-])", c), c  # thousands separators (not in names)
+    assert 'alt="quota trade-off"' in text and "Latency floor" in text
+    assert "{'" not in text  # no raw dict in the assumptions either
