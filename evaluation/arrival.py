@@ -149,6 +149,9 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
                                    user=sim["user"].astype(str)))
         # homogeneous Poisson baseline: constant per-cell rate from the training period
         tr_span = float(train["submit_s"].max() - train["submit_s"].min())
+        if not tr_span > 0:
+            raise ValueError(f"evaluate arrival: the {cl} training period holds submissions at one instant "
+                             f"only ({len(train):,} job(s)); a rate needs a span of time")
         tr_fresh = train[~(train["type"].isin(rtypes).to_numpy() & (train["attempt"].to_numpy() > 1))]
         base_parts = []
         for ty, n in tr_fresh["type"].astype(str).value_counts().items():

@@ -55,6 +55,28 @@ def _key_values(text: str) -> dict[str, str]:
     return out
 
 
+def _check_acyclic(left: list[int], right: list[int], leaves: int, w: str) -> None:
+    """The child arrays form one tree from node 0: every internal node and every leaf (``~k`` for
+    leaf ``k``) reached exactly once (a node pointing to itself or an ancestor would make LightGBM's
+    prediction loop forever)."""
+    seen_inner = [False] * len(left)
+    seen_leaf = [False] * leaves
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        if node < 0:
+            if seen_leaf[~node]:
+                raise BundleError(f"{w}: leaf {~node} is reached twice (not a tree)")
+            seen_leaf[~node] = True
+            continue
+        if seen_inner[node]:
+            raise BundleError(f"{w}: node {node} is reached twice (a cycle: not a tree)")
+        seen_inner[node] = True
+        stack.extend((left[node], right[node]))
+    if not all(seen_inner) or not all(seen_leaf):
+        raise BundleError(f"{w}: some nodes are not reachable from the root (not a tree)")
+
+
 def check_lightgbm_text(text: str, where: str = "LightGBM model text") -> int:
     """Validate LightGBM model text (module docstring); return the number of trees.
 
@@ -122,10 +144,13 @@ def check_lightgbm_text(text: str, where: str = "LightGBM model text") -> int:
                 if k in block:
                     _floats(block, k, w, inner)
             _ints(block, "decision_type", w, inner)
+            children = []
             for side in ("left_child", "right_child"):
                 kids = _ints(block, side, w, inner)
                 if any(not (-leaves <= k < inner) for k in kids):
                     raise BundleError(f"{w}: {side} refers outside the tree")
+                children.append(kids)
+            _check_acyclic(children[0], children[1], leaves, w)
             try:
                 num_cat = int(block.get("num_cat", "0"))
             except ValueError:

@@ -265,7 +265,8 @@ def test_plan_with_given_workload_searches_the_eval_lane(tmp_path):
     # the report: per finishing run its loss/E[T] figure and its sensitivity band, the quota table
     path = res.report(tmp_path / "plan.html")
     html = open(path, encoding="utf-8").read()
-    assert html.count("data:image/png;base64,") == 4 and html.count('alt="sensitivity band of ') == 2
+    assert html.count("data:image/png;base64,") == 5 and html.count('alt="sensitivity band of ') == 2
+    assert html.count('alt="quota trade-off"') == 1
     assert "Quotas" in html and "E[T]" in html and "Pretraining runs" in html
 
 

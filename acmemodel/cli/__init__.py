@@ -1,6 +1,7 @@
 """Command-line interface: ``acmemodel COMMAND``. User errors exit with code 2 and one line."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import typer
@@ -14,8 +15,42 @@ from acmemodel.cli import (  # noqa: F401,E402
     forecast, plan, reproduce, sweep, synth,
 )
 
+from acmemodel.cli._app import add_examples  # noqa: E402
+
+add_examples(app)
+add_examples(evaluate_app)
+
 #: OSError covers unwritable/missing output directories, a file where a directory is expected, etc.
 USER_ERRORS = (AcmeModelError, OSError, ValueError)
+
+
+@contextlib.contextmanager
+def _collected_warnings():
+    """Record the Python warnings a command raises (no raw ``file:line: Warning`` block reaches the
+    terminal) and print one sentence per model or library on stderr at the end (``-q``: none; ``-v``:
+    every distinct message); ``--json`` output carries them as ``warnings`` (:func:`print_json`)."""
+    import warnings
+
+    from acmemodel.cli._app import STATE, warning_notes
+
+    STATE.update(quiet=False, verbose=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # once per message and place
+        STATE["warnings"] = caught
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            STATE["warnings"] = None
+            if caught and ok and not STATE["quiet"]:  # (after an error: its one line only)
+                if STATE["verbose"]:
+                    for m in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+                        sys.stderr.write(f"warning: {m}\n")
+                else:
+                    for note in warning_notes(caught):
+                        sys.stderr.write(f"note: {note}\n")
+                    sys.stderr.write("note: -v shows every warning, -q none\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -25,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     ``ValueError`` and file errors print one ``error: ...`` line on stderr and exit 2.
     """
     try:
-        rv = app(args=argv, standalone_mode=False)
+        with _collected_warnings():
+            rv = app(args=argv, standalone_mode=False)
         if isinstance(rv, int) and not isinstance(rv, bool):
             sys.exit(rv)
     except SystemExit:
@@ -39,11 +75,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("error: out of memory; make the request smaller (fewer days, replicas or a smaller "
                          "scale)\n")
         sys.exit(2)
-    except USER_ERRORS as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        sys.stderr.write(f"error: {msg}\n")
-        sys.exit(2)
     except Exception as e:
+        if isinstance(e, USER_ERRORS) or type(e).__module__ == "pyarrow.lib":
+            # (pyarrow's errors outside ValueError/OSError too: "Failed to launch worker thread" under a
+            # memory cap)
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            sys.stderr.write(f"error: {msg}\n")
+            sys.exit(2)
         # click / typer's vendored click exceptions (usage errors: bad option value, missing option,
         # unknown command): one line; a bare command group (no-args-is-help) shows its help
         if callable(getattr(e, "show", None)) and hasattr(e, "exit_code"):

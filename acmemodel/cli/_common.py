@@ -57,12 +57,16 @@ def load_traces(paths: list[Path] | None, cluster: str | None = None):
     from acmemodel.errors import DataWarning
     from acmemodel.trace import load_trace
 
+    import tempfile
+
     paths = list(paths or [])
     if not paths:
         from acmemodel.datasets import sample_paths
 
         paths = sample_paths()
-    with warnings.catch_warnings():
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        # '-': the trace from stdin (copied: the reader sniffs and re-reads its file)
+        paths = [stdin_file(tmp, "stdin.csv") if str(p) == "-" else p for p in paths]
         warnings.simplefilter("ignore", DataWarning)  # reported by the commands themselves
         return load_trace(paths, cluster=cluster)
 
@@ -101,6 +105,52 @@ def describe_size(spec) -> str:
         return f"unknown (the log does not say; pass --gpus){per}"
     nodes = (f" ({d['nodes']:,} nodes × {d['gpus_per_node']})" if d.get("nodes") else "")
     return f"{d['gpus']:,} GPUs{nodes}" + (f" — {d['source']}" if d.get("source") else "")
+
+
+#: longest submission span (days) of a trace that commands fitting calendar series accept (ten years):
+#: their hourly/daily arrays are sized by the span (a job in 1970 and one in 2099: 6 GB, hours of fitting)
+MAX_SPAN_DAYS = 3660
+
+
+def check_trace_span(trace, what: str) -> None:
+    """Refuse (``ValueError`` naming the dates) a trace whose submissions span more than
+    :data:`MAX_SPAN_DAYS` days, before ``what`` sizes calendar arrays by the span."""
+    j = trace.jobs
+    if not len(j):
+        return
+    import pandas as pd
+
+    t0, t1 = float(j["submit_s"].min()), float(j["submit_s"].max())
+    days = (t1 - t0) / 86400.0
+    if days > MAX_SPAN_DAYS:
+        d0, d1 = (pd.Timestamp(t, unit="s", tz="UTC").strftime("%Y-%m-%d") for t in (t0, t1))
+        raise ValueError(f"{what}: the trace's submissions span {days:,.0f} days ({d0} to {d1}); at most "
+                         f"{MAX_SPAN_DAYS:,} days (ten years) are modelled: drop the outlying jobs")
+
+
+#: most bytes read from stdin (``-`` as an input file): 4 GiB
+MAX_STDIN_BYTES = 4 * 2 ** 30
+
+
+def stdin_file(directory, name: str) -> Path:
+    """Copy stdin (``-`` given as an input file) into ``directory/name`` and return that path: the readers
+    sniff and re-read their files, which a pipe does not allow. ``ValueError`` past
+    :data:`MAX_STDIN_BYTES` or when stdin is a terminal."""
+    import sys
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValueError("'-' reads the input from stdin, but stdin is a terminal: pipe a file in")
+    p = Path(directory) / name
+    n = 0
+    src = getattr(sys.stdin, "buffer", sys.stdin)
+    with open(p, "wb") as f:
+        while chunk := src.read(1 << 20):
+            chunk = chunk.encode() if isinstance(chunk, str) else chunk
+            n += len(chunk)
+            if n > MAX_STDIN_BYTES:
+                raise ValueError(f"stdin holds more than {MAX_STDIN_BYTES:,} bytes; write it to a file")
+            f.write(chunk)
+    return p
 
 
 def check_bundle_out(out: Path, option: str = "-o/--out") -> None:
@@ -142,7 +192,8 @@ def identifiability_note(bundle) -> str | None:
 def print_identifiability(note: str | None) -> None:
     """Print the identifiability note as one ``warning:`` line (nothing when None)."""
     if note:
-        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False, soft_wrap=True)
+        # (wrapped at the terminal width: within 80 columns)
+        console.print(f"[yellow]warning:[/yellow] {note}", markup=True, highlight=False)
 
 
 @contextmanager
@@ -159,6 +210,6 @@ def counted_backoffs():
         warnings.simplefilter("always", DataWarning)
         yield out
     for w in caught:
-        if not issubclass(w.category, DataWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        if not issubclass(w.category, DataWarning):  # re-raised: the CLI's collector summarises them
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     out.extend(sorted({str(w.message) for w in caught if issubclass(w.category, DataWarning)}))

@@ -21,6 +21,14 @@ def dask_client(workers: Optional[int], scheduler: Optional[str]):
     if workers is not None:
         if workers < 1:
             raise ValueError(f"--workers must be a positive integer, got {workers}")
+        from acmemodel.limits import SizeError, human_bytes, memory_budget
+
+        # (a worker process with the planner and the bundle loaded: about 250 MB resident, measured)
+        need, budget = workers * 250e6, memory_budget()
+        if need > budget:
+            raise SizeError(f"--workers {workers:,} would need about {human_bytes(need)} of memory (about 250 MB "
+                            f"per worker process), more than the {human_bytes(budget)} allowed; at most "
+                            f"{max(int(budget // 250e6), 1):,} workers here")
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
     try:

@@ -105,7 +105,7 @@ def checkpoint_cmd(
 
 
 def _print_human(d: dict) -> None:
-    from acmemodel.cli._fmt import dur, num, table
+    from acmemodel.cli._fmt import dur, table
 
     console.print(f"[bold]Checkpoint plan[/bold] for {num(d['gpus'])} GPUs, {dur(d['work_s'], 3)} of work "
                   f"({d['source']})", highlight=False)

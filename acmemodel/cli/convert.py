@@ -22,7 +22,8 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import console, describe_size
+from acmemodel.cli._common import console as _console
+from acmemodel.cli._common import describe_size
 
 
 class From(str, Enum):
@@ -61,12 +62,13 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     from acmemodel.export.acmetrace import acmetrace_table
     from acmemodel.trace import load_trace
 
-    name = out.name.lower()
+    to_stdout = str(out) == "-"
+    name = "stdout.csv" if to_stdout else out.name.lower()
     if not (name.endswith(".csv") or name.endswith(".csv.gz") or name.endswith(".parquet")):
-        raise ValueError(f"-o/--out: {out} must end in .csv, .csv.gz or .parquet")
-    if out.exists() and out.is_dir():
+        raise ValueError(f"-o/--out: {out} must end in .csv, .csv.gz or .parquet (or be - for stdout)")
+    if not to_stdout and out.exists() and out.is_dir():
         raise ValueError(f"-o/--out: {out} is a directory")
-    if any(Path(p).resolve() == out.resolve() for p in paths):
+    if not to_stdout and any(Path(p).resolve() == out.resolve() for p in paths):
         raise ValueError(f"-o/--out: {out} is one of the input files")
     for opt, v in (("--gpus", gpus), ("--gpus-per-node", gpus_per_node)):
         if v is not None and not 0 < v < 2 ** 31:
@@ -74,14 +76,14 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     if gpus is not None and gpus_per_node is not None and gpus % gpus_per_node:
         raise ValueError(f"--gpus: {gpus:,} GPUs is not a whole number of {gpus_per_node}-GPU nodes "
                          "(--gpus-per-node)")
-    cl = cluster or out.name.split(".")[0]
+    cl = cluster or (Path(paths[0]).name.split(".")[0] if to_stdout else out.name.split(".")[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         trace = load_trace(paths, cluster=cl, format=fmt, timezone=timezone, extracted_at=extracted_at,
                            type_map=type_map, origin=origin)
     if len(trace.jobs) == 0:
         raise ValueError(f"no job was accepted from {', '.join(map(str, paths))} "
-                         f"({len(trace.rejected)} rejected): nothing to write")
+                         f"({len(trace.rejected):,} rejected): nothing to write")
     cl = trace.clusters[0]
     tz = trace.timezones.get(cl, "+00:00")
     # rows in submission order, the extras permuted with them (the writer keeps an ordered table as is)
@@ -107,10 +109,20 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
             v = ex[c].astype(object).where(ex[c].notna(), None).to_numpy(object)
             a = pa.array([None if x is None else str(x) for x in v], type=pa.large_string())
             table = table.append_column(c, pc.fill_null(a, pa.scalar("", pa.large_string())) if a.null_count else a)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if name.endswith(".parquet"):
+    if to_stdout:  # CSV on stdout (the report goes to stderr); the rows carry the cluster column
+        import sys
+
+        import pyarrow.csv as pcsv
+
+        sink = pa.BufferOutputStream()
+        pcsv.write_csv(table, sink, pcsv.WriteOptions(quoting_style="needed"))
+        sys.stdout.buffer.write(sink.getvalue().to_pybytes())
+        sys.stdout.flush()
+        described = "stdout (the rows' cluster column; a stream has no sidecar)"
+    elif name.endswith(".parquet"):
         import json
 
+        out.parent.mkdir(parents=True, exist_ok=True)
         import pyarrow.parquet as pq
 
         from acmemodel.clusters import PARQUET_KEY
@@ -124,6 +136,7 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
 
         from acmemodel.clusters import write_sidecar
 
+        out.parent.mkdir(parents=True, exist_ok=True)
         stream = pa.CompressedOutputStream(str(out), "gzip") if name.endswith(".gz") else pa.OSFile(str(out), "wb")
         with stream as f:
             pcsv.write_csv(table, f, pcsv.WriteOptions(quoting_style="needed"))
@@ -219,6 +232,10 @@ def accounting(trace) -> dict:
             "balanced": rin == acc + folded + quar - expanded}
 
 
+#: file suffix of the temporary copy of stdin per input format (the importers sniff names)
+_SUFFIX = {"slurm": ".txt", "swf": ".swf", "k8s": ".json"}
+
+
 @app.command("convert")
 def convert_cmd(
     paths: List[Path] = typer.Argument(..., help="Input files of the --from format (pai2020: pai_job_table.csv, "
@@ -255,11 +272,22 @@ def convert_cmd(
 
         print_report(convert_failures(paths, out, name=cluster, extracted_at=extracted_at), json_out)
         return
-    trace, s = convert(paths, src.value, out, cluster=cluster, timezone=timezone, extracted_at=extracted_at,
-                       type_map=type_map, origin=origin, gpus=gpus, gpus_per_node=gpus_per_node)
+    import tempfile
+
+    from acmemodel.cli._common import err_console, stdin_file
+
+    if json_out and str(out) == "-":
+        raise ValueError("--json and -o - both write to stdout; give one")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [stdin_file(tmp, "stdin" + _SUFFIX.get(src.value, ".csv")) if str(p) == "-" else p for p in paths]
+        trace, s = convert(paths, src.value, out, cluster=cluster or ("stdin" if str(out) == "-" and any(
+            p.name.startswith("stdin") and p.parent == Path(tmp) for p in paths) else None),
+            timezone=timezone, extracted_at=extracted_at, type_map=type_map, origin=origin, gpus=gpus,
+            gpus_per_node=gpus_per_node)
     if json_out:
         print_json(s)
         return
+    console = err_console if str(out) == "-" else _console
     t = Table(title=f"convert --from {src.value} → {out.name}", title_justify="left")
     t.add_column("what")
     t.add_column("value", overflow="fold")

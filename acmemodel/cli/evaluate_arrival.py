@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import evaluate_app, print_json
-from acmemodel.cli._common import SEED_MAX, CLUSTER, TRACE_PATHS, console, load_traces
+from acmemodel.cli._common import SEED_MAX, CLUSTER, TRACE_PATHS, check_trace_span, console, load_traces
 
 
 @evaluate_app.command("arrival")
@@ -29,6 +29,7 @@ def evaluate_arrival_cmd(
     from acmemodel.evaluation.arrival import evaluate_arrival
 
     trace = load_traces(paths, cluster)
+    check_trace_span(trace, "evaluate arrival")
     res = evaluate_arrival(trace, test_days=test_days, seed=seed, forecast=not no_forecast)
     if json_out:
         print_json({"split": res.attrs.get("split", {}), "results": res.to_dict("records")})

@@ -57,7 +57,9 @@ def export_cmd(
                                            "0: by type only)."),
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="airesim: fitted bundle with 'failure' "
                                           "(and 'restart') models; default: fit them on the trace files "
-                                          "given, else the default bundle (as plan/checkpoint)."),
+                                          "given, else the default bundle (as plan/checkpoint). helios: the "
+                                          "bundle whose calibrated partitions are written (default: the "
+                                          "default bundle's)."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="airesim: GPUs of the simulated job (default: "
                                        "the GPU count with most GPU time among the trace's Pretrain jobs, else the model's largest job)."),
     recovery: Optional[str] = typer.Option(None, "--recovery", help="airesim: recovery time after a failure "
@@ -80,8 +82,8 @@ def export_cmd(
     from acmemodel.export import write
 
     name = fmt.value
-    if bundle is not None and name != "airesim":
-        raise ConfigError("--bundle is used by --format airesim only")
+    if bundle is not None and name not in ("airesim", "helios"):
+        raise ConfigError("--bundle is used by --format airesim and helios only")
     if (gpus is not None or recovery is not None) and name != "airesim":
         raise ConfigError("--gpus/--recovery are used by --format airesim only")
     if (vc or vc_nodes) and name not in ("helios", "philly"):
@@ -116,10 +118,15 @@ def export_cmd(
         from acmemodel.planner.config_fields import parse_duration
 
         recovery_s = parse_duration(recovery, "--recovery", allow_zero=True) if recovery is not None else None
-        if failure is None or (restart is None and recovery_s is None):
+        from acmemodel.export.airesim import empirical_restart_seconds
+
+        # the trace's restarts give the recovery time (airesim_params): then no restart model is fitted
+        trace_restarts = (jobs is not None and recovery_s is None and restart is None
+                          and empirical_restart_seconds(jobs) is not None)
+        if failure is None or (restart is None and recovery_s is None and not trace_restarts):
             if jobs is None:
                 raise ConfigError(f"bundle {bundle} has no 'restart' model: give trace files or --recovery")
-            failure, restart = _fit_reliability(jobs, failure, restart, recovery_s)
+            failure, restart = _fit_reliability(jobs, failure, restart, 0.0 if trace_restarts else recovery_s)
         opts.update(failure=failure, restart=restart, gpus=gpus, cluster=cluster, recovery_s=recovery_s)
     else:
         jobs = _load(paths, cluster)
@@ -132,6 +139,12 @@ def export_cmd(
         opts.update(cluster=cluster, rebase=rebase or None, include_cpu=include_cpu,
                     vc=parse_pairs(vc, "--vc"), vc_nodes=parse_pairs(vc_nodes, "--vc-nodes", as_int=True))
         opts.update(_size_options(jobs, name, cluster))
+        if name == "helios" and not (vc or vc_nodes or vc_large is not None):
+            jobs, layout = bundle_partitions(jobs, bundle, cluster)
+            if layout is not None:  # the partitions the bundle's calibrated policy simulates
+                opts.update(vc="partition", vc_nodes=layout, timezones=dict(jobs.attrs.get("timezones", {})),
+                            vc_source="the bundle's calibrated policy (as acmemodel reproduce and "
+                                      "synth --queue sim simulate it)")
     from acmemodel.export._common import protect
 
     with protect(list(paths or []) + ([bundle / "bundle.json" if bundle.is_dir() else bundle] if bundle else [])):
@@ -151,12 +164,12 @@ def export_cmd(
         for f in res["files"]:
             console.print(f"  {f}")
         return
-    console.print(f"wrote {name}: {res['jobs']} jobs, {res['attempts']} attempts "
-                  f"({res['restarts']} restarts) of {', '.join(res['clusters']) or '-'}"
+    console.print(f"wrote {name}: {res['jobs']:,} jobs, {res['attempts']:,} attempts "
+                  f"({res['restarts']:,} restarts) of {', '.join(res['clusters']) or '-'}"
                   + (f", {span['start_utc']} .. {span['end_utc']}" if span["start_utc"] else ""))
     for k, v in res["dropped"].items():
         if v:
-            console.print(f"  omitted {v} {k.replace('_', ' ')}")
+            console.print(f"  omitted {v:,} {k.replace('_', ' ')}")
     for f in res["files"]:
         console.print(f"  {f}")
     for n in res["notes"]:
@@ -175,7 +188,7 @@ def _check_philly_size(trace, yes: bool) -> None:
     nodes = np.maximum(1.0, np.ceil(g / 8.0))
     need = float(g.sum()) * 70.0 + float(nodes.sum()) * BYTES_PER_NODE_ENTRY  # ~70 bytes per GPU name
     check_memory("export --format philly", need,
-                 detail=f"{g.sum():,.3g} GPU entries on {nodes.sum():,.3g} node entries; largest job "
+                 detail=f"{g.sum():,.0f} GPU entries on {nodes.sum():,.0f} node entries; largest job "
                         f"{g.max() if len(g) else 0:,.0f} GPUs", yes=yes)
 
 
@@ -196,6 +209,46 @@ def _size_options(trace, fmt: str, cluster: str | None) -> dict:
     return out
 
 
+def bundle_partitions(trace, bundle: Optional[Path], cluster: Optional[str] = None):
+    """``(jobs, {cluster: {partition: nodes}})``: the trace's jobs with a ``partition`` column from the
+    policy the bundle (default: the shipped one) calibrated for each cluster of the trace -- the reserved
+    ``pretrain`` partition, an evaluation quota if any, the ``shared`` rest, jobs routed as
+    ``acmemodel reproduce`` routes them -- or ``(trace, None)`` when a cluster has no calibrated policy
+    (then the export's own default split applies)."""
+    import numpy as np
+
+    from acmemodel.clusters import GPUS_PER_NODE
+    from acmemodel.reproduction.run import _home_partitions, queue_policy
+    from acmemodel.synth import resolve_bundle
+
+    df = trace.jobs if hasattr(trace, "jobs") else trace
+    tz = dict(getattr(trace, "timezones", {}) or {})
+    clusters = sorted(df["cluster"].astype(str).unique()) if "cluster" in df.columns else []
+    if cluster is not None:
+        clusters = [c for c in clusters if c == cluster]
+    if not clusters:
+        return trace, None
+    b = resolve_bundle(bundle)
+    layout, home = {}, None
+    for cl in clusters:
+        if not b.calibration(cl).get("policy"):
+            return trace, None
+        parts = queue_policy(b, cl)["partitions"]
+        m = df["cluster"].astype(str).to_numpy() == cl
+        h = _home_partitions(df[m], parts)
+        if "pretrain" in parts:  # a partition without GPUs of its own (Kalos: the reservation is the whole
+            for p, g in parts.items():  # cluster) runs best effort on the reserved GPUs: there in the export
+                if not g:
+                    h = np.where(h == p, "pretrain", h)
+        if home is None:
+            home = np.full(len(df), "shared", dtype=object)
+        home[m] = h
+        layout[cl] = {p: int(g) // GPUS_PER_NODE for p, g in parts.items() if g}
+    out = df.assign(partition=home)
+    out.attrs["timezones"] = tz
+    return out, layout
+
+
 def _load(paths: Optional[List[Path]], cluster: Optional[str]):
     """Load the traces; ``--cluster`` names a single file's cluster and selects what is exported."""
     paths = list(paths or [])
@@ -206,10 +259,8 @@ def _fit_reliability(trace, failure, restart, recovery_s):
     """Fit the failure model (and the restart model unless a recovery time is given) on the trace."""
     import warnings
 
-    from acmemodel.errors import DataWarning
-
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataWarning)
+        warnings.simplefilter("ignore")  # (model back-offs, GLM convergence: not the user's to read here)
         if failure is None:
             from acmemodel.models.failure import FailureModel
 

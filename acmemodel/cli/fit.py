@@ -8,9 +8,8 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, console, describe_size,
-                                   identifiability_note,
-                                   load_traces, print_identifiability)
+from acmemodel.cli._common import (CLUSTER, TRACE_PATHS, check_bundle_out, check_trace_span, console,
+                                   describe_size, identifiability_note, load_traces, print_identifiability)
 
 
 def trace_provenance(trace) -> dict:
@@ -52,6 +51,7 @@ def fit_cmd(
 
     check_bundle_out(out)
     trace = load_traces(paths, cluster)
+    check_trace_span(trace, "fit")
     import warnings
 
     from acmemodel.cli._fmt import dur, progress, table

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from acmemodel.cli._app import app, print_json
-from acmemodel.cli._common import CLUSTER, TRACE_PATHS, console, load_traces
+from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_trace_span, console, load_traces
 from acmemodel.cli._fmt import num, progress, table
 
 _SHORT = {"seasonal_naive": "snaive", "window_average": "win7", "weekday_mean": "wkday", "auto": "auto",
@@ -137,6 +137,7 @@ def forecast_cmd(
         type_sel = None
     else:
         trace = load_traces(paths, cluster)
+        check_trace_span(trace, "forecast")
         capacity, unknown = _capacity(trace, gpus)
         f = DemandForecaster(method=method, level=level, demand=demand, capacity=capacity, weeks=weeks)
         type_sel = [t.strip() for t in types.split(",")] if types else None

@@ -80,7 +80,7 @@ def plan_cmd(
         return
     _print_human(doc)
     if backoffs:
-        console.print(f"{len(backoffs)} sparse model cell(s) of the simulated workload answered from coarser "
+        console.print(f"{len(backoffs):,} sparse model cell(s) of the simulated workload answered from coarser "
                       "cells (--json lists them)")
     print_identifiability(note)
 
@@ -213,9 +213,9 @@ def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
         jobs = expected_jobs(arrival, wl.cluster, wl.days, wl.scale) if wl.cluster in arrival.clusters_ else 0.0
     except Exception:  # no arrival model / no bundle: the planner reports it
         return
-    check_memory(f"workload (scale {wl.scale:,.6g}, {wl.days:,.6g} days, {wl.replicas:,} replica(s))",
+    check_memory(f"workload (scale {num(wl.scale)}, {num(wl.days)} days, {wl.replicas:,} replica(s))",
                  jobs * wl.replicas * 2 * BYTES_PER_JOB,
-                 detail=f"about {jobs:,.3g} jobs per replica, held twice while simulated", yes=yes)
+                 detail=f"about {jobs:,.0f} jobs per replica, held twice while simulated", yes=yes)
 
 
 def _print_human(d: dict) -> None:
@@ -228,24 +228,25 @@ def _print_human(d: dict) -> None:
     if not d["runs"]:
         console.print("no pretraining runs (a quota-only plan)")
     else:
+        simulated = bool(cl.get("available", True))  # no "sim" column when the cluster was not simulated
         t = table("Pretraining runs", ["run", "GPUs", "work", "ckpt", "T mean", "T p50", "T p90", "fails",
-                                       "ETTR", "sim"])
+                                       "ETTR"] + (["sim"] if simulated else []))
         for r in d["runs"]:
-            sim = "no*" if r["name"] in excluded else "yes"
+            sim = ("no*" if r["name"] in excluded else "yes",) if simulated else ()
             if not r["finishes"]:
                 t.add_row(r["name"], num(r["gpus"]), dur(r["work_s"]), "–", "[red]never[/red]", "–", "–", "–",
-                          "–", sim)
+                          "–", *sim)
                 notes.append(f"{r['name']} does not finish: {r['reason']}")
                 continue
             ct = r["completion_time_s"]
             t.add_row(r["name"], num(r["gpus"]), dur(r["work_s"], 3),
                       dur(r["checkpoint_interval_s"]) + ("" if r["checkpoint_interval_source"] == "auto" else "†"),
                       dur(ct["mean"], 3), dur(ct["p50"], 3), dur(ct["p90"], 3), num(r["expected_failures"], 2),
-                      f"{r['ettr']:.3f}", sim)
+                      f"{r['ettr']:.3f}", *sim)
         console.print(t)
         console.print("T = completion time (mean, median, 90th percentile); ckpt = checkpoint interval "
-                      "(optimal; † = set in the config); fails = expected failures; ETTR = work / wall time; "
-                      "sim = in the cluster simulation", highlight=False)
+                      "(optimal; † = set in the config); fails = expected failures; ETTR = work / wall time"
+                      + ("; sim = in the cluster simulation" if simulated else ""), highlight=False)
         fin = [r for r in d["runs"] if r["finishes"]]
         if fin:
             t = table("GPU-time loss per run (GPU-h)", ["run", "total", "lost work", "restart", "checkpoint",
@@ -261,14 +262,18 @@ def _print_human(d: dict) -> None:
                 _print_energy(r)
             for r in fin:
                 _print_band(r)
-    for name, why in excluded.items():
+    for name, why in (excluded.items() if cl.get("available", True) else ()):
         notes.append(f"* {name} is not in the cluster simulation: {why}; the queues below do not include it")
     if not cl.get("available", True):
         console.print(f"[bold]cluster[/bold]: not simulated: {cl.get('reason')}")
     else:
         tgt = cl.get("target") or {}
         q_lbl = f"p{100 * tgt.get('quantile', 0.9):g}" if tgt else "p90"
-        t = table("Queue delay by job type", ["type", "jobs", "p50", "p90", "mean", "target"])
+        at = cl.get("queues_simulated_at") or {}
+        qs0 = cl.get("quota_search") or {}
+        where = (f" ({qs0['partition']} at its most generous candidate, {num(at.get(qs0['partition']))} GPUs)"
+                 if qs0 and not qs0.get("feasible") and qs0.get("partition") in at else "")
+        t = table("Queue delay by job type" + where, ["type", "jobs", "p50", "p90", "mean", "target"])
         for ty, q in cl["queue_s"].items():
             target = ""
             if tgt and ty == tgt.get("type"):
@@ -298,13 +303,17 @@ def _print_human(d: dict) -> None:
                              if wl.get("source") == "bundle" else " (given)"), highlight=False)
     util = cl.get("utilization") or {}
     qs = cl.get("quota_search") or {}
-    t = table("Partitions", ["partition", "GPUs", "utilization", "note"])
+    t = table("Partitions", ["partition", "GPUs", "utilization", "note"], right={"GPUs", "utilization"})
     for k, v in cl["quotas"].items():
         note = ""
-        if qs and k == qs.get("partition"):
-            note = "searched: smallest meeting the target" if qs.get("feasible") else "searched: target not met"
-        u = util.get(k)
-        t.add_row(k, "auto" if v is None else num(v), "–" if u is None else f"{100 * u:.0f}%", note)
+        searched = bool(qs) and k == qs.get("partition")
+        if searched:
+            note = ("searched: smallest meeting the target" if qs.get("feasible") else
+                    "searched: no quota meets the target" + (" (latency floor)" if qs.get("below_latency_floor")
+                                                             else ""))
+        u = None if searched and v is None else util.get(k)
+        t.add_row(k, ("none" if searched else "auto") if v is None else num(v),
+                  "–" if u is None else f"{100 * u:.0f}%", note)
     console.print(t)
     for ev in d.get("evaluation") or []:
         fb = ("" if ev["feedback_p50_s"] is None else
@@ -341,14 +350,17 @@ def _print_band(r: dict) -> None:
     if not band:
         return
     t = table(f"Sensitivity of {r['name']} to the failure rate", ["scenario", "T p50", "T p90", "Δ p90", "fails",
-                                                                 "GPU-h lost", "ckpt"])
+                                                                 "GPU-h lost", "ckpt", "cost"])
 
     def row(name, s, change):
         fin = s["finishes"] and s["completion_p90_s"] is not None
+        cost = s.get("ckpt_cost_s")
+        src = {"preset": " p", "config": " c", "run": " r", "default": " d"}.get(s.get("ckpt_cost_source"), "")
         t.add_row(name, dur(s["completion_p50_s"], 3) if fin else "never",
                   dur(s["completion_p90_s"], 3) if fin else "never",
                   "" if change is None else ("inf" if change == float("inf") else f"{100 * change:+.0f}%"),
-                  num(s["expected_failures"], 2), num(s["gpu_hours_lost"]), dur(s["optimal_interval_s"]))
+                  num(s["expected_failures"], 2), num(s["gpu_hours_lost"]), dur(s["optimal_interval_s"]),
+                  "" if cost is None else dur(cost) + src)
 
     row(f"{band['chosen']} (chosen)", band["main"], None)
     for s in band["scenarios"]:
@@ -356,4 +368,5 @@ def _print_band(r: dict) -> None:
     console.print(t)
     if band.get("most_sensitive"):
         console.print(f"moves the answer most: {band['most_sensitive']} ({num(band['replicas'])} replicas per "
-                      "scenario; ckpt = optimal interval)", highlight=False)
+                      "scenario; ckpt = optimal interval; cost = checkpoint cost used, from the preset (p), "
+                      "the config (c), the run (r) or the default (d))", highlight=False)

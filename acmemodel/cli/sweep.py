@@ -48,6 +48,7 @@ def sweep_cmd(
 
     reliability = preset_spec(reliability)
     plan = plan_sweep(config, grid, seed=seed, allow_large=yes, reliability=reliability)  # bad grid: one error line, before any work
+    _check_workload_size(config, plan, bundle, reliability, yes)
     client, cluster = dask_client(workers, scheduler)
     t0 = time.perf_counter()
     try:
@@ -72,6 +73,37 @@ def sweep_cmd(
         print_json(summary)
         return
     _print_human(summary, df)
+
+
+def _check_workload_size(config, plan, bundle, reliability, yes: bool) -> None:
+    """Refuse, before any point runs, a grid whose largest workload (the largest replicas, days and scale
+    of the axes and the base config) would not fit in memory: as ``plan`` checks one config
+    (:mod:`acmemodel.limits`; ``--yes`` insists)."""
+    from acmemodel.limits import BYTES_PER_JOB, check_memory, expected_jobs
+    from acmemodel.planner.config import ClusterConfig
+
+    wl = ClusterConfig.load(config, reliability=reliability).workload
+    big = {"replicas": wl.replicas, "days": wl.days, "scale": wl.scale}
+    for a in plan["axes"]:
+        key = a.name.split(".", 1)[1] if a.name.startswith("workload.") else None
+        if key in big:
+            nums = [v for v in a.values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            big[key] = max([big[key], *nums])
+    if big["replicas"] <= 1 and big["days"] <= 366 and big["scale"] <= 10:
+        return  # (small: no need to load the bundle for the estimate)
+    try:
+        from acmemodel.synth import resolve_bundle
+
+        arrival = resolve_bundle(bundle)["arrival"]
+        jobs = expected_jobs(arrival, wl.cluster, big["days"], big["scale"]) if wl.cluster in arrival.clusters_ \
+            else 0.0
+    except Exception:  # no arrival model: the points report it
+        return
+    from acmemodel.cli._fmt import num
+
+    check_memory(f"the grid's largest workload ({big['replicas']:,} replica(s), {num(big['days'])} days, scale "
+                 f"{num(big['scale'])})", jobs * big["replicas"] * 2 * BYTES_PER_JOB,
+                 detail=f"about {jobs:,.0f} jobs per replica, held twice while simulated", yes=yes)
 
 
 def _print_human(s: dict, df) -> None:

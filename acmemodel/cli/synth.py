@@ -13,9 +13,9 @@ from acmemodel.cli._common import SEED_MAX, bundle_cluster, check_output_not_inp
 from acmemodel.cli.export import Fmt
 
 
-#: output formats of ``acmemodel synth``: the job formats of ``acmemodel export`` (all but airesim,
-#: which writes fitted parameters, not jobs)
-SynthFormat = Enum("SynthFormat", [(f.name, f.value) for f in Fmt if f is not Fmt.airesim], type=str)
+#: output formats of ``acmemodel synth``: those of ``acmemodel export`` (airesim: the bundle's failure and
+#: restart models as AIReSim parameters, the synthetic job sizes choosing the simulated job)
+SynthFormat = Enum("SynthFormat", [(f.name, f.value) for f in Fmt], type=str)
 
 
 def parse_mix(text: str | None) -> dict[str, float] | None:
@@ -41,9 +41,9 @@ def synth_cmd(
     out: Path = typer.Option(..., "-o", "--output", help="acmetrace: the CSV file to write (.csv or .csv.gz); "
                              "other formats: the output directory (created)."),
     fmt: SynthFormat = typer.Option(SynthFormat.acmetrace, "--format", "-f", metavar="FORMAT",
-                                    show_choices=False, help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim: "
-                                         "simulator inputs as written by `acmemodel export` (restart chains "
-                                         "encoded)."),
+                                    show_choices=False, help="acmetrace (default): one AcmeTrace CSV; swf, helios, philly, batsim, "
+                                         "airesim: simulator inputs as written by `acmemodel export` (restart "
+                                         "chains encoded; helios in the bundle's calibrated partitions)."),
     bundle: Optional[Path] = typer.Option(
         None, "--bundle", help="Fitted bundle (acmemodel fit); default: the embedded default bundle."),
     days: float = typer.Option(30.0, "--days", help="Length of the synthetic trace in days."),
@@ -66,6 +66,12 @@ def synth_cmd(
                                        "written by swf (MaxProcs, MaxNodes), batsim (nb_res) and helios "
                                        "(vc_config nodes); default: the size in the bundle's description of "
                                        "the cluster."),
+    rebase_to: Optional[str] = typer.Option(
+        None, "--rebase-to", help="helios: the simulators' experiment window the jobs are placed in (Sept, "
+                                  "July, or e.g. Venus_Sept; default Sept: synthetic dates are arbitrary)."),
+    batsim_profile: Optional[str] = typer.Option(
+        None, "--batsim-profile", help="batsim: delay-profile type name, 'delay' (Batsim 1.3-4.x, default) or "
+                                       "'DelayProfile' (Batsim >= 5)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary of what was written."),
     yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
                                                   "this machine's memory."),
@@ -93,6 +99,18 @@ def synth_cmd(
         raise ValueError(f"--queue must be 'none' or 'sim', got {queue!r}")
     if gpus is not None and gpus <= 0:
         raise ValueError(f"--gpus must be > 0, got {gpus}")
+    from acmemodel.planner.config_fields import MAX_CLUSTER_GPUS
+
+    if gpus is not None and gpus > MAX_CLUSTER_GPUS:
+        raise ValueError(f"--gpus must be at most {MAX_CLUSTER_GPUS:,}, got {gpus:,}")
+    if gpus is not None and queue == "sim" and gpus % 8:
+        raise ValueError(f"--gpus must be a multiple of 8 (GPUs per node) for --queue sim, got {gpus:,}")
+    if rebase_to is not None and fmt.value != "helios":
+        raise ValueError("--rebase-to is used by --format helios only")
+    if batsim_profile is not None and fmt.value != "batsim":
+        raise ValueError("--batsim-profile is used by --format batsim only")
+    if batsim_profile is not None and batsim_profile not in ("delay", "DelayProfile"):
+        raise ValueError(f"--batsim-profile must be 'delay' or 'DelayProfile', got {batsim_profile!r}")
     check_output_not_input(out, [bundle])
     if fmt is SynthFormat.acmetrace:
         trace_file_kind(out)
@@ -132,7 +150,8 @@ def synth_cmd(
             files.append(str(write_sidecar(spec, path)))
     else:
         written = _export(jobs, fmt.value, out, cluster=cluster, timezone=timezone, gpus=gpus_known,
-                          gpus_per_node=spec.gpus_per_node if spec is not None else None)
+                          gpus_per_node=spec.gpus_per_node if spec is not None else None, bundle=b,
+                          rebase_to=rebase_to, batsim_profile=batsim_profile, gpus_given=gpus is not None)
         path, files = out, written["files"]
     secs = time.perf_counter() - t
     by_type = jobs.groupby("type").size().to_dict()
@@ -162,7 +181,7 @@ def synth_cmd(
         print_json(doc)
         return
     console.print(f"wrote [bold]{path}[/bold] ({fmt.value}): {len(jobs):,} {cluster} jobs over {days:g} days "
-                  f"({doc['restart_attempts']} restart attempts) in {secs:.1f} s")
+                  f"({doc['restart_attempts']:,} restart attempts) in {secs:.1f} s")
     for f in files if written else []:
         console.print(f"  {f}")
     for k, v in (written or {}).get("dropped", {}).items():
@@ -170,7 +189,7 @@ def synth_cmd(
             console.print(f"  omitted {v} {k.replace('_', ' ')}")
     console.print("jobs by type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(by_type.items())))
     if backoffs:
-        console.print(f"{len(backoffs)} sparse model cell(s) answered from coarser cells (--json lists them)")
+        console.print(f"{len(backoffs):,} sparse model cell(s) answered from coarser cells (--json lists them)")
     console.print("queue not simulated: every job starts at submission (queue = 0)." if fill is None else
                   f"queue: {doc['queue']}; mean wait {doc['queue_s']['mean']:.0f} s, "
                   f"p90 {doc['queue_s']['90%']:.0f} s")
@@ -187,10 +206,14 @@ def _policy_text(policy: dict) -> str:
 
 
 def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gpus: int | None,
-            gpus_per_node: int | None = None) -> dict:
-    """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``;
-    ``gpus`` (``--gpus``, else the cluster's description) sets the cluster size of the formats that
-    record one (nodes: ``gpus / gpus_per_node`` when the node size is known)."""
+            gpus_per_node: int | None = None, bundle=None, rebase_to: str | None = None,
+            batsim_profile: str | None = None, gpus_given: bool = False) -> dict:
+    """Write the synthetic jobs (their restart-chain columns included) with ``acmemodel.export.write``,
+    with the options ``acmemodel export`` gives the format: helios in the bundle's calibrated partitions
+    and placed in an experiment window (``rebase_to``, default Sept), batsim's profile type, airesim from
+    the bundle's failure and restart models. ``gpus`` (``--gpus``, else the cluster's description) sets the
+    cluster size of the formats that record one (nodes: ``gpus / gpus_per_node`` when the node size is
+    known)."""
     from acmemodel.export import options, write
 
     valid = set(options(fmt))
@@ -202,12 +225,29 @@ def _export(jobs, fmt: str, out: Path, *, cluster: str, timezone: str | None, gp
         if gpus_per_node:
             size["total_nodes"] = -(-int(gpus) // int(gpus_per_node))
         opts.update({k: v for k, v in size.items() if k in valid})
+    if fmt == "helios":
+        opts["rebase_to"] = rebase_to or "Sept"
+        if not gpus_given:  # (a --gpus cluster is split by GPU time: the calibrated layout is the bundle's size's)
+            from acmemodel.cli.export import bundle_partitions
+
+            jobs, layout = bundle_partitions(jobs, bundle, cluster)
+            if layout is not None:
+                opts.update(vc="partition", vc_nodes=layout,
+                            vc_source="the bundle's calibrated policy (as synth --queue sim simulates it)")
+    if fmt == "batsim" and batsim_profile is not None:
+        opts["profile_type"] = batsim_profile
+    if fmt == "airesim":
+        from acmemodel.synth import resolve_bundle
+
+        b = resolve_bundle(bundle)
+        opts = {"cluster": cluster, "failure": b["failure"], "restart": b.get("restart")}
     return write(jobs, fmt, out, **opts)
 
 
 def _check_size(b, cluster: str, days: float, scale: float, yes: bool) -> None:
     """Refuse, before any work, a synthetic trace too long for timestamps or too big for memory
     (:mod:`acmemodel.limits`; ``--yes`` insists on the memory check only)."""
+    from acmemodel.cli._fmt import num
     from acmemodel.limits import BYTES_PER_HOUR, BYTES_PER_JOB, check_memory, expected_jobs
 
     if days > 100 * 365.25:
@@ -218,5 +258,5 @@ def _check_size(b, cluster: str, days: float, scale: float, yes: bool) -> None:
     n = expected_jobs(arrival, cluster, days, scale)
     cells = sum(1 for c in arrival.cells_ if c[0] == cluster)
     need = n * BYTES_PER_JOB + days * 24 * max(cells, 1) * BYTES_PER_HOUR
-    check_memory(f"synth --days {days:,.6g} --scale {scale:,.6g}", need,
-                 detail=f"about {n:,.3g} jobs at {BYTES_PER_JOB:,} bytes each", yes=yes)
+    check_memory(f"synth --days {num(days)} --scale {num(scale)}", need,
+                 detail=f"about {n:,.0f} jobs at {BYTES_PER_JOB:,} bytes each", yes=yes)

@@ -38,7 +38,9 @@ def quota_tradeoff_table(search: dict, target: dict | None = None) -> Table:
     q = search.get("quantile", 0.9)
     tw = search.get("target_wait_s", (target or {}).get("max_wait_s"))
     title = (f"quota search: {what} GPUs vs {ty} p{q * 100:g} wait <= {_wait(tw)} "
-             f"(chosen {search.get('quota_gpus') if search.get('feasible') else 'none'})")
+             f"(chosen {search.get('quota_gpus') if search.get('feasible') else 'none'}"
+             + (f"; latency floor {_wait(search['latency_floor_s'])}" if search.get("latency_floor_s") else "")
+             + ")")
     t = Table(title=title)
     for col in (f"{what} GPUs", f"{ty} p50", f"{ty} p90", "Pretrain p50", "Pretrain p90", "pretrain GPUs",
                 "target"):

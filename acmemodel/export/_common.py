@@ -112,12 +112,12 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     for c in ("submit_s", "start_s", "end_s"):
         df[c] = pd.to_numeric(df[c]).astype(float)
     if df["submit_s"].isna().any():
-        raise ValueError(f"jobs has {int(df['submit_s'].isna().sum())} row(s) without a submit time")
+        raise ValueError(f"jobs has {int(df['submit_s'].isna().sum()):,} row(s) without a submit time")
     if df["end_s"].isna().any():
-        raise ValueError(f"jobs has {int(df['end_s'].isna().sum())} row(s) without an end time")
+        raise ValueError(f"jobs has {int(df['end_s'].isna().sum()):,} row(s) without an end time")
     bad = (df["end_s"] < df["submit_s"]) | (df["start_s"] < df["submit_s"]) | (df["end_s"] < df["start_s"])
     if bad.any():
-        raise ValueError(f"jobs has {int(bad.sum())} row(s) whose times are out of order "
+        raise ValueError(f"jobs has {int(bad.sum()):,} row(s) whose times are out of order "
                          "(need submit <= start <= end)")
     if "queue_s" not in df.columns:
         df["queue_s"] = np.where(df["start_s"].notna(), df["start_s"] - df["submit_s"],

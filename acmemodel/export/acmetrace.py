@@ -209,7 +209,7 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
         files.append(path)
         rows += len(sub)
         chains += _n_chains(sub)
-        desc.append(f"- `{path.name}`: {len(sub)} jobs of cluster **{name}**, {sch.capitalize()} schema, "
+        desc.append(f"- `{path.name}`: {len(sub):,} jobs of cluster **{name}**, {sch.capitalize()} schema, "
                     f"local time {C.format_offset(offsets[name])}; largest rounding of a timestamp "
                     f"{adj:.3f} s.")
     sections = [

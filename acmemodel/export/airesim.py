@@ -150,7 +150,8 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         when it has none; without, the largest job the failure model was fitted on, ``failure.max_gpus_``).
     failure : fitted ``FailureModel`` (``mttf(gpus)`` in seconds, ``shape_``); or give ``mttf_s`` and
         ``weibull_shape`` (job-level mean time to failure at ``gpus`` GPUs, Weibull shape).
-    restart : fitted restart model; or ``recovery_s``; or ``jobs`` (empirical mean time to restart).
+    restart : fitted restart model; ``recovery_s`` (given) and the empirical mean time to restart of
+        ``jobs`` (when they hold restart chains) take precedence over it, in that order.
     cluster : cluster name (pool size; also the ``cluster=`` key of ``failure.mttf`` when the model
         knows it).
     component : failure-model component of the MTTF (``"late"``: infrastructure-type failures).
@@ -227,19 +228,23 @@ def airesim_params(*, gpus: int | None = None, failure: Any = None, restart: Any
         "systematic_failure_rate_multiplier": 1.0,
     }
     restart_stats: dict[str, float] = {}
-    if recovery_s is None and restart is not None:
+    # the trace's own restarts first (what happened), then the restart model (what is typical)
+    empirical = empirical_restart_seconds(jobs) if recovery_s is None and jobs is not None else None
+    if recovery_s is not None:
+        prov["recovery_source"] = "given (recovery_s)"
+    elif empirical is not None:
+        recovery_s = empirical[0]
+        prov["recovery_source"] = f"trace: mean restart gap + queue over {empirical[1]:,} restarts"
+        if restart is not None:
+            got = _restart_seconds(restart, gpus, job_type)
+            if got is not None:
+                prov["recovery_model_s"] = got[0]
+    elif restart is not None:
         got = _restart_seconds(restart, gpus, job_type)
         if got is None:
             raise ValueError(f"restart: cannot read a mean time to restart from {type(restart).__name__}; "
                              "give recovery_s")
         recovery_s, prov["recovery_source"], restart_stats = got
-    elif recovery_s is None and jobs is not None:
-        got = empirical_restart_seconds(jobs)
-        if got is not None:
-            recovery_s = got[0]
-            prov["recovery_source"] = f"trace: mean restart gap + queue over {got[1]} restarts"
-    elif recovery_s is not None:
-        prov["recovery_source"] = "given (recovery_s)"
     if recovery_s is not None:
         if not (math.isfinite(recovery_s) and recovery_s >= 0):
             raise ValueError(f"recovery_s must be >= 0 seconds, got {recovery_s!r}")
@@ -345,7 +350,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
         lines.append(yaml.safe_dump({k: v}, default_flow_style=False).strip())
     path = C.out_path(out, "config.yaml")
     path.write_text("\n".join(lines) + "\n")
-    sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params)} fields)."),
+    sections = [("Files", f"- `config.yaml`: AIReSim `Params` overrides ({len(params):,} fields)."),
                 ("Inputs", "\n".join(f"- {k}: {_human(k, v)}" for k, v in prov.items()))]
     if frame is not None:  # the empirical restart time averages over these chains
         ch, src = C.ensure_chains(frame)

@@ -98,10 +98,10 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         prof_lines = [f'"delay_{d}": {{"type": "{profile_type}", "delay": {d}}}' for d in uniq]
         description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
                        f"{C.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
-                       f"at least {MIN_DELAY_S:g} s (Batsim needs delay > 0; {int(raised.sum())} jobs raised, "
-                       f"{int((~started).sum())} of them never started; run_time = true run time); "
+                       f"at least {MIN_DELAY_S:g} s (Batsim needs delay > 0; {int(raised.sum()):,} jobs raised, "
+                       f"{int((~started).sum()):,} of them never started; run_time = true run time); "
                        f"times rounded to 1 ms; no walltime field = no limit; "
-                       f"{n_cpu} CPU-only jobs omitted"
+                       f"{n_cpu:,} CPU-only jobs omitted"
                        + (f"; nb_res raised from {want} to the largest job ({nb_res})" if nb_res > want else ""))
         path = C.out_path(out, f"{stems[name]}_workload.json")
         with open(path, "wb") as f:
@@ -112,11 +112,11 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         files.append(path)
         frames.append(sub)
         n_jobs += int(sub["chain_id"].nunique())
-        desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq)} delay profiles "
+        desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq):,} delay profiles "
                     f"(type `{profile_type}`), nb_res {nb_res}; subtime 0 = {C.iso_utc(t0)}; "
-                    f"{int(link.sum())} restart attempts linked (chains from {chain_src}); {n_cpu} CPU-only "
-                    f"jobs omitted; {int(raised.sum())} delays raised to {MIN_DELAY_S:g} s "
-                    f"({int((~started).sum())} jobs that never started, {int((raised & started).sum())} "
+                    f"{int(link.sum()):,} restart attempts linked (chains from {chain_src}); {n_cpu:,} CPU-only "
+                    f"jobs omitted; {int(raised.sum()):,} delays raised to {MIN_DELAY_S:g} s "
+                    f"({int((~started).sum()):,} jobs that never started, {int((raised & started).sum()):,} "
                     "shorter runs).")
     if not frames:
         raise ValueError("no GPU jobs to write as a Batsim workload")

@@ -111,7 +111,7 @@ def vc_config(parts: np.ndarray, gpu_time: np.ndarray, node_num: np.ndarray, *, 
     minimum = np.maximum(peak.to_numpy(), 1)
     total = int(total_nodes) if total_nodes else int(minimum.sum())
     if minimum.sum() > total:
-        notes.append(f"the partitions' largest jobs need {int(minimum.sum())} nodes, more than the "
+        notes.append(f"the partitions' largest jobs need {int(minimum.sum()):,} nodes, more than the "
                      f"{total} available: each partition sized to its largest job")
     sizes = C.largest_remainder(w, total, minimum)
     return pd.Series(sizes, index=names, dtype="int64"), notes, (
@@ -122,7 +122,8 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
                  timezones: Mapping[str, str] | None = None, vc: Mapping[str, str] | str | None = None,
                  vc_default: str = C.DEFAULT_VC_OTHER, vc_nodes: Mapping[str, int] | None = None,
                  total_nodes: int | None = None, rebase: bool = False, rebase_to: str | None = None,
-                 include_cpu: bool = True, large_gpus: int | None = LARGE_GPUS) -> dict[str, Any]:
+                 include_cpu: bool = True, large_gpus: int | None = LARGE_GPUS,
+                 vc_source: str | None = None) -> dict[str, Any]:
     """Write ``OUT/<Cluster>/cluster_log.csv`` and ``vc_config.csv`` per cluster (module docstring).
 
     Parameters
@@ -131,7 +132,9 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     vc_default : partition of types the mapping does not name.
     large_gpus : with the default split, jobs of at least this many GPUs go to ``pretrain`` whatever
         their type (``None``/0: by type only).
-    vc_nodes : partition → nodes for ``vc_config.csv`` (default: proportional split, see above).
+    vc_nodes : partition → nodes for ``vc_config.csv`` (default: proportional split, see above), or
+        cluster → (partition → nodes) for a layout per cluster (e.g. the bundle's calibrated policy).
+    vc_source : how ``vc_nodes`` was chosen, for the README (e.g. "the bundle's calibrated policy").
     total_nodes : cluster nodes for the default split (default: the published size).
     rebase : shift timestamps (whole weeks) so the trace starts in the week of 2020-04-01.
     rebase_to : an experiment window (``"Sept"``, ``"July"`` or a name containing one): shift into
@@ -167,8 +170,13 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         raised = run < MIN_DURATION_S
         gpu_time = np.where(sub["gpu_num"].to_numpy() > 0, sub["gpu_num"].to_numpy() * run, 0)
         info = cluster_info(name) or {}
+        cl_nodes = vc_nodes
+        if vc_nodes is not None and all(isinstance(v, Mapping) for v in dict(vc_nodes).values()):
+            cl_nodes = dict(vc_nodes).get(name)  # per cluster: {cluster: {partition: nodes}}
         cfg, vnotes, how = vc_config(parts, gpu_time, sub["node_num"].to_numpy(),
-                                     total_nodes=total_nodes or info.get("nodes"), vc_nodes=vc_nodes)
+                                     total_nodes=total_nodes or info.get("nodes"), vc_nodes=cl_nodes)
+        if cl_nodes is not None and vc_source:
+            how = vc_source
         notes += [f"{name}: {n}" for n in vnotes]
         cols = [sub["job_id"].to_numpy(dtype=object), sub["user"].to_numpy(dtype=object), parts,
                 sub["type"].to_numpy(dtype=object), C.int_strings(sub["gpu_num"].to_numpy()),
@@ -192,12 +200,12 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
         C.write_csv(vcp, ["", "num"], [np.array(cfg.index, dtype=object), C.int_strings(cfg.to_numpy())])
         files += [log, vcp]
         frames.append(sub)
-        lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub)} jobs; times in local time {C.format_offset(off)}"
+        lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub):,} jobs; times in local time {C.format_offset(off)}"
                  f" (largest rounding {rounding:.3f} s).",
-                 f"- `{dirs[name]}/vc_config.csv`: {len(cfg)} partitions, {int(cfg.sum())} nodes ({how}); "
+                 f"- `{dirs[name]}/vc_config.csv`: {len(cfg):,} partitions, {int(cfg.sum()):,} nodes ({how}); "
                  f"jobs assigned {vc_desc}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()) + "."]
-        lines.append(f"- {int(raised.sum())} durations raised to {MIN_DURATION_S} s ({int(st_miss.sum())} jobs "
-                     f"that never started, {int((raised & started).sum())} shorter runs): the simulators "
+        lines.append(f"- {int(raised.sum()):,} durations raised to {MIN_DURATION_S} s ({int(st_miss.sum()):,} jobs "
+                     f"that never started, {int((raised & started).sum()):,} shorter runs): the simulators "
                      "never finish a 0-second job.")
         if window:
             gpu = sub["gpu_num"].to_numpy() > 0

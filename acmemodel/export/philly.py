@@ -132,8 +132,8 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         files += [path, mpath]
         frames.append(sub)
         n_entries += len(cuniq)
-        line = (f"- `{dirs[name]}/cluster_job_log`: {len(cuniq)} logical jobs, {int(started.sum())} recorded attempts "
-                f"({len(sub)} trace rows; chains from {chain_src}); local time {C.format_offset(off)}; "
+        line = (f"- `{dirs[name]}/cluster_job_log`: {len(cuniq):,} logical jobs, {int(started.sum()):,} recorded attempts "
+                f"({len(sub):,} trace rows; chains from {chain_src}); local time {C.format_offset(off)}; "
                 f"vc {vc_desc}.")
         if rebase:
             line += (f" Rebased by {shift} s ({shift / 86400:+.0f} days, whole weeks) onto the week of {epoch}.")

@@ -142,7 +142,7 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
     gpu_groups = C.GpuGroups(groups, drop=not include_cpu, keep_empty=True)
     for name, sub, n_cpu in gpu_groups:
         if len(sub) == 0:
-            desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu} CPU-only jobs omitted).")
+            desc.append(f"- cluster **{name}**: no GPU jobs, no file written ({n_cpu:,} CPU-only jobs omitted).")
             continue
         F, facts = swf_fields(sub)
         gpu_time = F[:, 3].astype(float) * np.maximum(F[:, 7], 0)
@@ -163,8 +163,8 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             if info else f"Installation: {name}",
             f"Conversion: acmemodel {__version__} "
             f"{_dt.datetime.now(_dt.timezone.utc).strftime('%d %b %Y')}",
-            f"MaxJobs: {len(sub)}",
-            f"MaxRecords: {len(sub)}",
+            f"MaxJobs: {len(sub):,}",
+            f"MaxRecords: {len(sub):,}",
             "Preemption: No",
             f"UnixStartTime: {facts['t0']}",
             f"TimeZoneString: {tzname}",
@@ -192,9 +192,9 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             f"map in {C.safe_name(name)}_swf_jobs.csv.",
         ]
         if not include_cpu:
-            hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) omitted.")
+            hdr.append(f"Note: {n_cpu:,} CPU-only jobs (gpu_num = 0) omitted.")
         else:
-            hdr.append(f"Note: {n_cpu} CPU-only jobs (gpu_num = 0) kept with 0 processors.")
+            hdr.append(f"Note: {n_cpu:,} CPU-only jobs (gpu_num = 0) kept with 0 processors.")
         path = C.out_path(out, f"{stems[name]}.swf")
         table = pa.table({f"f{i + 1}": F[:, i] for i in range(18)})
         with open(path, "wb") as f:
@@ -210,14 +210,14 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
         written += len(sub)
         n_jobs += int(sub["chain_id"].nunique())
         frames.append(sub)
-        desc.append(f"- `{path.name}`: {len(sub)} job lines of cluster **{name}** (UnixStartTime "
+        desc.append(f"- `{path.name}`: {len(sub):,} job lines of cluster **{name}** (UnixStartTime "
                     f"{facts['t0']}, TimeZoneString {tzname}); `{mpath.name}`: job number → job id map.\n"
                     f"  **Cancelled jobs (status 5) hold {cancel_share:.1%} of this file's GPU time.** Many "
                     "SWF tools and simulators drop status 5 by default (cancelled = never ran on classic "
                     "HPC logs; e.g. evalys' `Workload.from_csv` keeps status 0 and 1 only); here most "
                     "cancelled jobs ran for hours before being stopped, so dropping them loses that share "
                     "of the load: keep status 5.\n"
-                    f"  {int(((F[:, 3] == 0) & (F[:, 4] > 0)).sum())} jobs ran for under 0.5 s (run time 0, which "
+                    f"  {int(((F[:, 3] == 0) & (F[:, 4] > 0)).sum()):,} jobs ran for under 0.5 s (run time 0, which "
                     "SWF allows); converters that need a positive run time skip them (Batsim's "
                     "`swf_to_batsim_workload_delay.py` does): `--format batsim` writes them as 1 s instead.")
     if not frames:

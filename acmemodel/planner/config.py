@@ -100,6 +100,9 @@ class CheckpointSpec:
     sync_cost_s: float = 60.0
     async_cost_s: float = 5.0
     interval_s: float | str = "auto"
+    #: where the cost of :attr:`mode` came from: ``"config"`` (set in the file), ``"preset"`` (the
+    #: reliability preset's published write cost) or ``"default"``
+    cost_source: str = "default"
 
     @property
     def cost_s(self) -> float:
@@ -289,6 +292,8 @@ class ClusterConfig:
             sync_cost_s=parse_duration(ck.get("sync_cost", 60.0), "checkpoint.sync_cost"),
             async_cost_s=parse_duration(ck.get("async_cost", 5.0), "checkpoint.async_cost"),
             interval_s="auto" if interval == "auto" else parse_duration(interval, "checkpoint.interval"))
+        if ("sync_cost" if checkpoint.mode == "sync" else "async_cost") in ck:
+            checkpoint.cost_source = "config"
 
         rs = _check_keys(top.get("restart"), {"source", "automation"}, "restart")
         restart = RestartSpec(source=_choice(rs.get("source", "auto"), "restart.source", ("auto", "bundle", "table")),
@@ -316,6 +321,7 @@ class ClusterConfig:
             key = "sync_cost" if checkpoint.mode == "sync" else "async_cost"
             if key not in ck:
                 setattr(checkpoint, f"{key}_s", float(preset.ckpt_cost_s))
+                checkpoint.cost_source = "preset"
         if failures.mttf_s is None and (failures.reference_gpus is not None or failures.shape is not None):
             raise ConfigError("failures.reference_gpus and failures.shape need failures.mttf")
 

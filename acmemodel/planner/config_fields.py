@@ -91,6 +91,10 @@ def _yaml_loader():
     return _Loader
 
 
+#: largest integer magnitude a config may hold (past about 1.8e308 a float conversion overflows)
+MAX_ABS_INT = 10 ** 300
+
+
 def _check_size(data: Any) -> None:
     """Refuse a parsed config with more than :data:`MAX_NODES` values (shared values counted at
     every use) or a string longer than :data:`MAX_STRING`; iterative, stops at the limit."""
@@ -111,6 +115,8 @@ def _check_size(data: Any) -> None:
                 stack.append((f"{where}.{k}" if where != "config" else str(k), x))
         elif isinstance(v, (list, tuple)):
             stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_ABS_INT:
+            raise ConfigError(f"{where}: an integer of {len(str(abs(v))):,} digits (at most 300)")
 
 
 def _str(v, where: str) -> str:
@@ -200,7 +206,14 @@ def read_config_file(path: str | Path) -> Any:
     size = p.stat().st_size
     if size > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file {p.name} is {size:,} bytes; at most {MAX_CONFIG_BYTES:,}")
-    text = p.read_text()
+    with open(p, "rb") as f:  # at most the limit: a device or a pipe (/dev/zero) has no size to check
+        raw = f.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {p.name} is more than {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {p.name} is not UTF-8 text (byte {e.start:,})") from None
     suffix = p.suffix.lower()
     try:
         if suffix in (".yaml", ".yml"):

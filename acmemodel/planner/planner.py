@@ -49,7 +49,7 @@ from acmemodel.planner.plan_helpers import (
 from acmemodel.planner.evalbatch.plan import feedback_from_plan
 from acmemodel.planner.reliability import get_preset
 from acmemodel.planner.report import write_report
-from acmemodel.planner.sensitivity import sensitivity_band
+from acmemodel.planner.sensitivity import scenario_ckpt_cost, sensitivity_band
 from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 
 
@@ -374,9 +374,13 @@ class Planner:
             results = [simulate_cluster(r, total_gpus=cl.gpus, gpus_per_node=cl.gpus_per_node,
                                         partitions=partitions, **sim_kw) for r in reps]
         layout = dict(results[0].partitions)
+        quotas = {k: int(v) for k, v in layout.items()}
+        if search is not None and not search["feasible"]:
+            quotas[auto] = None  # the search chose none; the queues are those of the generous end
         return {
             "queue_s": _pooled_queue(results),
-            "quotas": {k: int(v) for k, v in layout.items()},
+            "quotas": quotas,
+            "queues_simulated_at": {k: int(v) for k, v in layout.items()},
             "utilization": {p: _num(np.nanmean([r.utilization.loc[p, "utilization"] for r in results]))
                             for p in layout},
             "pretrain_throughput_gpus": _num(np.mean([r.pretrain_throughput for r in results])),
@@ -404,7 +408,6 @@ class Planner:
         planner = self._with_config_failures(config)
         planner._check_config_against_bundle(config, cluster=cluster and workload is None)
         fs, rs, sim = config.failures, config.restart, config.simulation
-
         runs = []
         for r in config.runs:
             kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
@@ -416,7 +419,10 @@ class Planner:
                 kw_band = {k: v for k, v in kw.items() if k != "interval"}
                 run.sensitivity = sensitivity_band(
                     planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
-                    make_planner=lambda preset: self.with_preset(preset, config))
+                    make_planner=lambda preset: self.with_preset(preset, config),
+                    ckpt_cost_for=lambda preset, r=r: scenario_ckpt_cost(config, r, preset),
+                    main_cost_source=scenario_ckpt_cost(
+                        config, r, get_preset(fs.reliability) if fs.reliability else None)[1])
             runs.append(run)
         assumptions = planner._assumptions(config)
         if not cluster:
@@ -499,9 +505,11 @@ class Planner:
             out.append(f"Failure process: the bundle's failure model ({self.failure_model}, late regime, "
                        f"type={self.job_type}).")
         if config.failures.rate_multipliers:
-            out.append(f"Failure-rate multipliers: {config.failures.rate_multipliers}.")
+            out.append("Failure-rate multipliers: " + ", ".join(f"{k} ×{v:g}" for k, v in
+                                                                config.failures.rate_multipliers.items()) + ".")
         if config.restart.automation:
-            out.append(f"Restart-time factors: {config.restart.automation}.")
+            out.append("Restart-time factors: " + ", ".join(f"{k} ×{v:g}" for k, v in
+                                                            config.restart.automation.items()) + ".")
         return out
 
     def _with_config_failures(self, config: ClusterConfig) -> "Planner":

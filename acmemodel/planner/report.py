@@ -19,10 +19,56 @@ from acmemodel.planner.run.checkpoint import expected_time
 DAY, HOUR, MIN = 86400.0, 3600.0, 60.0
 
 
+#: the units ``_fmt`` reads as "a duration in seconds": shown in the largest sensible unit instead
+_DURATION_UNITS = {" d", " h", " min", " s"}
+
+
+def _num(x: float, digits: int = 3) -> str:
+    """A human number: thousands separators, ``digits`` significant digits below 1,000, never ``e+NN``."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000 or float(x).is_integer():
+        return f"{x:,.0f}"
+    mag = math.floor(math.log10(abs(x)))
+    return f"{x:,.{max(0, digits - 1 - mag)}f}"
+
+
+def _dur(seconds: float, digits: int = 3) -> str:
+    """Seconds as ``45 s``, ``12.5 min``, ``3.2 h`` or ``30.9 d`` (human units, no ``0.0167 min``)."""
+    s = float(seconds)
+    for unit, size, nxt in (("s", 1.0, 60.0), ("min", MIN, HOUR), ("h", HOUR, DAY)):
+        if abs(s) < nxt * 0.995:
+            return f"{_num(s / size, digits)} {unit}"
+    return f"{_num(s / DAY, digits)} d"
+
+
 def _fmt(v, scale=1.0, digits=3, unit=""):
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+    """A table value: ``—`` for none/NaN, ``∞`` for inf; a duration (``unit`` one of ``" d"``, ``" h"``,
+    ``" min"``, ``" s"``: ``v`` is seconds, ``scale`` ignored) in its own human unit; else ``v / scale`` as a
+    human number followed by ``unit``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
-    return f"{v / scale:.{digits}g}{unit}"
+    if isinstance(v, float) and math.isinf(v):
+        return "∞"
+    if unit in _DURATION_UNITS:
+        return _dur(v, digits)
+    return f"{_num(v / scale, digits)}{unit}"
+
+
+def _cell(c) -> str:
+    """A table cell as text: booleans as yes/no, integers with thousands separators, mappings as
+    ``key value`` pairs (never a raw ``True`` or ``{...}``)."""
+    if isinstance(c, bool):
+        return "yes" if c else "no"
+    if isinstance(c, int):
+        return f"{c:,}"
+    if isinstance(c, float):
+        return _fmt(c)
+    if isinstance(c, dict):
+        return ", ".join(f"{k} {_cell(v)}" for k, v in c.items())
+    if c is None:
+        return "—"
+    return str(c)
 
 
 def _png(fig) -> str:
@@ -111,9 +157,59 @@ def plot_sensitivity(band: dict, ax) -> None:
     ax.set_title("sensitivity to the failure-rate assumption")
 
 
+def plot_quota_tradeoff(search: dict, target: dict, ax) -> None:
+    """The quota search's candidates: the target type's wait at the target quantile (minutes, log
+    scale) against the partition's GPUs, the target and the latency floor as lines, the chosen quota
+    marked; pretraining throughput (GPUs busy with pretraining) on the right axis."""
+    evs = sorted(search.get("evaluations") or [], key=lambda e: e["gpus"])
+    g = [e["gpus"] for e in evs]
+    w = [(e["wait_s"] if e["wait_s"] is not None else float("nan")) / MIN for e in evs]
+    ty, q = search.get("target_type", "Eval"), search.get("quantile", 0.9)
+    ax.plot(g, w, "o-", color="C0", label=f"{ty} p{100 * q:g} wait")
+    ax.axhline(search["target_wait_s"] / MIN, color="C3", ls="--", lw=1, label="target")
+    if search.get("latency_floor_s"):
+        ax.axhline(search["latency_floor_s"] / MIN, color="grey", ls=":", lw=1, label="latency floor")
+    if search.get("feasible"):
+        ax.plot([search["quota_gpus"]], [search["achieved_wait_s"] / MIN], "*", ms=14, color="C2",
+                label=f"chosen: {search['quota_gpus']:,} GPUs")
+    if any(v > 0 for v in w if v == v):
+        ax.set_yscale("log")
+    what = "evaluation lane" if search.get("partition") == "eval" else "pretraining reservation"
+    ax.set_xlabel(f"{what} (GPUs)")
+    ax.set_ylabel(f"{ty} p{100 * q:g} wait (minutes)")
+    thr = [e.get("pretrain_throughput") for e in evs]
+    if any(t is not None for t in thr):
+        ax2 = ax.twinx()
+        ax2.plot(g, [float("nan") if t is None else t for t in thr], "s--", color="C1", ms=4,
+                 label="pretraining GPUs busy")
+        ax2.set_ylabel("pretraining throughput (GPUs busy)")
+        ax2.legend(loc="upper center", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title("quota trade-off: every candidate the search simulated")
+
+
+def _quota_figure(search: dict, target: dict) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    plot_quota_tradeoff(search, target, ax)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _cost(row: dict) -> str:
+    """A band row's checkpoint cost and where it came from (preset / config / run / default)."""
+    c = row.get("ckpt_cost_s")
+    return "—" if c is None else _fmt(c, 1, 3, " s") + (f" ({row['ckpt_cost_source']})"
+                                                         if row.get("ckpt_cost_source") else "")
+
+
 def _table(header, rows) -> str:
     h = "".join(f"<th>{html.escape(str(c))}</th>" for c in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -160,16 +256,16 @@ def render_html(plan) -> str:
             brow = [[f"{band['chosen']} (chosen)", _fmt(band["main"]["completion_p50_s"], DAY, 4, " d"),
                      _fmt(band["main"]["completion_p90_s"], DAY, 4, " d"), "",
                      _fmt(band["main"]["expected_failures"], 1, 3), _fmt(band["main"]["gpu_hours_lost"], 1, 4),
-                     _fmt(band["main"]["optimal_interval_s"], MIN, 3, " min")]]
+                     _fmt(band["main"]["optimal_interval_s"], MIN, 3, " min"), _cost(band["main"])]]
             for sc in band["scenarios"]:
                 ch = sc["completion_p90_change"]
                 brow.append([sc["scenario"], _fmt(sc["completion_p50_s"], DAY, 4, " d"),
                              _fmt(sc["completion_p90_s"], DAY, 4, " d"),
                              "" if ch is None else ("∞" if ch == float("inf") else f"{100 * ch:+.1f} %"),
                              _fmt(sc["expected_failures"], 1, 3), _fmt(sc["gpu_hours_lost"], 1, 4),
-                             _fmt(sc["optimal_interval_s"], MIN, 3, " min")])
-            parts.append(_table(["scenario", "p50", "p90", "Δ p90", "failures", "GPU-h lost", "optimal interval"],
-                                brow))
+                             _fmt(sc["optimal_interval_s"], MIN, 3, " min"), _cost(sc)])
+            parts.append(_table(["scenario", "p50", "p90", "Δ p90", "failures", "GPU-h lost", "optimal interval",
+                                 "checkpoint cost (from)"], brow))
             parts.append(f"<p>Moves the answer most: <b>{html.escape(str(band['most_sensitive']))}</b>.</p>")
     cl = d["cluster"]
     parts.append("<h2>Cluster</h2>")
@@ -185,17 +281,29 @@ def render_html(plan) -> str:
     util = cl.get("utilization") or {}
     parts.append("<h3>Quotas</h3>")
     parts.append(_table(["partition", "GPUs", "utilization"],
-                        [[p, "—" if g is None else g, _fmt(util.get(p), 1, 3)] for p, g in quotas.items()]))
+                        [[p, "none chosen" if g is None else g,
+                          "—" if util.get(p) is None or g is None else f"{100 * util[p]:.0f} %"]
+                         for p, g in quotas.items()]))
     qs = cl.get("quota_search")
     if qs:
         tgt = cl.get("target", {})
-        verdict = (f"smallest {qs['partition']} quota meeting the target: {qs['quota_gpus']} GPUs"
+        verdict = (f"smallest {qs['partition']} quota meeting the target: {qs['quota_gpus']:,} GPUs"
                    if qs["feasible"] else f"infeasible: {qs['reason']}")
         parts.append(f"<p>Target: {html.escape(str(tgt.get('type')))} p{100 * tgt.get('quantile', 0):g} wait "
                      f"≤ {_fmt(tgt.get('max_wait_s'), MIN, 3, ' min')}; {html.escape(verdict)}.</p>")
-        parts.append(_table(["candidate GPUs", "wait at target quantile", "meets"],
-                            [[e["gpus"], _fmt(e["wait_s"], MIN, 3, " min"), e["meets"]]
-                             for e in sorted(qs["evaluations"], key=lambda e: e["gpus"])]))
+        if qs.get("latency_floor_s"):
+            parts.append(f"<p>Latency floor (the {html.escape(str(tgt.get('type')))} wait no quota can beat: the "
+                         f"same quantile of the start-up latencies): {_fmt(qs['latency_floor_s'], 1, 3, ' s')}"
+                         + ("; <b>the target is below it</b>" if qs.get("below_latency_floor") else "") + ".</p>")
+        evs = sorted(qs["evaluations"], key=lambda e: e["gpus"])
+        parts.append(f'<img alt="quota trade-off" src="data:image/png;base64,{_quota_figure(qs, tgt)}">')
+        parts.append(_table(["candidate GPUs", "wait at target quantile", "target p50", "Pretrain p90",
+                             "pretrain GPUs busy", "target"],
+                            [[e["gpus"], _fmt(e["wait_s"], 1, 3, " s"), _fmt(e.get("target_p50_s"), 1, 3, " s"),
+                              _fmt(e.get("pretrain_p90_s"), 1, 3, " s"), _fmt(e.get("pretrain_throughput")),
+                              ("met" if e["meets"] else "missed")
+                              + (" (chosen)" if qs["feasible"] and e["gpus"] == qs["quota_gpus"] else "")]
+                             for e in evs]))
     if d.get("assumptions"):
         parts.append("<h2>Assumptions</h2><ul>" + "".join(f"<li>{html.escape(a)}</li>" for a in d["assumptions"])
                      + "</ul>")

@@ -8,7 +8,13 @@ under
 * ``×0.5`` and ``×2`` the chosen failure rate (every failure type's hazard scaled; mix unchanged),
 
 and reports per scenario: completion p50/p90 (s), expected failures, GPU-hours lost, the optimal
-checkpoint interval (s) and the job MTTF (s). ``most_sensitive`` names the scenario whose completion p90
+checkpoint interval (s), the job MTTF (s) and the checkpoint cost it used (``ckpt_cost_s`` and
+``ckpt_cost_source``).
+
+A preset row means what choosing that preset (``--reliability`` / ``failures.reliability``) means
+(:func:`scenario_ckpt_cost`): the preset's published checkpoint write cost replaces the cost only where
+the configuration does not set one (the run's ``ckpt_cost``, else the mode's cost in ``checkpoint``);
+a preset without a published cost uses the configuration's own cost, or the mode's default. ``most_sensitive`` names the scenario whose completion p90
 differs most (relative) from the chosen answer. Replicas are capped at ``band_replicas`` per scenario.
 """
 from __future__ import annotations
@@ -19,13 +25,32 @@ from acmemodel.planner.reliability import PRESETS
 RATE_FACTORS = (0.5, 2.0)
 
 
+def scenario_ckpt_cost(config, run_spec, preset) -> tuple[float, str]:
+    """(checkpoint cost in s, source) of ``run_spec`` of ``config`` (a
+    :class:`~acmemodel.planner.config.ClusterConfig`) had ``preset`` been chosen: the run's own
+    ``ckpt_cost`` (``"run"``), the cost the configuration sets for its mode (``"config"``), the preset's
+    published write cost (``"preset"``), else the mode's default (``"default"``) -- the rule of
+    :meth:`ClusterConfig.load` for ``failures.reliability``."""
+    from acmemodel.planner.config import CheckpointSpec
+
+    if run_spec.ckpt_cost_s is not None:
+        return float(run_spec.ckpt_cost_s), "run"
+    ck = config.checkpoint
+    if ck.cost_source == "config":
+        return float(ck.cost_s), "config"
+    if preset is not None and preset.ckpt_cost_s is not None:
+        return float(preset.ckpt_cost_s), "preset"
+    return float(CheckpointSpec(mode=ck.mode).cost_s), "default"
+
+
 def _summary(run) -> dict:
     d = run.to_dict()
     ct = d["completion_time_s"]
     return {"finishes": d["finishes"], "completion_p50_s": ct.get("p50"), "completion_p90_s": ct.get("p90"),
             "completion_mean_s": ct.get("mean"), "expected_failures": d["expected_failures"],
             "gpu_hours_lost": (d["gpu_time_loss_gpu_h"] or {}).get("total"),
-            "optimal_interval_s": d["optimal_interval_s"], "mttf_s": d["mttf_s"]}
+            "optimal_interval_s": d["optimal_interval_s"], "mttf_s": d["mttf_s"],
+            "ckpt_cost_s": float(run.ckpt_cost_s)}
 
 
 def _scaled_multipliers(planner, gpus: int, base: dict, factor: float) -> dict:
@@ -35,28 +60,36 @@ def _scaled_multipliers(planner, gpus: int, base: dict, factor: float) -> dict:
 
 
 def sensitivity_band(planner, main_run, *, chosen: str | None, run_kwargs: dict, make_planner,
-                     band_replicas: int = 2000) -> dict:
+                     band_replicas: int = 2000, ckpt_cost_for=None, main_cost_source: str | None = None) -> dict:
     """The band of ``main_run`` (a :class:`RunPlan` planned by ``planner`` with ``run_kwargs`` — the
     keywords of :meth:`Planner.completion`). ``chosen``: the preset of the main answer (``None``: the
-    config's own failure model); ``make_planner(preset)`` returns the planner of another preset."""
+    config's own failure model); ``make_planner(preset)`` returns the planner of another preset;
+    ``ckpt_cost_for(preset) -> (cost_s, source)`` the checkpoint cost a preset row uses (default: the
+    preset's published cost, else the main run's; the planner passes :func:`scenario_ckpt_cost` so a
+    row equals choosing the preset); ``main_cost_source`` the source of the main run's cost."""
     kw = dict(run_kwargs)
     kw["n_replicas"] = min(int(kw.get("n_replicas", band_replicas)), band_replicas)
     base_mult = dict(kw.pop("rate_multipliers", None) or {})
-    main = _summary(main_run)
+    main = {**_summary(main_run), "ckpt_cost_source": main_cost_source}
     rows = []
     for name, preset in PRESETS.items():
         if name == chosen:
             continue
         p = make_planner(preset)
         kwp = dict(kw)
-        if preset.ckpt_cost_s is not None:
-            kwp["ckpt_cost"] = preset.ckpt_cost_s
+        if ckpt_cost_for is not None:
+            kwp["ckpt_cost"], source = ckpt_cost_for(preset)
+        elif preset.ckpt_cost_s is not None:
+            kwp["ckpt_cost"], source = preset.ckpt_cost_s, "preset"
+        else:
+            source = main_cost_source
         run = p.completion(main_run.gpus, rate_multipliers=base_mult or None, **kwp)
-        rows.append({"scenario": name, "kind": "preset", **_summary(run)})
+        rows.append({"scenario": name, "kind": "preset", **_summary(run), "ckpt_cost_source": source})
     for f in RATE_FACTORS:
         mult = _scaled_multipliers(planner, main_run.gpus, base_mult, f)
         run = planner.completion(main_run.gpus, rate_multipliers=mult, **kw)
-        rows.append({"scenario": f"x{f:g} failure rate", "kind": "rate", **_summary(run)})
+        rows.append({"scenario": f"x{f:g} failure rate", "kind": "rate", **_summary(run),
+                     "ckpt_cost_source": main_cost_source})
     ref = main["completion_p90_s"]
     best, best_change = None, -1.0
     for r in rows:

@@ -9,7 +9,15 @@ taken to be monotone in the quota (more evaluation GPUs: shorter evaluation wait
 leaves a smaller shared pool: longer waits). The search brackets the answer by galloping from the cheap end
 (``lo`` for the lane, ``hi`` for the reservation; offsets 1, 2, 4, ... steps) and then bisects the bracket down to
 one step, so it needs O(log(candidates)) simulations. The returned quota meets the target and its neighbour one step
-towards the cheap end does not (both were simulated). Evaluated points that contradict monotonicity (FIFO/backfill
+towards the cheap end does not (both were simulated).
+
+**Latency floor.** With start-up latency (a ``latency_s`` column) every job waits at least its latency, whatever
+the quota: ``wait_i = contention_i + latency_i >= latency_i``, so the quantile of the waits is at least the same
+quantile of the latencies, ``floor = Q_q(latency_s of the target type's jobs in the window)`` (pooled over the
+replicas like the waits). When the target is below that floor no quota can meet it: the search simulates the
+cheap and the generous end only (to show the trade-off) and says so in ``reason`` instead of blaming capacity.
+
+Evaluated points that contradict monotonicity (FIFO/backfill
 scheduling anomalies are possible) are flagged with a :class:`~acmemodel.errors.DataWarning`.
 """
 from __future__ import annotations
@@ -22,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.errors import DataWarning
-from acmemodel.sim.cluster import _backend_arg, default_routing, prepare_jobs, simulate_cluster
+from acmemodel.sim.cluster import (_backend_arg, _in_window, default_routing, prepare_jobs, simulate_cluster,
+                                   wait_quantile)
 from acmemodel.sim.cluster import pooled_wait_quantile as _wait_quantile  # (module name patched by tests)
 from acmemodel.sim.cluster import pooled_wait_quantile as _report_quantile  # the trade-off columns (not the search metric)
 
@@ -41,7 +50,10 @@ class QuotaResult:
     ``partitions`` the full layout {name: GPUs} at the answer; ``evaluations`` one row per simulated candidate in
     evaluation order (``gpus``, ``wait_s``, ``meets``, ``pretrain_throughput`` GPU-s/s averaged over replicas,
     ``partitions``, and the p50/p90 waits of the target type and of ``pretrain_type``: ``target_p50_s``,
-    ``target_p90_s``, ``pretrain_p50_s``, ``pretrain_p90_s``); ``monotone`` False if the evaluated points contradict the assumed monotonicity.
+    ``target_p90_s``, ``pretrain_p50_s``, ``pretrain_p90_s``); ``monotone`` False if the evaluated points contradict the assumed monotonicity;
+    ``latency_floor_s`` the smallest ``quantile``-wait no quota can beat (s; the same quantile of the target
+    type's start-up latencies, 0 without a ``latency_s`` column; module docstring) and ``below_latency_floor``
+    True when the target is below it (then no quota is feasible).
     """
 
     search: str
@@ -59,6 +71,8 @@ class QuotaResult:
     monotone: bool = True
     reason: str = ""
     candidates: tuple = field(default=())
+    latency_floor_s: float = 0.0
+    below_latency_floor: bool = False
 
     def summary(self) -> pd.DataFrame:
         """The simulated candidates (:attr:`evaluations`) sorted by GPUs."""
@@ -76,6 +90,7 @@ class QuotaResult:
             "target_wait_s": self.target_wait_s, "achieved_wait_s": num(self.achieved_wait_s),
             "neighbour_gpus": self.neighbour_gpus, "neighbour_wait_s": num(self.neighbour_wait_s),
             "partitions": self.partitions, "monotone": self.monotone, "reason": self.reason,
+            "latency_floor_s": num(self.latency_floor_s), "below_latency_floor": bool(self.below_latency_floor),
             "evaluations": [{"gpus": int(r.gpus), "wait_s": num(r.wait_s), "meets": bool(r.meets),
                              "pretrain_throughput": num(r.pretrain_throughput),
                              "target_p50_s": num(r.target_p50_s), "target_p90_s": num(r.target_p90_s),
@@ -226,6 +241,13 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
 
     cache = {}
     rows = []
+    floor = {}
+
+    def latency_floor(res) -> float:
+        lat = [r.jobs.loc[_in_window(r.jobs, *r.window) & (r.jobs["type"] == target_type), "latency_s"]
+               .to_numpy(np.float64) for r in res]
+        v = wait_quantile(np.concatenate(lat) if lat else np.array([]), float(quantile))
+        return 0.0 if not math.isfinite(v) else float(v)
 
     def evaluate(u):
         g = gpus_at(u)
@@ -237,6 +259,7 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
                                         backend=backend, pretrain_type=pretrain_type, **sim_kwargs)
                        for p in prepared]
             w = _wait_quantile(res, target_type, float(quantile))
+            floor.setdefault("s", latency_floor(res))  # the same jobs and latencies at every candidate
             cache[g] = w
             row = {"gpus": int(g), "wait_s": w, "meets": bool(w <= target_wait_s),
                    "pretrain_throughput": float(np.mean([r.pretrain_throughput for r in res])),
@@ -251,6 +274,10 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
     bad, good = None, None
     if evaluate(0):
         good = 0
+    elif floor["s"] > target_wait_s:  # no quota beats the start-up latency: show both ends, search no further
+        if m > 0:
+            evaluate(m)
+        bad = m
     else:
         bad, u = 0, 1
         while u <= m:
@@ -279,19 +306,39 @@ def find_quota(jobs, *, total_gpus: int, gpus_per_node: int = 8, search: str = "
                       DataWarning, stacklevel=2)
     common = dict(search=search, partition=name, target_type=target_type, quantile=float(quantile),
                   target_wait_s=float(target_wait_s), evaluations=ev, monotone=monotone,
-                  candidates=tuple(gpus_at(u) for u in range(m + 1)))
+                  candidates=tuple(gpus_at(u) for u in range(m + 1)), latency_floor_s=floor["s"],
+                  below_latency_floor=bool(floor["s"] > target_wait_s))
     if good is None:
         g_end = gpus_at(m)
         what = "largest evaluation lane" if cheap_first else "smallest pretraining reservation"
+        lbl = f"{target_type} p{quantile * 100:g}"
+        if floor["s"] > target_wait_s:
+            reason = (f"the target is below the latency floor: the start-up latency alone gives {lbl} "
+                      f"{_human_s(floor['s'])} > target {_human_s(target_wait_s)}, so no quota can meet it "
+                      f"(the {what}, {g_end:,} GPUs, gives {_human_s(cache[g_end])}); lower the latency or "
+                      f"raise the target")
+        else:
+            reason = (f"even the {what} ({g_end:,} GPUs) gives {lbl} wait {_human_s(cache[g_end])} > target "
+                      f"{_human_s(target_wait_s)}" + (f" (latency floor {_human_s(floor['s'])})"
+                                                       if floor["s"] > 0 else ""))
         return QuotaResult(quota_gpus=None, feasible=False, achieved_wait_s=None, neighbour_gpus=None,
-                           neighbour_wait_s=None, partitions=None,
-                           reason=(f"even the {what} ({g_end} GPUs) gives {target_type} p{quantile * 100:g} wait "
-                                   f"{cache[g_end]:.0f} s > target {target_wait_s:g} s"), **common)
+                           neighbour_wait_s=None, partitions=None, reason=reason, **common)
     g = gpus_at(good)
     nb = gpus_at(bad) if bad is not None else None
     return QuotaResult(quota_gpus=int(g), feasible=True, achieved_wait_s=cache[g], neighbour_gpus=nb,
                        neighbour_wait_s=cache[nb] if nb is not None else None,
                        partitions={**fixed, name: int(g), "shared": int(room - g)}, **common)
+
+
+def _human_s(s: float) -> str:
+    """A wait in seconds as ``"42 s"``, ``"10.8 min"``, ``"2.5 h"`` (``inf`` for a never-starting job)."""
+    if not math.isfinite(s):
+        return "inf"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:,.1f} h"
 
 
 def _is_monotone(ev: pd.DataFrame, increasing_good: bool) -> bool:

@@ -7,6 +7,7 @@ the files; every name stays importable from :mod:`acmemodel.trace.readers`.
 from __future__ import annotations
 
 import gzip
+import zlib
 import re
 from pathlib import Path
 from typing import Sequence
@@ -88,8 +89,8 @@ def _open_text_head(path: Path, nbytes: int = 65536) -> str:
         else:
             with open(path, "rb") as f:
                 raw = f.read(nbytes)
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise TraceFormatError(f"{path}: unreadable compressed file ({e})") from None
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise TraceFormatError(f"{path}: unreadable compressed file ({e or type(e).__name__})") from None
     return raw.decode("utf-8-sig", errors="replace")
 
 
@@ -149,7 +150,14 @@ def _read_table(path: Path, notes: list[str] | None = None):
     repaired = None  # the file's bytes with invalid UTF-8 replaced or unterminated quotes masked (rare)
     unbalanced: dict[int, str] = {}  # line number -> text of the lines with an unterminated quote
 
+    # Small files are read on the calling thread: with threads, Arrow's reader can release the Python
+    # row handler on a worker thread after read_csv has returned, and when the process exits right
+    # away (a header-only file's error) that thread takes the GIL during interpreter shutdown and the
+    # process aborts ("terminate called without an active exception"). Threads gain nothing below a block.
+    small = path.stat().st_size < block_size
+
     def read(types, threads=True):
+        threads = threads and not small
         bad: list[tuple] = []
 
         def handler(row):
@@ -193,7 +201,7 @@ def _read_table(path: Path, notes: list[str] | None = None):
                             notes.append(f"{path}: not valid UTF-8 text; {n_bad} undecodable byte(s) "
                                          "replaced by U+FFFD")
                         continue
-                    m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                    m = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(e))
                     if not m or int(m.group(1)) >= len(header) or col_types[header[int(m.group(1))]] == pa.string():
                         raise
                     fast = False
@@ -371,7 +379,11 @@ def _read_one(path: Path, cluster: str | None, imported=None):
     format already converted to the AcmeTrace columns, with its own line numbers and zone)."""
     warn: list[str] = []
     if imported is None:
-        table, bad, fast = _read_table(path, warn)
+        try:
+            table, bad, fast = _read_table(path, warn)
+        except (EOFError, zlib.error) as e:  # damaged deflate data, a truncated gzip member
+            raise TraceFormatError(f"{path}: damaged or truncated compressed data "
+                                   f"({str(e) or type(e).__name__})") from None
     else:
         table, bad, fast = imported.table, [], True
     header = table.column_names

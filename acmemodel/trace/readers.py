@@ -98,8 +98,15 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
         naming the file: missing, empty, header without rows, missing required column, unreadable
         compression or format.
     """
-    if isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
+    if paths is None or not hasattr(paths, "__iter__"):
+        raise TraceFormatError(f"load_trace: paths must be a file path or a list of them, got {paths!r}")
+    paths = list(paths)
+    for p in paths:
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            raise TraceFormatError(f"load_trace: paths must be file paths, got {p!r}")
+    paths = [Path(os.fsdecode(p)) for p in paths]
     paths = expand_trace_paths(paths, format)
     if not paths:
         raise TraceFormatError("load_trace: no trace files given")

@@ -158,6 +158,7 @@ def _axis_values(name: str, spec) -> tuple:
         n = rg["num"]
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ConfigError(f"{where}: range.num must be a positive integer, got {n!r}")
+        _check_axis_points(n, where)
         if scale == "log":
             if not (a > 0 and b > 0):
                 raise ConfigError(f"{where}: a log range needs start and stop > 0")
@@ -170,11 +171,22 @@ def _axis_values(name: str, spec) -> tuple:
             raise ConfigError(f"{where}: scale: log needs num, not step")
         if step <= 0 or b < a:
             raise ConfigError(f"{where}: range is empty (needs step > 0 and stop >= start)")
-        n = int(math.floor((b - a) / step + 1e-9)) + 1
+        n_f = math.floor((b - a) / step + 1e-9) + 1 if math.isfinite((b - a) / step) else math.inf
+        _check_axis_points(n_f, where)
+        n = int(n_f)
         xs = a + step * np.arange(n)
     if len(xs) == 0:
         raise ConfigError(f"{where}: range is empty")
     return tuple(_tidy(float(x)) for x in xs)
+
+
+#: most points one range axis may have (checked before the points are built)
+MAX_AXIS_POINTS = 1_000_000
+
+
+def _check_axis_points(n, where: str) -> None:
+    if n > MAX_AXIS_POINTS:
+        raise ConfigError(f"{where}: range has {n:,.0f} points; an axis has at most {MAX_AXIS_POINTS:,}")
 
 
 def load_grid(grid) -> dict:

@@ -8,10 +8,65 @@ import numpy as np
 import pandas as pd
 
 
-# ------------------------------------------------------------------------------------------ plots
+# ------------------------------------------------------------------------------------------ axes
+#: duration-valued axes (their values: seconds or strings like "30m"): shown in this unit
+_DURATION_AXES = {"checkpoint.sync_cost": "min", "checkpoint.async_cost": "s", "checkpoint.interval": "min",
+                  "failures.mttf": "h", "queue_target.max_wait": "min", "ckpt_cost": "min",
+                  "checkpoint_interval": "min", "work": "d"}
+_UNIT_S = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration_unit(name: str) -> str | None:
+    return _DURATION_AXES.get(name) or _DURATION_AXES.get(name.rsplit(".", 1)[-1]) if (
+        name in _DURATION_AXES or name.startswith("runs.")) else None
+
+
+def axis_label(name: str) -> str:
+    """An axis name with its unit: ``checkpoint.interval (min)``, ``cluster.gpus (GPUs)``,
+    ``workload.scale (× arrival rate)``."""
+    u = _duration_unit(name)
+    if u:
+        return f"{name} ({u})"
+    if name.endswith("gpus") or name.startswith("cluster.partitions."):
+        return f"{name} (GPUs)"
+    if name == "workload.days":
+        return f"{name} (days)"
+    if name == "workload.scale":
+        return f"{name} (× arrival rate)"
+    if name.startswith(("failures.rate_multipliers.", "restart.automation.")):
+        return f"{name} (× rate)" if name.startswith("failures") else f"{name} (× time)"
+    if name.endswith("replicas"):
+        return f"{name} (count)"
+    return name
+
+
+def axis_values(df: pd.DataFrame, name: str) -> pd.Series:
+    """The axis column as numbers: durations ("30m", 1800) in the axis' unit (:func:`axis_label`);
+    NaN where a value is not a number ("auto")."""
+    col = df[name]
+    u = _duration_unit(name)
+    if u is None:
+        return pd.to_numeric(col, errors="coerce") if col.dtype != bool else col.astype(float)
+    from acmemodel.planner.config_fields import parse_duration
+
+    def sec(v):
+        try:
+            return parse_duration(v, name) / _UNIT_S[u]
+        except Exception:  # noqa: BLE001 ("auto" and the like: not on a numeric axis)
+            return np.nan
+    return col.map(sec).astype(float)
+
+
 def _numeric_axes(df: pd.DataFrame, meta: dict) -> list[str]:
+    """Grid axes with at least two numeric values (durations converted, :func:`axis_values`)."""
     names = list((meta.get("grid") or {}).get("axes", {}))
-    return [a for a in names if a in df.columns and pd.api.types.is_numeric_dtype(df[a]) and df[a].nunique() > 1]
+    out = []
+    for a in names:
+        if a in df.columns:
+            v = axis_values(df, a)
+            if v.notna().any() and v.nunique() > 1:
+                out.append(a)
+    return out
 
 
 def pareto_front(df: pd.DataFrame, x: str = "gpu_h_lost", y: str = "eval_wait_p90_s") -> pd.DataFrame:
@@ -49,16 +104,16 @@ def plot_sweep(df: pd.DataFrame, meta: dict, outdir) -> list[str]:
             if col not in ok.columns:
                 continue
             scale = 60.0 if col.endswith("wait_p90_s") else (86400.0 if col.endswith("completion_mean_s") else 1.0)
-            piv = ok.assign(_v=ok[col].astype(float) / scale).pivot_table(index=a, columns=b, values="_v",
-                                                                          aggfunc="mean")
+            piv = ok.assign(_v=ok[col].astype(float) / scale, _a=axis_values(ok, a), _b=axis_values(ok, b)) \
+                .pivot_table(index="_a", columns="_b", values="_v", aggfunc="mean")
             fig, ax = plt.subplots(figsize=(6.4, 4.8))
             finite = piv.to_numpy(float)
             im = ax.imshow(np.where(np.isfinite(finite), finite, np.nan), origin="lower", aspect="auto",
                            cmap="viridis")
             ax.set_xticks(range(piv.shape[1]), [f"{v:g}" for v in piv.columns], rotation=45, ha="right")
             ax.set_yticks(range(piv.shape[0]), [f"{v:g}" for v in piv.index])
-            ax.set_xlabel(b)
-            ax.set_ylabel(a)
+            ax.set_xlabel(axis_label(b))
+            ax.set_ylabel(axis_label(a))
             others = [x for x in axes[2:]] + [x for x in (meta.get("grid") or {}).get("axes", {})
                                               if x not in axes]
             ax.set_title(label + (" (mean over other axes)" if others else ""), fontsize=10)
@@ -68,19 +123,42 @@ def plot_sweep(df: pd.DataFrame, meta: dict, outdir) -> list[str]:
             fig.savefig(p, dpi=110)
             plt.close(fig)
             written.append(str(p))
-    if {"gpu_h_lost", "eval_wait_p90_s"} <= set(ok.columns) and len(ok):
-        front = pareto_front(ok)
+    pair = pareto_pair(ok)
+    if pair is not None:
+        x, xlabel, front = pair
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
-        fin = ok[np.isfinite(ok["eval_wait_p90_s"].astype(float))]
-        ax.scatter(fin["gpu_h_lost"], fin["eval_wait_p90_s"] / 60.0, s=12, alpha=0.5, label="grid points")
-        ax.plot(front["gpu_h_lost"], front["eval_wait_p90_s"] / 60.0, "o-", color="C3", label="Pareto front")
-        ax.set_xlabel("GPU-hours lost (all runs)")
+        fin = ok[np.isfinite(ok["eval_wait_p90_s"].astype(float)) & np.isfinite(ok[x].astype(float))]
+        ax.scatter(fin[x], fin["eval_wait_p90_s"] / 60.0, s=12, alpha=0.5, label="grid points")
+        ax.plot(front[x], front["eval_wait_p90_s"] / 60.0, "o-", color="C3",
+                label=f"Pareto front ({len(front):,} points)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("Eval p90 wait (min)")
-        ax.set_title("Pareto front: GPU-hours lost vs Eval p90 wait", fontsize=10)
+        ax.set_title(f"Pareto front: {xlabel} vs Eval p90 wait", fontsize=10)
         ax.legend()
         fig.tight_layout()
-        p = outdir / "pareto_gpu_h_lost_vs_eval_p90.png"
+        p = outdir / f"pareto_{x.replace('.', '_')}_vs_eval_p90.png"
         fig.savefig(p, dpi=110)
         plt.close(fig)
         written.append(str(p))
     return written
+
+
+def pareto_pair(ok: pd.DataFrame):
+    """``(cost column, its label, front)`` of the Pareto plot: GPU-hours lost against the Eval p90 wait
+    when that trade-off has more than one non-dominated point, else the first quota column (the GPUs a
+    partition takes) that has one -- a lane search sweep trades lane GPUs for wait while the runs' loss
+    stays put, and a one-point front shows no choice; None without the columns."""
+    if "eval_wait_p90_s" not in ok.columns or not len(ok):
+        return None
+    cands = [("gpu_h_lost", "GPU-hours lost (all runs)")] + [
+        (c, f"{c.split('.', 1)[1]} partition (GPUs)") for c in ok.columns if c.startswith("quota.")]
+    first = None
+    for x, label in cands:
+        if x not in ok.columns or not np.isfinite(pd.to_numeric(ok[x], errors="coerce")).any():
+            continue
+        front = pareto_front(ok.assign(**{x: pd.to_numeric(ok[x], errors="coerce")}), x=x)
+        if first is None:
+            first = (x, label, front)
+        if len(front) > 1:
+            return x, label, front
+    return first

@@ -173,7 +173,7 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
             out = {"eval_wait_p50_s": float("inf") if q and q.get("p50") is None else _num(q.get("p50")),
                    "eval_wait_p90_s": float("inf") if q and q.get("p90") is None else _num(q.get("p90"))}
             for p, g in cl["quotas"].items():
-                out[f"quota.{p}"] = float(g)
+                out[f"quota.{p}"] = float("nan") if g is None else float(g)
             qs = cl.get("quota_search")
             out["quota_feasible"] = bool(qs["feasible"]) if qs else True
             return out

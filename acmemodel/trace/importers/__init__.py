@@ -37,6 +37,10 @@ def read(format: str, path, *, timezone: str | None = None, type_map=None, origi
     if fmt not in FORMATS:
         raise ValueError(f"format: unknown trace format {format!r}; choose acmetrace or one of "
                          + ", ".join(FORMATS))
+    import zlib
+
+    from acmemodel.errors import TraceFormatError
+
     mod = importlib.import_module(f"acmemodel.trace.importers.{fmt}")
     import inspect
 
@@ -48,4 +52,8 @@ def read(format: str, path, *, timezone: str | None = None, type_map=None, origi
         raise ValueError(f"origin: the {fmt} format has absolute times; --origin applies to k8s")
     if "extracted_at" in params:
         kw["extracted_at"] = extracted_at
-    return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map), **kw)
+    try:
+        return mod.read(path, timezone=timezone, type_map=TypeMap.parse(type_map), **kw)
+    except (EOFError, zlib.error) as e:  # damaged deflate data, a truncated gzip member
+        raise TraceFormatError(f"{path}: damaged or truncated compressed data "
+                               f"({str(e) or type(e).__name__})") from None

@@ -264,7 +264,8 @@ def seconds_to_arrow_ts(sec: np.ndarray):
 
     sec = np.asarray(sec, dtype=float)
     na = ~np.isfinite(sec)
-    ns = np.where(na, 0, np.round(sec * 1e9)).astype(np.int64)
+    with np.errstate(invalid="ignore"):  # (years past 2262: quarantined as timestamp_out_of_range later)
+        ns = np.where(na, 0, np.round(sec * 1e9)).astype(np.int64)
     return pa.array(ns, type=pa.timestamp("ns", tz="UTC"), mask=na)
 
 
@@ -346,6 +347,9 @@ def parse_local_times(values, offset: str, *, missing=("", "unknown", "none", "n
     idx = np.flatnonzero(~miss)
     if len(idx):
         vals = s.iloc[idx]
+        # a date first: pandas would read "now" / "today" as the current time
+        dated = vals.str.match(r"\d{4}-\d{1,2}-\d{1,2}").fillna(False).to_numpy(dtype=bool)
+        vals = vals.where(dated, "not a date")
         has_off = vals.str.contains(r"(?:[+-]\d{2}:?\d{2}|Z)$", regex=True).fillna(False).to_numpy(dtype=bool)
         sec = np.full(len(idx), np.nan)
         if has_off.any():

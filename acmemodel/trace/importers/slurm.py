@@ -145,10 +145,10 @@ def read(path, *, timezone: str | None = None, type_map=None) -> C.Imported:
     try:
         for _ in range(8):
             try:
-                table, bad = do_read(True)
+                table, bad = do_read(path.stat().st_size >= 1 << 20)  # small: one thread (files.py)
                 break
             except pa.ArrowInvalid as e:
-                m = re.search(r"In CSV column #(\d+): CSV conversion error", str(e))
+                m = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(e))
                 if not m or int(m.group(1)) >= len(read_names) or types[read_names[int(m.group(1))]] == pa.string():
                     raise
                 types[read_names[int(m.group(1))]] = pa.string()

@@ -215,11 +215,16 @@ def _raw_rows_of(path: Path, compression, lines) -> list[str]:
     return [found.get(int(x), "") for x in lines]
 
 
+#: most array tasks one file's pending ranges may expand to (a range past it is quarantined as
+#: ``bad_array_range``: about 1 kB of memory per expanded job)
+MAX_ARRAY_TASKS = 2_000_000
+
+
 def expand_array_range(spec: str) -> list[int]:
     """``5-9,12,15-20:2%4`` → task indices (``:step`` honoured, ``%`` throttle ignored)."""
     spec = spec.split("%")[0]
     out: list[int] = []
-    for part in spec.split(","):
+    for k, part in enumerate(spec.split(",")):
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
         if not m:
@@ -229,8 +234,23 @@ def expand_array_range(spec: str) -> list[int]:
         step = int(m.group(3)) if m.group(3) else 1
         if b < a or step < 1 or b - a > 1_000_000:
             raise ValueError(part)
-        out.extend(range(a, b + 1, step))
+        r = range(a, b + 1, step)
+        if len(out) + len(r) > MAX_ARRAY_TASKS:  # counted before the list is built
+            raise TooManyTasks(len(out) + len(r) + sum(_range_len(p) for p in spec.split(",")[k + 1:]))
+        out.extend(r)
     return out
+
+
+class TooManyTasks(ValueError):
+    """An array range that expands past :data:`MAX_ARRAY_TASKS` (``args[0]``: its task count)."""
+
+
+def _range_len(part: str) -> int:
+    m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+    if not m:
+        return 0
+    a = int(m.group(1))
+    return len(range(a, (int(m.group(2)) if m.group(2) else a) + 1, int(m.group(3)) if m.group(3) else 1))
 
 
 def _special_ids(frame: pd.DataFrame, special: np.ndarray, q: C.Quarantine, path, compression):
@@ -242,23 +262,37 @@ def _special_ids(frame: pd.DataFrame, special: np.ndarray, q: C.Quarantine, path
     bad_lines = []
     het = rows[rows["job_id"].str.contains("+", regex=False)]
     arr = rows[~rows.index.isin(het.index)]
-    for i, r in arr.iterrows():
-        m = re.fullmatch(r"(\d+)_\[(.+)\]", str(r["job_id"]))
+    big: list[tuple[int, int]] = []
+    pos, ids = [], []  # vectorised: one repeat of each record per task (not a pandas row copy per task)
+    for k, (jid, line) in enumerate(zip(arr["job_id"].astype(str), arr["_line"])):
+        m = re.fullmatch(r"(\d+)_\[(.+)\]", jid)
         try:
             tasks = expand_array_range(m.group(2)) if m else None
+        except TooManyTasks as e:
+            big.append((int(line), int(e.args[0])))
+            continue
         except ValueError:
             tasks = None
         if not tasks:
-            bad_lines.append(int(r["_line"]))
+            bad_lines.append(int(line))
             continue
-        base = m.group(1)
-        for t in tasks:
-            d = r.copy()
-            d["job_id"] = f"{base}_{t}"
-            new.append(d)
+        if n_exp + len(tasks) > MAX_ARRAY_TASKS:
+            big.append((int(line), len(tasks)))
+            continue
+        pos.append(np.full(len(tasks), k))
+        ids.append(np.char.add(f"{m.group(1)}_", np.asarray(tasks).astype(str)).astype(object))
         n_exp += len(tasks) - 1
+    if pos:
+        d = arr.iloc[np.concatenate(pos)].copy()
+        d["job_id"] = np.concatenate(ids)
+        new.append(d)
     if bad_lines:
         q.add(bad_lines, "bad_array_range", "array task range is not N-M[,..]", _raw_rows_of(path, compression, bad_lines))
+    if big:
+        lines_big = [b[0] for b in big]
+        q.add(lines_big, "bad_array_range",
+              [f"array range of {n:,} tasks: the file's ranges would expand past {MAX_ARRAY_TASKS:,} jobs"
+               for _, n in big], _raw_rows_of(path, compression, lines_big))
     if len(het):
         base = het["job_id"].str.split("+").str[0]
         for b, g in het.groupby(base, sort=False):
@@ -273,7 +307,8 @@ def _special_ids(frame: pd.DataFrame, special: np.ndarray, q: C.Quarantine, path
             d["end"] = g["end"].max() if g["end"].notna().all() else np.nan
             new.append(d)
             n_het += len(g) - 1
-    out = pd.concat([rest, pd.DataFrame(new)], ignore_index=False) if new else rest
+    new = [x if isinstance(x, pd.DataFrame) else pd.DataFrame([x]) for x in new]
+    out = pd.concat([rest, *new], ignore_index=False) if new else rest
     out = out.sort_values("_line", kind="stable").reset_index(drop=True)
     return out, n_exp, n_het
 
