@@ -38,11 +38,15 @@ def fit_cmd(
     models: Optional[List[str]] = typer.Option(None, "--model", help="Fit only these models (repeatable)."),
     cluster: Optional[str] = CLUSTER,
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    like: Optional[Path] = typer.Option(
+        None, "--like", help="Use the estimator settings recorded in this bundle (e.g. the default's: "
+                             "the failure model's min_gpus and late-hazard levels)."),
 ) -> None:
     """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle."""
-    from acmemodel.pipeline import fit_bundle
+    from acmemodel.pipeline import estimators_of, fit_bundle
 
     check_bundle_out(out)
+    params = estimators_of(like) if like is not None else {}
     trace = load_traces(paths, cluster)
     import warnings
 
@@ -52,8 +56,14 @@ def fit_cmd(
     # (an imported trace's job names, partitions and restart links go to the models that use them)
     with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
         warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
+        names = list(models) if models else None
+        use = {m: p for m, p in params.items() if names is None or m in names}
+        prov = trace_provenance(trace)
+        prov["estimators"] = use  # the non-default constructor settings ({}: every model's defaults)
+        if like is not None:
+            prov["estimators_from"] = str(like)
         bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
-                            provenance=trace_provenance(trace), name=out.stem,
+                            provenance=prov, name=out.stem, params=use,
                             progress=lambda i, n, d: upd(i, n, d))
     path = bundle.save(out)
     doc = {"bundle": str(path), "models": sorted(bundle.models), "provenance": bundle.provenance}
