@@ -60,7 +60,9 @@ Comparisons (percent values are percentage points of 100):
   ≤ 1 s share and the largest mean wait; the cluster median/mean wait within 50 % of
   ``cluster_summary.csv``;
 * ``gpu_time_by_size`` — the published facts on GPU time by job size (single-GPU jobs < 2 % of GPU
-  time, jobs of > 8 GPUs < 7 % of jobs, Kalos jobs of ≥ 256 GPUs > 96 % of GPU time), as bounds;
+  time, jobs of > 8 GPUs < 7 % of jobs, Kalos jobs of ≥ 256 GPUs > 96 % of GPU time), as bounds, and
+  Seren's GPU-time shares of jobs of ≤ 511 GPUs (≈ 64 %) and ≥ 768 GPUs (≈ 30 %) within 5 pp
+  (``reproduction.compare.SIZE_SHARES``);
 * ``curves`` — the Kolmogorov–Smirnov distance between the synthetic sample and each published CDF:
   ``duration_cdf_by_type`` (cluster × type), ``gpu_job_duration_cdf_by_cluster`` and
   ``gpu_count_cdf_by_jobs``. A published CDF is known only at its points x_i (powers of two for the

@@ -409,3 +409,20 @@ def test_latency_cap_bounds_draws_cdf_and_mean():
     assert abs(float(np.mean(x)) - _latency_mean(**p)) <= 4 * se + 0.5  # + 0.5 s: draws are whole seconds
     # uncut, the same law's mean is exp(mu + sigma^2 / 2) ~ 1.8e3 s larger than the cut one
     assert _latency_mean(**dict(p, cap=math.inf)) > _latency_mean(**p) + 1000
+
+
+def test_reproduce_checks_seren_gpu_time_by_size():
+    """Seren's published GPU-time shares by size (<= 511 GPUs about 64 %, >= 768 GPUs about 30 %) are
+    reproduce checks with a 5-pp bar; Kalos keeps its >= 256-GPU bound."""
+    from acmemodel.reproduce import gpu_time_by_size
+
+    g = np.array([1, 8, 512, 768, 1024, 256])
+    jobs = pd.DataFrame({"gpu_num": g, "run_s": [100.0, 100, 100, 100, 100, 100], "queue_s": 0.0,
+                         "submit_s": 0.0, "start_s": 0.0, "end_s": 100.0})
+    rows = {r["fact"]: r for r in gpu_time_by_size("Seren", jobs, includes_queue=False)}
+    small, big = rows["GPU time of <= 511-GPU jobs (%)"], rows["GPU time of >= 768-GPU jobs (%)"]
+    assert small["reproduced"] == pytest.approx(100 * (1 + 8 + 256) / g.sum())
+    assert big["reproduced"] == pytest.approx(100 * (768 + 1024) / g.sum())
+    assert big["within_bar"] == (abs(big["reproduced"] - 30) <= 5) and not small["within_bar"]
+    kal = {r["fact"] for r in gpu_time_by_size("Kalos", jobs, includes_queue=False)}
+    assert "GPU time of >= 256-GPU jobs (%)" in kal and "GPU time of <= 511-GPU jobs (%)" not in kal

@@ -187,6 +187,14 @@ def queue_by_type(cluster: str, jobs: pd.DataFrame) -> tuple[list[dict], list[di
     return rows, checks
 
 
+#: published GPU-time shares by job size (percent of the cluster's GPU time), read off the paper's
+#: GPU-time-weighted CDF of requested GPUs (Seren): jobs of <= 511 GPUs hold about 64 %, jobs of >= 768 GPUs
+#: about 30 % (768- and 1,024-GPU runs each over a tenth); checked within SIZE_SHARE_BAR_PP
+SIZE_SHARES = {"Seren": (("GPU time of <= 511-GPU jobs (%)", lambda g: g <= 511, 64.0),
+                         ("GPU time of >= 768-GPU jobs (%)", lambda g: g >= 768, 30.0))}
+SIZE_SHARE_BAR_PP = 5.0
+
+
 def gpu_time_by_size(cluster: str, jobs: pd.DataFrame, *, includes_queue: bool) -> list[dict]:
     """The published facts on GPU time by job size as bounds (module docstring); GPU time on the
     published basis (Kalos ``end − submit``)."""
@@ -205,6 +213,10 @@ def gpu_time_by_size(cluster: str, jobs: pd.DataFrame, *, includes_queue: bool) 
     add("jobs of > 8 GPUs (% of jobs)", 100 * float(np.mean(gpus > 8)), 7.0, True)
     if cluster == "Kalos":
         add("GPU time of >= 256-GPU jobs (%)", 100 * gt[gpus >= 256].sum() / tot, 96.0, False)
+    for fact, m, pub in SIZE_SHARES.get(cluster, ()):
+        value = 100 * gt[m(gpus)].sum() / tot
+        rows.append({"fact": fact, "published": f"≈ {pub:g}% ± {SIZE_SHARE_BAR_PP:g}", "reproduced": value,
+                     "within_bar": bool(abs(value - pub) <= SIZE_SHARE_BAR_PP)})
     for lo, hi in ((1, 1), (2, 8), (9, 64), (65, 255), (256, None)):
         m = (gpus >= lo) & (gpus <= (hi if hi is not None else np.inf))
         rows.append({"fact": f"GPU time of {lo}{'' if hi == lo else ('+' if hi is None else f'-{hi}')} GPU jobs (%)",
