@@ -63,6 +63,9 @@ Comparisons (percent values are percentage points of 100):
   time, jobs of > 8 GPUs < 7 % of jobs, Kalos jobs of ≥ 256 GPUs > 96 % of GPU time), as bounds, and
   Seren's GPU-time shares of jobs of ≤ 511 GPUs (≈ 64 %) and ≥ 768 GPUs (≈ 30 %) within 5 pp
   (``reproduction.compare.SIZE_SHARES``);
+* ``failure_rate`` — the bundle's large-job infrastructure failures per 1,000 node-days (its failure
+  model's MTTF at 1,024 GPUs) against the rate derived from the published failed GPU time and failure
+  table (:func:`~acmemodel.reproduction.compare.published_failure_rate`) and its 95 % Poisson interval;
 * ``curves`` — the Kolmogorov–Smirnov distance between the synthetic sample and each published CDF:
   ``duration_cdf_by_type`` (cluster × type), ``gpu_job_duration_cdf_by_cluster`` and
   ``gpu_count_cdf_by_jobs``. A published CDF is known only at its points x_i (powers of two for the
@@ -100,7 +103,7 @@ from acmemodel.clusters import CLUSTER_TZ, cluster_gpus, published_duration_incl
 from acmemodel.reproduction.compare import (  # noqa: F401  (re-exported)
     CLUSTERS, KALOS_DURATION_NOTE, KALOS_QUEUE_NOTE, KS95, QUALITY_BAR, SEREN_SOURCES_NOTE, WAIT_POINTS,
     _STATE_COLS, _STATES, _compare_cluster, _diff, _duration, _explanations, _pp, _published_semantics,
-    curve_points, gpu_time_by_size, ks_at_points, queue_by_type,
+    curve_points, failure_rate_check, gpu_time_by_size, ks_at_points, queue_by_type,
 )
 from acmemodel.reproduction.plots import _write_plots, plot_curve  # noqa: F401  (re-exported)
 
@@ -434,6 +437,8 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
                                _explanations(b, cl), curves, total_gpus=infos[cl]["total_gpus"],
                                days=days * reps_of[cl])
         res["simulation"] = infos[cl]
+        fr_check = failure_rate_check(b, cl)
+        res["failure_rate"] = [] if fr_check is None else [fr_check]
         out["clusters"][cl] = res
     if "Seren" in clusters:
         from acmemodel.planner.energy import seren_may_check
@@ -450,10 +455,10 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
             for k in ("_sample", "_x", "_cdf"):
                 row.pop(k, None)
         c["passed"] = {k: int(sum(bool(r["within_bar"]) for r in c[k] if r["within_bar"] is not None))
-                       for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size")}
+                       for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size", "failure_rate")}
         c["passed"]["queue_checks"] = int(sum(r["passed"] for r in c["queue_checks"]))
         c["compared"] = {k: sum(1 for r in c[k] if r["within_bar"] is not None)
-                         for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size")}
+                         for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size", "failure_rate")}
         c["compared"]["queue_checks"] = len(c["queue_checks"])
     out.update({
         "bundle": getattr(b, "name", None), "bundle_scale": _bundle_scale(b), "scale": scale, "seed": seed,
