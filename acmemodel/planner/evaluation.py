@@ -16,7 +16,8 @@ import pandas as pd
 
 from acmemodel.errors import ConfigError
 from acmemodel.planner.evaluation_inputs import (  # noqa: F401 (re-exported)
-    PROFILE_SHARES, Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes, default_batch,
+    PROFILE_SHARES, Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes,
+    default_batch,
 )
 from acmemodel.planner.evaluation_schedule import (  # noqa: F401 (re-exported)
     BatchSchedule, Interval, coupled_tasks, pack_trials, simulate_coupled, simulate_decoupled,
@@ -140,7 +141,8 @@ class EvalPlanResult:
     def to_dict(self) -> dict:
         cfg = self.config
         return {"datasets": len(cfg.batch), "source": cfg.batch.source, "hardware": asdict(cfg.hardware),
-                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads), "nodes": cfg.nodes, "policy": cfg.policy,
+                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads), "nodes": cfg.nodes,
+                "policy": cfg.policy,
                 "schedules": [s.to_dict() for _, s in sorted(self.schedules.items(), key=lambda kv: (kv[0][1],
                                                                                                    kv[0][0]))],
                 "speedup": {str(n): self.speedup(n) for n in cfg.nodes}}
