@@ -148,7 +148,8 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
     (log-normal gap: a normal density in x, mean μ and sd σ, share π_R of the failures) and chance
     followers (the COMPLETED jobs' gap density g_C, share π_0·m of the failures); EM estimates
     π_R, π_0, μ, σ; the posterior of a follower at x is π_R·φ(x) / (π_R·φ(x) + π_0·m·g_C(x))."""
-    from scipy.stats import norm
+    def norm_pdf(x, mu=0.0, sd=1.0):
+        return np.exp(-0.5 * ((x - mu) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
 
     nf = len(xf)
     out = np.zeros(nf)
@@ -166,7 +167,7 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
         grid = np.linspace(lo - 3 * bw, x_max + 3 * bw, 512)
         cnt = np.histogram(xc, bins=len(grid), range=(grid[0] - (grid[1] - grid[0]) / 2,
                                                         grid[-1] + (grid[1] - grid[0]) / 2))[0]
-        kern = norm.pdf((grid - grid[len(grid) // 2]) / bw) / bw
+        kern = norm_pdf((grid - grid[len(grid) // 2]) / bw) / bw
         dens = np.convolve(cnt, kern, mode="same")
         kde = np.interp(xs, grid, dens)
     else:
@@ -177,7 +178,7 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
     pi0, pir = p0_obs, max(len(xs) / nf - p0_obs, 0.05)
     mu, sd = float(np.median(xs)), max(float(np.std(xs)), 0.5)
     for _ in range(200):
-        fr = pir * norm.pdf(xs, mu, sd)
+        fr = pir * norm_pdf(xs, mu, sd)
         fc = pi0 * ms * g_c
         r = fr / np.maximum(fr + fc, 1e-300)
         sr = r.sum()
@@ -191,7 +192,7 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
             mu, sd, pir, pi0 = mu_n, sd_n, pir_n, pi0_n
             break
         mu, sd, pir, pi0 = mu_n, sd_n, pir_n, pi0_n
-    fr = pir * norm.pdf(xs, mu, sd)
+    fr = pir * norm_pdf(xs, mu, sd)
     fc = pi0 * ms * g_c
     out[has] = fr / np.maximum(fr + fc, 1e-300)
     return out
