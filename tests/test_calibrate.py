@@ -513,3 +513,17 @@ def test_shipped_default_is_what_calibrate_makes():
         "the shipped default was not made by the current calibration; regenerate it with "
         "`acmemodel calibrate -o acmemodel/datasets/data/acme-2023`",
         {k: v for k, v in now["inputs"].items() if prov.get("calibration_inputs", {}).get(k, v) != v})
+
+
+def test_calibrate_cli_reports_stages_and_no_raw_warning(tmp_path):
+    """Without --json: the bundle, each stage's wall time and the fits' notes as sentences; no raw Python
+    warning on either stream."""
+    from acmemodel.cli import app
+
+    r = CliRunner().invoke(app, ["calibrate", "--scale", "0.002", "--seed", "7", "--set", "queue_policy=False",
+                                 "-o", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert "wrote calibrated bundle" in out and "pseudo-trace:" in out and "fitting:" in out
+    assert "note(s) from the fits" in out  # the fits warned: collected, one sentence each
+    assert "Warning:" not in out and "warnings.warn" not in out and "Traceback" not in out
