@@ -67,7 +67,10 @@ calibration has two steps, both deterministic given the seed:
    jobs), and the restart model's gap is the failure table's published time-to-restart prior (its
    resubmission probability per cluster × type is fitted on the pseudo-trace's restart chains,
    which the pseudo-trace carries as explicit ``restart_of`` links in ``Trace.extras``). ``acmemodel calibrate``
-   writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings.
+   writes it; the shipped ``acme-2023`` bundle is exactly its output at the default settings
+(``acmemodel calibrate -o acmemodel/datasets/data/acme-2023``). The output is a function of its inputs
+only (:func:`calibration_inputs`: version, published tables, this code, scale, seed, assumptions, estimator
+settings; their SHA-256 is in the provenance): equal inputs give a byte-identical bundle.
 
 Where the two Seren sources disagree (figure curves: median ≈ 134 s, 6.4 GPUs/job; summary table:
 122 s, 5.68) the run-time and GPU-count shapes target the figures and the counts and state rates
@@ -483,62 +486,135 @@ def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
     return Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(CLUSTER_TZ), extras=extras), reports
 
 
-def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumptions: Assumptions | None = None,
-              models=DEFAULT_MODELS, log=None):
-    """Fit the default bundle to the published statistics (module docstring); returns the Bundle.
+#: the calibration's own code: part of its inputs (:func:`calibration_inputs`)
+CALIBRATION_SOURCES = ("calibrate.py", "calibrate_inputs.py", "calibrate_queue.py")
 
-    ``scale`` is the fraction of the real job volume materialised for fitting (1.0 for the shipped
-    default): the arrival model's intensities are those of that volume, so a smaller scale (used by
-    the tests for speed) gives proportionally lower arrival rates and nothing else.
-    """
+
+def estimator_settings(assumptions: Assumptions | None = None, models=DEFAULT_MODELS) -> dict[str, dict]:
+    """Constructor settings of the models the calibration fits where they differ from the defaults
+    (``fit_bundle``'s ``params``), recorded in the bundle's provenance as ``estimators`` and reused by
+    ``acmemodel fit --like BUNDLE``. The failure model is fitted on large jobs only (``min_gpus``): in
+    the pseudo-trace only their failures carry size information (the infrastructure process); small
+    jobs' failures follow the published duration curves, which are not conditioned on size; its late
+    hazard has a cluster level (:data:`FAILURE_LATE_COVARIATES`). The restart model is the published
+    time-to-restart prior of the failure table (restart gaps were not published in trace form)."""
+    a = assumptions or Assumptions()
+    models = list(models)
+    params = {"restart": {"method": "prior"}} if "restart" in models else {}
+    if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
+        params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": list(FAILURE_LATE_COVARIATES)}
+    return params
+
+
+def calibration_inputs(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
+                       assumptions: Assumptions | None = None, models=DEFAULT_MODELS) -> dict:
+    """Everything the calibration's output is a function of, and its digest: package version, SHA-256 of
+    the published tables and of the calibration's own modules (:data:`CALIBRATION_SOURCES`), scale, seed,
+    assumptions, models and estimator settings. ``{"inputs": {...}, "sha256": hex}``; the bundle's
+    provenance records both (``calibration_inputs``, ``calibration_inputs_sha256``), so a test can check
+    that a shipped bundle was made by the current calibration without re-running it."""
     import hashlib
+    import json
+    from importlib import resources
 
     from acmemodel._version import __version__
     from acmemodel.datasets.published import REFERENCE_TABLES, _data_path
-    from acmemodel.pipeline import fit_bundle
 
-    trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions)
     hashes = {}
     for name in (*REFERENCE_TABLES, "failure_table"):
         rel = f"reference/{name}.csv" if name != "failure_table" else "failure_table.csv"
         with _data_path(rel).open("rb") as f:
             hashes[rel] = hashlib.sha256(f.read()).hexdigest()
+    code = {fn: hashlib.sha256(resources.files("acmemodel").joinpath(fn).read_bytes()).hexdigest()
+            for fn in CALIBRATION_SOURCES}
+    a = assumptions or Assumptions()
+    inputs = {"package_version": __version__, "reference_sha256": hashes, "code_sha256": code,
+              "scale": float(scale), "seed": int(seed), "assumptions": asdict(a), "models": list(models),
+              "estimators": estimator_settings(a, models)}
+    text = json.dumps(inputs, sort_keys=True, default=str, separators=(",", ":"))
+    return {"inputs": inputs, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def calibration_stages(assumptions: Assumptions | None = None, models=DEFAULT_MODELS) -> list[str]:
+    """The stages :func:`calibrate` reports to ``progress`` (in order)."""
+    a = assumptions or Assumptions()
+    two_pass = a.queue_policy and a.policy_on_synthetic and {"arrival", "runtime"} <= set(models)
+    out = ["pseudo-trace", "fitting the first pass" if two_pass else "fitting"]
+    if two_pass:
+        out.append("queue policy search")
+        steps = a.fixed_point_iterations if any(v > 0 for v in a.fixed_point_traces.values()) else 0
+        for it in range(steps + 1):
+            out += [f"candidate {it}: pseudo-trace and fit"] + ([f"candidate {it}: synthetic traces"] if steps else [])
+    return out
+
+
+def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumptions: Assumptions | None = None,
+              models=DEFAULT_MODELS, log=None, progress=None):
+    """Fit the default bundle to the published statistics (module docstring); returns the Bundle.
+
+    ``scale`` is the fraction of the real job volume materialised for fitting (1.0 for the shipped
+    default): the arrival model's intensities are those of that volume, so a smaller scale (used by
+    the tests for speed) gives proportionally lower arrival rates and nothing else.
+    ``progress(done, total, description)`` is called at each of :func:`calibration_stages` and at the
+    end; ``log(message)`` gets the details (search lines, fixed-point scores).
+
+    Deterministic: equal inputs (:func:`calibration_inputs`) give a byte-identical saved bundle — the
+    provenance holds no fit times and the bundle no creation time (``created_utc`` null).
+    """
+    from acmemodel.pipeline import fit_bundle
+
     a = assumptions or Assumptions()
     models = list(models)
-    # The failure model is fitted on large jobs only: in the pseudo-trace only their failures carry
-    # size information (the infrastructure process); small jobs' failures follow the published
-    # duration curves, which are not conditioned on size. The restart model is the published
-    # time-to-restart prior of the failure table (restart gaps were not published in trace form).
-    params = {"restart": {"method": "prior"}} if "restart" in models else {}
-    if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
-        params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": list(FAILURE_LATE_COVARIATES)}
+    stages = calibration_stages(a, models)
+    stage = [0]
+
+    def step(description=None):
+        if progress is not None:
+            progress(stage[0], len(stages), description or (stages[stage[0]] if stage[0] < len(stages) else "done"))
+        stage[0] += 1
+
+    step()
+    trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions)
+    digest = calibration_inputs(scale=scale, seed=seed, assumptions=a, models=models)
+    params = estimator_settings(a, models)
     from acmemodel.features.names import jobs_with_extras
 
     def fit(trace, reports, models=models):
         provenance = {
             "source": "calibration to published AcmeTrace statistics (acmemodel.calibrate)",
-            "package_version": __version__,
-            "reference_sha256": hashes,
+            "package_version": digest["inputs"]["package_version"],
+            "reference_sha256": digest["inputs"]["reference_sha256"],
             "scale": scale, "seed": seed,
             "assumptions": asdict(a),
+            "estimators": {m: dict(p) for m, p in params.items() if m in models},
+            "calibration_inputs_sha256": digest["sha256"],
+            "calibration_inputs": {k: v for k, v in digest["inputs"].items()
+                                   if k not in ("reference_sha256", "assumptions", "estimators")},
             "calibration": reports,
             "model_notes": {
                 "failure": f"fitted on GPU jobs with >= {a.infra_min_gpus} GPUs of the pseudo-trace",
                 "restart": "published prior (failure table, time to restart per reason)",
             },
         }
-        return fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance,
-                          name="acme-2023", params=params, subsets={}, log=log)
+        b = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance,
+                       name="acme-2023", params={m: p for m, p in params.items() if m in models}, subsets={},
+                       log=log)
+        b.provenance.pop("fit_seconds", None)  # wall times: not a function of the inputs
+        b.created_utc = None
+        return b
 
     two_pass = a.queue_policy and a.policy_on_synthetic and {"arrival", "runtime"} <= set(models)
     # the first pass only needs what synth draws a workload from
+    step()
     bundle = fit(trace, reports, [m for m in models if m in ("arrival", "runtime", "restart", "failure")]
                  if two_pass else models)
     if two_pass:
+        step()
         qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
         offsets, history, best = None, [], None
         steps = a.fixed_point_iterations if any(v > 0 for v in a.fixed_point_traces.values()) else 0
         for it in range(steps + 1):
+            step()
             trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
                                              target_offsets=offsets)
             for cl, q in qc.items():
@@ -548,6 +624,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
             bundle = fit(trace, reports)
             if steps == 0:
                 break
+            step()
             # the targets' fixed-point iteration (Assumptions.fixed_point_*): every fitted candidate is measured
             # as reproduce draws it and the one nearest the published values is kept (the synthetic shares
             # respond to the targets through a few large jobs' states, so the iteration need not settle)
@@ -568,4 +645,6 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
             for cl in CLUSTER_TZ:
                 bundle.provenance["calibration"][cl]["fixed_point"] = {
                     "chosen": best[1], "candidates": [h[cl] for h in history]}
+    stage[0] = len(stages)
+    step("done")
     return bundle

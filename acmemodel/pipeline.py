@@ -192,6 +192,24 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
     return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
 
 
+def estimators_of(bundle_path) -> dict[str, dict]:
+    """The estimator settings a bundle records (``provenance["estimators"]``: model → constructor keyword
+    arguments, as :func:`fit_bundle`'s ``params``), for ``acmemodel fit --like BUNDLE``; a bundle without
+    them raises :class:`~acmemodel.errors.BundleError` naming it."""
+    from acmemodel.errors import BundleError
+
+    b = Bundle.load(bundle_path)
+    est = (b.provenance or {}).get("estimators")
+    if not isinstance(est, dict):
+        raise BundleError(f"bundle {bundle_path}: records no estimator settings (provenance.estimators); "
+                          f"re-make it with this version (acmemodel calibrate / fit)")
+    builders = _builders()
+    bad = [m for m in est if m not in builders or not isinstance(est[m], dict)]
+    if bad:
+        raise BundleError(f"bundle {bundle_path}: provenance.estimators names unknown model(s) {bad}")
+    return {m: dict(p) for m, p in est.items()}
+
+
 def _warning_sentences(caught) -> dict:
     """Distinct warning messages of one model's fit → their category, as one sentence each (a
     statsmodels/scikit-learn ConvergenceWarning becomes "the optimiser did not converge ...")."""

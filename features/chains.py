@@ -7,34 +7,50 @@ as columns (``chain_id``, ``attempt``, ``prev_job_id`` / ``prev_index``, ``resta
 :func:`acmemodel.load_trace` keeps them): :func:`restart_chains` then uses those links as they are
 (``source = "columns"``).
 
-**Inferred otherwise** (``source = "inferred"``), by a conservative rule. A FAILED job *f*
-(analysis state, so TIMEOUT and NODE_FAIL too) of user *u*, type *y* and *g* GPUs on cluster *c* is
-restarted by *n*, the first job of the same key (c, u, y, g) submitted at or after f's end, when
-the gap ``Δ = submit_n − end_f`` is at most the window ``w(s)`` of its stratum *s* — cluster ×
-type × GPU bucket × activity of the key (``⌊log2(jobs of the key)⌋``, capped at 12), so busy keys
-and small trials get their own windows. Jobs of the same key also follow *completed* jobs by chance (evaluation sweeps, bursts, a
-user's next experiment); COMPLETED jobs are never restarted, so they measure that chance rate. With
-``r_F(w)`` / ``r_C(w)`` the shares of FAILED / COMPLETED jobs of the stratum followed by a job of
-their key within ``w``, the estimated precision of linking at window w is::
+**Inferred otherwise** (``source = "inferred"``). A FAILED job *f* (analysis state, so TIMEOUT and
+NODE_FAIL too) of user *u*, type *y* and *g* GPUs on cluster *c* has one candidate restart *n*: the
+first job of the same key (c, u, y, g) submitted at or after f's end, at the gap
+``Δ = submit_n − end_f`` (at most ``window_s``, 24 h). Jobs of the same key also follow jobs by chance or
+on purpose (evaluation sweeps, bursts, a user's next experiment, a resubmitted configuration that
+COMPLETED); COMPLETED jobs are never restarted, so their followers measure that rate and its gaps.
+Strata are cluster × type × GPU bucket.
+
+*Mixture rule* (strata with at least ``MIN_MIXTURE_FOLLOWERS`` = 50 failures followed within the window).
+The followers of a stratum's failures are a mixture, in ``x = log Δ``, of restarts (log-normal gaps:
+share π_R of the failures, a normal density φ(x; μ, σ)) and chance followers (share π_0·m_κ, with the
+density g_C(x) of the stratum's COMPLETED followers: a Gaussian kernel estimate plus a quarter of a
+follower spread over the window). ``m_κ`` is the key's chance multiplier: its COMPLETED jobs' follow
+rate over the stratum's, shrunk to 1 with a weight of two COMPLETED jobs, so a user who often
+resubmits finished configurations gets a higher chance rate than one who never does. EM estimates
+π_R, π_0, μ, σ (π_0 is free: users resubmit completed work on purpose, after failures they restart,
+so failures are followed by chance less often than completions are); the posterior that a follower at
+x is a restart is::
+
+    P(restart | x, κ) = π_R φ(x) / (π_R φ(x) + π_0 m_κ g_C(x))
+
+— the likelihood ratio of the gap after failure against the gap after completion, per key. A stratum
+links its candidates with posterior ≥ ½ from the most probable down, as many as keep their mean
+posterior (the estimated precision) ≥ ``min_precision`` (0.95).
+
+*Window rule* (thinner strata, the conservative rule of earlier versions). *f* is linked when Δ is at
+most the window ``w(s)`` of its stratum *s* (strata here also split by activity of the key,
+``⌊log2(jobs of the key)⌋`` capped at 12). With ``r_F(w)`` / ``r_C(w)`` the shares of FAILED /
+COMPLETED jobs of the stratum followed by a job of their key within ``w``::
 
     precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C + ¼) / n_C
 
-(``k_C`` of the stratum's ``n_C`` COMPLETED jobs followed within ``w``: the chance rate with a
-one-sigma margin on its count and a quarter of a follower counted in every stratum, so small strata stay
-conservative: a stratum whose few COMPLETED jobs were never followed is not taken as proof that its
-failures' followers are restarts)
+(``k_C`` of the stratum's ``n_C`` COMPLETED jobs followed within ``w``: the chance rate with a one-sigma
+margin on its count and a quarter of a follower in every stratum, so small strata stay conservative)
+and ``w(s)`` is the largest of 31 log-spaced windows from 1 s to ``window_s`` whose estimated precision
+is at least ``min_precision``; a stratum where no window reaches it gets no links.
 
-and ``w(s)`` is the largest of 31 log-spaced windows from 1 s (the timestamps' resolution) to
-``window_s`` (24 h) whose
-estimated precision is at least ``min_precision`` (0.95); a stratum where no window
-reaches it gets no links (e.g. evaluation jobs: their failures are followed by the next job of a
-sweep as often as their successes are). Each job restarts at most one failure (the latest-ending
-candidate wins). Measured on the 180-day synthetic Seren trace of ``tests/test_roundtrip.py`` (default bundle, seed
-11) with its chain columns removed: precision 0.979, recall 0.958 of the links against the real
-chain (969 links; Pretrain, SFT and MLLM restarts; on a 30-day trace the strata are thinner and precision is
-lower). With 16 windows from 30 s the recall was 0.934: strata whose chance rate is high at 30 s lost
-their restarts of a second or two. Restarts after more than ``window_s`` (a few of the failure
-table's time-to-restart draws run to days) are never linked.
+Each job restarts at most one failure (the latest-ending candidate wins). Restarts after more than
+``window_s`` are never linked. Measured: on the 180-day synthetic Seren trace of
+``tests/test_roundtrip.py`` (default bundle, seed 11) with its chain columns removed, precision 0.996
+and recall 0.978 of the 939 links (window rule alone: 0.979 / 0.958); on the trace of
+``tests/chain_trace.py`` (60 days, users who also resubmit completed configurations; restarts with
+gaps 43 s to 1.6 h, median 9.5 min), Pretrain precision 0.987–0.998 and recall 0.987–0.995 at seeds
+0, 1, 2 (window rule alone: recall 0.43–0.48).
 
 A ``restart_of`` column (the job id of the previous attempt, from imported traces: SWF
 preceding-job links, Philly attempts, Slurm requeues) gives explicit links, which replace the
@@ -68,8 +84,16 @@ CHANCE_MARGIN_SIGMA = 1.0
 #: a quarter of a chance follower counted in every stratum (module docstring): a stratum whose few COMPLETED jobs
 #: were never followed is not taken as proof that its failures' followers are restarts
 CHANCE_PRIOR_COUNT = 0.25
-#: candidate inference windows (s): 31 log-spaced from 1 s to 24 h (those below window_s, then window_s)
+#: candidate windows of the window rule (s): 31 log-spaced from 1 s to 24 h (those below window_s, then window_s)
 WINDOW_GRID_S = tuple(float(w) for w in np.round(np.geomspace(1.0, 86400.0, 31)))
+#: a (cluster, type) with at least this many failures followed within the window gets the mixture rule
+MIN_MIXTURE_FOLLOWERS = 50
+#: weight (in COMPLETED jobs) of the stratum's chance rate in each key's chance multiplier
+KEY_PRIOR_COUNT = 2.0
+#: gaps below this (s) count as this in logs (timestamps have a 1 s resolution)
+GAP_FLOOR_S = 0.5
+#: a link needs at least this posterior probability (more likely a restart than chance)
+MIN_POSTERIOR = 0.5
 #: columns that carry a known chain (``prev_job_id`` in files, ``prev_index`` in frames)
 CHAIN_DATA_COLUMNS = ("chain_id", "attempt", "restart_gap_s")
 DEFAULT_BATCH_GAP_S = 60.0
@@ -114,9 +138,135 @@ def _prev_from_columns(jobs: pd.DataFrame) -> np.ndarray:
     return prev
 
 
+def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.ndarray, n_c: float,
+                       x_max: float) -> np.ndarray:
+    """Posterior probability that each failed job's follower is its restart (module docstring).
+
+    ``xf``: log-gap to the follower of each failed job (used where ``has``); ``m``: its key's chance
+    multiplier; ``xc``: log-gaps of the COMPLETED jobs' followers within the window (``n_c`` COMPLETED
+    jobs in all); ``x_max``: log of the window. The followers of failures are a mixture of restarts
+    (log-normal gap: a normal density in x, mean μ and sd σ, share π_R of the failures) and chance
+    followers (the COMPLETED jobs' gap density g_C, share π_0·m of the failures); EM estimates
+    π_R, π_0, μ, σ; the posterior of a follower at x is π_R·φ(x) / (π_R·φ(x) + π_0·m·g_C(x))."""
+    def norm_pdf(x, mu=0.0, sd=1.0):
+        return np.exp(-0.5 * ((x - mu) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+
+    nf = len(xf)
+    out = np.zeros(nf)
+    if not has.any():
+        return out
+    xs = xf[has]
+    ms = m[has]
+    # g_C: a Gaussian kernel density of the COMPLETED followers' log-gaps, with a prior share of a
+    # follower spread uniformly over the window (so a type with few COMPLETED jobs stays conservative)
+    lo = np.log(GAP_FLOOR_S)
+    w_u = CHANCE_PRIOR_COUNT
+    k = len(xc)
+    if k:  # the density on a grid of 512 points (binned kernel estimate: linear in the counts)
+        bw = max(1.06 * float(np.std(xc)) * k ** -0.2, 0.3) if k > 1 else 1.0
+        grid = np.linspace(lo - 3 * bw, x_max + 3 * bw, 512)
+        cnt = np.histogram(xc, bins=len(grid), range=(grid[0] - (grid[1] - grid[0]) / 2,
+                                                        grid[-1] + (grid[1] - grid[0]) / 2))[0]
+        kern = norm_pdf((grid - grid[len(grid) // 2]) / bw) / bw
+        dens = np.convolve(cnt, kern, mode="same")
+        kde = np.interp(xs, grid, dens)
+    else:
+        kde = np.zeros(len(xs))
+    g_c = (kde + w_u / (x_max - lo)) / (k + w_u)
+    # chance share per failure: the COMPLETED follow rate with a one-sigma margin on its count
+    p0_obs = (k + CHANCE_MARGIN_SIGMA * np.sqrt(k) + w_u) / max(n_c, 1.0)
+    pi0, pir = p0_obs, max(len(xs) / nf - p0_obs, 0.05)
+    mu, sd = float(np.median(xs)), max(float(np.std(xs)), 0.5)
+    for _ in range(200):
+        fr = pir * norm_pdf(xs, mu, sd)
+        fc = pi0 * ms * g_c
+        r = fr / np.maximum(fr + fc, 1e-300)
+        sr = r.sum()
+        if sr <= 1e-9:
+            return out
+        mu_n = float((r * xs).sum() / sr)
+        sd_n = max(float(np.sqrt((r * (xs - mu_n) ** 2).sum() / sr)), 0.2)
+        pir_n = sr / nf
+        pi0_n = float((1 - r).sum() / max(m.sum(), 1e-9))
+        if abs(mu_n - mu) < 1e-6 and abs(sd_n - sd) < 1e-6 and abs(pir_n - pir) < 1e-9:
+            mu, sd, pir, pi0 = mu_n, sd_n, pir_n, pi0_n
+            break
+        mu, sd, pir, pi0 = mu_n, sd_n, pir_n, pi0_n
+    fr = pir * norm_pdf(xs, mu, sd)
+    fc = pi0 * ms * g_c
+    out[has] = fr / np.maximum(fr + fc, 1e-300)
+    return out
+
+
+def _window_links(jobs, g, gap, failed, completed, window_s, min_precision) -> np.ndarray:
+    """Failed rows linked to their follower by the window rule (module docstring) — used for the
+    types with fewer than ``MIN_MIXTURE_FOLLOWERS`` followed failures."""
+    n = len(jobs)
+    link = np.zeros(n, dtype=bool)
+    if not failed.any():
+        return link
+    # strata: (cluster, type) x GPU bucket x activity of the key (log2 of its job count): busy keys get
+    # their own, shorter windows without shortening those of quiet keys
+    activity = np.minimum(np.floor(np.log2(np.bincount(g)[g])), 12).astype(np.int64)
+    from acmemodel.features.keys import gpu_bucket
+
+    bucket = np.asarray(gpu_bucket(jobs["gpu_num"].to_numpy(float)), dtype=object).astype(str)
+    ct = _codes(jobs.assign(_act=activity, _bucket=bucket), ["cluster", "type", "_bucket", "_act"])
+    win = np.zeros(ct.max() + 1)
+    grid = np.array([w for w in WINDOW_GRID_S if w < window_s] + [window_s])
+    for c in np.unique(ct[failed]):
+        f, k = failed & (ct == c), completed & (ct == c)
+        r_f = (gap[f][:, None] <= grid[None, :]).mean(axis=0)
+        # chance rate with a margin (Poisson sigmas) on its count: small strata stay conservative
+        k_c = (gap[k][:, None] <= grid[None, :]).sum(axis=0) if k.any() else np.zeros(len(grid))
+        r_c = (k_c + CHANCE_MARGIN_SIGMA * np.sqrt(k_c) + CHANCE_PRIOR_COUNT) / max(int(k.sum()), 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            prec = np.where(r_f > 0, 1.0 - r_c / r_f, 0.0)
+        good = np.flatnonzero((prec >= min_precision) & (r_f > 0))
+        win[c] = grid[good[-1]] if len(good) else -1.0
+    return failed & (gap <= win[ct])
+
+
+def _mixture_links(g, cty, gap, failed, completed, inwin, window_s, min_precision) -> np.ndarray:
+    """Failed rows linked to their follower by the mixture rule (module docstring)."""
+    n = len(g)
+    x = np.log(np.maximum(np.where(inwin, gap, 1.0), GAP_FLOOR_S))  # log-gap of the followers
+    # each key's chance multiplier: its COMPLETED jobs' follow rate over its type's, shrunk to 1
+    n_key_c = np.bincount(g, weights=completed, minlength=g.max() + 1)
+    k_key_c = np.bincount(g, weights=completed & inwin, minlength=g.max() + 1)
+    n_t_c = np.bincount(cty, weights=completed, minlength=cty.max() + 1)
+    k_t_c = np.bincount(cty, weights=completed & inwin, minlength=cty.max() + 1)
+    r_t = (k_t_c + CHANCE_PRIOR_COUNT) / np.maximum(n_t_c, 1.0)
+    a = KEY_PRIOR_COUNT
+    m_key = (k_key_c[g] + a * r_t[cty]) / ((n_key_c[g] + a) * r_t[cty])
+    post = np.zeros(n)
+    for t in np.unique(cty[failed]):
+        f = failed & (cty == t)
+        kc = completed & (cty == t) & inwin
+        post[np.flatnonzero(f)] = _restart_posterior(x[f], inwin[f], m_key[f], x[kc],
+                                                     float((completed & (cty == t)).sum()), float(np.log(window_s)))
+    # the links: per type the most probable ones, as many as keep their mean posterior (the estimated
+    # precision) >= min_precision
+    cand_f = np.flatnonzero(failed & inwin & (post >= MIN_POSTERIOR))
+    link = np.zeros(n, dtype=bool)
+    if len(cand_f):
+        o = np.lexsort((-post[cand_f], cty[cand_f]))
+        cf, pc, cc = cand_f[o], post[cand_f][o], cty[cand_f][o]
+        start = np.r_[True, cc[1:] != cc[:-1]]
+        grp = np.cumsum(start) - 1
+        cs = np.cumsum(pc)
+        base = np.r_[0.0, cs][np.flatnonzero(start)][grp]
+        rank = np.arange(len(cf)) - np.flatnonzero(start)[grp] + 1
+        mean = (cs - base) / rank
+        good = mean >= min_precision
+        last = pd.Series(np.where(good, rank, 0)).groupby(grp).transform("max").to_numpy()
+        link[cf[rank <= last]] = True
+    return link
+
+
 def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) -> np.ndarray:
     """Row position of each failed row's inferred next attempt (−1 if none): the module
-    docstring's conservative rule (per-type window calibrated against COMPLETED jobs)."""
+    docstring's mixture rule, or the window rule in thin strata."""
     n = len(jobs)
     nxt = np.full(n, -1, dtype=np.int64)
     failed = (jobs["analysis_state"] == "FAILED").to_numpy() if n else np.zeros(0, bool)
@@ -143,26 +293,17 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) ->
     ok = valid & (g[np.maximum(cand, 0)] == g) & (cand != np.arange(n))
     gap = np.where(ok, sub[np.maximum(cand, 0)] - end, np.inf)
     completed = (jobs["analysis_state"] == "COMPLETED").to_numpy()
-    # strata: (cluster, type) x activity of the key (log2 of its job count): busy keys get their own,
-    # shorter windows without shortening those of quiet keys
-    activity = np.minimum(np.floor(np.log2(np.bincount(g)[g])), 12).astype(np.int64)
+    inwin = ok & (gap <= window_s)
     from acmemodel.features.keys import gpu_bucket
 
     bucket = np.asarray(gpu_bucket(jobs["gpu_num"].to_numpy(float)), dtype=object).astype(str)
-    ct = _codes(jobs.assign(_act=activity, _bucket=bucket), ["cluster", "type", "_bucket", "_act"])
-    win = np.zeros(ct.max() + 1)
-    grid = np.array([w for w in WINDOW_GRID_S if w < window_s] + [window_s])
-    for c in np.unique(ct[failed]):
-        f, k = failed & (ct == c), completed & (ct == c)
-        r_f = (gap[f][:, None] <= grid[None, :]).mean(axis=0)
-        # chance rate with a margin (Poisson sigmas) on its count: small strata stay conservative
-        k_c = (gap[k][:, None] <= grid[None, :]).sum(axis=0) if k.any() else np.zeros(len(grid))
-        r_c = (k_c + CHANCE_MARGIN_SIGMA * np.sqrt(k_c) + CHANCE_PRIOR_COUNT) / max(int(k.sum()), 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            prec = np.where(r_f > 0, 1.0 - r_c / r_f, 0.0)
-        good = np.flatnonzero((prec >= min_precision) & (r_f > 0))
-        win[c] = grid[good[-1]] if len(good) else -1.0
-    link = failed & ok & (gap <= win[ct])
+    cty = _codes(jobs.assign(_bucket=bucket), ["cluster", "type", "_bucket"])
+    # strata with enough followed failures: the mixture rule; the others: the window rule
+    n_follow = np.bincount(cty, weights=failed & inwin, minlength=cty.max() + 1)
+    rich = n_follow[cty] >= MIN_MIXTURE_FOLLOWERS
+    link = _window_links(jobs, g, gap, failed & ~rich, completed, window_s, min_precision)
+    if (failed & rich).any():
+        link |= _mixture_links(g, cty, gap, failed & rich, completed, inwin, window_s, min_precision)
     f_ok, c_ok = np.flatnonzero(link), cand[link]
     # each candidate restarts at most one failure: keep the latest-ending failure
     o = np.lexsort((-end[f_ok], c_ok))

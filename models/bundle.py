@@ -159,6 +159,14 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def _member(name: str) -> zipfile.ZipInfo:
+    """A zip member with a fixed date (1980-01-01) and mode, so equal bundles give equal zip bytes."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info
+
+
 class Bundle:
     """A named set of fitted models plus provenance.
 
@@ -175,6 +183,9 @@ class Bundle:
         self.models = dict(models or {})
         self.provenance = dict(provenance or {})
         self.name = name
+        #: ``created_utc`` written by :meth:`save`: ``"now"`` (the time of saving) or a fixed value; a calibrated
+        #: bundle, a function of its inputs only, sets ``None`` (written as null) so equal inputs give equal bytes
+        self.created_utc: str | None = "now"
 
     def __repr__(self) -> str:
         fitted = [k for k, m in self.models.items() if getattr(m, "is_fitted", False)]
@@ -263,7 +274,8 @@ class Bundle:
         doc = {
             "schema_version": SCHEMA_VERSION,
             "package_version": __version__,
-            "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "created_utc": (_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+                            if self.created_utc == "now" else self.created_utc),
             "name": self.name,
             "provenance": _jsonable(self.provenance),
             "models": models,
@@ -278,9 +290,9 @@ class Bundle:
         if path.suffix == ".zip":
             path.parent.mkdir(parents=True, exist_ok=True)
             with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-                z.writestr("bundle.json", text)
+                z.writestr(_member("bundle.json"), text)
                 for fn, t in files.items():
-                    z.writestr(fn, t)
+                    z.writestr(_member(fn), t)
         else:
             path.mkdir(parents=True, exist_ok=True)
             (path / "bundle.json").write_text(text)
@@ -361,7 +373,10 @@ class Bundle:
                 what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
                 raise BundleError(f"bundle {source}: models.{name} is malformed ({what.splitlines()[0]})") from None
             _check_role(models[name], name, source)
-        return cls(models, provenance=doc.get("provenance", {}), name=doc.get("name", "bundle"))
+        b = cls(models, provenance=doc.get("provenance", {}), name=doc.get("name", "bundle"))
+        created = doc.get("created_utc", "now")
+        b.created_utc = created if created is None or isinstance(created, str) else "now"  # kept on re-save
+        return b
 
 
 def load_default() -> Bundle:

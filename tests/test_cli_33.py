@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from acmemodel.planner.sweep_plots import axis_label, axis_values, pareto_pair, plot_sweep
+from acmemodel.planner.sweep.plots import axis_label, axis_values, pareto_pair, plot_sweep
 
 
 def _sweep_frame():

@@ -202,7 +202,9 @@ def test_plan_reports_evaluation_feedback_delay():
     example = yaml.safe_load(resources.files("acmemodel.planner").joinpath("examples", "example.yaml").read_text())
     cfg = ClusterConfig.from_dict(example)
     assert cfg.evaluation is not None and cfg.evaluation.policy == "decoupled" and cfg.evaluation.nodes == [1]
-    makespan = simulate_decoupled(default_batch(), 1).makespan_s
+    from acmemodel.planner.evalbatch.plan import EvalOverheads
+
+    makespan = simulate_decoupled(default_batch(), 1, overheads=EvalOverheads()).makespan_s
     rows = feedback_from_plan(cfg.evaluation, {"available": True, "queue_s": {"Eval": {"p50": 30.0, "p90": 600.0}}})
     assert rows[0]["makespan_s"] == pytest.approx(makespan)
     assert rows[0]["feedback_p50_s"] == pytest.approx(30.0 + makespan)
@@ -213,3 +215,42 @@ def test_plan_reports_evaluation_feedback_delay():
     example["evaluation"] = {"datasets": [{"name": "x", "preprocess": 1, "generate": -5, "metric": 1}]}
     with pytest.raises(ConfigError, match=r"^evaluation: dataset 'x': generate"):
         ClusterConfig.from_dict(example)
+
+
+def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
+    """EvalOverheads (the costs the four phases leave out): their stated defaults, the metric pool they
+    imply, and the direction each pushes the schedules; the default plan's speed-ups with them."""
+    from acmemodel.planner.evalbatch.plan import EvalOverheads, coupled_tasks
+
+    ov = EvalOverheads()
+    hw = EvalHardware()
+    assert ov.metric_slots(hw) == (128 - 8) // 16 == 7        # Table 1 threads, one worker per GPU
+    assert EvalOverheads.ideal().metric_slots(hw) == hw.cpu_slots_per_node
+    b = default_batch()
+    ideal = EvalOverheads.ideal()
+    import dataclasses
+
+    start = dataclasses.replace(ideal, trial_startup_s=20.0)
+    for n in (1, 4):
+        c0, c1 = simulate_coupled(b, n, hw, ideal), simulate_coupled(b, n, hw, start)
+        assert c1.makespan_s > c0.makespan_s and c1.gpu_held_s > c0.gpu_held_s + 10.0 * len(b)
+    slow = dataclasses.replace(ideal, precursor_efficiency=0.5)
+    one = _batch(1)
+    d0 = simulate_decoupled(one, 1, HW, NO_PACK, ideal)
+    d1 = simulate_decoupled(one, 1, HW, NO_PACK, slow)
+    assert d1.makespan_s == pytest.approx(d0.makespan_s + HW.load_alone_s)   # precursor at half the link
+    # the toolkit's packing: small datasets merged, largest first; never slower than submission order here
+    tasks = coupled_tasks(b, ov, PackingRules())
+    assert sorted(i for t in tasks for i in t) == list(range(len(b)))
+    gens = [sum(b.datasets[i].generate_s for i in t) for t in tasks]
+    assert gens == sorted(gens, reverse=True)
+    sub = dataclasses.replace(ov, coupled_packing="submission")
+    assert simulate_coupled(b, 1, hw, ov).makespan_s < simulate_coupled(b, 1, hw, sub).makespan_s
+    r = plan_batch(b, nodes=(1, 4))
+    assert r.config.overheads == ov
+    # measured with the stated overheads (paper: 1.3x and 1.8x; without them 1.57x and 2.19x)
+    assert r.speedup(1) == pytest.approx(1.15, abs=0.01) and r.speedup(4) == pytest.approx(2.01, abs=0.01)
+    with pytest.raises(ConfigError, match="overheads.coupled_packing"):
+        EvalPlanConfig.from_dict({"overheads": {"coupled_packing": "magic"}})
+    cfg = EvalPlanConfig.from_dict({"overheads": {"trial_startup_s": "30s", "precursor_efficiency": 1.0}})
+    assert cfg.overheads.trial_startup_s == 30.0

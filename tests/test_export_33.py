@@ -22,7 +22,7 @@ def _vc_config(path):
 
 def test_helios_export_writes_the_calibrated_partitions(tmp_path):
     from acmemodel.clusters import GPUS_PER_NODE
-    from acmemodel.reproduce import queue_policy
+    from acmemodel.reproduction.run import queue_policy
     from acmemodel.synth import resolve_bundle
 
     r = runner.invoke(app, ["export", "-f", "helios", "-o", str(tmp_path / "h"), "--cluster", "Seren",

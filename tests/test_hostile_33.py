@@ -187,7 +187,7 @@ def test_lightgbm_tree_pointing_to_itself_is_refused_on_load():
                                       "{start: 0, stop: 1e308, step: 1e-308}"])
 def test_grid_axis_point_count_is_checked_before_building(tmp_path, rng_spec):
     from acmemodel.errors import ConfigError
-    from acmemodel.planner.sweep_grid import load_grid
+    from acmemodel.planner.sweep.grid import load_grid
 
     g = tmp_path / "g.yaml"
     g.write_text(f"axes:\n  workload.scale: {{range: {rng_spec}}}\n")

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from acmemodel.cli import app
-from acmemodel.planner.quota import find_quota
+from acmemodel.sim.quota import find_quota
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "acmemodel" / "planner" / "examples" / "example.yaml"
 

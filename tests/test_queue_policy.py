@@ -409,3 +409,48 @@ def test_latency_cap_bounds_draws_cdf_and_mean():
     assert abs(float(np.mean(x)) - _latency_mean(**p)) <= 4 * se + 0.5  # + 0.5 s: draws are whole seconds
     # uncut, the same law's mean is exp(mu + sigma^2 / 2) ~ 1.8e3 s larger than the cut one
     assert _latency_mean(**dict(p, cap=math.inf)) > _latency_mean(**p) + 1000
+
+
+def test_reproduce_checks_seren_gpu_time_by_size():
+    """Seren's published GPU-time shares by size (<= 511 GPUs about 64 %, >= 768 GPUs about 30 %) are
+    reproduce checks with a 5-pp bar; Kalos keeps its >= 256-GPU bound."""
+    from acmemodel.reproduction.compare import gpu_time_by_size
+
+    g = np.array([1, 8, 512, 768, 1024, 256])
+    jobs = pd.DataFrame({"gpu_num": g, "run_s": [100.0, 100, 100, 100, 100, 100], "queue_s": 0.0,
+                         "submit_s": 0.0, "start_s": 0.0, "end_s": 100.0})
+    rows = {r["fact"]: r for r in gpu_time_by_size("Seren", jobs, includes_queue=False)}
+    small, big = rows["GPU time of <= 511-GPU jobs (%)"], rows["GPU time of >= 768-GPU jobs (%)"]
+    assert small["reproduced"] == pytest.approx(100 * (1 + 8 + 256) / g.sum())
+    assert big["reproduced"] == pytest.approx(100 * (768 + 1024) / g.sum())
+    assert big["within_bar"] == (abs(big["reproduced"] - 30) <= 5) and not small["within_bar"]
+    kal = {r["fact"] for r in gpu_time_by_size("Kalos", jobs, includes_queue=False)}
+    assert "GPU time of >= 256-GPU jobs (%)" in kal and "GPU time of <= 511-GPU jobs (%)" not in kal
+
+
+def test_published_failure_rate_derivation_and_check():
+    """The published derivation of large-job infrastructure failures per 1,000 node-days (failed GPU time x
+    the large infrastructure reasons' share among the reasons seen on the cluster / their GPU time per
+    failure, over the large jobs' node-days), recomputed by hand for Kalos, and the default's check."""
+    from acmemodel import load_default
+    from acmemodel.reproduction.compare import failure_rate_check, published_failure_rate
+
+    k = published_failure_rate("Kalos")
+    assert k["reasons"] == ["NVLink Error", "CUDA Error", "ECC Error", "Network Error", "NCCL Timeout Error",
+                            "NCCL Remote Error"]
+    shares = 30.25 + 15.77 + 11.00 + 4.53 + 0.50 + 0.15
+    seen_k = 100.0 - (14.30 + 2.12 + 0.01)  # reasons seen only on Seren
+    per_failure_gpu_min = (54 * 585683 + 21 * 785099 + 12 * 958404 + 12 * 394821 + 6 * 86856 + 3 * 52419) / 108
+    n = 426292851.0 * shares / seen_k / (per_failure_gpu_min * 60)
+    node_days = 0.96 * (1667685146.0 + 3239202064.0 + 426292851.0) / 8 / 86400
+    assert k["failures"] == pytest.approx(n, rel=1e-3) and k["per_1000_node_days"] == pytest.approx(1000 * n / node_days,
+                                                                                                     rel=1e-3)
+    lo, hi = k["interval_per_1000_node_days"]
+    assert lo < k["per_1000_node_days"] < hi
+    s = published_failure_rate("Seren")
+    assert "Node Failure" in s["reasons"] and "NCCL Timeout Error" not in s["reasons"]
+    b = load_default()
+    for cl in ("Seren", "Kalos"):
+        c = failure_rate_check(b, cl)
+        assert c["reproduced"] == pytest.approx(1000 * 86400 / (b["failure"].mttf(1024, cluster=cl) * 128))
+        assert c["within_bar"] == (c["interval"][0] <= c["reproduced"] <= c["interval"][1])

@@ -262,3 +262,28 @@ def test_export_of_the_synth_file_counts_its_restarts(tmp_path, fmt):
     assert doc["restarts"] == printed
     readme = (tmp_path / fmt / "README.md").read_text()
     assert "chain columns" in readme and f"{printed} restart attempts" in readme
+
+
+def test_fit_like_the_default_recovers_its_mttf(roundtrip):
+    """Fitted with the default's estimator settings (the failure model on >= 64-GPU jobs with a cluster level
+    for the late hazard: calibrate.estimator_settings, recorded in the bundle and reused by
+    `acmemodel fit --like`), the failure model of the default's 180-day synth gives back the default's
+    MTTF at 1,024 GPUs within its 95 % interval for both clusters; with fit's plain defaults (all GPU jobs,
+    no cluster level) Kalos's is outside it (one pooled MTTF for both clusters)."""
+    from acmemodel.calibrate import estimator_settings
+    from acmemodel.pipeline import fit_bundle
+
+    b, tr, _ = roundtrip
+    like = estimator_settings()
+    if "estimators" in b.provenance:  # the bundle records the settings it was made with
+        assert b.provenance["estimators"] == like
+    f0 = b["failure"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = fit_bundle(tr.jobs, tr.timezones, models=["failure"], params={"failure": like["failure"]})["failure"]
+        plain = fit_bundle(tr.jobs, tr.timezones, models=["failure"])["failure"]
+    for cl in ("Seren", "Kalos"):
+        lo, hi = f.mttf_interval(1024, cluster=cl)
+        assert lo <= f0.mttf(1024, cluster=cl) <= hi, (cl, lo / 3600, hi / 3600, f0.mttf(1024, cluster=cl) / 3600)
+    lo, hi = plain.mttf_interval(1024, cluster="Kalos")
+    assert not lo <= f0.mttf(1024, cluster="Kalos") <= hi

@@ -40,19 +40,65 @@ def calibrate_cmd(
     seed: int = typer.Option(2023, "--seed", min=0, max=SEED_MAX, help="Random seed of the pseudo-trace."),
     assume: Optional[List[str]] = typer.Option(None, "--set", help="Override an assumption: name=value."),
     json_out: bool = typer.Option(False, "--json", help="Print the calibration report as JSON."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print every step's details on stderr."),
 ) -> None:
-    """Fit the default bundle (acme-2023) to the published AcmeTrace statistics, reproducibly."""
+    """Fit the default bundle (acme-2023) to the published AcmeTrace statistics, reproducibly: the same
+    seed, scale, assumptions and version give a byte-identical bundle (the shipped one is
+    `acmemodel calibrate -o acmemodel/datasets/data/acme-2023`). Progress by stage on stderr; warnings
+    are collected, one sentence each, into the summary (and the JSON's "notes")."""
+    import time
+    import warnings
+
     from acmemodel.calibrate import calibrate
+    from acmemodel.cli._fmt import progress
 
     if not 0 < scale <= 10:
         raise ConfigError(f"--scale must be in (0, 10], got {scale}")
     check_bundle_out(out)
     a = parse_assumptions(list(assume or []))
-    bundle = calibrate(scale=scale, seed=seed, assumptions=a,
-                       log=None if json_out else (lambda m: err_console.print(m)))
+    stages: list[dict] = []
+    t0 = time.perf_counter()
+
+    with warnings.catch_warnings(record=True) as caught, progress("calibrating", enabled=not json_out) as upd:
+        warnings.simplefilter("always")
+
+        def on_progress(done, total, description):
+            now = time.perf_counter() - t0
+            if stages:
+                stages[-1]["seconds"] = round(now - stages[-1].pop("_t"), 1)
+            if done < total:
+                stages.append({"stage": description, "_t": now})
+            upd(done, total, description)
+
+        bundle = calibrate(scale=scale, seed=seed, assumptions=a, progress=on_progress,
+                           log=(lambda m: err_console.print(m)) if verbose and not json_out else None)
+    for st in stages:
+        st.pop("_t", None)
     path = bundle.save(out)
+    notes = _warning_notes(caught)
+    wall = round(time.perf_counter() - t0, 1)
     if json_out:
-        print_json({"bundle": str(path), "models": sorted(bundle.models),
+        print_json({"bundle": str(path), "models": sorted(bundle.models), "seconds": wall, "stages": stages,
+                    "notes": notes, "calibration_inputs_sha256": bundle.provenance.get("calibration_inputs_sha256"),
                     "calibration": bundle.provenance.get("calibration")})
-    else:
-        console.print(f"wrote calibrated bundle [bold]{path}[/bold] ({', '.join(sorted(bundle.models))})")
+        return
+    from acmemodel.cli._fmt import dur
+
+    console.print(f"wrote calibrated bundle [bold]{path}[/bold] ({', '.join(sorted(bundle.models))}) "
+                  f"in {dur(wall)}")
+    for st in stages:
+        console.print(f"  {st['stage']}: {dur(st.get('seconds'))}")
+    if notes:
+        console.print(f"{len(notes)} note(s) from the fits (also in the bundle's provenance fit_notes):")
+        for n in notes:
+            console.print(f"  {n}")
+
+
+def _warning_notes(caught) -> list[str]:
+    """Distinct warning messages of a run, one sentence each, in first-seen order."""
+    out: dict[str, None] = {}
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        if text:
+            out.setdefault(text if text.endswith(".") else text + ".", None)
+    return list(out)

@@ -42,14 +42,18 @@ def fit_cmd(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Fit the models on an existing Dask cluster: "
                                                                     "the scheduler address, e.g. tcp://host:8786."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
+    like: Optional[Path] = typer.Option(
+        None, "--like", help="Use the estimator settings recorded in this bundle (e.g. the default's: "
+                             "the failure model's min_gpus and late-hazard levels)."),
 ) -> None:
     """Fit runtime, queue, failure, restart, arrival, GPU-count and predictor models; save a bundle.
 
     With --workers/--scheduler each model is one Dask task (the bundle is the same as in-process)."""
     from acmemodel.cli._dask import close_client, dask_client
-    from acmemodel.pipeline import fit_bundle
+    from acmemodel.pipeline import estimators_of, fit_bundle
 
     check_bundle_out(out)
+    params = estimators_of(like) if like is not None else {}
     trace = load_traces(paths, cluster)
     check_trace_span(trace, "fit")
     import warnings
@@ -62,8 +66,14 @@ def fit_cmd(
     try:
         with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
             warnings.simplefilter("ignore")  # summarised below, one sentence per model (provenance fit_notes)
+            names = list(models) if models else None
+            use = {m: p for m, p in params.items() if names is None or m in names}
+            prov = trace_provenance(trace)
+            prov["estimators"] = use  # the non-default constructor settings ({}: every model's defaults)
+            if like is not None:
+                prov["estimators_from"] = str(like)
             bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
-                                provenance=trace_provenance(trace), name=out.stem,
+                                provenance=prov, name=out.stem, params=use,
                                 progress=lambda i, n, d: upd(i, n, d), clusters=trace.cluster_specs,
                                 client=client)
     finally:

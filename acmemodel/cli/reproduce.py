@@ -133,6 +133,11 @@ def render_queue_by_type(name: str, c: dict) -> None:
         for r in checks:
             t.add_row(r["check"], r["value"], _mark(r["passed"]))
         console.print(t)
+    for r in c.get("failure_rate") or []:
+        lo, hi = r["interval"]
+        console.print(f"{name}: large-job failures per 1,000 node-days {r['reproduced']:.2f} (MTTF at 1,024 GPUs "
+                      f"{r['mttf_1024_h']:,.0f} h); published derivation {r['published']:.2f} "
+                      f"(95 % {lo:.2f}–{hi:.2f}) {_mark(r['within_bar'])}")
     size = [r for r in (c.get("gpu_time_by_size") or []) if r["published"] is not None]
     if size:
         t = Table(title=f"{name}: GPU time by job size (published bounds)")
@@ -212,7 +217,7 @@ def _check_size(bundle, scale: float, replicas, yes: bool) -> None:
     """Refuse, before the synthesis, replicas whose pooled jobs would not fit in memory
     (:mod:`acmemodel.limits`; ``--yes`` insists)."""
     from acmemodel.limits import check_memory, expected_jobs
-    from acmemodel.reproduce import CLUSTERS, DAYS, _replicas
+    from acmemodel.reproduction.run import CLUSTERS, DAYS, _replicas
     from acmemodel.synth import resolve_bundle
 
     try:

@@ -60,7 +60,12 @@ Comparisons (percent values are percentage points of 100):
   ≤ 1 s share and the largest mean wait; the cluster median/mean wait within 50 % of
   ``cluster_summary.csv``;
 * ``gpu_time_by_size`` — the published facts on GPU time by job size (single-GPU jobs < 2 % of GPU
-  time, jobs of > 8 GPUs < 7 % of jobs, Kalos jobs of ≥ 256 GPUs > 96 % of GPU time), as bounds;
+  time, jobs of > 8 GPUs < 7 % of jobs, Kalos jobs of ≥ 256 GPUs > 96 % of GPU time), as bounds, and
+  Seren's GPU-time shares of jobs of ≤ 511 GPUs (≈ 64 %) and ≥ 768 GPUs (≈ 30 %) within 5 pp
+  (``reproduction.compare.SIZE_SHARES``);
+* ``failure_rate`` — the bundle's large-job infrastructure failures per 1,000 node-days (its failure
+  model's MTTF at 1,024 GPUs) against the rate derived from the published failed GPU time and failure
+  table (:func:`~acmemodel.reproduction.compare.published_failure_rate`) and its 95 % Poisson interval;
 * ``curves`` — the Kolmogorov–Smirnov distance between the synthetic sample and each published CDF:
   ``duration_cdf_by_type`` (cluster × type), ``gpu_job_duration_cdf_by_cluster`` and
   ``gpu_count_cdf_by_jobs``. A published CDF is known only at its points x_i (powers of two for the
@@ -96,6 +101,7 @@ import pandas as pd
 from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus, published_duration_includes_queue
 from acmemodel.reproduction.compare import (
     CLUSTERS, QUALITY_BAR, _compare_cluster, _explanations, _published_semantics, curve_points,
+    failure_rate_check,
 )
 from acmemodel.reproduction.plots import _write_plots
 from acmemodel.describe import describe
@@ -420,6 +426,8 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
                                _explanations(b, cl), curves, total_gpus=infos[cl]["total_gpus"],
                                days=days * reps_of[cl])
         res["simulation"] = infos[cl]
+        fr_check = failure_rate_check(b, cl)
+        res["failure_rate"] = [] if fr_check is None else [fr_check]
         out["clusters"][cl] = res
     if "Seren" in clusters:
         i = clusters.index("Seren")
@@ -434,10 +442,10 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
             for k in ("_sample", "_x", "_cdf"):
                 row.pop(k, None)
         c["passed"] = {k: int(sum(bool(r["within_bar"]) for r in c[k] if r["within_bar"] is not None))
-                       for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size")}
+                       for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size", "failure_rate")}
         c["passed"]["queue_checks"] = int(sum(r["passed"] for r in c["queue_checks"]))
         c["compared"] = {k: sum(1 for r in c[k] if r["within_bar"] is not None)
-                         for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size")}
+                         for k in ("shares", "states", "curves", "queue_by_type", "gpu_time_by_size", "failure_rate")}
         c["compared"]["queue_checks"] = len(c["queue_checks"])
     out.update({
         "bundle": getattr(b, "name", None), "bundle_scale": _bundle_scale(b), "scale": scale, "seed": seed,

@@ -15,10 +15,11 @@ import pandas as pd
 
 from acmemodel.errors import ConfigError
 from acmemodel.planner.evalbatch.inputs import (
-    Dataset, DatasetPriors, EvalBatch, EvalHardware, PackingRules, check_nodes, default_batch,
+    Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes,
+    default_batch,
 )
 from acmemodel.planner.evalbatch.schedule import (
-    BatchSchedule, Interval, pack_trials, simulate_coupled, simulate_decoupled,
+    BatchSchedule, Interval, coupled_tasks, pack_trials, simulate_coupled, simulate_decoupled,
 )
 from acmemodel.planner.config_fields import _check_keys, parse_duration, read_config_file
 from acmemodel.planner.report import write_eval_report
@@ -35,6 +36,8 @@ class EvalPlanConfig:
         datasets: default             # default | a priors CSV (relative to this file) | a list of
                                       #   {name, preprocess, generate, metric} (durations: 90s, 2m...)
         packing: {merge_below: 60s, split_above: auto, long_metric: 5m}
+        overheads: {trial_startup_s: 20s, metric_threads: 16, cpu_threads_per_node: 128,
+                    precursor_efficiency: 0.5, coupled_packing: toolkit}   # EvalOverheads
         nodes: [1, 4]
         policy: both                  # coupled | decoupled | both
     """
@@ -45,11 +48,17 @@ class EvalPlanConfig:
     nodes: list = field(default_factory=lambda: [1, 2, 4, 8])
     policy: str = "both"
     source: str | None = None
+    overheads: EvalOverheads = field(default_factory=EvalOverheads)
 
     @classmethod
     def from_dict(cls, data: Mapping | None, *, base_dir: Path | None = None) -> "EvalPlanConfig":
-        top = _check_keys(data or {}, {"model_size_gb", "hardware", "datasets", "packing", "nodes", "policy"},
-                          "evaluation config")
+        top = _check_keys(data or {}, {"model_size_gb", "hardware", "datasets", "packing", "nodes", "policy",
+                                       "overheads"}, "evaluation config")
+        ov_d = _check_keys(top.get("overheads"), set(EvalOverheads.__dataclass_fields__), "overheads")
+        if "trial_startup_s" in ov_d:
+            ov_d["trial_startup_s"] = parse_duration(ov_d["trial_startup_s"], "overheads.trial_startup_s",
+                                                     allow_zero=True)
+        overheads = EvalOverheads(**ov_d).validate()
         hw_d = _check_keys(top.get("hardware"), {f for f in EvalHardware.__dataclass_fields__
                                                  if f != "model_size_gb"}, "hardware")
         if "model_size_gb" in top:
@@ -94,7 +103,7 @@ class EvalPlanConfig:
         policy = top.get("policy", "both")
         if policy not in ("coupled", "decoupled", "both"):
             raise ConfigError(f"policy must be one of coupled, decoupled, both, got {policy!r}")
-        return cls(batch, hw, rules, nodes, policy)
+        return cls(batch, hw, rules, nodes, policy, overheads=overheads)
 
     @classmethod
     def load(cls, path: str | Path) -> "EvalPlanConfig":
@@ -129,7 +138,8 @@ class EvalPlanResult:
     def to_dict(self) -> dict:
         cfg = self.config
         return {"datasets": len(cfg.batch), "source": cfg.batch.source, "hardware": asdict(cfg.hardware),
-                "packing": asdict(cfg.rules), "nodes": cfg.nodes, "policy": cfg.policy,
+                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads), "nodes": cfg.nodes,
+                "policy": cfg.policy,
                 "schedules": [s.to_dict() for _, s in sorted(self.schedules.items(), key=lambda kv: (kv[0][1],
                                                                                                    kv[0][0]))],
                 "speedup": {str(n): self.speedup(n) for n in cfg.nodes}}
@@ -145,17 +155,22 @@ class EvalPlanner:
         scheds = {}
         for n in config.nodes:
             if config.policy in ("coupled", "both"):
-                scheds[("coupled", n)] = simulate_coupled(config.batch, n, config.hardware)
+                scheds[("coupled", n)] = simulate_coupled(config.batch, n, config.hardware, config.overheads,
+                                                          config.rules)
             if config.policy in ("decoupled", "both"):
-                scheds[("decoupled", n)] = simulate_decoupled(config.batch, n, config.hardware, config.rules)
+                scheds[("decoupled", n)] = simulate_decoupled(config.batch, n, config.hardware, config.rules,
+                                                              config.overheads)
         return EvalPlanResult(config, scheds)
 
 
 def plan_batch(batch: EvalBatch | None = None, nodes: Sequence[int] = (1, 2, 4, 8), *, policy: str = "both",
-               hardware: EvalHardware | None = None, rules: PackingRules | None = None) -> EvalPlanResult:
-    """Convenience: plan ``batch`` (default: :func:`default_batch`) on each node count."""
+               hardware: EvalHardware | None = None, rules: PackingRules | None = None,
+               overheads: EvalOverheads | None = None) -> EvalPlanResult:
+    """Convenience: plan ``batch`` (default: :func:`default_batch`) on each node count with ``overheads``
+    (default: the stated costs of :class:`EvalOverheads`)."""
     cfg = EvalPlanConfig(batch or default_batch(), (hardware or EvalHardware()).validate(),
-                         (rules or PackingRules()).validate(), [check_nodes(n) for n in nodes], policy)
+                         (rules or PackingRules()).validate(), [check_nodes(n) for n in nodes], policy,
+                         overheads=(overheads or EvalOverheads()).validate())
     return EvalPlanner().plan(cfg)
 
 
@@ -178,5 +193,5 @@ def feedback_from_plan(config: EvalPlanConfig, cluster: Mapping) -> list[dict]:
 
 
 __all__ = ["Dataset", "EvalHardware", "PackingRules", "EvalBatch", "default_batch", "DatasetPriors",
-           "BatchSchedule", "Interval", "simulate_coupled", "simulate_decoupled", "pack_trials",
+           "EvalOverheads", "BatchSchedule", "Interval", "coupled_tasks", "simulate_coupled", "simulate_decoupled", "pack_trials",
            "EvalPlanConfig", "EvalPlanResult", "EvalPlanner", "plan_batch", "feedback_from_plan", "check_nodes"]

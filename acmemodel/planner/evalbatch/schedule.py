@@ -57,7 +57,7 @@ import math
 from dataclasses import dataclass, field
 
 from acmemodel.errors import ConfigError
-from acmemodel.planner.evalbatch.inputs import EvalBatch, EvalHardware, PackingRules, check_nodes
+from acmemodel.planner.evalbatch.inputs import EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes
 
 PHASES = ("load", "preprocess", "generate", "metric")
 _EPS = 1e-9
@@ -157,36 +157,89 @@ def _gpu_node(g: int, gpn: int) -> int:
     return g // gpn
 
 
-def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None) -> BatchSchedule:
+def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRules | None = None
+                  ) -> list[list[int]]:
+    """The coupled baseline's trials as lists of batch indices, in submission order: one per dataset in
+    the batch's order (``coupled_packing = "submission"``) or, as a toolkit's size partitioner packs
+    them (``"toolkit"``), datasets with ``generate_s < merge_below_s`` merged shortest first into groups
+    reaching it, then every trial by size (its generation time) largest first — the toolkit knows the
+    datasets' sizes, not their metric times."""
+    n = len(batch)
+    if overheads.coupled_packing == "submission":
+        return [[i] for i in range(n)]
+    rules = (rules or PackingRules()).validate()
+    ds = batch.datasets
+    big = [[i] for i in range(n) if ds[i].generate_s >= rules.merge_below_s]
+    small = sorted((i for i in range(n) if ds[i].generate_s < rules.merge_below_s),
+                   key=lambda i: (ds[i].generate_s, ds[i].name))
+    groups, cur = [], []
+    for i in small:
+        cur.append(i)
+        if sum(ds[j].generate_s for j in cur) >= rules.merge_below_s:
+            groups.append(cur)
+            cur = []
+    if cur:
+        groups.append(cur)
+
+    return sorted(big + groups, key=lambda t: (-sum(ds[i].generate_s for i in t), t[0]))
+
+
+def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None,
+                     overheads: EvalOverheads | None = None, rules: PackingRules | None = None) -> BatchSchedule:
     """The coupled policy (see the module docstring): FIFO to the lowest free GPU, fluid sharing of each
-    node's storage link by concurrent loads, the GPU held through all four phases."""
+    node's storage link by concurrent loads, the GPU held through all phases. ``overheads`` (default
+    :meth:`EvalOverheads.ideal`): the trials' start-up after the load and the toolkit's packing
+    (:func:`coupled_tasks`; a merged trial loads once, then prepares and generates its datasets in
+    turn, then scores them)."""
     hw = (hardware or EvalHardware()).validate()
+    ov = (overheads or EvalOverheads.ideal()).validate()
     nodes = check_nodes(nodes)
     gpn = hw.gpus_per_node
     G = nodes * gpn
     B, M = hw.storage_bytes_s, hw.model_bytes
-    queue = list(range(len(batch)))[::-1]          # pop() gives batch order
+    tasks = coupled_tasks(batch, ov, rules)
+    queue = list(range(len(tasks)))[::-1]          # pop() gives submission order
     free = list(range(G))                            # heap of free GPU ids
     heapq.heapify(free)
-    loads: dict[int, list] = {n: [] for n in range(nodes)}   # node -> [[remaining bytes, gpu, trial, t0]]
-    timers: list = []                                # heap of (end time, seq, gpu, trial, phase, start)
+    loads: dict[int, list] = {n: [] for n in range(nodes)}   # node -> [[remaining bytes, gpu, task, t0]]
+    timers: list = []                                # heap of (end time, seq, gpu)
     seq = 0
     intervals, results = [], {}
     held = used = 0.0
     trial_start: dict[int, float] = {}
+    assignment: dict[int, list[int]] = {}
     t = 0.0
-
-    def push(end, g, i, phase, start):
-        nonlocal seq
-        heapq.heappush(timers, (end, seq, g, i, phase, start))
-        seq += 1
 
     def dispatch(now):
         while queue and free:
             g = heapq.heappop(free)
-            i = queue.pop()
+            k = queue.pop()
             trial_start[g] = now
-            loads[_gpu_node(g, gpn)].append([M, g, i, now])
+            assignment.setdefault(g, []).extend(tasks[k])
+            loads[_gpu_node(g, gpn)].append([M, g, k, now])
+
+    def run_task(g, k, t_loaded):
+        """Phases after the load (no shared resource): start-up, then preprocess + generate of each
+        dataset, then their metrics; returns the end."""
+        nonlocal used
+        n = _gpu_node(g, gpn)
+        name = "+".join(batch.datasets[i].name for i in tasks[k])
+        t1 = t_loaded
+        if ov.trial_startup_s > 0:
+            intervals.append(Interval(g, n, name, "startup", t1, t1 + ov.trial_startup_s))
+            t1 += ov.trial_startup_s
+        for i in tasks[k]:
+            d = batch.datasets[i]
+            intervals.append(Interval(g, n, d.name, "preprocess", t1, t1 + d.preprocess_s))
+            intervals.append(Interval(g, n, d.name, "generate", t1 + d.preprocess_s, t1 + d.preprocess_s + d.generate_s))
+            t1 += d.preprocess_s + d.generate_s
+            used += d.generate_s
+        for i in tasks[k]:
+            d = batch.datasets[i]
+            intervals.append(Interval(g, n, d.name, "metric", t1, t1 + d.metric_s))
+            t1 += d.metric_s
+            results[d.name] = t1
+        return t1
 
     dispatch(0.0)
     while timers or any(loads.values()):
@@ -205,36 +258,17 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
             done = [a for a in act if a[0] <= M * _EPS]
             if done:
                 loads[n] = [a for a in act if a[0] > M * _EPS]
-                for _, g, i, t0 in done:
-                    intervals.append(Interval(g, n, batch.datasets[i].name, "load", t0, t))
-                    push(t + batch.datasets[i].preprocess_s, g, i, "preprocess", t)
+                for _, g, k, t0 in done:
+                    intervals.append(Interval(g, n, "+".join(batch.datasets[i].name for i in tasks[k]), "load",
+                                              t0, t))
+                    heapq.heappush(timers, (run_task(g, k, t), seq, g))
+                    seq += 1
         while timers and timers[0][0] <= t + _EPS * max(1.0, t):
-            end, _, g, i, phase, start = heapq.heappop(timers)
-            d = batch.datasets[i]
-            n = _gpu_node(g, gpn)
-            intervals.append(Interval(g, n, d.name, phase, start, end))
-            if phase == "preprocess":
-                push(end + d.generate_s, g, i, "generate", end)
-            elif phase == "generate":
-                used += d.generate_s
-                push(end + d.metric_s, g, i, "metric", end)
-            else:
-                results[d.name] = end
-                held += end - trial_start[g]
-                heapq.heappush(free, g)
+            end, _, g = heapq.heappop(timers)
+            held += end - trial_start[g]
+            heapq.heappush(free, g)
         dispatch(t)
-    return BatchSchedule("coupled", nodes, G, intervals, results, held, used,
-                         assignment=_assignment(intervals, batch))
-
-
-def _assignment(intervals, batch) -> dict[int, list[int]]:
-    """GPU -> the batch indices it ran, in start order (from a coupled schedule)."""
-    index = {d.name: i for i, d in enumerate(batch.datasets)}
-    starts = sorted((iv.start_s, iv.gpu, index[iv.trial]) for iv in intervals if iv.phase == "load")
-    out: dict[int, list[int]] = {}
-    for _, g, i in starts:
-        out.setdefault(g, []).append(i)
-    return out
+    return BatchSchedule("coupled", nodes, G, intervals, results, held, used, assignment=assignment)
 
 
 @dataclass
@@ -294,11 +328,11 @@ def _node_interleaved(nodes: int, gpn: int) -> list[int]:
     return [n * gpn + i for i in range(gpn) for n in range(nodes)]
 
 
-def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardware
+def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardware, ov: EvalOverheads
                    ) -> tuple[list, dict, float, float]:
     """Timelines of given per-GPU trial sequences under the decoupled policy."""
     gpn = hw.gpus_per_node
-    precursor = hw.load_alone_s
+    precursor = hw.load_alone_s / ov.precursor_efficiency
     intervals, metric_jobs = [], []   # metric job: (ready, node, name, duration)
     held = used = 0.0
     for n in range(nodes):
@@ -309,8 +343,11 @@ def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardwar
         for tr in seq:
             ready += tr.preprocess_s
             start = max(gpu_free, ready)
-            weights = max(start + hw.pcie_s, precursor)
-            intervals.append(Interval(g, n, tr.name, "copy", start, weights))
+            if ov.trial_startup_s > 0:
+                intervals.append(Interval(g, n, tr.name, "startup", start, start + ov.trial_startup_s))
+            weights = max(start + ov.trial_startup_s + hw.pcie_s, precursor)
+            intervals.append(Interval(g, n, tr.name, "copy", max(start + ov.trial_startup_s, weights - hw.pcie_s),
+                                      weights))
             t = weights
             for name, _, gen, met in tr.segments:
                 intervals.append(Interval(g, n, name, "generate", t, t + gen))
@@ -320,7 +357,7 @@ def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardwar
             used += tr.generate_s
             gpu_free = t
     results = {}
-    pools = {n: [0.0] * hw.cpu_slots_per_node for n in range(nodes)}
+    pools = {n: [0.0] * ov.metric_slots(hw) for n in range(nodes)}
     for ready, n, name, met in sorted(metric_jobs):
         slot_free = heapq.heappop(pools[n])
         s = max(ready, slot_free)
@@ -330,28 +367,30 @@ def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardwar
     return intervals, results, held, used
 
 
-def _greedy(trials: list[_Trial], order: list[int], hw: EvalHardware) -> dict[int, list[_Trial]]:
+def _greedy(trials: list[_Trial], order: list[int], hw: EvalHardware, ov: EvalOverheads
+            ) -> dict[int, list[_Trial]]:
     """List scheduling: each trial (in order) to the GPU whose previous trial ends first."""
     per_gpu: dict[int, list[_Trial]] = {g: [] for g in order}
     state = [(0.0, k, g, 0.0) for k, g in enumerate(order)]   # (gpu free, tie, gpu, preprocess ready)
     heapq.heapify(state)
-    precursor = hw.load_alone_s
+    precursor = hw.load_alone_s / ov.precursor_efficiency
     for tr in trials:
         free_t, k, g, ready = heapq.heappop(state)
         ready += tr.preprocess_s
         start = max(free_t, ready)
-        end = max(start + hw.pcie_s, precursor) + tr.generate_s
+        end = max(start + ov.trial_startup_s + hw.pcie_s, precursor) + tr.generate_s
         per_gpu[g].append(tr)
         heapq.heappush(state, (end, k, g, ready))
     return per_gpu
 
 
 def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None,
-                       rules: PackingRules | None = None) -> BatchSchedule:
+                       rules: PackingRules | None = None, overheads: EvalOverheads | None = None) -> BatchSchedule:
     """The decoupled policy (module docstring): precursor per node, GPU held for copy + generation only,
     metrics on the node's CPU pool; the packing with the shortest predicted makespan among the paper's
     round-robin rule, greedy list scheduling and the coupled run's assignment."""
     hw = (hardware or EvalHardware()).validate()
+    ov = (overheads or EvalOverheads.ideal()).validate()
     nodes = check_nodes(nodes)
     gpn = hw.gpus_per_node
     G = nodes * gpn
@@ -365,15 +404,15 @@ def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | No
     for k, tr in enumerate(trials):
         rr[order[k % G]].append(tr)
     cands["round-robin"] = rr
-    cands["greedy"] = _greedy(trials, order, hw)
-    coupled = simulate_coupled(batch, nodes, hw)
+    cands["greedy"] = _greedy(trials, order, hw, ov)
+    coupled = simulate_coupled(batch, nodes, hw, ov, rules)
     cands["coupled-assignment"] = {
         g: [_Trial(batch.datasets[i].name, [(batch.datasets[i].name, batch.datasets[i].preprocess_s,
                                              batch.datasets[i].generate_s, batch.datasets[i].metric_s)])
             for i in idx] for g, idx in coupled.assignment.items()}
     best, runs = None, {}
     for name, per_gpu in cands.items():
-        iv, res, held, used = _run_decoupled(per_gpu, nodes, hw)
+        iv, res, held, used = _run_decoupled(per_gpu, nodes, hw, ov)
         runs[name] = (iv, res, held, used)
         if best is None or max(res.values()) < max(runs[best][1].values()) - _EPS:
             best = name
