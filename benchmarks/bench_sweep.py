@@ -78,7 +78,7 @@ def main(argv=None) -> dict:
     print(f"sweep_inprocess points={len(df1)} s={t1:.2f} cpu_s={c1:.2f} points_per_s={len(df1) / t1:.1f} "
           f"ok={(df1['status'] == 'ok').sum()}")
     t0 = time.perf_counter()
-    client, cl = dask_client(args.workers, None)  # the CLI's --workers cluster
+    client, cl = dask_client(args.workers, None, trim_memory=False)  # what ``sweep --workers`` starts
     try:
         t_start = time.perf_counter() - t0
         print(f"cluster_start s={t_start:.2f}")
