@@ -130,7 +130,7 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
         c_started = started_c[~is_gpu]
         state_c = pick(col["state"], cmask)
         doc["clusters"][str(cluster)] = {
-            "jobs": int(len(is_gpu)),
+            "jobs": len(is_gpu),
             "gpu_jobs": n,
             "cpu_jobs": int(len(is_gpu) - n),
             "unfinished": {"running": int(rc.sum()), "pending": int((state_c == "PENDING").sum())},

@@ -60,6 +60,7 @@ def _cpu() -> float:
 
 def main(argv=None) -> dict:
     import pandas as pd
+
     from acmemodel.cli._dask import close_client, dask_client
     from acmemodel.planner.sweep import sweep
     from acmemodel.synth import sample_workload
