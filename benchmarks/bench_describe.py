@@ -25,6 +25,9 @@ from pathlib import Path
 
 CHILD = r"""
 import json, os, resource, sys, time
+def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
 path, mode = sys.argv[1], sys.argv[2]
 
 def rss_now():
@@ -52,7 +55,7 @@ else:
     dt = time.perf_counter() - t
     out["jobs"] = sum(c["jobs"] for c in doc["clusters"].values())
 out.update(seconds=dt, cpu_s=cpu() - c0, import_rss_mb=rss0,
-           peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+           peak_rss_mb=peak_rss())
 print(json.dumps(out))
 """
 

@@ -27,6 +27,9 @@ import pandas as pd
 
 CHILD = r"""
 import json, resource, sys, time
+def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
 path, mode = sys.argv[1], sys.argv[2]
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -46,7 +49,7 @@ else:
     t = time.perf_counter(); tr = load_trace(path, format="slurm", timezone="+08:00"); dt = time.perf_counter() - t
     n = len(tr.jobs)
 print(json.dumps({"seconds": dt, "cpu": cpu() - c0, "rows": n,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_mb": peak_rss()}))
 """
 
 HEADER = ("JobID|JobIDRaw|User|Partition|QOS|JobName|State|Submit|Start|End|NNodes|AllocCPUS|ReqCPUS|"

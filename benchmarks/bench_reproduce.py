@@ -16,6 +16,9 @@ import sys
 
 CHILD = r"""
 import json, os, resource, sys, time, warnings
+def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
 scale, reps, clusters = float(sys.argv[1]), int(sys.argv[2]), tuple(sys.argv[3].split(","))
 warnings.simplefilter("ignore")
 from acmemodel.reproduce import reproduce
@@ -30,7 +33,7 @@ def cpu():
 rss0, c0, t0 = rss_now(), cpu(), time.perf_counter()
 doc = reproduce(b, scale=scale, replicas=reps, clusters=clusters)
 print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_s": cpu() - c0, "base_rss_mb": rss0,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mb": peak_rss()}))
 """
 
 
