@@ -45,44 +45,48 @@ def _num(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _group_stats(g: pd.DataFrame, by: str, n_total: int, gpu_total: float, full: bool) -> dict:
+def _median(x: np.ndarray) -> float | None:
+    """Median of the non-missing values (pandas' ``Series.median``), None for no rows."""
+    return _num(pd.Series(x).median()) if len(x) else None
+
+
+def _group_stats(cols: dict, codes: np.ndarray, keys, n_total: int, gpu_total: float, full: bool) -> dict:
+    """Per group (``codes`` into ``keys``; -1: no group) of the rows ``cols`` (column arrays): counts,
+    shares and, with ``full``, medians and means. The rows are selected from the arrays group by group
+    (no copy of a frame)."""
     out = {}
-    for key, grp in g.groupby(by, sort=True, observed=True):
-        started = grp[grp["started"]]
-        finished = _finished(started)
+    started = cols["started"]
+    finished = cols["finished"]
+    for k, key in enumerate(keys):
+        m = codes == k
+        n = int(m.sum())
+        if n == 0:
+            continue
+        gt = pd.Series(cols["gpu_time_s"][m])
         row = {
-            "jobs": int(len(grp)),
-            "job_share": _num(len(grp) / n_total) if n_total else None,
-            "gpu_time_share": _num(grp["gpu_time_s"].sum() / gpu_total) if gpu_total > 0 else None,
+            "jobs": n,
+            "job_share": _num(n / n_total) if n_total else None,
+            "gpu_time_share": _num(gt.sum() / gpu_total) if gpu_total > 0 else None,
         }
         if full:
             row.update({
-                "median_run_s": _num(finished["run_s"].median()) if len(finished) else None,
-                "median_queue_s": _median(started["queue_s"]),
-                "mean_gpus": _num(grp["gpu_num"].mean()),
-                "gpu_time_s": _num(grp["gpu_time_s"].sum()),
+                "median_run_s": _median(cols["run_s"][m & finished]),
+                "median_queue_s": _median(cols["queue_s"][m & started]),
+                "mean_gpus": _num(pd.Series(cols["gpu_num"][m]).mean()),
+                "gpu_time_s": _num(gt.sum()),
             })
         out[str(key)] = row
     return out
 
 
-def _median(x: pd.Series) -> float | None:
-    """Median of the known values (None when there is none: e.g. every wait unknown)."""
-    x = x.dropna()
-    return _num(x.median()) if len(x) else None
+def _by(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted distinct keys) of a key column (missing keys: code -1, as groupby drops them)."""
+    codes, keys = pd.factorize(values, sort=True)
+    return codes, np.asarray(keys)
 
 
-def _finished(started: pd.DataFrame) -> pd.DataFrame:
-    """Started jobs whose whole run time is known: not censored at extraction, not left-truncated."""
-    m = np.ones(len(started), dtype=bool)
-    for c in ("run_censored", "left_truncated"):
-        if c in started:
-            m &= ~started[c].to_numpy(dtype=bool)
-    return started[m]
-
-
-def _quantiles(x: pd.Series) -> dict:
-    x = x.dropna()
+def _quantiles(x) -> dict:
+    x = pd.Series(x).dropna()
     if len(x) == 0:
         return {}
     return {f"p{int(round(q * 100))}": _num(v) for q, v in zip(QUANTILES, np.quantile(x, QUANTILES))}
@@ -101,41 +105,63 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
                              pd.Timestamp(trace.extracted_at_s, unit="s", tz="UTC").isoformat()),
         "clusters": {},
     }
-    # only the columns read below: every group and filter then copies these 11, not all of them
+    # The columns are read as arrays (no copy of the job table) and every group is a mask over them:
+    # the peak memory is the trace plus a few arrays of one column each.
     jobs = trace.jobs
-    jobs = jobs[[c for c in _USED if c in jobs.columns]]
-    for cluster, cj in jobs.groupby("cluster", sort=True):
-        g = cj[cj["is_gpu"]].copy()
-        c = cj[~cj["is_gpu"]]
-        n, total = len(g), float(g["gpu_time_s"].sum())
-        g["gpu_bucket"] = pd.Categorical(gpu_bucket(g["gpu_num"].to_numpy(), gpu_edges),
-                                         categories=bucket_labels(gpu_edges))
-        started = g[g["started"]]
-        rc = cj["run_censored"].to_numpy(dtype=bool) if "run_censored" in cj else np.zeros(len(cj), bool)
-        finished = _finished(started)
-        lt = cj["left_truncated"].to_numpy(dtype=bool) if "left_truncated" in cj else np.zeros(len(cj), bool)
-        unknown_wait = cj["started"].to_numpy(dtype=bool) & np.isnan(cj["queue_s"].to_numpy(dtype=float))
+    col = {c: jobs[c].to_numpy() for c in _USED if c in jobs.columns}
+    cl_codes, clusters = _by(col["cluster"])
+    labels = bucket_labels(gpu_edges)
+    for ci, cluster in enumerate(clusters):
+        in_c = cl_codes == ci
+        whole = bool(in_c.all())
+
+        def pick(a, mask):
+            return a if mask is None else a[mask]
+
+        cmask = None if whole else in_c
+        is_gpu = np.asarray(pick(col["is_gpu"], cmask), dtype=bool)
+        started_c = np.asarray(pick(col["started"], cmask), dtype=bool)
+        rc = (np.asarray(pick(col["run_censored"], cmask), dtype=bool) if "run_censored" in col
+              else np.zeros(len(is_gpu), bool))
+        # begun before the trace: the run time is known only from the trace start (not a whole run)
+        lt = (np.asarray(pick(col["left_truncated"], cmask), dtype=bool) if "left_truncated" in col
+              else np.zeros(len(is_gpu), bool))
+        unknown_wait = started_c & np.isnan(np.asarray(pick(col["queue_s"], cmask), dtype=float))
+        gmask = np.flatnonzero(in_c)[is_gpu] if not whole else is_gpu
+        g = {c: col[c][gmask] for c in ("gpu_num", "gpu_time_s", "run_s", "queue_s", "type", "state",
+                                         "analysis_state")}
+        g["started"] = started_c[is_gpu]
+        g["finished"] = g["started"] & ~rc[is_gpu] & ~lt[is_gpu]
+        n = int(is_gpu.sum())
+        total = float(pd.Series(g["gpu_time_s"]).sum())
+        bucket = pd.Categorical(gpu_bucket(g["gpu_num"], gpu_edges), categories=labels)
+        c_run = pick(col["run_s"], cmask)[~is_gpu]
+        c_queue = pick(col["queue_s"], cmask)[~is_gpu]
+        c_started = started_c[~is_gpu]
+        state_c = pick(col["state"], cmask)
         doc["clusters"][str(cluster)] = {
-            "jobs": int(len(cj)),
-            "gpu_jobs": int(n),
-            "cpu_jobs": int(len(c)),
-            "unfinished": {"running": int(rc.sum()), "pending": int((cj["state"] == "PENDING").sum())},
+            "jobs": len(is_gpu),
+            "gpu_jobs": n,
+            "cpu_jobs": int(len(is_gpu) - n),
+            "unfinished": {"running": int(rc.sum()), "pending": int((state_c == "PENDING").sum())},
             "observation": {"left_truncated": int(lt.sum()), "unknown_waits": int(unknown_wait.sum())},
             "gpu_time_s": _num(total),
-            "median_run_s": _num(finished["run_s"].median()) if len(finished) else None,
-            "median_queue_s": _median(started["queue_s"]),
-            "mean_gpus": _num(g["gpu_num"].mean()) if n else None,
-            "run_s_quantiles": _quantiles(finished["run_s"]),
-            "queue_s_quantiles": _quantiles(started["queue_s"]),
-            "by_type": _group_stats(g, "type", n, total, True),
-            "by_state": _group_stats(g, "state", n, total, False),
-            "by_analysis_state": _group_stats(g, "analysis_state", n, total, False),
-            "by_gpu_bucket": _group_stats(g, "gpu_bucket", n, total, True),
+            "median_run_s": _median(g["run_s"][g["finished"]]),
+            "median_queue_s": _median(g["queue_s"][g["started"]]),
+            "mean_gpus": _num(pd.Series(g["gpu_num"]).mean()) if n else None,
+            "run_s_quantiles": _quantiles(g["run_s"][g["finished"]]),
+            "queue_s_quantiles": _quantiles(g["queue_s"][g["started"]]),
+            "by_type": _group_stats(g, *_by(g["type"]), n, total, True),
+            "by_state": _group_stats(g, *_by(g["state"]), n, total, False),
+            "by_analysis_state": _group_stats(g, *_by(g["analysis_state"]), n, total, False),
+            "by_gpu_bucket": _group_stats(g, np.asarray(bucket.codes), labels, n, total, True),
             "cpu": {
-                "jobs": int(len(c)),
-                "median_run_s": _num(c.loc[c["started"], "run_s"].median()) if c["started"].any() else None,
-                "median_queue_s": _median(c.loc[c["started"], "queue_s"]),
-                "by_analysis_state": {str(k): int(v) for k, v in c["analysis_state"].value_counts().items()},
+                "jobs": int(len(is_gpu) - n),
+                "median_run_s": _median(c_run[c_started & ~lt[~is_gpu]]) if c_started.any() else None,
+                "median_queue_s": _median(c_queue[c_started]) if c_started.any() else None,
+                "by_analysis_state": {str(k): int(v) for k, v in
+                                      pd.Series(pick(col["analysis_state"], cmask)[~is_gpu])
+                                      .value_counts().items()},
             },
         }
     return doc

@@ -1,21 +1,36 @@
-"""Benchmark of ``acmemodel.planner.sweep.runner``: a 1,000-point sweep of the example configuration, points/s
-in-process and on a 2-worker ``dask.distributed.LocalCluster``, in one run (and that both give the same rows).
+"""Benchmark of ``acmemodel.planner.sweep.runner``: a 1,000-point sweep of the example configuration, in-process
+and on a 2-worker ``dask.distributed.LocalCluster`` (the one ``--workers 2`` starts), in one run (and that both give the same rows).
 
-Run: ``python benchmarks/bench_sweep.py [--replicas N]``. The grid crosses the evaluation lane (2
-values: 2 cluster simulations, shared by the points that only differ in run-side axes), the sync
+Run: ``python benchmarks/bench_sweep.py [--replicas N] [--workers 2]``. The grid crosses the evaluation lane
+(2 values: 2 cluster simulations, shared by the points that only differ in run-side axes), the sync
 checkpoint cost (10), the Infrastructure failure-rate multiplier (10) and the Infrastructure restart
 automation (5): 1,000 points, 500 distinct run evaluations (two runs each: checkpoint optimum under the
 bundle's Weibull failures and a Monte Carlo completion). ``simulation.replicas`` is lowered from the
 example's 10,000 to ``--replicas`` (default 300) and the workload to 2 days so that the benchmark stays
-around a minute; both settings are printed. Prints::
+around a minute; both settings are printed.
 
-    sweep_inprocess points=1000 s=... points_per_s=...
-    sweep_2workers  points=1000 s=... points_per_s=... speedup=... identical_rows=True
+Besides wall time it measures CPU time (user + sys, from ``resource.getrusage``) of the client process
+and of each worker (read on the workers with ``Client.run`` before and after the sweep), so that the
+overhead of distributing is measured even on a loaded machine:
+
+* ``per_point_overhead_ms`` = (CPU of the workers and of the client during the distributed sweep − CPU
+  of the in-process sweep) / points;
+* ``ideal_speedup`` = in-process CPU / max(worker CPU): the speed-up on a quiet machine with one core
+  per worker (the busiest worker bounds the wall time); ``speedup`` is the measured wall ratio. The
+  cluster start (worker processes importing acmemodel) is timed separately; ``speedup_incl_start``
+  counts it. The in-process run is timed after a one-point warm-up (imports, bundle, caches); with
+  ``--warm-workers`` the workers get the same warm-up (timed apart), else their timing includes it. Prints::
+
+    sweep_inprocess points=1000 s=... cpu_s=... points_per_s=...
+    cluster_start s=...
+    sweep_2workers  points=1000 s=... client_cpu_s=... worker_cpu_s=[...] speedup=... ideal_speedup=...
+    per_point_overhead_ms=... identical_rows=True
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import resource
 import time
 from importlib import resources
 
@@ -39,38 +54,71 @@ GRID = {"axes": {
 }}
 
 
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _warm(replicas: int) -> None:
+    from acmemodel.planner.sweep.runner import sweep
+    from acmemodel.synth import sample_workload
+
+    sweep(_config(replicas), {"axes": {"checkpoint.sync_cost": {"values": ["20s"]}}}, sampler=sample_workload)
+
+
 def main(argv=None) -> dict:
     import pandas as pd
-    from dask.distributed import Client, LocalCluster
 
+    from acmemodel.cli._dask import close_client, dask_client
     from acmemodel.planner.sweep.runner import sweep
     from acmemodel.synth import sample_workload
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--replicas", type=int, default=300)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--warm-workers", action="store_true",
+                    help="warm the workers up (imports, bundle, one point) before the timing, as in-process")
     args = ap.parse_args(argv)
     raw = _config(args.replicas)
     n = 2 * 10 * 10 * 5
     print(f"# example configuration, simulation.replicas={args.replicas}, workload.days=2, grid {n} points")
-    t0 = time.perf_counter()
+    sweep(raw, {"axes": {"checkpoint.sync_cost": {"values": ["20s"]}}}, sampler=sample_workload)  # warm-up
+    c0, t0 = _cpu(), time.perf_counter()
     df1 = sweep(raw, GRID, sampler=sample_workload)
-    t1 = time.perf_counter() - t0
-    print(f"sweep_inprocess points={len(df1)} s={t1:.2f} points_per_s={len(df1) / t1:.1f} "
+    t1, c1 = time.perf_counter() - t0, _cpu() - c0
+    print(f"sweep_inprocess points={len(df1)} s={t1:.2f} cpu_s={c1:.2f} points_per_s={len(df1) / t1:.1f} "
           f"ok={(df1['status'] == 'ok').sum()}")
     t0 = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
-            Client(cl) as client:
+    client, cl = dask_client(args.workers, None, trim_memory=False)  # what ``sweep --workers`` starts
+    try:
         t_start = time.perf_counter() - t0
+        print(f"cluster_start s={t_start:.2f}")
+        w0 = client.run(_cpu)
+        if args.warm_workers:  # what the in-process run had before its timing: imports, bundle, one point
+            client.run(_warm, args.replicas)
+            w1 = client.run(_cpu)
+            print(f"worker_warm_up cpu_s={[round(w1[k] - w0[k], 2) for k in w1]} (not in the timing below)")
+            w0 = w1
+        c0, t0 = _cpu(), time.perf_counter()
         df2 = sweep(raw, GRID, client=client, sampler=sample_workload)
-    t2 = time.perf_counter() - t0
+        t2, c2 = time.perf_counter() - t0, _cpu() - c0
+        w1 = client.run(_cpu)
+    finally:
+        close_client(client, cl)
+    wc = sorted(w1[k] - w0[k] for k in w1)
     same = True
     try:
         pd.testing.assert_frame_equal(df1, df2)
     except AssertionError:
         same = False
-    print(f"sweep_2workers points={len(df2)} s={t2:.2f} points_per_s={len(df2) / t2:.1f} speedup={t1 / t2:.2f} "
-          f"identical_rows={same}  # includes {t_start:.1f} s to start the LocalCluster")
-    return {"inprocess_s": t1, "workers2_s": t2, "identical": same}
+    over = (sum(wc) + c2 - c1) / len(df2) * 1e3
+    print(f"sweep_{args.workers}workers points={len(df2)} s={t2:.2f} client_cpu_s={c2:.2f} "
+          f"worker_cpu_s={[round(x, 2) for x in wc]} speedup={t1 / t2:.2f} "
+          f"speedup_incl_start={t1 / (t2 + t_start):.2f} ideal_speedup={c1 / max(wc):.2f}")
+    print(f"per_point_overhead_ms={over:.2f} (workers + client CPU - in-process CPU, per point) "
+          f"identical_rows={same}")
+    return {"inprocess_s": t1, "workers_s": t2, "identical": same, "ideal_speedup": c1 / max(wc),
+            "overhead_ms": over}
 
 
 if __name__ == "__main__":

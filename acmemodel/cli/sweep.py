@@ -49,7 +49,7 @@ def sweep_cmd(
     reliability = preset_spec(reliability)
     plan = plan_sweep(config, grid, seed=seed, allow_large=yes, reliability=reliability)  # bad grid: one error line, before any work
     _check_workload_size(config, plan, bundle, reliability, yes)
-    client, cluster = dask_client(workers, scheduler)
+    client, cluster = dask_client(workers, scheduler, trim_memory=False)
     t0 = time.perf_counter()
     try:
         from acmemodel.synth import sample_workload

@@ -453,8 +453,10 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
             from dask.distributed import as_completed
 
             # a run part takes ~10-100 ms: parts go to the workers in chunks so that the per-task overhead
-            # of the scheduler does not dominate (chunks of up to 25, at least ~64 chunks when there are more)
-            size = max(1, min(25, len(order) // 64))
+            # of the scheduler (a few ms of client, scheduler and worker CPU per task) does not dominate:
+            # about 8 chunks per worker (enough to balance the load), of at most 50 parts
+            n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+            size = max(1, min(50, -(-len(order) // (8 * n_workers))))
             chunks = [order[j:j + size] for j in range(0, len(order), size)]
             futs = {client.submit(evaluate_parts, [args(tk) for tk in ch],
                                   key=f"acmemodel-sweep-{_hash([list(tk) for tk in ch])[:24]}", pure=False): ch

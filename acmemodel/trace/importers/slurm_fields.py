@@ -127,7 +127,28 @@ _MEM_UNIT = {"K": 1 / 1024 ** 2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "P": 1024
 
 
 def _tres(tres):
-    """(GPUs, CPUs, memory GB) of TRES strings ``billing=16,cpu=16,gres/gpu=8,mem=128G,node=1``.
+    """(GPUs, CPUs, memory GB) of TRES strings ``billing=16,cpu=16,gres/gpu=8,mem=128G,node=1``
+    (see :func:`_tres_values`).
+
+    A cluster's jobs repeat a few resource shapes: the column is dictionary-encoded and its distinct
+    strings parsed once, then spread to the rows by their codes; a column of mostly distinct strings
+    (more than a quarter of the rows) is parsed row by row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(tres, pa.ChunkedArray):
+        tres = tres.combine_chunks()
+    n = len(tres)
+    if n > 4096:
+        enc = pc.dictionary_encode(tres, null_encoding="encode")
+        if len(enc.dictionary) <= n // 4:
+            codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
+            return tuple(v[codes] for v in _tres_values(enc.dictionary))
+    return _tres_values(tres)
+
+
+def _tres_values(tres):
+    """(GPUs, CPUs, memory GB) of each TRES string ``billing=16,cpu=16,gres/gpu=8,mem=128G,node=1``.
 
     GPUs: ``gres/gpu=N``, else the sum of typed ``gres/gpu:<type>=N``; NaN when the field is empty
     (nothing allocated), 0 when it lists other resources only. CPUs ``cpu=``; memory ``mem=`` with

@@ -1,0 +1,109 @@
+"""Peak memory of ``acmemodel describe`` (``load_trace`` + :func:`acmemodel.describe.describe`) of a
+Seren-format CSV, against the memory of the raw Arrow table of the same file, both measured in this run.
+
+Target (issue 34): describe of a 3M-job trace within 1.5x of the Arrow table's memory. Each side runs in a
+fresh subprocess (peak RSS from ``resource.getrusage``, so every copy made on the way counts):
+
+* ``arrow``: ``pyarrow.csv.read_csv`` of the file; ``table_mb`` = ``Table.nbytes``, and the child's peak RSS;
+* ``describe``: ``load_trace(path)`` then ``describe(trace)``; peak RSS, and the RSS after the imports.
+
+Printed ratios: describe's peak RSS / ``table_mb`` (the issue's figure) and / the raw read's own peak RSS.
+``--baseline-src DIR`` also runs the describe child from another source tree (``PYTHONPATH=DIR``, e.g. an
+export of main) in the same rounds, for before/after under the same load.
+
+    python benchmarks/bench_describe.py [--rows 3000000] [--repeat 1] [--file PATH] [--baseline-src DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = r"""
+import json, os, resource, sys, time
+def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
+path, mode = sys.argv[1], sys.argv[2]
+
+def rss_now():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+out = {}
+if mode == "arrow":
+    import pyarrow.csv as pc
+    rss0 = rss_now(); c0 = cpu()
+    t = time.perf_counter(); table = pc.read_csv(path); dt = time.perf_counter() - t
+    out["table_mb"] = table.nbytes / 2**20
+else:
+    import warnings
+    from acmemodel.describe import describe
+    from acmemodel.trace import load_trace
+    warnings.simplefilter("ignore")
+    rss0 = rss_now(); c0 = cpu()
+    t = time.perf_counter()
+    doc = describe(load_trace(path))
+    dt = time.perf_counter() - t
+    out["jobs"] = sum(c["jobs"] for c in doc["clusters"].values())
+out.update(seconds=dt, cpu_s=cpu() - c0, import_rss_mb=rss0,
+           peak_rss_mb=peak_rss())
+print(json.dumps(out))
+"""
+
+
+def run(path: Path, mode: str, src: str | None = None) -> dict:
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "describe" if mode == "baseline" else mode],
+                         check=True, capture_output=True, text=True, env=env, cwd=src or None)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_load import make_csv
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=3_000_000)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--file", default=None, help="reuse this Seren CSV (written there first if missing)")
+    ap.add_argument("--baseline-src", default=None, help="also run describe from this source tree")
+    a = ap.parse_args()
+    modes = ["arrow", "describe"] + (["baseline"] if a.baseline_src else [])
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(a.file) if a.file else Path(d) / "seren_jobs.csv"
+        if not path.exists():
+            make_csv(path, a.rows)
+        got: dict = {m: [] for m in modes}
+        for i in range(a.repeat):
+            for m in (modes if i % 2 == 0 else modes[::-1]):
+                got[m].append(run(path, m, a.baseline_src if m == "baseline" else None))
+    arrow = got["arrow"]
+    table_mb = arrow[0]["table_mb"]
+    raw_peak = min(r["peak_rss_mb"] for r in arrow)
+    print(f"file rows={a.rows} size_mb={path.stat().st_size / 2**20 if a.file else float('nan'):.0f}")
+    print(f"arrow read_csv table_mb={table_mb:.0f} peak_rss_mb={raw_peak:.0f} "
+          f"seconds={min(r['seconds'] for r in arrow):.2f}")
+    for m, label in (("describe", "describe"), ("baseline", "baseline describe")):
+        if m not in got:
+            continue
+        peak = min(r["peak_rss_mb"] for r in got[m])
+        print(f"{label} jobs={got[m][0]['jobs']} peak_rss_mb={peak:.0f} "
+              f"import_rss_mb={got[m][0]['import_rss_mb']:.0f} seconds={min(r['seconds'] for r in got[m]):.2f} "
+              f"cpu_s={min(r['cpu_s'] for r in got[m]):.2f}")
+        print(f"  peak / arrow table = {peak / table_mb:.2f} (target <= 1.5); "
+              f"peak / raw read's peak = {peak / raw_peak:.2f}")
+
+
+if __name__ == "__main__":
+    main()
