@@ -37,7 +37,7 @@ def _write_source(tmp_path):
     import warnings
 
     from acmemodel.calibrate import estimator_settings
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
     from acmemodel.pipeline import fit_bundle
 
     t = load_sample()
@@ -50,7 +50,7 @@ def _write_source(tmp_path):
 def test_fit_like_a_bundle_without_settings_is_one_error_line(tmp_path, capsys):
     import warnings
 
-    from acmemodel.datasets import load_sample
+    from acmemodel.trace import load_sample
     from acmemodel.pipeline import fit_bundle
 
     t = load_sample()

@@ -21,7 +21,7 @@ README = ROOT / "README.md"
 #: name -> (arguments of ``acmemodel``, first quoted line's start or None, last quoted line's start or None)
 EXAMPLES: dict[str, tuple[list[str], str | None, str | None]] = {
     # the shipped example configuration: the first run's sensitivity to the failure rate
-    "plan": (["plan"], "Sensitivity of llm-123b", "interval)"),
+    "plan": (["plan"], "Sensitivity of llm-123b", "(c), the run"),
     "checkpoint": (["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--restart", "20m", "--mttf", "8h",
                     "--weibull-shape", "0.8"], None, "Daly"),
 }

@@ -208,6 +208,7 @@ def _check_size(planner, cfg, *, cluster: bool, yes: bool) -> None:
     if not cluster:
         return
     wl = cfg.workload
+    planner._check_config_against_bundle(cfg, cluster=True)  # (names workload.cluster: the bundle's own)
     try:
         arrival = planner.bundle["arrival"]
         jobs = expected_jobs(arrival, wl.cluster, wl.days, wl.scale) if wl.cluster in arrival.clusters_ else 0.0

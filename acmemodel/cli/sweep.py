@@ -82,7 +82,8 @@ def _check_workload_size(config, plan, bundle, reliability, yes: bool) -> None:
     from acmemodel.limits import BYTES_PER_JOB, check_memory, expected_jobs
     from acmemodel.planner.config import ClusterConfig
 
-    wl = ClusterConfig.load(config, reliability=reliability).workload
+    cfg = ClusterConfig.load(config, reliability=reliability)
+    wl = cfg.workload
     big = {"replicas": wl.replicas, "days": wl.days, "scale": wl.scale}
     for a in plan["axes"]:
         key = a.name.split(".", 1)[1] if a.name.startswith("workload.") else None
@@ -92,9 +93,12 @@ def _check_workload_size(config, plan, bundle, reliability, yes: bool) -> None:
     if big["replicas"] <= 1 and big["days"] <= 366 and big["scale"] <= 10:
         return  # (small: no need to load the bundle for the estimate)
     try:
+        from acmemodel.planner.planner import Planner
         from acmemodel.synth import resolve_bundle
 
-        arrival = resolve_bundle(bundle)["arrival"]
+        b = resolve_bundle(bundle)
+        Planner(b)._check_config_against_bundle(cfg, cluster=True)  # (names workload.cluster: the bundle's own)
+        arrival = b["arrival"]
         jobs = expected_jobs(arrival, wl.cluster, big["days"], big["scale"]) if wl.cluster in arrival.clusters_ \
             else 0.0
     except Exception:  # no arrival model: the points report it

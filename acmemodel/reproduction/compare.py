@@ -240,8 +240,7 @@ def published_failure_rate(cluster: str) -> dict:
     (8 GPUs per node). ``rate = 1000 N / node-days`` with a 95 % Poisson interval on N (exact, Garwood)."""
     from scipy import stats
 
-    from acmemodel.datasets import load_reference
-    from acmemodel.datasets.reference import load_failure_table
+    from acmemodel.datasets.published import load_failure_table, load_reference
 
     ft = load_failure_table()
     code = cluster[0].upper()
