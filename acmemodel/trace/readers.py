@@ -276,20 +276,9 @@ def _file_spec(spec, name: str, tz: str, imported, extra: pd.DataFrame, jobs: pd
 def _extraction_seconds(value) -> float:
     """``extracted_at`` as Unix seconds (a number, an ISO string — UTC unless it has an offset — or a
     Timestamp)."""
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        v = float(value)
-    else:
-        try:
-            ts = pd.Timestamp(value)
-        except (ValueError, TypeError):
-            raise ValueError(f"extracted_at: not a timestamp: {value!r}") from None
-        if ts is pd.NaT:
-            raise ValueError(f"extracted_at: not a timestamp: {value!r}")
-        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-        v = ts.value / 1e9
-    if not np.isfinite(v):
-        raise ValueError(f"extracted_at: not a finite time: {value!r}")
-    return v
+    from acmemodel.trace.importers._common import time_seconds
+
+    return time_seconds(value, "extracted_at")
 
 
 def _censor_unfinished(jobs: pd.DataFrame, extra: pd.DataFrame, rejected: pd.DataFrame,

@@ -362,3 +362,25 @@ def parse_local_times(values, offset: str, *, missing=("", "unknown", "none", "n
         out[idx] = sec
         bad[idx] = np.isnan(sec)
     return out, bad
+
+
+def time_seconds(value, what: str) -> float:
+    """A timestamp (ISO, UTC unless it has an offset), ``pd.Timestamp`` or Unix seconds (a number or its
+    string) → Unix seconds; ``ValueError`` naming ``what`` otherwise."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        v = float(value)
+    else:
+        try:
+            v = float(str(value).strip())
+        except ValueError:
+            try:
+                ts = pd.Timestamp(value)
+            except (ValueError, TypeError):
+                raise ValueError(f"{what}: not a timestamp or Unix seconds: {value!r}") from None
+            if ts is pd.NaT:
+                raise ValueError(f"{what}: not a timestamp: {value!r}")
+            ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+            v = ts.value / 1e9
+    if not np.isfinite(v):
+        raise ValueError(f"{what}: not a finite time: {value!r}")
+    return v

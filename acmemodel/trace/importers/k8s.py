@@ -124,7 +124,7 @@ def read(path, *, timezone: str | None = None, type_map=None, origin=None, extra
     warnings = []
     q = C.Quarantine(str(path))
     raw = _Raw(df)
-    t0 = 0.0 if origin is None else _seconds(origin, "origin")
+    t0 = 0.0 if origin is None else C.time_seconds(origin, "origin")
     times, fail = {}, np.zeros(n, dtype=bool)
     numeric_times = False
     for k in ("creation_time", "scheduled_time", "deletion_time"):
@@ -151,7 +151,7 @@ def read(path, *, timezone: str | None = None, type_map=None, origin=None, extra
     # trace start: the origin of numeric times, else the earliest timestamp (else the origin given)
     start0 = t0 if (numeric_times or origin is not None or not len(allt)) else float(allt.min())
     t_x = float(allt.max()) if extracted_at is None and len(allt) else (
-        _seconds(extracted_at, "extracted_at") if extracted_at is not None else np.nan)
+        C.time_seconds(extracted_at, "extracted_at") if extracted_at is not None else np.nan)
 
     # left truncation: created before the trace start (empty creation time, or one before the origin);
     # scheduled inside the trace, only the wait is cut (queue unknown), the run is whole
@@ -271,26 +271,3 @@ def read(path, *, timezone: str | None = None, type_map=None, origin=None, extra
               "states": {p or "(none)": int((phase == p).sum()) for p in sorted(set(phase.tolist()))}}
     return C.Imported(format="k8s", path=str(path), table=table, lines=lines[ok], rejected=q.frame(),
                       cluster=C.cluster_from_path(path), timezone=tz, report=report, warnings=warnings)
-
-
-def _seconds(value, what: str) -> float:
-    """A timestamp (ISO, UTC unless it has an offset), ``pd.Timestamp`` or Unix seconds → Unix seconds."""
-    import pandas as pd
-
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        v = float(value)
-    else:
-        try:
-            v = float(str(value).strip())
-        except ValueError:
-            try:
-                ts = pd.Timestamp(value)
-            except (ValueError, TypeError):
-                raise ValueError(f"{what}: not a timestamp or Unix seconds: {value!r}") from None
-            if ts is pd.NaT:
-                raise ValueError(f"{what}: not a timestamp: {value!r}")
-            ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-            v = ts.value / 1e9
-    if not np.isfinite(v):
-        raise ValueError(f"{what}: not a finite time: {value!r}")
-    return v
