@@ -288,3 +288,35 @@ def test_lanl_end_to_end(real_data, tmp_path):
                                    "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["mttf_s"] == pytest.approx(load_preset_file(out).mttf_s(4096))
+
+
+def test_a_fitted_bundle_is_a_reliability_preset(tmp_path, capsys):
+    """``--reliability BUNDLE``: the bundle's failure model as a node failure rate (its job MTTF at 1,024 GPUs,
+    hazard ∝ GPUs), the same preset whether chosen or read back; a bundle without a failure model is one
+    error line naming it."""
+    import json
+
+    from acmemodel.cli import main
+    from acmemodel.datasets import default_bundle_path
+    from acmemodel.models.bundle import load_default
+    from acmemodel.planner.reliability import get_preset
+
+    path = default_bundle_path()
+    p = get_preset(str(path))
+    mttf = load_default()["failure"].mttf(1024)
+    assert p.failures_per_1000_node_days == pytest.approx(1000 * 86400 / (mttf * 1024 / 8))
+    assert p.mttf_s(1024) == pytest.approx(mttf)
+    try:
+        main(["checkpoint", "--gpus", "1024", "--ckpt-cost", "60s", "--restart", "20m", "--reliability", str(path),
+              "--json"])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mttf_s"] == pytest.approx(mttf, rel=1e-6) if "mttf_s" in doc else str(path) in json.dumps(doc)
+    empty = tmp_path / "b"
+    empty.mkdir()
+    (empty / "bundle.json").write_text("{}")
+    with pytest.raises(SystemExit) as e:
+        main(["checkpoint", "--gpus", "1024", "--ckpt-cost", "60s", "--reliability", str(empty)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and len(err) == 1 and err[0].startswith("error: ") and str(empty) in err[0]

@@ -29,7 +29,7 @@ def checkpoint_cmd(
     work: str = typer.Option("30d", "--work", help="Failure-free compute of the run, e.g. 30d."),
     reliability: Optional[str] = typer.Option(
         None, "--reliability", help="Failure rate: acme-2023, meta-rsc1, meta-rsc2, llama3-405b or "
-                                    "a preset file of 'convert --from failures' (sets MTTF at --gpus and, where published, restart and checkpoint cost)."),
+                                    "a preset file of 'convert --from failures' or a fitted bundle (sets MTTF at --gpus and, where published, restart and checkpoint cost)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Recommended checkpoint interval, expected overhead, ETTR and GPU-hours lost per day.

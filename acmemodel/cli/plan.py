@@ -23,7 +23,7 @@ def plan_cmd(
     no_cluster: bool = typer.Option(False, "--no-cluster", help="Skip the cluster simulation and quota search."),
     reliability: Optional[str] = typer.Option(
         None, "--reliability", help="Failure rate for every run: acme-2023, meta-rsc1, meta-rsc2, llama3-405b "
-                                    "or a preset file of 'convert --from failures' (overrides failures.reliability/mttf of the config)."),
+                                    "or a preset file of 'convert --from failures' or a fitted bundle (overrides failures.reliability/mttf of the config)."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
     yes: bool = typer.Option(False, "--yes", help="Run even when the estimated memory exceeds half of "
                                                   "this machine's memory."),

@@ -28,7 +28,7 @@ def sweep_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=SEED_MAX, help="Sweep seed (default: the grid's, else simulation.seed)."),
     reliability: Optional[str] = typer.Option(
         None, "--reliability", help="Failure rate of the base config: acme-2023, meta-rsc1, meta-rsc2, "
-                                    "llama3-405b or a preset file of 'convert --from failures' (a grid axis failures.reliability varies it)."),
+                                    "llama3-405b or a preset file of 'convert --from failures' or a fitted bundle (a grid axis failures.reliability varies it)."),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """One row per grid point: completion time, failures, ETTR, GPU-hours lost by cause and failure

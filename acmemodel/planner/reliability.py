@@ -150,16 +150,65 @@ def get_preset(name: str, where: str = "reliability") -> ReliabilityPreset:
     p = _FROM_FILES.get(str(name))
     if p is not None:
         return p
+    if _is_bundle(name):
+        return preset_from_bundle(name, where)
     if str(name).lower().endswith(".json") or Path(str(name)).is_file():
         return load_preset_file(name, where)
-    raise ConfigError(f"{where} must be one of {', '.join(PRESETS)} or a preset file (.json, from "
-                      f"'acmemodel convert --from failures'), got {name!r}")
+    raise ConfigError(f"{where} must be one of {', '.join(PRESETS)}, a preset file (.json, from "
+                      f"'acmemodel convert --from failures') or a fitted bundle, got {name!r}")
+
+
+def _is_bundle(name) -> bool:
+    """A bundle written by ``acmemodel fit``: a directory holding ``bundle.json``, or a ``.zip``."""
+    p = Path(str(name))
+    return (p.is_dir() and (p / "bundle.json").is_file()) or (p.is_file() and p.suffix.lower() == ".zip")
+
+
+#: GPUs of the job at which a bundle's failure model is turned into a preset's node failure rate
+BUNDLE_REFERENCE_GPUS = 1024
+
+
+def preset_from_bundle(path, where: str = "reliability") -> ReliabilityPreset:
+    """A preset from a fitted bundle's failure model (e.g. ``acmemodel fit`` of a site's own trace): its
+    late-regime job MTTF at :data:`BUNDLE_REFERENCE_GPUS` GPUs as a node failure rate,
+    ``r = 1000 · 86,400 / (MTTF(1,024) · 1,024 / g_node)`` per 1,000 node-days (``g_node``: the GPUs per
+    node of the bundle's cluster description, else 8), applied like every preset (exponential, hazard ∝
+    GPUs); its Weibull shape is reported. So a bundle means the same thing as a row of the sensitivity
+    band as when it is chosen. :class:`ConfigError` naming the bundle when it holds no failure model."""
+    from acmemodel.errors import BundleError
+    from acmemodel.models.bundle import Bundle
+
+    p = Path(str(path)).resolve()
+    key = str(p)
+    if key in _FROM_FILES:
+        return _FROM_FILES[key]
+    try:
+        b = Bundle.load(p)
+    except BundleError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    fm = b.get("failure")
+    if fm is None:
+        raise ConfigError(f"{where}: bundle {p} holds no failure model (its trace had no failed job); use a "
+                          f"preset file or one of {', '.join(PRESETS)}")
+    specs = b.clusters()
+    gpn = {s.gpus_per_node for s in specs.values() if getattr(s, "gpus_per_node", None)}
+    gpn = gpn.pop() if len(gpn) == 1 else 8
+    mttf = float(fm.mttf(BUNDLE_REFERENCE_GPUS))
+    rate = 1000.0 * DAY / (mttf * BUNDLE_REFERENCE_GPUS / gpn)
+    shape = getattr(fm, "shape_", None)
+    preset = ReliabilityPreset(
+        name=p.name, source=f"fitted bundle {p} (failure model, late regime)", failures_per_1000_node_days=rate,
+        gpus_per_node=int(gpn), weibull_shape=float(shape) if isinstance(shape, (int, float)) else None,
+        note=f"job MTTF {mttf / 3600:.3g} h at {BUNDLE_REFERENCE_GPUS:,} GPUs, applied as exponential with "
+             "hazard ∝ GPUs", path=key)
+    _FROM_FILES[key] = _FROM_FILES[preset.name] = preset
+    return preset
 
 
 def preset_spec(value: str | None) -> str | None:
     """A ``--reliability`` value as the config stores it: a published name as is, an existing preset
     file as its absolute path (so a config or a sweep point finds it from any directory)."""
-    if value is None or str(value) in PRESETS or not Path(str(value)).is_file():
+    if value is None or str(value) in PRESETS or not (Path(str(value)).is_file() or _is_bundle(value)):
         return value
     return str(Path(str(value)).resolve())
 
