@@ -232,6 +232,10 @@ class RuntimePredictor(BaseModel):
     online_window : online recalibration of the interval (module docstring): the conformal offsets
         are re-estimated from the residuals of the latest this-many jobs of the predicted frame that
         ended before each job's submission (default 300; ``None`` = the calibration offsets only).
+    max_train_jobs : cap on the training jobs (default 200,000; ``None`` = all). Above it the boosters
+        are trained on a sample stratified by cluster × type (each stratum keeps its share, rows drawn
+        uniformly with ``random_state``, kept in time order; the features — a user's running median —
+        are computed on every job first). ``train_sample_`` reports ``{"cap", "jobs", "of"}``.
 
     Fitted attributes: ``features_`` (columns used), ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
     {column: [levels]}, ``choice_`` (the point predictor chosen on the calibration window, one of
@@ -248,7 +252,8 @@ class RuntimePredictor(BaseModel):
                  features: Sequence[str] | str = "auto", n_estimators: int = 200,
                  learning_rate: float = 0.05, num_leaves: int = 31, min_child_samples: int = 20,
                  gpu_only: bool = True, conformal: float | None = 0.2, n_jobs: int = 1,
-                 random_state: int = 0, online_window: int | None = 300):
+                 random_state: int = 0, online_window: int | None = 300,
+                 max_train_jobs: int | None = 200_000):
         self.quantiles = quantiles
         self.features = features
         self.n_estimators = n_estimators
@@ -260,6 +265,7 @@ class RuntimePredictor(BaseModel):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.online_window = online_window
+        self.max_train_jobs = max_train_jobs
 
     # ------------------------------------------------------------------ helpers
     def _validate_params(self) -> None:
@@ -275,6 +281,9 @@ class RuntimePredictor(BaseModel):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        cap = self.max_train_jobs
+        if cap is not None and (not isinstance(cap, (int, np.integer)) or cap < 2 * int(self.min_child_samples)):
+            raise ValueError(f"max_train_jobs must be None or an integer >= 2 min_child_samples, got {cap!r}")
         ow = self.online_window
         if ow is not None and (not isinstance(ow, (int, np.integer)) or ow < ONLINE_MIN):
             raise ValueError(f"online_window must be None or an integer >= {ONLINE_MIN}, got {ow!r}")
@@ -358,6 +367,7 @@ class RuntimePredictor(BaseModel):
                              f"(min_child_samples={self.min_child_samples})")
         # features before filtering: a user's history includes their CPU and unfinished jobs
         jobs = submission_features(jobs, tz, self.features).loc[mask]
+        jobs = self._capped(jobs)
         if auto:
             extra = []
             for f in SOURCE_FEATURES:
@@ -416,6 +426,26 @@ class RuntimePredictor(BaseModel):
         self.cell_medians_ = cell_medians(jobs, y)
         self.n_fit_ = len(jobs)
         return self
+
+    def _capped(self, jobs: pd.DataFrame) -> pd.DataFrame:
+        """The training jobs, or their sample stratified by cluster × type when there are more than
+        ``max_train_jobs`` (class docstring); sets ``train_sample_``."""
+        n, cap = len(jobs), self.max_train_jobs
+        self.train_sample_ = {"cap": None if cap is None else int(cap), "jobs": int(n), "of": int(n)}
+        if cap is None or n <= int(cap):
+            return jobs
+        rng = np.random.default_rng(self.random_state)
+        keys = [c for c in ("cluster", "type") if c in jobs.columns]
+        codes = (jobs.groupby(keys, sort=True, observed=True).ngroup().to_numpy() if keys
+                 else np.zeros(n, dtype=np.int64))
+        keep = np.zeros(n, dtype=bool)
+        for g in np.unique(codes):
+            rows = np.flatnonzero(codes == g)
+            k = max(1, int(round(len(rows) * int(cap) / n)))
+            keep[rng.choice(rows, size=min(k, len(rows)), replace=False)] = True
+        out = jobs[keep]
+        self.train_sample_["jobs"] = int(len(out))
+        return out
 
     def _calibrate(self, folds: list) -> None:
         """Choose the point predictor and the conformal offsets on the calibration windows ``folds``
@@ -557,7 +587,8 @@ class RuntimePredictor(BaseModel):
                 "boosters": sorted(self.boosters_), "offsets": list(self.offsets_),
                 "n_calibration": self.n_calibration_, "choice": self.choice_,
                 "selection": self.selection_, "blend_with": getattr(self, "blend_with_", "cell_median"),
-                "cell_medians": getattr(self, "cell_medians_", {})}
+                "cell_medians": getattr(self, "cell_medians_", {}),
+                "train_sample": getattr(self, "train_sample_", None)}
 
     def _fitted_from_dict(self, d: dict[str, Any], artifacts: dict[str, str]) -> None:
         from acmemodel.errors import BundleError
@@ -572,6 +603,7 @@ class RuntimePredictor(BaseModel):
                 raise BundleError(f"RuntimePredictor: booster {name!r} text missing from the bundle")
             self.boosters_[name] = booster_from_text(artifacts[name], f"RuntimePredictor booster {name!r}")
         self.n_fit_ = int(d["n_fit"])
+        self.train_sample_ = d.get("train_sample")
         # (a bundle saved before the choice: the boosters, one symmetric CQR offset "offset")
         off = d.get("offsets")
         self.offsets_ = (tuple(float(v) for v in off) if off is not None

@@ -199,3 +199,21 @@ def test_conformal_offset_is_the_kth_smallest_score():
     assert _tail_offset(y, 0.8) == 9.0
     assert _tail_offset(y, 0.95) == 10.0  # k capped at n
     assert _tail_offset(np.arange(1.0, 20.0), 0.5) == 10.0
+
+
+def test_training_cap_keeps_each_stratum_s_share_and_is_reported():
+    """Above ``max_train_jobs`` the boosters train on a cluster × type stratified sample (each stratum's
+    share kept within one job), reported in ``train_sample_`` and through the bundle document."""
+    from acmemodel.evaluation.synthetic import synthetic_jobs
+
+    jobs = synthetic_jobs(6000, 3, days=30.0)
+    full = RuntimePredictor(n_estimators=20).fit(jobs)
+    capped = RuntimePredictor(n_estimators=20, max_train_jobs=1000).fit(jobs)
+    assert full.train_sample_["jobs"] == full.train_sample_["of"] == full.n_fit_
+    ts = capped.train_sample_
+    assert ts["cap"] == 1000 and ts["of"] == full.n_fit_ and abs(ts["jobs"] - 1000) <= 12
+    assert capped.n_fit_ == ts["jobs"]
+    again = RuntimePredictor.from_dict(capped.to_dict(), capped.artifacts())
+    assert again.train_sample_ == ts
+    with pytest.raises(ValueError, match="max_train_jobs"):
+        RuntimePredictor(max_train_jobs=5).fit(jobs)
