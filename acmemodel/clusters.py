@@ -328,7 +328,8 @@ def read_cluster_file(path: Any) -> ClusterSpec:
     import yaml
 
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except OSError as e:
         raise ValueError(f"{path}: cannot read the cluster description ({e.strerror or e})") from None
     try:
