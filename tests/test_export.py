@@ -533,3 +533,27 @@ def test_cli_export_json_and_user_errors(tmp_path, capsys):
         assert e.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_acmetrace_export_carries_the_clusters_own_description(tmp_path):
+    """An exported AcmeTrace file has its cluster's description beside it (as convert writes one): it loads
+    back under the cluster's own name, with its size, and without duration disagreements."""
+    import dataclasses
+
+    from acmemodel.clusters import ClusterSpec
+    from acmemodel.evaluation.synthetic import synthetic_jobs
+    from acmemodel.export.acmetrace import write_acmetrace
+    from acmemodel.trace import Trace, load_trace
+
+    jobs = synthetic_jobs(400, 2, days=5.0, clusters=("mycluster",))
+    spec = ClusterSpec(name="mycluster", gpus=4096, gpus_per_node=8, timezone="+01:00", source="test")
+    trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones={"mycluster": "+01:00"})
+    trace = dataclasses.replace(trace, cluster_specs={"mycluster": spec}) if hasattr(trace, "cluster_specs") else trace
+    res = write_acmetrace(trace, tmp_path / "out")
+    csv = [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".csv")]
+    assert len(csv) == 1 and (tmp_path / "out" / (csv[0].name + ".cluster.yaml")).is_file()
+    back = load_trace(csv)
+    assert back.clusters == ["mycluster"]
+    assert back.cluster_specs["mycluster"].gpus == 4096
+    assert back.inconsistencies.get("duration", 0) == 0
+    assert res is not None

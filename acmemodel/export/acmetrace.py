@@ -46,7 +46,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import utc_offset_seconds
+from acmemodel.clusters import ClusterSpec, acme_cluster, utc_offset_seconds, write_sidecar
 from acmemodel.export import _common as C
 from acmemodel.trace import KALOS_COLUMNS as KALOS_SCHEMA, SEREN_COLUMNS as SEREN_SCHEMA
 
@@ -207,9 +207,12 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
         path = C.out_path(out, f"trace_{stems[name]}.csv")
         C.write_csv(path, header, cols)
         files.append(path)
+        if str(name).strip():  # (a blank cluster name has nothing to carry)
+            files.append(write_sidecar(_file_spec(jobs, name, sch, offsets[name]), path))
         rows += len(sub)
         chains += _n_chains(sub)
-        desc.append(f"- `{path.name}`: {len(sub):,} jobs of cluster **{name}**, {sch.capitalize()} schema, "
+        desc.append(f"- `{path.name}` (and its cluster description `{path.name}.cluster.yaml`): {len(sub):,} jobs "
+                    f"of cluster **{name}**, {sch.capitalize()} schema, "
                     f"local time {C.format_offset(offsets[name])}; largest rounding of a timestamp "
                     f"{adj:.3f} s.")
     sections = [
@@ -222,6 +225,17 @@ def write_acmetrace(jobs: Any, out: str | Path, *, cluster: str | None = None, s
     files.append(C.write_readme(out, "AcmeTrace CSV export", sections))
     return C.result("acmetrace", out, files, jobs=chains, attempts=rows, df=df if cluster is None else
                     pd.concat([g for _, g in groups]), clusters=[g for g, _ in groups], notes=notes)
+
+
+def _file_spec(jobs: Any, name: str, schema: str, offset_s: int) -> ClusterSpec:
+    """The description written beside an exported file (its sidecar, as ``convert`` writes one): the trace's
+    own description of the cluster (``Trace.cluster_specs``), else Acme's published one, else the name
+    alone; the zone the file is written in; ``duration`` counting the queue exactly in the Kalos schema."""
+    import dataclasses
+
+    spec = (getattr(jobs, "cluster_specs", None) or {}).get(name) or acme_cluster(name) or ClusterSpec(name=name)
+    return dataclasses.replace(spec, timezone=C.format_offset(offset_s), duration_includes_queue=schema == "kalos",
+                               source=spec.source or "acmemodel export")
 
 
 def _n_chains(sub: pd.DataFrame) -> int:
