@@ -23,20 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-CHILD = r"""
-import json, os, resource, sys, time
-def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
-    with open("/proc/self/status") as f:
-        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
+from _child import MEASURE
+
+CHILD = MEASURE + r"""
 path, mode = sys.argv[1], sys.argv[2]
-
-def rss_now():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 out = {}
 if mode == "arrow":

@@ -23,8 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-CHILD = r"""
-import json, os, resource, sys, time
+from _child import MEASURE
+
+CHILD = MEASURE + r"""
 mode, folder, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.perf_counter()
 if mode == "arrow":
@@ -51,7 +52,7 @@ else:
         client.close(); cluster.close()
     out = {"rows": len(trace.jobs), "load_s": t_load, "fit_seconds": b.provenance["fit_seconds"]}
 out["wall_s"] = time.perf_counter() - t0
-out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+out["peak_rss_mb"] = peak_rss()
 print(json.dumps(out))
 """
 

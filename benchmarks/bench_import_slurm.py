@@ -25,15 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CHILD = r"""
-import json, resource, sys, time
-def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
-    with open("/proc/self/status") as f:
-        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
+from _child import MEASURE
+
+CHILD = MEASURE + r"""
 path, mode = sys.argv[1], sys.argv[2]
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 if mode == "pyarrow":
     import pyarrow.csv as pc
     c0 = cpu()

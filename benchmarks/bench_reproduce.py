@@ -1,7 +1,7 @@
 """Peak memory of ``reproduce`` at 1 and 16 replicas (small scale), measured in this run.
 
 Target (issue 34): the peak memory of ``reproduce`` does not grow with ``--replicas`` (±20 % between 1
-and 16 replicas). Each run is a fresh subprocess calling :func:`acmemodel.reproduce.reproduce` with the
+and 16 replicas). Each run is a fresh subprocess calling :func:`acmemodel.reproduction.run.reproduce` with the
 shipped bundle; reported per run: peak RSS (``resource.getrusage``), the RSS after the imports, the
 growth of the peak over it, CPU time (user + sys) and wall time; then the ratio of the peaks (16 / 1).
 
@@ -14,22 +14,15 @@ import json
 import subprocess
 import sys
 
-CHILD = r"""
-import json, os, resource, sys, time, warnings
-def peak_rss():  # VmHWM of this process; ru_maxrss would carry a large parent's peak over fork/exec
-    with open("/proc/self/status") as f:
-        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024
+from _child import MEASURE
+
+CHILD = MEASURE + r"""
+import warnings
 scale, reps, clusters = float(sys.argv[1]), int(sys.argv[2]), tuple(sys.argv[3].split(","))
 warnings.simplefilter("ignore")
-from acmemodel.reproduce import reproduce
+from acmemodel.reproduction.run import reproduce
 from acmemodel.synth import resolve_bundle
 b = resolve_bundle(None)
-def rss_now():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-def cpu():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 rss0, c0, t0 = rss_now(), cpu(), time.perf_counter()
 doc = reproduce(b, scale=scale, replicas=reps, clusters=clusters)
 print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_s": cpu() - c0, "base_rss_mb": rss0,
