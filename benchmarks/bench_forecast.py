@@ -92,7 +92,8 @@ def bench(a) -> None:
           f"wall {t_sm / k * 1000:.0f} vs {t_sf / k * 1000:.0f} ms, {t_sm / t_sf:.1f}×); statsmodels extrapolated to "
           f"{a.n:,} series on {a.jobs} idle cores: {sm_full:.0f} s vs statsforecast's {cpu / a.jobs:.1f} s")
 
-    from acmemodel.models.forecast_methods import CANDIDATES, backtest_series
+    from acmemodel.models.forecast_backtest import backtest_series
+    from acmemodel.models.forecast_models import CANDIDATES
 
     k2 = min(a.auto_subset, a.n)
     t = time.perf_counter()
@@ -148,7 +149,9 @@ def real_series(root: Path, extra: list[Path]) -> dict[str, np.ndarray]:
 
 
 def real(a) -> None:
-    from acmemodel.models.forecast_methods import CANDIDATES, backtest_series, verdict
+    from acmemodel.models.forecast_backtest import backtest_series
+    from acmemodel.models.forecast_methods import verdict
+    from acmemodel.models.forecast_models import CANDIDATES
 
     root = Path(a.root)
     rows, verdicts = [], {}

@@ -10,7 +10,7 @@ trace misses at most its first/last two hours):
   capacity plan must provide); ``demand="submitted"``: the whole ``gpu_time_s`` of the jobs
   submitted that day.
 
-Methods (:mod:`acmemodel.models.forecast_methods`): statsforecast's AutoETS, AutoARIMA, AutoTheta,
+Methods (:mod:`acmemodel.models.forecast_models`): statsforecast's AutoETS, AutoARIMA, AutoTheta,
 MSTL, the naive baselines (naive, seasonal naive, 7-day window average, weekday mean), a count GLM
 (statsmodels), the combination of the best three, and ``"auto"`` (default): per series, the
 candidate or combination with the lowest WAPE in a time-honest rolling-origin backtest (every
@@ -27,9 +27,11 @@ forecast proportions (FPP3 §11.3): each type's forecast and bounds are scaled b
 ``ALL / Σ types`` so that the types sum to the all-types forecast, and no type's bound exceeds
 the all-types bound.
 
-Layout: this module holds the daily series and :class:`DemandForecaster`; forecasting one series,
-the backtest and the choice are in :mod:`acmemodel.models.forecast_methods`. A plain daily series
-(not a trace) is fitted with :meth:`DemandForecaster.fit_series`.
+Layout: this module holds the daily series and :class:`DemandForecaster`; for one series, the
+methods are in :mod:`acmemodel.models.forecast_models`, the backtest and the choice in
+:mod:`acmemodel.models.forecast_backtest`, forecasting from them in
+:mod:`acmemodel.models.forecast_methods`. A plain daily series (not a trace) is fitted with
+:meth:`DemandForecaster.fit_series`.
 """
 from __future__ import annotations
 
@@ -41,10 +43,11 @@ import pandas as pd
 
 from acmemodel.clusters import cluster_info, cluster_timezones, utc_offset_seconds
 from acmemodel.models.base import BaseModel, register
+from acmemodel.models.forecast_backtest import SeriesBacktest, backtest_series  # noqa: F401  (re-exported)
 from acmemodel.models.forecast_methods import (  # noqa: F401  (re-exported)
-    BASELINES, CANDIDATES, HORIZONS, METHODS, SEASON, SeriesBacktest, backtest_series, forecast_fixed,
-    forecast_series, select_method, selection_horizon,
+    forecast_fixed, forecast_series, select_method, selection_horizon,
 )
+from acmemodel.models.forecast_models import BASELINES, CANDIDATES, HORIZONS, METHODS, SEASON  # noqa: F401
 
 __all__ = ["DemandForecaster", "daily_series", "forecast_series", "backtest_series", "select_method",
            "peak_concurrent_gpus", "METHODS", "CANDIDATES", "BASELINES", "METRICS"]
@@ -383,7 +386,7 @@ class DemandForecaster(BaseModel):
 
     def backtest(self, *, cluster=None, type=None, metric=None) -> pd.DataFrame:
         """The time-honest rolling-origin backtest of every series at 1 day and 4 weeks
-        (:func:`~acmemodel.models.forecast_methods.backtest_series`): tidy rows ``model, metric, cell,
+        (:func:`~acmemodel.models.forecast_backtest.backtest_series`): tidy rows ``model, metric, cell,
         horizon, value`` with ``cell = "cluster/type/series"``, ``horizon`` in days, metrics ``wape``,
         ``wape_se``, ``mase``, ``coverage``, ``coverage_conformal``, ``coverage_model``, ``windows``,
         ``days``. Models: the candidates, ``combo``, ``auto`` (with ``method="auto"``; the fit's

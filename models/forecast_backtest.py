@@ -1,0 +1,344 @@
+"""The time-honest rolling-origin backtest of one daily series, the scores, the causal choice
+of method (the naive baseline, a model, or the combination) and the conformal radii.
+
+Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` days ``n − 7k`` (``k =
+1..weeks``) with at least ``min_train`` days before them. At each fit origin every method is fitted on
+``y[:o]`` only and forecasts (a) the 28 days ``y[o:o+28]`` (the 4-week horizon; windows with
+``o + 28 <= n``) and (b) each of the 7 days ``d = o .. o+6`` one day ahead from ``y[:d]`` (the rolling
+1-day horizon: the parameters fitted at ``o`` are applied to the data up to ``d`` by statsforecast's
+``forward``, parameter-free methods are recomputed). Nothing after a forecast's origin is used.
+
+Time-honest choice. At a window starting at ``o`` (horizon ``h``) the *prior* windows are those that
+ended by then (``o' + h <= o``). ``combo`` at ``o`` is the mean of the 3 methods with the lowest WAPE on
+the prior windows. ``auto`` at ``o`` is the naive baseline with the lowest WAPE on the prior windows,
+replaced by the best model only when that beats it by more than one standard error of the paired
+WAPE difference (``one_se=True``, default; the plain lowest WAPE otherwise), and by ``combo`` when
+combo beats that pick the same way on the prior windows where combo existed; both need at least
+``min_prior`` prior windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on
+the windows where they exist (the *evaluation* windows); every method's score is reported on the
+same windows. The forecast from the end of the
+history uses every backtest window, all of which precede it.
+
+Scores per method and horizon: ``wape = Σ|ŷ − y| / Σy`` (days pooled over windows) with its standard
+error (ratio estimator, windows as independent clusters: ``SE = √(m/(m−1) Σ(a_i − W b_i)²) / Σb_i``,
+``a_i``, ``b_i`` the window's absolute errors and actuals); ``mase`` = mean ``|ŷ − y| / s`` with ``s``
+the mean absolute weekly difference of the data before the origin; ``coverage`` of the intervals;
+the paired WAPE difference to seasonal naive and to the best naive baseline (the one of
+:data:`BASELINES` with the lowest WAPE on the same windows, chosen in hindsight: the hardest
+comparison) with its standard error (the same formula on ``a_i − a_i^ref``).
+
+Intervals (level ``L``, default 0.9): the model's own (statsforecast's, on ``z``; none for the window
+averages) and split-conformal ones: ``ẑ ± q`` where ``q`` is the ``⌈(m+1)L⌉``-th smallest ``|z − ẑ|``
+among the ``m`` residuals of the method's prior windows at the same horizon block (day 1 for the
+1-day horizon; week 1–4 of the 4-week one). Each kind's coverage is measured on the evaluation
+windows; the forecast uses the kind whose coverage is nearer ``L`` (conformal on ties).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE, HORIZONS, METHODS, SEASON,
+                                              _back, _Fitted,
+                                              _has_own_interval)
+
+__all__ = ["backtest_series", "SeriesBacktest", "wape_and_se", "paired_diff_se"]
+
+
+def _window_scores(F: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per window: Σ|ŷ − y| and Σy (on the original scale)."""
+    return np.nansum(np.abs(F - Y), axis=1), np.nansum(Y, axis=1)
+
+
+def wape_and_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """WAPE ``Σa / Σb`` and its cluster (window) standard error (module docstring)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    m = len(a)
+    if m == 0 or b.sum() <= 0:
+        return float("nan"), float("nan")
+    w = a.sum() / b.sum()
+    if m < 2:
+        return float(w), float("nan")
+    se = math.sqrt(m / (m - 1) * float(np.sum((a - w * b) ** 2))) / b.sum()
+    return float(w), float(se)
+
+
+def paired_diff_se(a1: np.ndarray, a2: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """``WAPE_1 − WAPE_2`` on the same windows and its cluster standard error."""
+    d = np.asarray(a1, float) - np.asarray(a2, float)
+    return wape_and_se(d, b) if len(d) else (float("nan"), float("nan"))
+
+
+def _conformal_q(res: np.ndarray, level: float) -> float:
+    """Split-conformal radius: the ``⌈(m+1)L⌉``-th smallest of ``m`` absolute residuals (inf when
+    ``m`` is too small for the level)."""
+    r = np.sort(np.abs(res[np.isfinite(res)]))
+    m = len(r)
+    k = math.ceil((m + 1) * level)
+    return float(r[k - 1]) if 1 <= k <= m else float("inf")
+
+
+def _blocks(h: int) -> np.ndarray:
+    """Horizon block of each step (0-based): the week of the horizon."""
+    return np.arange(h) // SEASON
+
+
+@dataclass
+class _Horizon:
+    """Backtest arrays of one horizon: per window (rows) and step (columns), on ``z``."""
+    h: int
+    origins: np.ndarray                 # window start (index of the first forecast day)
+    Y: np.ndarray                       # actuals, original scale
+    Z: np.ndarray                       # actuals on z
+    scale: np.ndarray                   # MASE scale per window
+    Fz: dict = field(default_factory=dict)   # method -> (windows, h) forecasts on z
+    Lz: dict = field(default_factory=dict)   # own lower
+    Hz: dict = field(default_factory=dict)   # own upper
+
+
+@dataclass
+class SeriesBacktest:
+    """The result of :func:`backtest_series` (module docstring). ``scores``: one row per horizon ×
+    method (the candidates, ``combo`` and ``auto``): ``wape``, ``wape_se``, ``mase``, ``coverage``
+    (the chosen interval kind), ``coverage_conformal``, ``coverage_model``, ``windows``, ``days``;
+    ``choice``: the method for a forecast after the history (per horizon); ``combo_members``;
+    ``interval``: per horizon ``{"kind", "q"}`` (``q``: conformal radius on ``z`` per horizon block);
+    ``windows``: every backtest forecast (``horizon, method, origin, step, forecast, actual``; ``origin``
+    = index of the first forecast day, ``pick`` = auto's choice there; NaN where combo/auto do not exist)."""
+    scores: pd.DataFrame
+    choice: dict
+    combo_members: dict
+    interval: dict
+    n: int
+    level: float
+    methods: tuple
+    windows: pd.DataFrame
+
+
+def _prior_mask(origins: np.ndarray, h: int, k: int) -> np.ndarray:
+    return origins + h <= origins[k]
+
+
+def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequence[int] = HORIZONS,
+                    weeks: int = 12, min_train: int = 28, min_prior: int = 2, min_prior_days: int = 14,
+                    level: float = 0.9, log: bool = True, one_se: bool = True) -> SeriesBacktest:
+    """Time-honest rolling-origin backtest of one daily series (module docstring). ``min_prior``: prior
+    4-week windows before auto/combo choose (``min_prior_days``: prior 1-day windows)."""
+    y = np.maximum(np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
+    methods = tuple(dict.fromkeys(m for m in methods if m not in ("auto", "combo")))
+    for m in methods:
+        if m not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {m!r}")
+    if "seasonal_naive" not in methods:
+        methods = methods + ("seasonal_naive",)
+    z_all = np.log1p(y) if log else y.copy()
+    n = len(y)
+    fit_origins = [n - SEASON * k for k in range(int(weeks), 0, -1) if n - SEASON * k >= int(min_train)]
+    H = {}
+    for h in horizons:
+        if h == 1:
+            starts = np.array([d for o in fit_origins for d in range(o, min(o + SEASON, n))], dtype=int)
+        else:
+            starts = np.array([o for o in fit_origins if o + h <= n], dtype=int)
+        idx = starts[:, None] + np.arange(h)[None, :] if len(starts) else np.zeros((0, h), int)
+        Y = y[idx] if len(starts) else np.zeros((0, h))
+        sc = np.array([_mase_scale(y[:s]) for s in starts]) if len(starts) else np.zeros(0)
+        H[h] = _Horizon(h, starts, Y, z_all[idx] if len(starts) else np.zeros((0, h)), sc)
+        for m in methods:
+            H[h].Fz[m] = np.full((len(starts), h), np.nan)
+            H[h].Lz[m] = np.full((len(starts), h), np.nan)
+            H[h].Hz[m] = np.full((len(starts), h), np.nan)
+    for m in methods:
+        for o in fit_origins:
+            fit = _Fitted(m, z_all[:o], level, log)
+            for h, hz in H.items():
+                if h == 1:
+                    for i in np.flatnonzero((hz.origins >= o) & (hz.origins < o + SEASON)):
+                        d = int(hz.origins[i])
+                        f, lo, hi = fit.forward1(z_all[:d])
+                        hz.Fz[m][i, 0], hz.Lz[m][i, 0], hz.Hz[m][i, 0] = f, lo, hi
+                else:
+                    i = np.flatnonzero(hz.origins == o)
+                    if len(i):
+                        f, lo, hi = fit.predict(h)
+                        hz.Fz[m][i[0]], hz.Lz[m][i[0]], hz.Hz[m][i[0]] = f, lo, hi
+    rows, choice, members, interval, wins = [], {}, {}, {}, []
+    for h, hz in H.items():
+        r, c, mem, iv, fc = _score_horizon(hz, methods, level, log, int(min_prior if h > 1 else min_prior_days),
+                                           bool(one_se))
+        rows.extend(r)
+        choice[h], members[h], interval[h] = c, mem, iv
+        W = len(hz.origins)
+        pick = [p if p is not None else "" for p in fc.pop("_pick")]
+        for m, F in fc.items():
+            wins.append(pd.DataFrame({"horizon": h, "method": m, "origin": np.repeat(hz.origins, h),
+                                      "step": np.tile(np.arange(1, h + 1), W), "forecast": F.ravel(),
+                                      "actual": hz.Y.ravel(),
+                                      "pick": np.repeat(pick, h) if m == "auto" else ""}))
+    cols = ["horizon", "method", "wape", "wape_se", "mase", "coverage", "coverage_conformal", "coverage_model",
+            "windows", "days", "diff_snaive", "diff_snaive_se", "diff_best_naive", "diff_best_naive_se", "best_naive"]
+    wcols = ["horizon", "method", "origin", "step", "forecast", "actual", "pick"]
+    windows = pd.concat(wins, ignore_index=True) if wins else pd.DataFrame(columns=wcols)
+    return SeriesBacktest(pd.DataFrame(rows, columns=cols), choice, members, interval, n, float(level), methods,
+                          windows)
+
+
+def _mase_scale(tr: np.ndarray) -> float:
+    return float(np.mean(np.abs(tr[SEASON:] - tr[:-SEASON]))) if len(tr) > SEASON else float("nan")
+
+
+
+def _rank(hz: _Horizon, methods, mask: np.ndarray, log: bool) -> list[tuple[float, int, str]]:
+    """Methods by WAPE over the windows in ``mask`` (ties: the order of ``methods``, baselines first)."""
+    out = []
+    b = np.nansum(hz.Y[mask])
+    for j, m in enumerate(methods):
+        a = np.nansum(np.abs(_back(hz.Fz[m][mask], log) - hz.Y[mask]))
+        w = a / b if b > 0 else (0.0 if a == 0 else float("inf"))
+        out.append((w, j, m))
+    return sorted(out)
+
+
+def _tie_order(methods) -> tuple:
+    """Baselines first (a tie goes to the simpler method), seasonal naive first of all."""
+    return tuple(sorted(methods, key=lambda m: (m != "seasonal_naive", m not in BASELINES)))
+
+
+def _abs_err(hz: _Horizon, Fz: np.ndarray, mask: np.ndarray, log: bool) -> np.ndarray:
+    """Per window in ``mask``: Σ|ŷ − y| over its days."""
+    return np.nansum(np.abs(_back(Fz[mask], log) - hz.Y[mask]), axis=1)
+
+
+def _beats(hz, Fz, m1, m2, mask, log, one_se) -> bool:
+    """``m1`` has a lower WAPE than ``m2`` on the windows in ``mask`` (by more than one standard error
+    of the paired difference when ``one_se``; an undefined SE — fewer than two windows — is not enough)."""
+    if mask.sum() == 0:
+        return False
+    b = np.nansum(hz.Y[mask], axis=1)
+    d, se = paired_diff_se(_abs_err(hz, Fz[m1], mask, log), _abs_err(hz, Fz[m2], mask, log), b)
+    if not np.isfinite(d):
+        return False
+    return d + (se if one_se else 0.0) < 0 if (not one_se or np.isfinite(se)) else False
+
+
+def _choose(hz, Fz, order, mask, mask_combo, log, one_se) -> str:
+    """The method for windows after ``mask``: the best naive baseline on ``mask``, replaced by the best
+    model when that beats it (one-SE rule when ``one_se``), replaced by ``combo`` when combo beats that
+    on ``mask_combo`` (the windows where combo existed)."""
+    ranked = _rank(hz, order, mask, log)
+    best = ranked[0][2]
+    base = next((m for _, _, m in ranked if m in BASELINES), best)
+    pick = best if best == base or _beats(hz, Fz, best, base, mask, log, one_se) else base
+    if mask_combo.sum() >= 1 and np.isfinite(Fz["combo"][mask_combo]).all() and \
+            _beats(hz, Fz, "combo", pick, mask_combo, log, one_se):
+        pick = "combo"
+    return pick
+
+
+def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
+    h, W = hz.h, len(hz.origins)
+    order = _tie_order(methods)
+    blocks = _blocks(h)
+    names = list(methods) + ["combo", "auto"]
+    Fz = dict(hz.Fz)
+    Lz, Hz = dict(hz.Lz), dict(hz.Hz)
+    for nm in ("combo", "auto"):
+        Fz[nm] = np.full((W, h), np.nan)
+        Lz[nm] = np.full((W, h), np.nan)
+        Hz[nm] = np.full((W, h), np.nan)
+    # conformal intervals of every single method at each window, from its prior windows' residuals
+    Cq = {m: np.full((W, h), np.inf) for m in names}
+    resid = {m: Fz[m] - hz.Z for m in methods}
+    evaluable = np.zeros(W, dtype=bool)
+    pick = [None] * W
+    for k in range(W):
+        prior = _prior_mask(hz.origins, h, k)
+        for m in methods:
+            for b in np.unique(blocks):
+                Cq[m][k, blocks == b] = _conformal_q(resid[m][prior][:, blocks == b].ravel(), level)
+        if prior.sum() < min_prior:
+            continue
+        evaluable[k] = True
+        ranked = _rank(hz, order, prior, log)
+        top = [m for _, _, m in ranked[:COMBO_SIZE]]
+        Fz["combo"][k] = np.mean([Fz[m][k] for m in top], axis=0)
+        Lz["combo"][k] = np.mean([Lz[m][k] for m in top], axis=0)
+        Hz["combo"][k] = np.mean([Hz[m][k] for m in top], axis=0)
+        pick[k] = top
+    # combo's conformal radius from its own (causal) prior residuals; then auto = best of singles + combo
+    resid["combo"] = Fz["combo"] - hz.Z
+    for k in range(W):
+        prior = _prior_mask(hz.origins, h, k) & evaluable
+        for b in np.unique(blocks):
+            Cq["combo"][k, blocks == b] = _conformal_q(resid["combo"][prior][:, blocks == b].ravel(), level)
+    auto_pick = [None] * W
+    for k in range(W):
+        if not evaluable[k]:
+            continue
+        prior = _prior_mask(hz.origins, h, k)
+        best_m = _choose(hz, Fz, order, prior, prior & evaluable, log, one_se)
+        auto_pick[k] = best_m
+        Fz["auto"][k], Lz["auto"][k], Hz["auto"][k] = Fz[best_m][k], Lz[best_m][k], Hz[best_m][k]
+        Cq["auto"][k] = Cq[best_m][k]
+    ev = evaluable
+    rows = []
+    b_ev = hz.Y[ev]
+    for m in names:
+        F = _back(Fz[m][ev], log)
+        a, bb = _window_scores(F, b_ev)
+        w, se = wape_and_se(a, bb)
+        sc = np.repeat(hz.scale[ev][:, None], h, axis=1)
+        okm = np.isfinite(sc) & (sc > 0)
+        ae = np.abs(F - b_ev)
+        mase = float(np.mean(ae[okm] / sc[okm])) if okm.any() else float("nan")
+        zc = Fz[m][ev]
+        q = Cq[m][ev]
+        lo_c, hi_c = _back(zc - q, log), _back(zc + q, log)
+        fin = np.isfinite(q)  # a radius needs enough prior residuals
+        cov_c = float(np.mean(((b_ev >= lo_c) & (b_ev <= hi_c))[fin])) if fin.any() else float("nan")
+        lo_m, hi_m = Lz[m][ev], Hz[m][ev]
+        if np.all(np.isfinite(lo_m)) and np.all(np.isfinite(hi_m)) and ev.any():
+            cov_m = float(np.mean((b_ev >= _back(lo_m, log)) & (b_ev <= _back(hi_m, log))))
+        else:
+            cov_m = float("nan")
+        best_cov = cov_c if not np.isfinite(cov_m) or abs(cov_c - level) <= abs(cov_m - level) else cov_m
+        rows.append({"horizon": h, "method": m, "wape": w, "wape_se": se, "mase": mase, "coverage": best_cov,
+                     "coverage_conformal": cov_c, "coverage_model": cov_m, "windows": int(ev.sum()),
+                     "days": int(ev.sum() * h), "_a": a, "_b": bb})
+    # paired differences (same windows) against seasonal naive and the best naive baseline (in hindsight)
+    by = {r["method"]: r for r in rows}
+    base = [m for m in BASELINES if m in by and np.isfinite(by[m]["wape"])]
+    best_naive = min(base, key=lambda m: (by[m]["wape"], m != "seasonal_naive")) if base else "seasonal_naive"
+    for r in rows:
+        for tag, ref in (("snaive", "seasonal_naive"), ("best_naive", best_naive)):
+            d, dse = paired_diff_se(r["_a"], by[ref]["_a"], by[ref]["_b"]) if ref in by else (np.nan, np.nan)
+            r[f"diff_{tag}"], r[f"diff_{tag}_se"] = d, dse
+        r["best_naive"] = best_naive
+    for r in rows:
+        r.pop("_a"), r.pop("_b")
+    # the choice for a forecast after the history: every window precedes it
+    allw = np.ones(W, dtype=bool)
+    fc = {m: _back(Fz[m], log) for m in names}
+    fc["_pick"] = auto_pick
+    if W == 0:
+        return rows, "seasonal_naive", [], {"kind": "model", "q": []}, fc
+    ranked = _rank(hz, order, allw, log)
+    top = [m for _, _, m in ranked[:COMBO_SIZE]]
+    choice = _choose(hz, Fz, order, allw, ev, log, one_se)
+    # interval kind: the one whose coverage (of the chosen method, evaluation windows) is nearer the level
+    row = next(r for r in rows if r["method"] == choice)
+    cov_c, cov_m = row["coverage_conformal"], row["coverage_model"]
+    kind = "conformal" if (not np.isfinite(cov_m) or (np.isfinite(cov_c) and abs(cov_c - level) <= abs(
+        cov_m - level))) else "model"
+    r_final = resid[choice] if choice != "combo" else resid["combo"]
+    mask_final = allw if choice != "combo" else ev
+    qs = [_conformal_q(r_final[mask_final][:, blocks == b].ravel(), level) for b in np.unique(blocks)]
+    if kind == "conformal" and not all(np.isfinite(qs)) and _has_own_interval(choice) and choice != "combo":
+        kind = "model"
+    return rows, choice, (top if choice == "combo" else []), {"kind": kind, "q": [float(v) for v in qs]}, fc
+
+

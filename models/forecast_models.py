@@ -1,0 +1,241 @@
+"""One forecasting method fitted on one daily series: the statsforecast models, the naive
+baselines in numpy, the count GLM (the methods of :mod:`acmemodel.models.forecast_methods`).
+
+Methods (the models from Nixtla's ``statsforecast``; the naive baselines in numpy with statsforecast's
+definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = log(1 + y)`` when
+``log=True``, so forecasts stay positive and weekly patterns are multiplicative; back-transformed
+``ŷ = exp(ẑ) − 1``, the median of a symmetric error on ``z``):
+
+* ``"ets"`` — ``AutoETS(season_length=7, model="ANA")``: ETS(A,N,A) on ``z`` (additive error, no
+  trend, additive weekly season: multiplicative on ``y``), smoothing parameters and initial states by
+  likelihood (3× cheaper than letting AutoETS search error/season types, which on ``z`` rarely differ);
+* ``"arima"`` — ``AutoARIMA(season_length=7)`` (stepwise, approximated search); ~0.4 s a fit on
+  365 days, so not among the default candidates;
+* ``"theta"`` — ``AutoTheta(season_length=7)`` (Theta / optimised / dynamic Theta by MSE);
+* ``"mstl"`` — ``MSTL(season_length=7)``: STL weekly decomposition, ETS on the trend;
+* ``"seasonal_naive"`` — ``SeasonalNaive(7)``: the value one week before;
+* ``"naive"`` — ``Naive()``: the last value;
+* ``"window_average"`` — ``WindowAverage(7)``: the mean of the last 7 days;
+* ``"weekday_mean"`` — ``SeasonalWindowAverage(7, 4)``: the mean of the same weekday over the last 4 weeks;
+* ``"glm"`` — statsmodels: a negative-binomial GLM (job counts) or log-linear least squares (other
+  series) with weekday effects and a linear trend (held flat beyond one history length ahead);
+* ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
+* ``"auto"`` — per series, the best naive baseline, a model or the combination, chosen by the
+  time-honest backtest below (a model or combo must beat the baseline by more than one SE).
+
+:data:`BASELINES` are the naive methods a capacity planner would use instead (naive, seasonal naive,
+window average, weekday mean).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE"]
+
+#: every ``method`` value
+METHODS = ("auto", "ets", "arima", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean",
+           "glm", "combo")
+#: the methods ``"auto"`` chooses from by default (and ``combo`` averages the best of)
+CANDIDATES = ("ets", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean")
+#: the naive baselines
+BASELINES = ("naive", "seasonal_naive", "window_average", "weekday_mean")
+#: the season (days)
+SEASON = 7
+#: the backtest horizons (days): rolling 1 day ahead, and 4 weeks
+HORIZONS = (1, 28)
+#: members of the combination
+COMBO_SIZE = 3
+#: methods without parameters: the 1-day rolling forecast recomputes them on y[:d]
+_PARAMETER_FREE = ("seasonal_naive", "naive", "window_average", "weekday_mean")
+
+
+# ---------------------------------------------------------------------- one model, one fit
+def _sf_model(method: str):
+    import statsforecast.models as M
+
+    if method == "ets":
+        return M.AutoETS(season_length=SEASON, model="ANA")
+    if method == "arima":
+        return M.AutoARIMA(season_length=SEASON, approximation=True, max_p=2, max_q=2, max_P=1, max_Q=1)
+    if method == "theta":
+        return M.AutoTheta(season_length=SEASON)
+    if method == "mstl":
+        return M.MSTL(season_length=SEASON)
+    if method == "seasonal_naive":
+        return M.SeasonalNaive(season_length=SEASON)
+    if method == "naive":
+        return M.Naive()
+    if method == "window_average":
+        return M.WindowAverage(window_size=SEASON)
+    if method == "weekday_mean":
+        return M.SeasonalWindowAverage(season_length=SEASON, window_size=4)
+    raise ValueError(f"no statsforecast model for {method!r}")
+
+
+def _unpack(res: dict, level: float, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    key = _lvl(level)
+    f = np.asarray(res["mean"], dtype=float)[:h]
+    lo = np.asarray(res.get(f"lo-{key}", np.full(h, np.nan)), dtype=float)[:h]
+    hi = np.asarray(res.get(f"hi-{key}", np.full(h, np.nan)), dtype=float)[:h]
+    return f, lo, hi
+
+
+def _lvl(level: float):
+    v = round(100 * float(level), 6)
+    return int(v) if v == int(v) else v
+
+
+def _has_own_interval(method: str) -> bool:
+    return method not in ("window_average", "weekday_mean")
+
+
+def _glm_design(t: np.ndarray, n: int) -> np.ndarray:
+    """Intercept, trend ``t/n`` (held flat beyond ``2n``), six day-of-week indicators (``t mod 7``)."""
+    tt = np.minimum(t, 2 * n - 1) / n
+    dow = np.zeros((len(t), SEASON - 1))
+    r = t % SEASON
+    for d in range(1, SEASON):
+        dow[:, d - 1] = r == d
+    return np.column_stack([np.ones(len(t)), tt, dow])
+
+
+def _glm(y: np.ndarray, h: int, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The ``"glm"`` method on the original scale (module docstring); None when the fit fails."""
+    from statsmodels.genmod import families
+    from statsmodels.genmod.generalized_linear_model import GLM
+    from statsmodels.regression.linear_model import OLS
+
+    n = len(y)
+    X, Xf = _glm_design(np.arange(n), n), _glm_design(np.arange(n, n + h), n)
+    a = 0.5 - level / 2
+    if np.allclose(y, np.round(y)):  # counts: negative binomial (Poisson when not overdispersed)
+        pois = GLM(y, X, family=families.Poisson()).fit()
+        mu_in = pois.fittedvalues
+        dof = max(n - X.shape[1], 1)
+        alpha = max(0.0, float(np.sum(((y - mu_in) ** 2 - mu_in) / np.maximum(mu_in, 1e-9) ** 2) / dof))
+        res = GLM(y, X, family=families.NegativeBinomial(alpha=alpha)).fit() if alpha > 1e-6 else pois
+        mu = np.asarray(res.predict(Xf), dtype=float)
+        if not np.all(np.isfinite(mu)):
+            return None
+        if alpha > 1e-6:
+            r = 1.0 / alpha
+            dist = stats.nbinom(r, r / (r + mu))
+        else:
+            dist = stats.poisson(mu)
+        lo, med, hi = dist.ppf(a), dist.ppf(0.5), dist.ppf(1 - a)
+        f = np.where(np.isfinite(med), med, mu)
+        return f, np.nan_to_num(lo), np.where(np.isfinite(hi), hi, mu)
+    z = np.log1p(y)
+    res = OLS(z, X).fit()
+    pr = res.get_prediction(Xf).summary_frame(alpha=2 * a)
+    f, lo, hi = (pr[c].to_numpy() for c in ("mean", "obs_ci_lower", "obs_ci_upper"))
+    return np.expm1(f), np.expm1(lo), np.expm1(hi)
+
+
+def _baseline(method: str, z: np.ndarray, h: int, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The naive baselines on ``z`` (numpy; the same definitions as statsforecast's ``Naive``,
+    ``SeasonalNaive``, ``WindowAverage(7)`` and ``SeasonalWindowAverage(7, 4)``, ~100× cheaper a call
+    than theirs, which matters for the 1-day rolling backtest). Own intervals (naive and seasonal
+    naive): ``± q σ √k`` with σ the standard deviation of the lag-1 (lag-7) differences and ``k`` the
+    number of steps (of weeks) ahead (FPP3 §5.5); none for the averages."""
+    n = len(z)
+    i = np.arange(h)
+    nan = np.full(h, np.nan)
+    if n == 0:
+        return np.zeros(h), nan, nan
+    qn = stats.norm.ppf(0.5 + level / 2)
+    if method == "naive" or (method == "seasonal_naive" and n < SEASON) or \
+            (method == "weekday_mean" and n < SEASON) or (method == "window_average" and n < SEASON):
+        f = np.full(h, z[-1])
+        d = np.diff(z)
+        sig = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+        w = qn * sig * np.sqrt(i + 1)
+        return f, f - w, f + w
+    if method == "seasonal_naive":
+        f = z[n - SEASON + (i % SEASON)]
+        d = z[SEASON:] - z[:-SEASON]
+        sig = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+        w = qn * sig * np.sqrt(i // SEASON + 1)
+        return f, f - w, f + w
+    if method == "window_average":
+        return np.full(h, float(np.mean(z[-SEASON:]))), nan, nan
+    if method == "weekday_mean":
+        k = min(4, n // SEASON)
+        wk = z[n - k * SEASON:].reshape(k, SEASON).mean(axis=0)
+        return wk[i % SEASON], nan, nan
+    raise ValueError(method)
+
+
+class _Fitted:
+    """One method fitted on ``z[:o]``: ``predict(h)`` and ``forward(z[:d])`` (1 step), on ``z``."""
+
+    def __init__(self, method: str, z: np.ndarray, level: float, log: bool):
+        self.method, self.level, self.log, self.n = method, level, log, len(z)
+        self.z = z
+        self.ok = True
+        self.model = None
+        if method == "glm" or method in _PARAMETER_FREE:
+            return
+        self.model = _sf_model(method)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.model.fit(z)
+        except Exception:  # a fit statsforecast rejects (too short, degenerate): seasonal naive instead
+            self.ok = False
+
+    def _fallback(self, z, h):
+        return _Fitted("seasonal_naive", z, self.level, self.log).predict(h, z)
+
+    def predict(self, h: int, z: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        z = self.z if z is None else z
+        lv = [_lvl(self.level)]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if self.method == "glm":
+                y = np.expm1(z) if self.log else z
+                out = _glm(np.maximum(np.round(y, 9), 0.0), h, self.level)
+                if out is None:
+                    return self._fallback(z, h)
+                f, lo, hi = out
+                tr = (lambda v: np.log1p(np.maximum(v, 0.0))) if self.log else (lambda v: v)
+                return tr(f), tr(lo), tr(hi)
+            if self.method in _PARAMETER_FREE:
+                return _baseline(self.method, z, h, self.level)
+            if not self.ok:
+                return self._fallback(z, h)
+            try:
+                if z is self.z:
+                    res = self.model.predict(h=h, level=lv)
+                else:  # MSTL's intervals cost a decomposition each: the 1-day rolling one uses conformal ones
+                    res = self.model.forward(y=z, h=h, **({} if self.method == "mstl" else {"level": lv}))
+                out = _unpack(res, self.level, h)
+            except Exception:
+                return self._fallback(z, h)
+            if not np.all(np.isfinite(out[0])):
+                return self._fallback(z, h)
+            return out
+
+    @staticmethod
+    def _constant(z, h):
+        v = float(z[-1]) if len(z) else 0.0
+        return np.full(h, v), np.full(h, np.nan), np.full(h, np.nan)
+
+    def forward1(self, z: np.ndarray) -> tuple[float, float, float]:
+        """One-day-ahead forecast from ``z`` (the data up to the forecast's origin)."""
+        if self.method == "glm":
+            f, lo, hi = _Fitted("glm", z, self.level, self.log).predict(1)
+        else:
+            f, lo, hi = self.predict(1, z)
+        return float(f[0]), float(lo[0]), float(hi[0])
+
+
+
+def _back(v: np.ndarray, log: bool) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.expm1(v) if log else v
+    return np.maximum(np.nan_to_num(out, nan=0.0, posinf=np.finfo(float).max), 0.0)
+
