@@ -165,7 +165,7 @@ def real(a) -> None:
             warnings.simplefilter("ignore")
             bt = backtest_series(y, methods=tuple(a.candidates or CANDIDATES), weeks=min(a.weeks, (n - 14) // 7),
                                  min_train=14 if short else 28, min_prior=1 if short else 2,
-                                 min_prior_days=7 if short else 14)
+                                 min_prior_days=1 if short else 14)
         dt = time.perf_counter() - t
         sc = bt.scores.assign(series=name, n_days=n, seconds=dt)
         rows.append(sc)

@@ -193,9 +193,9 @@ class DemandForecaster(BaseModel):
             raise ValueError(f"count_cap must be a number >= 1, got {self.count_cap!r}")
         if not (isinstance(self.weeks, int) and self.weeks >= 1):
             raise ValueError(f"weeks must be a positive integer, got {self.weeks!r}")
-        bad = set(self._candidates()) - (set(METHODS) - {"auto", "combo"})
+        bad = set(self._candidates()) - (set(METHODS) - {"auto", "combo", "ensemble"})
         if bad:
-            raise ValueError(f"candidates must be among {METHODS[1:-1]}, got {sorted(bad)}")
+            raise ValueError(f"candidates must be among {METHODS[1:-2]}, got {sorted(bad)}")
         for k, v in (self.capacity or {}).items():
             if not (isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 < v < 2 ** 53):
                 raise ValueError(f"capacity[{k!r}] must be a positive number of GPUs, got {v!r}")

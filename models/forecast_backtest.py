@@ -1,5 +1,5 @@
 """The time-honest rolling-origin backtest of one daily series, the scores, the causal choice
-of method (the naive baseline, a model, or the combination) and the conformal radii.
+of method (the median ensemble, a single method, or the combination) and the conformal radii.
 
 Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` days ``n − 7k`` (``k =
 1..weeks``) with at least ``min_train`` days before them. At each fit origin every method is fitted on
@@ -9,15 +9,21 @@ Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` day
 ``forward``, parameter-free methods are recomputed). Nothing after a forecast's origin is used.
 
 Time-honest choice. At a window starting at ``o`` (horizon ``h``) the *prior* windows are those that
-ended by then (``o' + h <= o``). ``combo`` at ``o`` is the mean of the 3 methods with the lowest WAPE on
-the prior windows. ``auto`` at ``o`` is the naive baseline with the lowest WAPE on the prior windows,
-replaced by the best model only when that beats it by more than one standard error of the paired
-WAPE difference (``one_se=True``, default; the plain lowest WAPE otherwise), and by ``combo`` when
-combo beats that pick the same way on the prior windows where combo existed; both need at least
-``min_prior`` prior windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on
-the windows where they exist (the *evaluation* windows); every method's score is reported on the
-same windows. The forecast from the end of the
-history uses every backtest window, all of which precede it.
+ended by then (``o' + h <= o``). ``ensemble`` is the median (on ``z``, day by day) of every candidate's
+forecast: it needs no choice, so it exists at every window. ``combo`` at ``o`` is the mean of the 3
+methods with the lowest WAPE on the prior windows. ``auto`` at ``o`` is ``ensemble``, replaced by the
+single method (naive baseline or model) with the lowest WAPE on the prior windows only when that beats
+it by more than one standard error of the paired WAPE difference (``one_se=True``, default; the plain
+lowest WAPE otherwise), and by ``combo`` when combo beats that pick the same way on the prior windows
+where combo existed, each switch backed by at least ``MIN_BLOCKS`` = 4 independent blocks of prior
+evidence (weeks for the 1-day horizon; 28-day stretches of origins for the 4-week one, whose weekly
+windows overlap), the SE computed over those blocks. The default is the ensemble, not the best single method of a few prior windows,
+because with few windows that pick is mostly noise while the median of the candidates is robust (the
+"forecast combination puzzle": equal-weight combinations are hard to beat, and a median ignores the
+one member whose trend runs away at 4 weeks). ``auto`` and ``combo`` need at least ``min_prior`` prior
+windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on the windows where they
+exist (the *evaluation* windows); every method's score is reported on the same windows. The forecast
+from the end of the history uses every backtest window, all of which precede it.
 
 Scores per method and horizon: ``wape = Σ|ŷ − y| / Σy`` (days pooled over windows) with its standard
 error (ratio estimator, windows as independent clusters: ``SE = √(m/(m−1) Σ(a_i − W b_i)²) / Σb_i``,
@@ -47,6 +53,10 @@ from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE,
                                               _has_own_interval)
 
 __all__ = ["backtest_series", "SeriesBacktest", "wape_and_se", "paired_diff_se"]
+
+#: independent blocks of prior evidence (weeks of 1-day forecasts; 4-week stretches of 4-week windows)
+#: a switch away from the ensemble needs
+MIN_BLOCKS = 4
 
 
 def _window_scores(F: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -103,9 +113,10 @@ class _Horizon:
 @dataclass
 class SeriesBacktest:
     """The result of :func:`backtest_series` (module docstring). ``scores``: one row per horizon ×
-    method (the candidates, ``combo`` and ``auto``): ``wape``, ``wape_se``, ``mase``, ``coverage``
+    method (the candidates, ``ensemble``, ``combo`` and ``auto``): ``wape``, ``wape_se``, ``mase``, ``coverage``
     (the chosen interval kind), ``coverage_conformal``, ``coverage_model``, ``windows``, ``days``;
-    ``choice``: the method for a forecast after the history (per horizon); ``combo_members``;
+    ``choice``: the method for a forecast after the history (per horizon); ``combo_members``: the members
+    of the chosen ``combo`` or ``ensemble`` (empty otherwise);
     ``interval``: per horizon ``{"kind", "q"}`` (``q``: conformal radius on ``z`` per horizon block);
     ``windows``: every backtest forecast (``horizon, method, origin, step, forecast, actual``; ``origin``
     = index of the first forecast day, ``pick`` = auto's choice there; NaN where combo/auto do not exist)."""
@@ -129,7 +140,7 @@ def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequenc
     """Time-honest rolling-origin backtest of one daily series (module docstring). ``min_prior``: prior
     4-week windows before auto/combo choose (``min_prior_days``: prior 1-day windows)."""
     y = np.maximum(np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
-    methods = tuple(dict.fromkeys(m for m in methods if m not in ("auto", "combo")))
+    methods = tuple(dict.fromkeys(m for m in methods if m not in ("auto", "combo", "ensemble")))
     for m in methods:
         if m not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {m!r}")
@@ -215,24 +226,39 @@ def _abs_err(hz: _Horizon, Fz: np.ndarray, mask: np.ndarray, log: bool) -> np.nd
 
 def _beats(hz, Fz, m1, m2, mask, log, one_se) -> bool:
     """``m1`` has a lower WAPE than ``m2`` on the windows in ``mask`` (by more than one standard error
-    of the paired difference when ``one_se``; an undefined SE — fewer than two windows — is not enough)."""
+    of the paired difference when ``one_se``, which then needs evidence from at least
+    :data:`MIN_BLOCKS` independent blocks). The SE of this decision takes as independent units blocks
+    of ``max(h, 7)`` days of origins (:func:`_evidence_blocks`): the days of one week (1-day horizon)
+    share their week's errors, and 4-week windows at weekly origins overlap by three weeks, so counting
+    each window as independent would let a switch ride on noise; an SE from two or three blocks is
+    itself too noisy to trust."""
     if mask.sum() == 0:
         return False
+    blk = _evidence_blocks(hz.origins[mask], hz.h)
+    if one_se and blk.max() + 1 < MIN_BLOCKS:
+        return False
+    a1, a2 = _abs_err(hz, Fz[m1], mask, log), _abs_err(hz, Fz[m2], mask, log)
     b = np.nansum(hz.Y[mask], axis=1)
-    d, se = paired_diff_se(_abs_err(hz, Fz[m1], mask, log), _abs_err(hz, Fz[m2], mask, log), b)
+    a1, a2, b = (np.bincount(blk, weights=v) for v in (a1, a2, b))
+    d, se = paired_diff_se(a1, a2, b)
     if not np.isfinite(d):
         return False
     return d + (se if one_se else 0.0) < 0 if (not one_se or np.isfinite(se)) else False
 
 
+def _evidence_blocks(origins: np.ndarray, h: int) -> np.ndarray:
+    """Block index (0-based, consecutive) of each window: origins grouped by ``max(h, 7)`` days."""
+    g = np.asarray(origins, dtype=np.int64) // max(int(h), SEASON)
+    return np.unique(g, return_inverse=True)[1].astype(np.int64)
+
+
 def _choose(hz, Fz, order, mask, mask_combo, log, one_se) -> str:
-    """The method for windows after ``mask``: the best naive baseline on ``mask``, replaced by the best
-    model when that beats it (one-SE rule when ``one_se``), replaced by ``combo`` when combo beats that
-    on ``mask_combo`` (the windows where combo existed)."""
+    """The method for windows after ``mask``: ``ensemble``, replaced by the best single method on
+    ``mask`` when that beats it (one-SE rule when ``one_se``), replaced by ``combo`` when combo beats
+    that on ``mask_combo`` (the windows where combo existed)."""
     ranked = _rank(hz, order, mask, log)
     best = ranked[0][2]
-    base = next((m for _, _, m in ranked if m in BASELINES), best)
-    pick = best if best == base or _beats(hz, Fz, best, base, mask, log, one_se) else base
+    pick = best if _beats(hz, Fz, best, "ensemble", mask, log, one_se) else "ensemble"
     if mask_combo.sum() >= 1 and np.isfinite(Fz["combo"][mask_combo]).all() and \
             _beats(hz, Fz, "combo", pick, mask_combo, log, one_se):
         pick = "combo"
@@ -243,21 +269,24 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     h, W = hz.h, len(hz.origins)
     order = _tie_order(methods)
     blocks = _blocks(h)
-    names = list(methods) + ["combo", "auto"]
+    names = list(methods) + ["ensemble", "combo", "auto"]
     Fz = dict(hz.Fz)
     Lz, Hz = dict(hz.Lz), dict(hz.Hz)
-    for nm in ("combo", "auto"):
+    for nm in ("ensemble", "combo", "auto"):
         Fz[nm] = np.full((W, h), np.nan)
         Lz[nm] = np.full((W, h), np.nan)
         Hz[nm] = np.full((W, h), np.nan)
+    if W:
+        Fz["ensemble"] = np.median(np.stack([Fz[m] for m in methods]), axis=0)
+    singles = list(methods) + ["ensemble"]
     # conformal intervals of every single method at each window, from its prior windows' residuals
     Cq = {m: np.full((W, h), np.inf) for m in names}
-    resid = {m: Fz[m] - hz.Z for m in methods}
+    resid = {m: Fz[m] - hz.Z for m in singles}
     evaluable = np.zeros(W, dtype=bool)
     pick = [None] * W
     for k in range(W):
         prior = _prior_mask(hz.origins, h, k)
-        for m in methods:
+        for m in singles:
             for b in np.unique(blocks):
                 Cq[m][k, blocks == b] = _conformal_q(resid[m][prior][:, blocks == b].ravel(), level)
         if prior.sum() < min_prior:
@@ -339,6 +368,7 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     qs = [_conformal_q(r_final[mask_final][:, blocks == b].ravel(), level) for b in np.unique(blocks)]
     if kind == "conformal" and not all(np.isfinite(qs)) and _has_own_interval(choice) and choice != "combo":
         kind = "model"
-    return rows, choice, (top if choice == "combo" else []), {"kind": kind, "q": [float(v) for v in qs]}, fc
+    members = top if choice == "combo" else (list(methods) if choice == "ensemble" else [])
+    return rows, choice, members, {"kind": kind, "q": [float(v) for v in qs]}, fc
 
 

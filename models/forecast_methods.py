@@ -23,6 +23,9 @@ def _forecast_z(z: np.ndarray, h: int, method: str, level: float, log: bool, mem
     if method == "combo":
         parts = [_Fitted(m, z, level, log).predict(h) for m in members]
         return tuple(np.mean([p[i] for p in parts], axis=0) for i in range(3))
+    if method == "ensemble":  # its interval: conformal, else seasonal naive's width (forecast_fixed)
+        f = np.median([_Fitted(m, z, level, log).predict(h)[0] for m in members], axis=0)
+        return f, np.full(h, np.nan), np.full(h, np.nan)
     return _Fitted(method, z, level, log).predict(h)
 
 
@@ -30,7 +33,7 @@ def forecast_series(y, h: int, *, method: str = "auto", level: float = 0.9, log:
                     candidates: Iterable[str] = CANDIDATES, selection: SeriesBacktest | None = None
                     ) -> pd.DataFrame:
     """Forecast ``h`` days after the series ``y`` → DataFrame ``forecast, lower, upper, method``.
-    ``method="auto"`` or ``"combo"`` (and ``selection=None``) run :func:`backtest_series` first; the
+    ``method="auto"``, ``"combo"`` or ``"ensemble"`` (and ``selection=None``) run :func:`backtest_series` first; the
     interval is the kind the backtest found nearer ``level`` (module docstring). Series shorter than two
     weeks or constant: seasonal naive."""
     return _forecast(y, h, method=method, level=level, log=log, candidates=candidates, selection=selection)[0]
@@ -58,11 +61,12 @@ def _forecast(y, h: int, *, method: str, level: float, log: bool, candidates=CAN
     y = _clean(y)
     used, members, iv = method, [], None
     if not _too_short(y, log):
-        if method in ("auto", "combo", "window_average", "weekday_mean") and selection is None:
+        if method in ("auto", "combo", "ensemble", "window_average", "weekday_mean", "weekday_median") and \
+                selection is None:
             cands = tuple(candidates)
             if method == "combo" and len(cands) < COMBO_SIZE:
                 cands = CANDIDATES
-            if method in ("window_average", "weekday_mean"):  # no interval of their own: conformal ones
+            if method in ("window_average", "weekday_mean", "weekday_median"):  # no interval of their own
                 cands = (method,)
             selection = backtest_series(y, methods=cands, level=level, log=log,
                                         horizons=(selection_horizon(h, len(y)),))
@@ -73,6 +77,8 @@ def _forecast(y, h: int, *, method: str, level: float, log: bool, candidates=CAN
                 used = selection.choice[hs]
             if used == "combo":
                 members = selection.combo_members.get(hs) or _top_members(selection, hs)
+            if used == "ensemble":
+                members = selection.combo_members.get(hs) or list(selection.methods)
             iv = selection.interval.get(hs) if used == selection.choice.get(hs) else None
     return forecast_fixed(y, h, method=used, level=level, log=log, members=members, interval=iv), selection
 
@@ -99,8 +105,10 @@ def forecast_fixed(y, h: int, *, method: str, level: float = 0.9, log: bool = Tr
     z = np.log1p(y) if log else y
     if _too_short(y, log):
         method, members, interval = "seasonal_naive", (), None
-    if method == "combo" and not members:
-        raise ValueError("combo needs its members")
+    if method in ("combo", "ensemble") and not members:
+        if method == "combo":
+            raise ValueError("combo needs its members")
+        members = CANDIDATES
     f, lo, hi = _forecast_z(z, h, method, level, log, members)
     if interval is not None and interval.get("kind") == "conformal" and interval.get("q"):
         q = np.asarray(interval["q"], dtype=float)

@@ -17,14 +17,29 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
 * ``"naive"`` — ``Naive()``: the last value;
 * ``"window_average"`` — ``WindowAverage(7)``: the mean of the last 7 days;
 * ``"weekday_mean"`` — ``SeasonalWindowAverage(7, 4)``: the mean of the same weekday over the last 4 weeks;
+* ``"weekday_median"`` — the median (on ``z``) of the same weekday over the last ``MEDIAN_WEEKS`` = 8
+  weeks (fewer when the history is shorter): a robust seasonal baseline, one odd day does not move it;
 * ``"glm"`` — statsmodels: a negative-binomial GLM (job counts) or log-linear least squares (other
   series) with weekday effects and a linear trend (held flat beyond one history length ahead);
+* ``"ensemble"`` — the median (on ``z``, day by day) of every candidate's forecast: no choice to make,
+  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default;
 * ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
-* ``"auto"`` — per series, the best naive baseline, a model or the combination, chosen by the
-  time-honest backtest below (a model or combo must beat the baseline by more than one SE).
+* ``"auto"`` — per series, the ensemble, a single method or the combination, chosen by the
+  time-honest backtest (:mod:`acmemodel.models.forecast_backtest`; a single method or combo must beat
+  the ensemble by more than one SE).
 
 :data:`BASELINES` are the naive methods a capacity planner would use instead (naive, seasonal naive,
-window average, weekday mean).
+window average, weekday mean, weekday median).
+
+Outlier days (:func:`clean_outliers`). The models (``ets``, ``arima``, ``theta``, ``mstl``) are fitted,
+and rolled forward, on ``z`` with its outlier days replaced — a one-day burst of submissions (a
+campaign, a retried array job) otherwise pulls an ETS level or an STL trend for weeks. A day is an
+outlier when its residual ``e_t = z_t − m_t − s_{t mod 7}`` lies more than ``OUTLIER_K`` = 4 robust
+standard deviations (``1.4826 × MAD`` of ``e``) from the median residual, ``m_t`` being the centred
+7-day rolling median of ``z`` and ``s`` the weekday medians of ``z − m`` (a Hampel filter around a
+weekday profile); it is replaced by ``m_t + s_{t mod 7}``. Only the data a fit is given are looked at
+(nothing after the forecast origin), histories shorter than 4 weeks are left as they are, and the
+naive baselines always see the raw series.
 """
 from __future__ import annotations
 
@@ -33,15 +48,15 @@ import warnings
 import numpy as np
 from scipy import stats
 
-__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE"]
+__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "clean_outliers"]
 
 #: every ``method`` value
 METHODS = ("auto", "ets", "arima", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean",
-           "glm", "combo")
+           "weekday_median", "glm", "ensemble", "combo")
 #: the methods ``"auto"`` chooses from by default (and ``combo`` averages the best of)
-CANDIDATES = ("ets", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean")
+CANDIDATES = ("ets", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean", "weekday_median")
 #: the naive baselines
-BASELINES = ("naive", "seasonal_naive", "window_average", "weekday_mean")
+BASELINES = ("naive", "seasonal_naive", "window_average", "weekday_mean", "weekday_median")
 #: the season (days)
 SEASON = 7
 #: the backtest horizons (days): rolling 1 day ahead, and 4 weeks
@@ -49,7 +64,11 @@ HORIZONS = (1, 28)
 #: members of the combination
 COMBO_SIZE = 3
 #: methods without parameters: the 1-day rolling forecast recomputes them on y[:d]
-_PARAMETER_FREE = ("seasonal_naive", "naive", "window_average", "weekday_mean")
+_PARAMETER_FREE = ("seasonal_naive", "naive", "window_average", "weekday_mean", "weekday_median")
+#: weeks of the robust seasonal baseline ``weekday_median``
+MEDIAN_WEEKS = 8
+#: an outlier day lies more than this many robust SDs from the weekday profile (:func:`clean_outliers`)
+OUTLIER_K = 4.0
 
 
 # ---------------------------------------------------------------------- one model, one fit
@@ -89,7 +108,7 @@ def _lvl(level: float):
 
 
 def _has_own_interval(method: str) -> bool:
-    return method not in ("window_average", "weekday_mean")
+    return method not in ("window_average", "weekday_mean", "weekday_median", "ensemble")
 
 
 def _glm_design(t: np.ndarray, n: int) -> np.ndarray:
@@ -148,7 +167,7 @@ def _baseline(method: str, z: np.ndarray, h: int, level: float) -> tuple[np.ndar
         return np.zeros(h), nan, nan
     qn = stats.norm.ppf(0.5 + level / 2)
     if method == "naive" or (method == "seasonal_naive" and n < SEASON) or \
-            (method == "weekday_mean" and n < SEASON) or (method == "window_average" and n < SEASON):
+            (method in ("weekday_mean", "weekday_median", "window_average") and n < SEASON):
         f = np.full(h, z[-1])
         d = np.diff(z)
         sig = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
@@ -166,7 +185,38 @@ def _baseline(method: str, z: np.ndarray, h: int, level: float) -> tuple[np.ndar
         k = min(4, n // SEASON)
         wk = z[n - k * SEASON:].reshape(k, SEASON).mean(axis=0)
         return wk[i % SEASON], nan, nan
+    if method == "weekday_median":
+        k = min(MEDIAN_WEEKS, n // SEASON)
+        wk = np.median(z[n - k * SEASON:].reshape(k, SEASON), axis=0)
+        return wk[i % SEASON], nan, nan
     raise ValueError(method)
+
+
+def clean_outliers(z: np.ndarray, k: float = OUTLIER_K) -> np.ndarray:
+    """``z`` with its outlier days replaced by the weekday profile around the local level (module
+    docstring); unchanged when shorter than 4 weeks or when no day is an outlier. The weekday of day
+    ``t`` is ``t mod 7`` (the series' own positions)."""
+    z = np.asarray(z, dtype=float)
+    n = len(z)
+    if n < 4 * SEASON:
+        return z
+    import pandas as pd
+
+    m = pd.Series(z).rolling(SEASON, center=True, min_periods=4).median().to_numpy()
+    r = z - m
+    dow = np.arange(n) % SEASON
+    s = np.array([np.median(r[dow == d]) for d in range(SEASON)])
+    e = r - s[dow]
+    c = np.median(e)
+    sd = 1.4826 * np.median(np.abs(e - c))
+    if not sd > 0:
+        return z
+    bad = np.abs(e - c) > k * sd
+    if not bad.any():
+        return z
+    out = z.copy()
+    out[bad] = (m + s[dow])[bad]
+    return out
 
 
 class _Fitted:
@@ -183,7 +233,7 @@ class _Fitted:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self.model.fit(z)
+                self.model.fit(clean_outliers(z))
         except Exception:  # a fit statsforecast rejects (too short, degenerate): seasonal naive instead
             self.ok = False
 
@@ -211,7 +261,8 @@ class _Fitted:
                 if z is self.z:
                     res = self.model.predict(h=h, level=lv)
                 else:  # MSTL's intervals cost a decomposition each: the 1-day rolling one uses conformal ones
-                    res = self.model.forward(y=z, h=h, **({} if self.method == "mstl" else {"level": lv}))
+                    res = self.model.forward(y=clean_outliers(z), h=h,
+                                             **({} if self.method == "mstl" else {"level": lv}))
                 out = _unpack(res, self.level, h)
             except Exception:
                 return self._fallback(z, h)
@@ -231,7 +282,6 @@ class _Fitted:
         else:
             f, lo, hi = self.predict(1, z)
         return float(f[0]), float(lo[0]), float(hi[0])
-
 
 
 def _back(v: np.ndarray, log: bool) -> np.ndarray:

@@ -121,7 +121,7 @@ def test_forecaster_end_to_end_and_roundtrip(tmp_path):
     assert len(fc) == 14 and fc["date"].iloc[0] == s["date"].max() + pd.Timedelta(days=1)
     assert list(fc.columns) == ["cluster", "type", "metric", "date", "forecast", "lower", "upper", "method"]
     bt = f.backtest(type="Eval", metric="jobs")
-    assert set(bt["model"]) == {"ets", "seasonal_naive", "naive", "window_average", "weekday_mean"}
+    assert set(bt["model"]) == {"ets", "seasonal_naive", "naive", "window_average", "weekday_mean", "weekday_median"}
     assert set(bt["metric"]) >= {"wape", "mase", "coverage"} and set(bt["horizon"]) == {1}
     assert set(bt["cell"]) == {"Seren/Eval/jobs"}
     Bundle({"forecast": f}).save(tmp_path / "b")
@@ -324,15 +324,17 @@ def test_conformal_coverage_on_a_known_law():
 
 
 def test_combination_chosen_when_it_wins():
+    """Two methods whose errors offset: their median ensemble (= their mean, = combo) beats both by more
+    than one SE and is chosen; where one method dominates (a strong weekly pattern, little noise), that
+    method replaces the ensemble."""
     y = _ar_mix(140, 0)
     bt = backtest_series(y, methods=("naive", "seasonal_naive"), horizons=(1,), weeks=14)
     sc = bt.scores.set_index("method")
-    assert bt.choice[1] == "combo" and sorted(bt.combo_members[1]) == ["naive", "seasonal_naive"]
-    assert sc.loc["combo", "wape"] + sc.loc["combo", "wape_se"] < min(sc.loc["naive", "wape"],
-                                                                      sc.loc["seasonal_naive", "wape"])
+    assert bt.choice[1] in ("ensemble", "combo") and sorted(bt.combo_members[1]) == ["naive", "seasonal_naive"]
+    for m in ("ensemble", "combo", "auto"):
+        assert sc.loc[m, "wape"] + sc.loc[m, "wape_se"] < min(sc.loc["naive", "wape"], sc.loc["seasonal_naive", "wape"])
     fc = forecast_series(y, 3, candidates=("naive", "seasonal_naive"))
-    assert fc["method"].iloc[0] in ("combo(seasonal_naive+naive)", "combo(naive+seasonal_naive)")
-    # and not chosen where one method dominates: a strong weekly pattern with little noise
+    assert fc["method"].iloc[0] in ("ensemble", "combo(seasonal_naive+naive)", "combo(naive+seasonal_naive)")
     w = _weekly_series(140, 2)
     bt2 = backtest_series(w, methods=("naive", "seasonal_naive"), horizons=(1,), weeks=14)
     assert bt2.choice[1] == "seasonal_naive"

@@ -11,8 +11,8 @@ from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_trace_span, console, load_traces
 from acmemodel.cli._fmt import num, progress, table
 
-_SHORT = {"seasonal_naive": "snaive", "window_average": "win7", "weekday_mean": "wkday", "auto": "auto",
-          "combo": "combo", "ets": "ets", "arima": "arima", "theta": "theta", "mstl": "mstl", "naive": "naive",
+_SHORT = {"seasonal_naive": "snaive", "window_average": "win7", "weekday_mean": "wkday", "weekday_median": "wkmed",
+          "auto": "auto", "ensemble": "ens", "combo": "combo", "ets": "ets", "arima": "arima", "theta": "theta", "mstl": "mstl", "naive": "naive",
           "glm": "glm"}
 #: column names of a plain daily series (first: dates, second: values), case-insensitive
 _SERIES_COLUMNS = (("date", "value"), ("ds", "y"))
@@ -81,8 +81,9 @@ def forecast_cmd(
     paths: Optional[List[Path]] = TRACE_PATHS,
     days: int = typer.Option(30, "--days", help="Days to forecast after the last full day of the history."),
     method: str = typer.Option("auto", "--method",
-                               help="auto (per series: lowest time-honest backtest WAPE) | combo | ets | arima | "
-                                    "theta | mstl | seasonal_naive | naive | window_average | weekday_mean | glm"),
+                               help="auto (per series: the ensemble unless a method beats it in the time-honest "
+                                    "backtest) | ensemble | combo | ets | arima | theta | mstl | seasonal_naive | "
+                                    "naive | window_average | weekday_mean | weekday_median | glm"),
     level: float = typer.Option(0.9, "--level", help="Prediction-interval level."),
     demand: str = typer.Option("running", "--demand",
                                help="GPU-hours: 'running' (held per day) or 'submitted' (by submit day)."),
