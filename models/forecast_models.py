@@ -48,7 +48,8 @@ import warnings
 import numpy as np
 from scipy import stats
 
-__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "clean_outliers"]
+__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "clean_outliers",
+           "weekly_structure"]
 
 #: every ``method`` value
 METHODS = ("auto", "ets", "arima", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean",
@@ -190,6 +191,34 @@ def _baseline(method: str, z: np.ndarray, h: int, level: float) -> tuple[np.ndar
         wk = np.median(z[n - k * SEASON:].reshape(k, SEASON), axis=0)
         return wk[i % SEASON], nan, nan
     raise ValueError(method)
+
+
+def weekly_structure(y, *, log: bool = True, alpha: float = 0.05) -> dict:
+    """Does the daily series have a weekly pattern? A weekday-effect F-test on the detrended series:
+    ``z = log(1 + y)`` (``y`` when ``log=False``) minus its centred 7-day moving average (classical
+    decomposition; the first and last three days drop out), grouped by ``t mod 7``; one-way ANOVA
+    (scipy ``f_oneway``). Returns ``{"f", "p", "strength", "weekly", "days"}``: the F statistic, its
+    p-value, the seasonal strength ``max(0, 1 − Var(e) / Var(s + e))`` (Hyndman & Athanasopoulos, FPP3
+    §4.3; ``s`` the weekday means of the detrended series, ``e`` the rest; > 0.64 is strong) and
+    ``weekly = p < alpha``. Fewer than three weeks: NaN and ``weekly=False``."""
+    y = np.maximum(np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
+    n = len(y)
+    nan = {"f": float("nan"), "p": float("nan"), "strength": float("nan"), "weekly": False, "days": int(n)}
+    if n < 3 * SEASON:
+        return nan
+    z = np.log1p(y) if log else y
+    ma = np.convolve(z, np.ones(SEASON) / SEASON, mode="valid")  # centred: day t = 3 .. n-4
+    r = z[SEASON // 2: n - SEASON // 2] - ma
+    dow = (np.arange(len(r)) + SEASON // 2) % SEASON
+    groups = [r[dow == d] for d in range(SEASON)]
+    if min(len(g) for g in groups) < 2 or np.ptp(r) == 0:
+        return nan
+    f, p = stats.f_oneway(*groups)
+    s = np.array([g.mean() for g in groups])[dow]
+    e = r - s
+    v = float(np.var(s + e))
+    strength = max(0.0, 1.0 - float(np.var(e)) / v) if v > 0 else 0.0
+    return {"f": float(f), "p": float(p), "strength": strength, "weekly": bool(p < alpha), "days": int(n)}
 
 
 def clean_outliers(z: np.ndarray, k: float = OUTLIER_K) -> np.ndarray:
