@@ -36,8 +36,8 @@ and rolled forward, on ``z`` with its outlier days replaced — a one-day burst 
 campaign, a retried array job) otherwise pulls an ETS level or an STL trend for weeks. A day is an
 outlier when its residual ``e_t = z_t − m_t − s_{t mod 7}`` lies more than ``OUTLIER_K`` = 4 robust
 standard deviations (``1.4826 × MAD`` of ``e``) from the median residual, ``m_t`` being the centred
-7-day rolling median of ``z`` and ``s`` the weekday medians of ``z − m`` (a Hampel filter around a
-weekday profile); it is replaced by ``m_t + s_{t mod 7}``. Only the data a fit is given are looked at
+7-day rolling median of ``z`` (held at the ends) and ``s`` the weekday medians of ``z − m`` (a Hampel
+filter around a weekday profile); it is replaced by ``m_t + s_{t mod 7}``. Only the data a fit is given are looked at
 (nothing after the forecast origin), histories shorter than 4 weeks are left as they are, and the
 naive baselines always see the raw series.
 """
@@ -231,7 +231,9 @@ def clean_outliers(z: np.ndarray, k: float = OUTLIER_K) -> np.ndarray:
         return z
     import pandas as pd
 
-    m = pd.Series(z).rolling(SEASON, center=True, min_periods=4).median().to_numpy()
+    # a full week in every window (a partial one is biased by the weekday pattern): the first and last
+    # three days take the level of the nearest full window
+    m = pd.Series(z).rolling(SEASON, center=True).median().bfill().ffill().to_numpy()
     r = z - m
     dow = np.arange(n) % SEASON
     s = np.array([np.median(r[dow == d]) for d in range(SEASON)])

@@ -386,3 +386,54 @@ def test_left_truncated_rows_are_not_submissions():
     s = s[s.type == "Eval"].reset_index(drop=True)
     assert s.jobs.tolist() == [2.0, 0.0]  # the truncated row is not a submission on day 0
     assert s.gpu_hours.tolist()[0] == pytest.approx(24 + 24 + 6)  # but it ran that day
+
+
+def test_outlier_days_cleaned_before_the_models_fit():
+    """A one-day burst (×8) in a weekly series is replaced by its weekday profile around the local level;
+    the other days are left alone but for a noise-sized nudge at most; shorter than 4 weeks: unchanged."""
+    from acmemodel.models.forecast_models import clean_outliers
+
+    rng = np.random.default_rng(3)
+    week = np.log([200, 220, 230, 210, 190, 80, 60.0])
+    z = np.tile(week, 10) + rng.normal(0, 0.05, 70)
+    spiked = z.copy()
+    spiked[40] += np.log(8.0)
+    c = clean_outliers(spiked)
+    assert abs(c[40] - z[40]) < 0.2
+    moved = np.flatnonzero(c != spiked)
+    assert len(moved) <= 3 and np.max(np.abs(np.delete(c - spiked, 40))) < 0.3
+    assert np.array_equal(clean_outliers(spiked[:27]), spiked[:27])
+
+
+def test_weekly_structure_test_and_robust_weekday_median():
+    """The weekday F-test finds the pattern of a weekly series and none in iid Poisson counts (at 5 %);
+    weekday_median ignores one odd week that moves weekday_mean."""
+    from acmemodel.models.forecast_models import _baseline, weekly_structure
+
+    assert weekly_structure(_weekly_series(70, 1))["weekly"]
+    rng = np.random.default_rng(0)
+    ws = weekly_structure(rng.poisson(100, 140).astype(float))
+    assert not ws["weekly"] and ws["p"] > 0.05 and ws["strength"] < 0.2
+    assert not weekly_structure(np.ones(10))["weekly"]  # under three weeks: no verdict
+    z = np.tile(np.log([200, 220, 230, 210, 190, 80, 60.0]), 8)
+    z[-7:] += 1.0  # the last week is odd
+    med, _, _ = _baseline("weekday_median", z, 7, 0.9)
+    mean, _, _ = _baseline("weekday_mean", z, 7, 0.9)
+    assert np.allclose(med, z[:7]) and np.all(mean > z[:7] + 0.2)
+
+
+def test_auto_defaults_to_the_ensemble_without_evidence():
+    """With fewer than MIN_BLOCKS weeks of prior 1-day windows, auto stays with the ensemble (the median of
+    every candidate) whatever single method led on those few days."""
+    from acmemodel.models.forecast_backtest import MIN_BLOCKS
+
+    y = _weekly_series(42, 4)
+    bt = backtest_series(y, methods=("naive", "seasonal_naive", "weekday_mean"), horizons=(1,), weeks=3,
+                         min_train=21, min_prior_days=1)
+    w = bt.windows
+    picks = w[(w["method"] == "auto") & (w["pick"] != "")]["pick"]
+    assert MIN_BLOCKS > 3 and len(picks) and (picks == "ensemble").all()
+    ens = w[w["method"] == "ensemble"].set_index(["origin", "step"])["forecast"]
+    parts = [w[w["method"] == m].set_index(["origin", "step"])["forecast"]
+             for m in ("naive", "seasonal_naive", "weekday_mean")]
+    assert np.allclose(ens.to_numpy(), np.expm1(np.median(np.log1p([p.to_numpy() for p in parts]), axis=0)))
