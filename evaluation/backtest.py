@@ -223,6 +223,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     ``predictor_params`` are passed to the model constructors. Returns a :class:`BacktestResult`.
     """
     from acmemodel.models.predictor import RuntimePredictor, submission_features
+    from acmemodel.models.predictor_conformal import ipcw_weights
     from acmemodel.models.queue import QueueModel
     from acmemodel.models.runtime import RuntimeModel
 
@@ -280,7 +281,10 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     # ---------------------------------------------------------------- quantiles
     y = np.log1p(x)
-    qmodels = {} if pred is None else {"predictor": pred.predict_log(t, timezones).to_numpy()}
+    # (the predictor sees the test jobs still running too: its online recalibration counts them once
+    # they have run past their bound — they are the long ones; only the ended ones are scored)
+    qmodels = {} if pred is None else {"predictor": pred.predict_log(
+        test.loc[gpu_run | pd.Series(running, index=test.index)], timezones).loc[t.index].to_numpy()}
     qmodels = {
         **qmodels,
         "runtime_model_nostate": np.log1p(_cell_quantiles(rm, kf_nostate)),
@@ -367,7 +371,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     weights = None
     if running.any():
         c_run = np.maximum(test["run_s"].to_numpy(dtype=float)[running], 0.0)
-        weights = M.ipcw_weights(x, c_run)
+        weights = ipcw_weights(x, c_run)
     return BacktestResult(res, info, model_card(per_job, weights))
 
 
@@ -501,7 +505,7 @@ def model_card(per_job: dict[tuple[str, str], np.ndarray], weights: np.ndarray |
     (one row per table of :data:`CARD` and baseline: metric, model and baseline means, the paired
     difference ``diff`` (> 0: the model is better) ± ``se``, verdict) and ``intervals`` (the p10–p90
     coverage of every model with an interval). With ``weights`` (inverse-probability-of-censoring
-    weights of the scored jobs, :func:`~acmemodel.evaluation.metrics.ipcw_weights`, when some test jobs
+    weights of the scored jobs, :func:`~acmemodel.models.predictor_conformal.ipcw_weights`, when some test jobs
     were still running), every interval also gets its IPCW coverage (``interval`` "p10-p90 IPCW"): the
     ended jobs alone over-represent short runs."""
     comps = []
