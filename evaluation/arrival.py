@@ -23,6 +23,23 @@ cluster's types) or ``cluster/type/series`` for forecasts. Models: ``compound_nh
 * ``dispersion_index`` — variance / mean of hourly job counts (observed vs. each model's sample);
 * ``mape``, ``wape`` (Σ|ŷ − y|/Σy), ``coverage`` — forecasts of the held-out days' job counts and
   GPU-hours from the training days (:class:`~acmemodel.models.forecast.DemandForecaster`, 90 % intervals).
+
+**The model card** (``df.attrs["card"]``, :mod:`acmemodel.evaluation.card`; each cluster's submissions
+of all types, the clusters' held-out hours and days pooled): the arrival model's expected jobs per
+held-out hour bin ``μ`` (from its intensity × mean batch size) against two baselines a planner would
+use — ``training_mean_rate`` (the training period's jobs per second, constant) and ``seasonal_naive``
+(the count of the same hour of the week in the last training week) — by
+
+* ``hourly_logscore`` — the Poisson log-probability of the observed count ``log P(N = o; μ)`` per hour
+  bin (nats, higher is better; the seasonal naive's zero counts give no probability to a job, so it
+  is scored by the errors only);
+* ``hourly_abs_err`` and ``daily_abs_err`` — ``|o − μ|`` per hour bin and per local day (jobs);
+
+and the demand forecasts (``ets`` against ``seasonal_naive``, ``daily_abs_err_jobs`` /
+``daily_abs_err_gpu_hours`` of the cluster's total series per held-out day), paired per hour / day with
+the standard error and verdict of :func:`~acmemodel.evaluation.card.paired`. Intervals: the forecasts'
+90 % intervals per held-out day (calibrated: coverage in 0.85–0.95). The arrival model gives no
+interval of a count (its card says so by having none).
 """
 from __future__ import annotations
 
@@ -36,7 +53,7 @@ from scipy import stats
 
 from acmemodel.clusters import cluster_timezones, utc_offset_seconds
 
-__all__ = ["evaluate_arrival", "held_out_cutoffs"]
+__all__ = ["evaluate_arrival", "held_out_cutoffs", "arrival_card", "render_arrival_card"]
 
 DAY = 86400.0
 MIN_TRAIN_DAYS = 14.0
@@ -123,6 +140,8 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
     rng = np.random.default_rng(seed)
     rows: list[dict] = []
     split: dict[str, dict] = {}
+    units: dict[tuple[str, str], list] = {}   # (model, metric) → per hour / day values (the card)
+    hits: dict[tuple[str, str], list] = {}
 
     def add(model_name, metric, cell, value):
         rows.append({"model": model_name, "metric": metric, "cell": cell, "value": float(value)})
@@ -186,6 +205,8 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
             m_hod, m_dow = _profile(None, lam, off, cut, t1)
             n_tr = len(tr_fresh) if ty == "ALL" else int((tr_fresh["type"].astype(str) == ty).sum())
             flat = np.full(len(lam), n_tr / tr_span * 3600.0) * _bin_fraction(cut, t1, off)
+            if ty == "ALL":
+                _card_units(units, o_t, np.sort(tr_fresh["submit_s"].to_numpy(dtype=float)), lam, flat, cut, t1, off)
             f_hod, f_dow = _profile(None, flat, off, cut, t1)
             add("compound_nhpp", "hourly_profile_err", cell, _rel_l1(o_hod, m_hod))
             add("homogeneous_poisson", "hourly_profile_err", cell, _rel_l1(o_hod, f_hod))
@@ -198,10 +219,86 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
                 c = _hourly_counts(tt, cut, t1)
                 add(name, "dispersion_index", cell, c.var() / c.mean() if c.mean() > 0 else float("nan"))
         if forecast:
-            rows.extend(_forecast_rows(jc, cl, tzs, cut, level))
+            rows.extend(_forecast_rows(jc, cl, tzs, cut, level, units, hits))
     df = pd.DataFrame(rows, columns=["model", "metric", "cell", "value"])
     df.attrs["split"] = split
+    df.attrs["card"] = arrival_card({k: np.concatenate(v) for k, v in units.items()},
+                                    {k: np.concatenate(v) for k, v in hits.items()}, level)
     return df
+
+
+#: the arrival card's tables: (title, model, [(metric, baseline, higher is better)])
+CARD = (
+    ("ArrivalModel (compound NHPP): expected jobs per held-out hour / day", "compound_nhpp",
+     (("hourly_logscore", "training_mean_rate", True), ("hourly_abs_err", "training_mean_rate", False),
+      ("hourly_abs_err", "seasonal_naive", False), ("daily_abs_err", "training_mean_rate", False),
+      ("daily_abs_err", "seasonal_naive", False))),
+    ("Demand forecast (ETS), cluster total per held-out day", "ets",
+     (("daily_abs_err_jobs", "seasonal_naive", False), ("daily_abs_err_gpu_hours", "seasonal_naive", False))),
+)
+#: short names of the card's columns
+SHORT = {"compound_nhpp": "NHPP", "training_mean_rate": "mean rate", "seasonal_naive": "seas. naive",
+         "hourly_logscore": "logscore/h", "hourly_abs_err": "abs err/h", "daily_abs_err": "abs err/d",
+         "daily_abs_err_jobs": "jobs/d err", "daily_abs_err_gpu_hours": "GPU-h/d err", "ets": "ETS"}
+
+
+def _card_units(units: dict, o_t: np.ndarray, tr_t: np.ndarray, lam: np.ndarray, flat: np.ndarray,
+                cut: float, t1: float, off: int) -> None:
+    """Per held-out hour bin and local day: the observed jobs, the model's and the baselines' expected
+    jobs (module docstring), appended to ``units``."""
+    from acmemodel.models.arrival_glm import hour_bins
+
+    _, lo, hi, _ = hour_bins(cut, t1, off)
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+
+    def counts(t, a, b):
+        return (np.searchsorted(t, b, side="left") - np.searchsorted(t, a, side="left")).astype(float)
+    o = counts(o_t, lo, hi)
+    week = 7 * DAY
+    back = np.ceil((hi - cut) / week) * week      # whole weeks back into the training period
+    naive = counts(tr_t, lo - back, hi - back)
+    mu = {"compound_nhpp": np.asarray(lam, float), "training_mean_rate": np.asarray(flat, float),
+          "seasonal_naive": naive}
+    day = ((lo - cut) // DAY).astype(np.int64)
+    o_day = np.bincount(day, weights=o)
+    for name, m in mu.items():
+        units.setdefault((name, "hourly_abs_err"), []).append(np.abs(o - m))
+        units.setdefault((name, "daily_abs_err"), []).append(np.abs(o_day - np.bincount(day, weights=m,
+                                                                                         minlength=len(o_day))))
+        if name != "seasonal_naive":
+            units.setdefault((name, "hourly_logscore"), []).append(stats.poisson.logpmf(o, np.maximum(m, 1e-12)))
+
+
+def arrival_card(units: dict, hits: dict, level: float = 0.9) -> dict[str, list]:
+    """The arrival card (module docstring) from per-unit values ``{(model, metric): array}`` and the
+    forecast intervals' per-day hits ``{(model, series): array}``."""
+    from acmemodel.evaluation.card import comparison, coverage_verdict
+
+    comps = []
+    for title, model, pairs in CARD:
+        for metric, base, higher in pairs:
+            a, b = units.get((model, metric)), units.get((base, metric))
+            if a is None or b is None or len(a) != len(b) or not len(a):
+                continue
+            comps.append(comparison(title, model, base, metric, a, b, higher))
+    half = min(0.05, (1 - level) / 2)
+    intervals = [{"model": m, "interval": f"{level:.0%} {series}",
+                  **coverage_verdict(h, nominal=level, band=(level - half, level + half))}
+                 for (m, series), h in hits.items() if len(h)]
+    return {"comparisons": comps, "intervals": intervals}
+
+
+def render_arrival_card(card: dict[str, list], split: dict | None = None):
+    """The arrival card as rich tables (:func:`~acmemodel.evaluation.card.render_card`)."""
+    from acmemodel.evaluation.card import render_card
+
+    intro = "Model card"
+    if split:
+        n_tr = sum(s["train_jobs"] for s in split.values())
+        n_te = sum(s["test_jobs"] for s in split.values())
+        since = ", ".join(f"{c} from {str(v['cutoff_utc'])[:10]}" for c, v in split.items())
+        intro = f"Model card: trained on {n_tr:,} jobs, tested on the {n_te:,} of the held-out days ({since})."
+    return render_card(card, intro, SHORT, SHORT)
 
 
 def _profile_bins(t0, t1, off):
@@ -217,7 +314,8 @@ def _bin_fraction(t0, t1, off):
     return (hi - lo) / 3600.0
 
 
-def _forecast_rows(jc: pd.DataFrame, cl: str, tzs, cut: float, level: float) -> list[dict]:
+def _forecast_rows(jc: pd.DataFrame, cl: str, tzs, cut: float, level: float, units: dict | None = None,
+                   hits: dict | None = None) -> list[dict]:
     from acmemodel.models.forecast import METRICS, daily_series, forecast_series
 
     if not {"start_s", "end_s"} <= set(jc.columns):
@@ -240,6 +338,10 @@ def _forecast_rows(jc: pd.DataFrame, cl: str, tzs, cut: float, level: float) -> 
                 mape = float(np.mean(np.abs(f[pos] - y[pos]) / y[pos])) if pos.any() else float("nan")
                 cov = float(np.mean((y >= fc["lower"].to_numpy()) & (y <= fc["upper"].to_numpy())))
                 wape = float(np.sum(np.abs(f - y)) / np.sum(y)) if np.sum(y) > 0 else float("nan")
+                if ty == "ALL" and units is not None:   # the card: the cluster total, per held-out day
+                    units.setdefault((method, f"daily_abs_err_{met}"), []).append(np.abs(f - y))
+                    hits.setdefault((method, f"daily {met}"), []).append(
+                        ((y >= fc["lower"].to_numpy()) & (y <= fc["upper"].to_numpy())).astype(float))
                 cell = f"{cl}/{ty}/{met}"
                 rows.append({"model": method, "metric": "mape", "cell": cell, "value": mape})
                 rows.append({"model": method, "metric": "wape", "cell": cell, "value": wape})

@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.evaluation import metrics as M
+from acmemodel.evaluation.card import comparison, coverage_verdict, json_safe, render_card
 from acmemodel.evaluation.split import time_split
 
-__all__ = ["BacktestResult", "runtime_backtest", "render_table", "model_card", "render_card", "paired",
-           "coverage_verdict"]
+__all__ = ["BacktestResult", "runtime_backtest", "render_table", "model_card", "render_runtime_card"]
 
 QUANTILES = (0.1, 0.5, 0.9)
 #: metrics where larger is better (all others: smaller is better, coverage: closest to 0.8)
@@ -76,7 +76,7 @@ class BacktestResult:
         rows = [{"model": r.model, "metric": r.metric, "cell": r.cell,
                  "value": None if not np.isfinite(r.value) else float(r.value), "n": int(r.n)}
                 for r in self.results.itertuples(index=False)]
-        return {"card": _json_safe(self.card), "results": rows, "info": _json_safe(self.info)}
+        return {"card": json_safe(self.card), "results": rows, "info": json_safe(self.info)}
 
     def table(self, cell: str = "all"):
         """Rich tables of one cell's scores (see :func:`render_table`)."""
@@ -223,6 +223,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     ``predictor_params`` are passed to the model constructors. Returns a :class:`BacktestResult`.
     """
     from acmemodel.models.predictor import RuntimePredictor, submission_features
+    from acmemodel.models.predictor_conformal import ipcw_weights
     from acmemodel.models.queue import QueueModel
     from acmemodel.models.runtime import RuntimeModel
 
@@ -280,7 +281,10 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
 
     # ---------------------------------------------------------------- quantiles
     y = np.log1p(x)
-    qmodels = {} if pred is None else {"predictor": pred.predict_log(t, timezones).to_numpy()}
+    # (the predictor sees the test jobs still running too: its online recalibration counts them once
+    # they have run past their bound — they are the long ones; only the ended ones are scored)
+    qmodels = {} if pred is None else {"predictor": pred.predict_log(
+        test.loc[gpu_run | pd.Series(running, index=test.index)], timezones).loc[t.index].to_numpy()}
     qmodels = {
         **qmodels,
         "runtime_model_nostate": np.log1p(_cell_quantiles(rm, kf_nostate)),
@@ -367,7 +371,7 @@ def runtime_backtest(trace_or_jobs, *, test_fraction: float | None = None, cutof
     weights = None
     if running.any():
         c_run = np.maximum(test["run_s"].to_numpy(dtype=float)[running], 0.0)
-        weights = M.ipcw_weights(x, c_run)
+        weights = ipcw_weights(x, c_run)
     return BacktestResult(res, info, model_card(per_job, weights))
 
 
@@ -431,77 +435,12 @@ CARD = (
       ("pinball_p90", "runtime_model_nostate"), ("pinball_p10", "global"), ("pinball_p90", "global"))),
     ("QueueModel", "queue_model", (("loglik", "queue_global"),)),
 )
-#: the band a p10–p90 interval's coverage must fall in to be called calibrated
-COVERAGE_BAND = (0.75, 0.85)
-
-
-def _json_safe(v):
-    if isinstance(v, dict):
-        return {str(k): _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, (np.floating, float)):
-        return float(v) if np.isfinite(v) else None
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
-
-
-def paired(model_values, baseline_values, higher_is_better: bool) -> dict[str, Any]:
-    """Paired comparison of a model with a baseline on the same test jobs.
-
-    ``d_i`` = the model's advantage on job ``i`` (``model − baseline`` for a score where higher is
-    better, ``baseline − model`` for a loss); ``diff = mean d``, ``se = sd(d)/√n``. Verdict: ``"tie
-    within one SE"`` when ``|diff| <= se``, else ``"model better"`` or ``"use the baseline"``. Jobs where
-    either value is not finite are left out of ``se`` (a model giving an observed value zero density
-    has ``diff = −inf``: the baseline wins)."""
-    a = np.asarray(model_values, float)
-    b = np.asarray(baseline_values, float)
-    d = (a - b) if higher_is_better else (b - a)
-    ok = np.isfinite(d)
-    n = int(d.size)
-    with np.errstate(invalid="ignore"):
-        diff = float(np.mean(d)) if n else float("nan")
-    se = float(np.std(d[ok], ddof=1) / np.sqrt(ok.sum())) if ok.sum() > 1 else float("nan")
-    if not np.isfinite(diff) and not np.isnan(diff):
-        verdict = "model better" if diff > 0 else "use the baseline"
-    elif not np.isfinite(diff) or not np.isfinite(se):
-        verdict = "not enough jobs"
-    elif abs(diff) <= se:
-        verdict = "tie within one SE"
-    else:
-        verdict = "model better" if diff > 0 else "use the baseline"
-    return {"model_value": float(np.mean(a)) if n else float("nan"),
-            "baseline_value": float(np.mean(b)) if n else float("nan"),
-            "diff": diff, "se": se, "n": n, "verdict": verdict}
-
-
-def coverage_verdict(hits, nominal: float = 0.8, band=COVERAGE_BAND, weights=None) -> dict[str, Any]:
-    """Coverage of an interval from per-job hits (1 = inside): the share, its binomial standard error
-    ``sqrt(c(1 − c)/n)`` and the verdict ``"calibrated"`` inside ``band``, else ``"under-covers"`` /
-    ``"over-covers"``. With ``weights``: the weighted share ``Σ w h / Σ w`` and its standard error
-    ``sqrt(Σ w² (h − c)²) / Σ w``."""
-    h = np.asarray(hits, float)
-    n = int(h.size)
-    if weights is None:
-        c = float(h.mean()) if n else float("nan")
-        se = float(np.sqrt(c * (1 - c) / n)) if n else float("nan")
-    else:
-        w = np.asarray(weights, float)
-        c = float(np.sum(w * h) / np.sum(w)) if n else float("nan")
-        se = float(np.sqrt(np.sum(w * w * (h - c) ** 2)) / np.sum(w)) if n else float("nan")
-    verdict = ("calibrated" if band[0] <= c <= band[1] else "under-covers" if c < band[0] else "over-covers")
-    return {"nominal": nominal, "coverage": c, "se": se, "n": n, "verdict": verdict}
-
-
 def model_card(per_job: dict[tuple[str, str], np.ndarray], weights: np.ndarray | None = None) -> dict[str, list]:
     """The card of a backtest from per-test-job values ``{(model, metric): array}``: ``comparisons``
     (one row per table of :data:`CARD` and baseline: metric, model and baseline means, the paired
     difference ``diff`` (> 0: the model is better) ± ``se``, verdict) and ``intervals`` (the p10–p90
     coverage of every model with an interval). With ``weights`` (inverse-probability-of-censoring
-    weights of the scored jobs, :func:`~acmemodel.evaluation.metrics.ipcw_weights`, when some test jobs
+    weights of the scored jobs, :func:`~acmemodel.models.predictor_conformal.ipcw_weights`, when some test jobs
     were still running), every interval also gets its IPCW coverage (``interval`` "p10-p90 IPCW"): the
     ended jobs alone over-represent short runs."""
     comps = []
@@ -510,8 +449,7 @@ def model_card(per_job: dict[tuple[str, str], np.ndarray], weights: np.ndarray |
             a, b = per_job.get((model, metric)), per_job.get((base, metric))
             if a is None or b is None or len(a) != len(b):
                 continue
-            comps.append({"table": title, "model": model, "baseline": base, "metric": metric,
-                          **paired(a, b, metric in HIGHER_IS_BETTER)})
+            comps.append(comparison(title, model, base, metric, a, b, metric in HIGHER_IS_BETTER))
     intervals = [{"model": m, "interval": "p10-p90", **coverage_verdict(v)}
                  for (m, metric), v in per_job.items() if metric == "coverage"]
     if weights is not None:
@@ -520,61 +458,17 @@ def model_card(per_job: dict[tuple[str, str], np.ndarray], weights: np.ndarray |
     return {"comparisons": comps, "intervals": intervals}
 
 
-def _num(v: float, signed: bool = False) -> str:
-    if v is None or not np.isfinite(v):
-        return "—" if v is None or np.isnan(v) else ("+inf" if v > 0 else "−inf")
-    return f"{v:+.3f}" if signed else f"{v:.3f}"
-
-
 SHORT_MODEL = {"runtime_model_nostate": "cell model", "runtime_model": "cell+state", "global": "global",
                "user_median": "user median", "name_median": "name median", "predictor": "predictor",
                "queue_model": "queue model", "queue_global": "queue global"}
 
 
-def render_card(card: dict[str, list], info: dict | None = None):
-    """The model card as rich tables within 80 columns: one per model with its baselines (metric, the
-    model's and the baseline's mean, the paired difference ± SE where > 0 favours the model, verdict)
-    and the interval coverages."""
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    out = []
+def render_runtime_card(card: dict[str, list], info: dict | None = None):
+    """The run-time model card (:func:`~acmemodel.evaluation.card.render_card`) with its intro line."""
+    intro = "Model card"
     if info:
         n_tr, n_te = info.get("n_train"), info.get("n_test")
         cut = str(info.get("cutoff_utc", "?"))[:16].replace("T", " ")
-        out.append(Text(f"Model card: trained on {n_tr:,} GPU jobs before {cut} UTC, "
-                        f"tested on the {n_te:,} after." if isinstance(n_tr, (int, np.integer))
-                        and isinstance(n_te, (int, np.integer)) else "Model card"))
-    tables: dict[str, list] = {}
-    for r in card.get("comparisons", []):
-        tables.setdefault(r["table"], []).append(r)
-    for title, rows in tables.items():
-        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
-                  collapse_padding=True, pad_edge=False)
-        for col, just in (("metric", "left"), ("baseline", "left"), ("model", "right"), ("base", "right"),
-                          ("gain ± SE", "right"), ("verdict", "left")):
-            t.add_column(col, justify=just, no_wrap=True)
-        for r in rows:
-            arrow = "↑" if r["metric"] in HIGHER_IS_BETTER else "↓"
-            gain = f"{_num(r['diff'], True)} ± {_num(r['se'])}"
-            style = {"use the baseline": "bold red", "model better": "green"}.get(r["verdict"], "")
-            t.add_row(f"{SHORT.get(r['metric'], r['metric'])} {arrow}", SHORT_MODEL.get(r["baseline"], r["baseline"]),
-                      _num(r["model_value"]), _num(r["baseline_value"]), gain,
-                      Text(r["verdict"], style=style))
-        out.append(t)
-    iv = card.get("intervals", [])
-    if iv:
-        t = Table(title="Intervals (p10–p90; calibrated = coverage in 0.75–0.85)", title_justify="left",
-                  box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
-        for col, just in (("model", "left"), ("nominal", "right"), ("coverage ± SE", "right"), ("n", "right"),
-                          ("verdict", "left")):
-            t.add_column(col, justify=just, no_wrap=True)
-        for r in iv:
-            style = "" if r["verdict"] == "calibrated" else "bold red"
-            ipcw = " IPCW" if r["interval"].endswith("IPCW") else ""
-            t.add_row(SHORT_MODEL.get(r["model"], r["model"]) + ipcw, f"{r['nominal']:.2f}",
-                      f"{_num(r['coverage'])} ± {_num(r['se'])}", f"{r['n']:,}", Text(r["verdict"], style=style))
-        out.append(t)
-    return Group(*out)
+        if isinstance(n_tr, (int, np.integer)) and isinstance(n_te, (int, np.integer)):
+            intro = f"Model card: trained on {n_tr:,} GPU jobs before {cut} UTC, tested on the {n_te:,} after."
+    return render_card(card, intro, SHORT_MODEL, SHORT)

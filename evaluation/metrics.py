@@ -17,7 +17,7 @@ Quantile metrics:
   cover 0.8);
 * :func:`mae_log` — mean absolute error of log run time, ``mean |ln(1 + y) − ln(1 + ŷ)|``.
 
-Censored test jobs: :func:`ipcw_weights` — inverse-probability-of-censoring weights ``1/Ĝ(y−)`` of
+Censored test jobs: :func:`acmemodel.models.predictor_conformal.ipcw_weights` — inverse-probability-of-censoring weights ``1/Ĝ(y−)`` of
 the ended jobs (``Ĝ`` the Kaplan–Meier survival of the censoring times), so that a mean over the
 ended jobs estimates the mean over all jobs when some were still running at extraction (Robins &
 Rotnitzky 1992; the ended ones alone over-represent short runs).
@@ -31,7 +31,7 @@ import numpy as np
 from acmemodel.models.gof import _ecdf_steps, ks_distance  # noqa: F401  (re-exported)
 
 __all__ = ["ks_distance", "pit_ks", "crps_samples", "crps_grid", "heldout_loglik", "pinball_loss",
-           "interval_coverage", "mae_log", "log_time", "ipcw_weights"]
+           "interval_coverage", "mae_log", "log_time"]
 
 
 def log_time(seconds) -> np.ndarray:
@@ -124,23 +124,3 @@ def mae_log(y_true, y_pred) -> float:
     return float(np.mean(np.abs(log_time(y_true) - log_time(y_pred))))
 
 
-#: smallest censoring survival used in :func:`ipcw_weights` (caps a weight at 20)
-IPCW_FLOOR = 0.05
-
-
-def ipcw_weights(ended, censored) -> np.ndarray:
-    """Inverse-probability-of-censoring weights ``w_i = 1 / max(Ĝ(y_i−), IPCW_FLOOR)`` of the ended
-    durations ``ended`` (s), with ``Ĝ(t) = P(C > t)`` the Kaplan–Meier survival of the censoring
-    time estimated from all jobs (an ended job is a censored observation of its censoring time,
-    a job still running an observed one: the reverse Kaplan–Meier). ``censored``: the durations
-    (s) at extraction of the jobs still running."""
-    from scipy import stats
-
-    y = np.asarray(ended, dtype=float)
-    c = np.asarray(censored, dtype=float)
-    if c.size == 0 or y.size == 0:
-        return np.ones(y.size)
-    g = stats.ecdf(stats.CensoredData(uncensored=c, right=y)).sf
-    # G(y−): the survival just before y (a censoring at exactly y does not remove job i from view)
-    gy = g.evaluate(np.nextafter(y, -np.inf))
-    return 1.0 / np.maximum(gy, IPCW_FLOOR)

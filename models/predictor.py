@@ -43,45 +43,46 @@ things are chosen:
   below ``CELL_MIN_JOBS``) — or ``blend``, the mean of the boosters' p50 and the best baseline on the
   log scale: whichever has the smallest MAE of log run time on the window. A trace where a baseline
   wins is predicted by that baseline (``selection_`` holds every candidate's window MAE);
-* **the interval**, by split-conformal calibration (Romano, Patterson & Candès 2019; each tail on
-  its own): for the boosters, conformalised quantile regression on their raw p10/p90, ``p10 −
-  Q_lo`` and ``p90 + Q_hi`` with ``Q_lo`` the ⌈(n+1)·0.9⌉-th smallest of ``p10 − y`` and ``Q_hi`` that of
-  ``y − p90``; for a baseline or the blend (a point prediction ``b``), the conformal quantiles of the
-  residuals ``y − b``: ``b − Q_lo`` and ``b + Q_hi`` with ``Q_lo``, ``Q_hi`` the same order statistics of
-  ``b − y`` and ``y − b``. Under exchangeability each tail then misses ≤ 10 % of new jobs, so
-  p10–p90 covers ≈ 0.8. Each tail's offset is the larger of the two windows' (a trace whose
-  residuals change between windows gets the wider interval rather than an under-covering one).
+* **the interval**, by split-conformal calibration (:mod:`~acmemodel.models.predictor_conformal`;
+  each tail on its own): for the boosters, conformalised quantile regression on their raw p10/p90,
+  ``p10 − Q_lo`` and ``p90 + Q_hi`` with ``Q_lo`` the ⌈(n+1)·0.9⌉-th smallest of ``p10 − y`` and ``Q_hi``
+  that of ``y − p90``; for a baseline or the blend (a point prediction ``b``), the same order
+  statistics of ``b − y`` and ``y − b``. The scores of both windows are pooled (one offset per tail).
+  **Censoring**: the windows' jobs still running at the end of the training data (``run_censored``)
+  are scored too, once their tail is decided (they have run past the bound: a known miss of the upper
+  tail); a job started more recently than its bound counts in neither case — the windows are not tilted
+  to the short jobs (:func:`~acmemodel.models.predictor_conformal.decided_scores`).
 
 The boosters and the cell medians are then refitted on all training jobs (the offsets kept: the
 finite-sample guarantee becomes approximate; calibrating on the *latest* jobs absorbs some drift).
 
 **Online recalibration** (``online_window=300``, default): when the jobs to predict carry their
-outcomes (``end_s``, ``run_s`` — a backtest, or a replay of a trace), the interval of each job is
-recalibrated on the jobs of the same frame that *ended before it was submitted* — what a scheduler
-knows at that moment, the same rule as the user-history features: the tail offsets are the
-split-conformal order statistics (as above) of the latest ``online_window`` residuals ``p10 − y`` and
-``y − p90`` of the calibrated interval, from :data:`ONLINE_MIN` (50) ended jobs on (adaptive /
-rolling conformal inference, Gibbs & Candès 2021), where they exceed 0 — the online step only
-widens: the ended jobs of a recent window are the short ones (the long ones are still running), so
-they would narrow an interval that the calibration windows measured on complete data. A drift after
-training then widens the interval within a few hundred jobs. Jobs without outcomes (new submissions) keep the calibration
-offsets.
+outcomes (``start_s``, ``end_s`` — a backtest, or a replay of a trace), each job's interval is
+recalibrated at its submission time on the latest ``online_window`` jobs of the same frame whose tail
+was decided by then (:func:`~acmemodel.models.predictor_conformal.online_offsets`; adaptive / rolling
+conformal inference, Gibbs & Candès 2021): what a scheduler knows at that moment. Give it the jobs
+still running too (``run_censored``): they are the long ones. A drift after training widens the
+interval within a few hundred jobs. The online step only **widens** (offsets below 0 are read as 0):
+a window of 300 jobs of a bursty trace (jobs submitted together share their fate) is a noisy
+estimate, and narrowing the interval the calibration windows measured on thousands of jobs on it
+under-covers (measured on the real logs: docs/runtime-card.md); jobs without outcomes keep the
+calibration offsets.
 
 Saved models: the parameters and category levels go to JSON, each booster as LightGBM model text
 (:meth:`RuntimePredictor.artifacts`); nothing is pickled.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from acmemodel.models.base import BaseModel, register
+from acmemodel.models.predictor_baselines import baseline_predictions, cell_medians
+from acmemodel.models.predictor_conformal import ONLINE_MIN, decided_scores, online_offsets, tail_offset
 
-__all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "CHOICES", "submission_features",
-           "baseline_predictions", "cell_medians"]
+__all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "CHOICES", "submission_features"]
 
 CATEGORICAL = ("type", "cluster", "partition", "qos", "vc", "name_token")
 DEFAULT_FEATURES = ("type", "cluster", "gpu_num", "node_num", "hour", "dow", "weekend",
@@ -96,12 +97,8 @@ _HISTORY = ("user_prior_jobs", "user_prior_median_run_s", "user_prior_fail_frac"
 _NAME = ("name_token", "name_prior_jobs", "name_prior_median_run_s")
 #: most frequent levels kept per categorical feature (the others read as missing)
 MAX_LEVELS = 64
-#: fewest training jobs for a cell's own median (``cell_median``; fewer: the coarser cell's)
-CELL_MIN_JOBS = 5
 #: rolling calibration windows (module docstring)
 CAL_WINDOWS = 2
-#: fewest ended jobs for the online recalibration of a job's interval
-ONLINE_MIN = 50
 #: the point predictors the calibration window chooses from (module docstring)
 CHOICES = ("model", "user_median", "name_median", "cell_median", "blend")
 
@@ -150,65 +147,32 @@ def submission_features(jobs: pd.DataFrame, timezones: dict[str, str] | None = N
     return out
 
 
-def _tail_offset(score: np.ndarray, level: float) -> float:
-    """Split-conformal offset of one tail: the ⌈(n+1)·level⌉-th smallest of ``score`` (capped at n);
-    ``bound + Q`` then holds a new exchangeable job's score with probability >= ``level``."""
-    score = np.asarray(score, float)
-    n = score.size
-    if n == 0:
-        raise ValueError("conformal calibration needs at least one job")
-    k = min(n, math.ceil((n + 1) * level))
-    return float(np.partition(score, k - 1)[k - 1])
+def _outcomes(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start (s), end (s) and whether each job has ended with a known run time (started, not
+    ``run_censored``); without ``start_s`` the start is read as ``end_s − run_s``."""
+    run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(dtype=float) if "run_s" in jobs.columns \
+        else np.full(len(jobs), np.nan)
+    end = jobs["end_s"].to_numpy(dtype=float) if "end_s" in jobs.columns else np.full(len(jobs), np.nan)
+    start = jobs["start_s"].to_numpy(dtype=float) if "start_s" in jobs.columns else end - run
+    ended = np.isfinite(start) & np.isfinite(end) & np.isfinite(run)
+    if "run_censored" in jobs.columns:
+        ended &= ~jobs["run_censored"].fillna(False).to_numpy(dtype=bool)
+    if "started" in jobs.columns:
+        ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
+    return start, np.where(ended, start + np.maximum(run, 0.0), np.nan), ended
 
 
-def _cell_keys(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """``cluster/type/bucket`` and ``cluster/type`` labels of each job (for the cell medians)."""
-    from acmemodel.features.keys import gpu_bucket
-
-    ct = (jobs["cluster"].astype(str) + "/" + jobs["type"].astype(str)).to_numpy(object)
-    b = gpu_bucket(np.maximum(jobs["gpu_num"].to_numpy(dtype=float), 0.0))
-    return np.array([f"{a}/{c}" for a, c in zip(ct, b)], dtype=object), ct
-
-
-def cell_medians(jobs: pd.DataFrame, y: np.ndarray) -> dict[str, float]:
-    """Median of ``y`` (log run time) per ``cluster/type/bucket`` and per ``cluster/type`` cell with at
-    least :data:`CELL_MIN_JOBS` jobs, and over all jobs (key ``"*"``)."""
-    fine, ct = _cell_keys(jobs)
-    out = {"*": float(np.median(y))}
-    for keys in (ct, fine):
-        s = pd.Series(y).groupby(keys)
-        size, med = s.size(), s.median()
-        out.update({str(k): float(med[k]) for k in size.index[size.to_numpy() >= CELL_MIN_JOBS]})
-    return out
-
-
-def cell_median_of(jobs: pd.DataFrame, table: dict[str, float]) -> np.ndarray:
-    """Each job's cell median from :func:`cell_medians` (finest cell present, else coarser)."""
-    fine, ct = _cell_keys(jobs)
-    g = table["*"]
-    return np.array([table.get(f, table.get(c, g)) for f, c in zip(fine, ct)], dtype=float)
-
-
-def baseline_predictions(jobs: pd.DataFrame, table: dict[str, float]) -> dict[str, np.ndarray]:
-    """The baselines' log run-time predictions of ``jobs`` (module docstring): ``cell_median``,
-    ``user_median`` (else the cell's) and, with job names, ``name_median`` (else the user's)."""
-    cell = cell_median_of(jobs, table)
-    out = {"cell_median": cell}
-
-    def hist(col, fallback):
-        if col not in jobs.columns:
-            return None
-        v = pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
-        return np.where(np.isfinite(v), np.log1p(np.maximum(v, 0.0)), fallback)
-
-    user = hist("user_prior_median_run_s", cell)
-    if user is not None:
-        out["user_median"] = user
-        name = hist("name_prior_median_run_s", user)
-        if name is not None and "job_name" in jobs.columns and np.isfinite(
-                pd.to_numeric(jobs["name_prior_median_run_s"], errors="coerce")).any():
-            out["name_median"] = name
-    return out
+def _reading_time(jobs: pd.DataFrame) -> float:
+    """The latest time the training jobs' outcomes are known at: the latest end (or, for a job still
+    running, ``start + run_s``, its run time so far)."""
+    if not len(jobs) or "run_s" not in jobs.columns:
+        return float("inf")
+    run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(dtype=float)
+    start = jobs["start_s"].to_numpy(dtype=float) if "start_s" in jobs.columns else None
+    if start is None:
+        return float("inf")
+    t = start + np.maximum(run, 0.0)
+    return float(np.nanmax(t)) if np.isfinite(t).any() else float("inf")
 
 
 @register
@@ -355,19 +319,22 @@ class RuntimePredictor(BaseModel):
         if missing:
             raise ValueError(f"jobs DataFrame lacks column(s) {missing} (see the Trace contract)")
         mask = jobs["started"].fillna(False).astype(bool) & jobs["run_s"].notna()
-        if "run_censored" in jobs.columns:  # a censored run time is not a target value
-            mask &= ~jobs["run_censored"].fillna(False).astype(bool)
-        if "left_truncated" in jobs.columns:  # nor is the observed part of a run begun before the trace
+        if "left_truncated" in jobs.columns:  # the observed part of a run begun before the trace
             mask &= ~jobs["left_truncated"].fillna(False).astype(bool)
         if self.gpu_only:
             mask &= jobs["gpu_num"] > 0
+        running = pd.Series(False, index=jobs.index)
+        if "run_censored" in jobs.columns:  # a censored run time is not a target value (calibration: a bound)
+            running = mask & jobs["run_censored"].fillna(False).astype(bool)
+            mask &= ~running
         if int(mask.sum()) < 2 * int(self.min_child_samples):
             need = 2 * int(self.min_child_samples)
             raise ValueError(f"RuntimePredictor.fit: {int(mask.sum())} training jobs; need at least {need} "
                              f"(min_child_samples={self.min_child_samples})")
         # features before filtering: a user's history includes their CPU and unfinished jobs
-        jobs = submission_features(jobs, tz, self.features).loc[mask]
-        jobs = self._capped(jobs)
+        feats = submission_features(jobs, tz, self.features)
+        jobs = self._capped(feats.loc[mask])
+        still = feats.loc[running]
         if auto:
             extra = []
             for f in SOURCE_FEATURES:
@@ -409,6 +376,7 @@ class RuntimePredictor(BaseModel):
             n_cal = int(round(len(jobs) * float(self.conformal)))
             # rolling calibration windows, latest first: window j scores the boosters trained on every
             # job before it (as many windows as leave enough training jobs, at most CAL_WINDOWS)
+            sub = jobs["submit_s"].to_numpy(dtype=float) if "submit_s" in jobs.columns else None
             folds = []
             for j in range(CAL_WINDOWS):
                 end = len(jobs) - j * n_cal
@@ -416,12 +384,19 @@ class RuntimePredictor(BaseModel):
                     break
                 fit_rows, cal_rows = order[:end - n_cal], order[end - n_cal:end]
                 self.boosters_ = train(fit_rows)
-                folds.append((self._raw_predict(X[cal_rows]),
-                              baseline_predictions(jobs.iloc[cal_rows], cell_medians(jobs.iloc[fit_rows], y[fit_rows])),
-                              y[cal_rows]))
+                # the window's jobs still running at the end of the data (submitted in its span)
+                win = still.iloc[:0]
+                if sub is not None and len(still):
+                    s_run = still["submit_s"].to_numpy(dtype=float)
+                    top = np.inf if j == 0 else sub[order[end]]
+                    win = still[(s_run >= sub[cal_rows[0]]) & (s_run < top)]
+                rows = pd.concat([jobs.iloc[cal_rows], win])
+                table = cell_medians(jobs.iloc[fit_rows], y[fit_rows])
+                folds.append({"raw": self._raw_predict(self._matrix(rows)), "base": baseline_predictions(rows, table),
+                              "y": np.concatenate([y[cal_rows], np.full(len(win), np.nan)]), "jobs": rows})
             if folds:
-                self._calibrate(folds)
-                self.n_calibration_ = int(sum(len(f[2]) for f in folds))
+                self._calibrate(folds, _reading_time(feats.loc[mask | running]))
+                self.n_calibration_ = int(sum(len(f["y"]) for f in folds))
         self.boosters_ = train(np.arange(len(jobs)))
         self.cell_medians_ = cell_medians(jobs, y)
         self.n_fit_ = len(jobs)
@@ -447,40 +422,45 @@ class RuntimePredictor(BaseModel):
         self.train_sample_["jobs"] = int(len(out))
         return out
 
-    def _calibrate(self, folds: list) -> None:
+    def _calibrate(self, folds: list, at_s: float) -> None:
         """Choose the point predictor and the conformal offsets on the calibration windows ``folds``
-        (``[(raw quantiles, baselines, y)]``, latest first; module docstring)."""
+        (``[{raw quantiles, baselines, y (NaN: still running), jobs}]``, latest first; module docstring),
+        read at ``at_s`` (the end of the training data)."""
         lo_level = 1.0 - min(self.quantiles)     # each tail: e.g. p10 → 0.9
         hi_level = max(self.quantiles)
         mid = len(self.quantiles) // 2
-        names = ["model", *folds[0][1], "blend"]
+        names = ["model", *folds[0]["base"], "blend"]
 
         def point(f, name, best_base):
-            raw, base, _ = f
-            med = raw[:, mid]
+            med = f["raw"][:, mid]
             if name == "model":
                 return med
             if name == "blend":
-                return 0.5 * (med + base[best_base])
-            return base[name]
-        err = {k: np.concatenate([np.abs(f[2] - point(f, k, None)) for f in folds]) for k in names[:-1]}
+                return 0.5 * (med + f["base"][best_base])
+            return f["base"][name]
+
+        def abs_err(name, best_base=None):
+            return np.concatenate([np.abs(f["y"] - point(f, name, best_base))[np.isfinite(f["y"])] for f in folds])
+        err = {k: abs_err(k) for k in names[:-1]}
         best_base = min(names[1:-1], key=lambda k: float(err[k].mean()))
-        err["blend"] = np.concatenate([np.abs(f[2] - point(f, "blend", best_base)) for f in folds])
+        err["blend"] = abs_err("blend", best_base)
         mae = {k: float(v.mean()) for k, v in err.items()}
         self.selection_ = {k: round(v, 6) for k, v in mae.items()}
         self.blend_with_ = best_base
         self.choice_ = min(mae, key=lambda k: (mae[k], CHOICES.index(k)))
-        # one offset per tail and window; the widest over the windows (a drift between windows widens
-        # the interval rather than letting it under-cover)
+        # the scores of the jobs whose tail is decided by the end of the data, both windows pooled
         lo, hi = [], []
         for f in folds:
             if self.choice_ == "model":
-                a, b = f[0][:, 0], f[0][:, -1]
+                a, b = f["raw"][:, 0], f["raw"][:, -1]
             else:
                 a = b = point(f, self.choice_, best_base)
-            lo.append(_tail_offset(a - f[2], lo_level))
-            hi.append(_tail_offset(f[2] - b, hi_level))
-        self.offsets_ = (max(lo), max(hi))
+            start, end, ended = _outcomes(f["jobs"])
+            sl, sh = decided_scores(at_s, start, end, ended & np.isfinite(f["y"]), a, b)
+            lo.append(sl)
+            hi.append(sh)
+        lo, hi = np.concatenate(lo), np.concatenate(hi)
+        self.offsets_ = (tail_offset(lo, lo_level) if lo.size else 0.0, tail_offset(hi, hi_level) if hi.size else 0.0)
 
     def _raw_predict(self, X: np.ndarray) -> np.ndarray:
         qs = sorted(self.quantiles)
@@ -528,37 +508,18 @@ class RuntimePredictor(BaseModel):
         return pd.DataFrame(pred, index=jobs.index, columns=[_q_name(q) for q in qs])
 
     def _online(self, jobs: pd.DataFrame, pred: np.ndarray) -> np.ndarray:
-        """Online recalibration of the outer interval (module docstring): for each job, the tail
-        offsets from the residuals of the latest ``online_window`` jobs of ``jobs`` that ended before
-        its submission (at least :data:`ONLINE_MIN` of them, else the interval is left as it is)."""
-        need = ("submit_s", "end_s", "run_s")
-        if any(c not in jobs.columns for c in need):
+        """Online recalibration of the outer interval (module docstring): each job's tail offsets from
+        the latest ``online_window`` jobs of ``jobs`` whose tail was decided by its submission (at least
+        :data:`ONLINE_MIN` of them, else the interval is left as it is)."""
+        if "submit_s" not in jobs.columns or "start_s" not in jobs.columns or "end_s" not in jobs.columns:
             return pred
-        sub = jobs["submit_s"].to_numpy(dtype=float)
-        end = jobs["end_s"].to_numpy(dtype=float)
-        run = jobs["run_s"].to_numpy(dtype=float)
-        ended = np.isfinite(end) & np.isfinite(run) & np.isfinite(sub)
-        if "run_censored" in jobs.columns:
-            ended &= ~jobs["run_censored"].fillna(False).to_numpy(dtype=bool)
-        if "started" in jobs.columns:
-            ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
-        if int(ended.sum()) < ONLINE_MIN:
-            return pred
-        y = np.log1p(np.maximum(run[ended], 0.0))
-        order = np.argsort(end[ended], kind="stable")
-        e_end = end[ended][order]
-        lo_s = (pred[ended, 0] - y)[order]      # > 0: the job fell below its p10
-        hi_s = (y - pred[ended, -1])[order]     # > 0: above its p90
-        lo_level, hi_level = 1.0 - min(self.quantiles), max(self.quantiles)
-        k = np.searchsorted(e_end, np.where(np.isfinite(sub), sub, -np.inf), side="left")
+        start, end, ended = _outcomes(jobs)
+        q_lo, q_hi = online_offsets(start, end, ended, pred[:, 0], pred[:, -1],
+                                    jobs["submit_s"].to_numpy(dtype=float), int(self.online_window),
+                                    1.0 - min(self.quantiles), max(self.quantiles))
         out = pred.copy()
-        w = int(self.online_window)
-        for kk in np.unique(k[k >= ONLINE_MIN]):
-            rows = k == kk
-            a = max(0, kk - w)
-            # widen only: the calibration windows' interval is the narrowest one given
-            out[rows, 0] = pred[rows, 0] - max(0.0, _tail_offset(lo_s[a:kk], lo_level))
-            out[rows, -1] = pred[rows, -1] + max(0.0, _tail_offset(hi_s[a:kk], hi_level))
+        out[:, 0] = pred[:, 0] - np.maximum(np.nan_to_num(q_lo, nan=0.0), 0.0)
+        out[:, -1] = pred[:, -1] + np.maximum(np.nan_to_num(q_hi, nan=0.0), 0.0)
         mid = out.shape[1] // 2
         out[:, 0] = np.minimum(out[:, 0], out[:, mid])
         out[:, -1] = np.maximum(out[:, -1], out[:, mid])

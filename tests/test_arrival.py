@@ -308,6 +308,29 @@ def test_held_out_evaluation_prefers_the_true_process(nhpp_trace):
         evaluate_arrival(trace, test_days=60)
 
 
+def test_arrival_card_tables_and_verdicts(nhpp_trace):
+    """The card: the arrival model against the training mean rate and the seasonal naive per held-out
+    hour and day (paired gain ± SE, verdict in words), the ETS forecast against the seasonal naive, and
+    the forecasts' 90 % interval coverage. On data drawn from a compound NHPP with a weekly profile the
+    model's hourly Poisson log score beats the constant rate by more than one SE."""
+    from acmemodel.evaluation.arrival import evaluate_arrival
+
+    trace, _ = nhpp_trace
+    card = evaluate_arrival(trace, test_days=21, seed=1).attrs["card"]
+    rows = {(c["model"], c["metric"], c["baseline"]): c for c in card["comparisons"]}
+    assert {("compound_nhpp", "hourly_logscore", "training_mean_rate"),
+            ("compound_nhpp", "daily_abs_err", "seasonal_naive"),
+            ("ets", "daily_abs_err_jobs", "seasonal_naive")} <= set(rows)
+    for r in rows.values():
+        assert r["verdict"] in ("model better", "tie within one SE", "use the baseline")
+        assert (r["verdict"] == "use the baseline") == (r["diff"] < -r["se"])
+        assert {"table", "diff", "se", "n", "model_value", "baseline_value", "higher_is_better"} <= set(r)
+    ls = rows[("compound_nhpp", "hourly_logscore", "training_mean_rate")]
+    assert ls["higher_is_better"] and ls["verdict"] == "model better" and ls["n"] >= 21 * 24
+    iv = {(i["model"], i["interval"]): i for i in card["intervals"]}
+    assert ("ets", "90% daily jobs") in iv and iv[("ets", "90% daily jobs")]["nominal"] == 0.9
+
+
 def test_evaluate_arrival_cli(nhpp_trace):
     import json
 
@@ -321,8 +344,9 @@ def test_evaluate_arrival_cli(nhpp_trace):
     doc = json.loads(r.output)
     assert doc["results"] and {"model", "metric", "cell", "value"} <= set(doc["results"][0])
     assert "Seren" in doc["split"]
-    r = CliRunner().invoke(app, ["evaluate", "arrival", str(path), "--test-days", "21", "--no-forecast"])
-    assert r.exit_code == 0 and "ks_interarrival" in r.output
+    assert {"comparisons", "intervals"} <= set(doc["card"])
+    r = CliRunner().invoke(app, ["evaluate", "arrival", str(path), "--test-days", "21", "--no-forecast", "--detail"])
+    assert r.exit_code == 0 and "ks_interarrival" in r.output and "Model card" in r.output
     with pytest.raises(SystemExit) as e:
         main(["evaluate", "arrival", str(path), "--test-days", "65"])
     assert e.value.code == 2

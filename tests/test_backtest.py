@@ -95,7 +95,7 @@ def test_cli_table_on_acmetrace_file():
 
 def test_paired_verdicts():
     """The card's verdict: a gain within one paired SE is a tie; a loss beyond it says "use the baseline"."""
-    from acmemodel.evaluation.backtest import coverage_verdict, paired
+    from acmemodel.evaluation.card import coverage_verdict, paired
 
     rng = np.random.default_rng(0)
     base = rng.normal(1.0, 0.5, 400)
@@ -112,7 +112,7 @@ def test_paired_verdicts():
 def test_card_in_json_and_80_columns(result):
     from rich.console import Console
 
-    from acmemodel.evaluation.backtest import render_card
+    from acmemodel.evaluation.backtest import render_runtime_card
 
     doc = json.loads(json.dumps(result.to_json()))
     comps = doc["card"]["comparisons"]
@@ -122,7 +122,7 @@ def test_card_in_json_and_80_columns(result):
     assert all(set(c) >= {"diff", "se", "verdict", "model_value", "baseline_value", "n"} for c in comps)
     assert {i["model"] for i in doc["card"]["intervals"]} == {"predictor", "runtime_model_nostate", "global"}
     con = Console(record=True, width=80)
-    con.print(render_card(result.card, result.info))
+    con.print(render_runtime_card(result.card, result.info))
     assert max(len(line.rstrip()) for line in con.export_text().splitlines()) <= 80
 
 

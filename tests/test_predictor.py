@@ -112,7 +112,7 @@ def test_conformal_offset_calibrates_a_wrong_interval():
     """Split-conformal on exchangeable data, each tail on its own: a too-narrow interval is widened to
     ≈ 80 % coverage; the coverage of a fresh sample given the calibration set has sd ≈
     sqrt(0.8·0.2/n_cal)."""
-    from acmemodel.models.predictor import _tail_offset
+    from acmemodel.models.predictor_conformal import tail_offset as _tail_offset
 
     rng = np.random.default_rng(9)
     n_cal, n_new = 500, 20000
@@ -193,7 +193,7 @@ def test_conformal_coverage_on_a_known_law():
 def test_conformal_offset_is_the_kth_smallest_score():
     """Split-conformal offset = the ⌈(n+1)·level⌉-th smallest conformity score (Romano et al.
     2019), not the next one: with scores 1..10 and level 0.8, k = ⌈8.8⌉ = 9."""
-    from acmemodel.models.predictor import _tail_offset
+    from acmemodel.models.predictor_conformal import tail_offset as _tail_offset
 
     y = np.arange(1.0, 11.0)[::-1]
     assert _tail_offset(y, 0.8) == 9.0

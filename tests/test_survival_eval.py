@@ -103,6 +103,26 @@ def test_failure_backtest_rows_and_calibration(fail_bt):
     assert v["mttf_16384_h_lower"] < v["mttf_16384_h"] < v["mttf_16384_h_upper"]
 
 
+def test_failure_card_tables_and_verdicts(fail_bt):
+    """The card: every failure model against the one-law baselines of the training jobs (KM, Weibull,
+    exponential) by each held-out job's IBS share and survival log-likelihood, paired ± SE with a
+    verdict in words. The shares average to the IBS of the rows; on data drawn from the two-regime law
+    (covariates, infant mortality) the model beats the one exponential law by more than one SE."""
+    rows, _ = fail_bt
+    card = rows.attrs["card"]
+    comps = {(c["model"], c["metric"], c["baseline"]): c for c in card["comparisons"]}
+    for m in ("two_regime", "weibull_aft", "cox_ph", "km"):
+        assert (m, "ibs", "km_training") in comps and (m, "ibs", "weibull_one_law") in comps
+    assert ("cox_ph", "loglik", "weibull_one_law") not in comps  # (no density)
+    for r in comps.values():
+        assert r["verdict"] in ("model better", "tie within one SE", "use the baseline")
+        assert (r["verdict"] == "use the baseline") == (r["diff"] < -r["se"])
+    ibs = pivot(rows, "all").loc["two_regime", "ibs"]
+    assert comps[("two_regime", "ibs", "km_training")]["model_value"] == pytest.approx(ibs, rel=1e-9)
+    ll = comps[("two_regime", "loglik", "exponential_one_law")]
+    assert ll["higher_is_better"] and ll["verdict"] == "model better"
+
+
 def test_failure_backtest_invalid_model():
     with pytest.raises(ValueError):
         failure_backtest(simulate(300), models=["gbm"])
@@ -114,6 +134,8 @@ def test_restart_backtest_glm_coverage():
     rows = restart_backtest(jobs)
     w = rows.pivot_table(index=["model", "cell"], columns="metric", values="value")
     n = w.loc[("restart_glm", "gap"), "n"]
+    iv = {(i["model"], i["interval"]): i for i in rows.attrs["intervals"]}
+    assert iv[("restart_glm", "80% gap")]["coverage"] == pytest.approx(w.loc[("restart_glm", "gap"), "coverage"])
     assert abs(w.loc[("restart_glm", "gap"), "coverage"] - 0.8) <= 4.5 * math.sqrt(0.16 / n)
     assert {"restart_glm", "restart_lgbm", "restart_prior"} <= set(rows["model"])
     assert rows.query("metric == 'fallback'")["value"].iloc[0] == 0
@@ -140,7 +162,9 @@ def test_cli_json_and_plots(tmp_path):
         res = CliRunner().invoke(app, ["evaluate", "failure", "--json", "--plots", str(tmp_path)])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert {"failure", "restart", "mttf_curve", "info", "plots"} <= set(doc)
+    assert {"card", "failure", "restart", "mttf_curve", "info", "plots"} <= set(doc)
+    assert doc["card"]["comparisons"] and {"comparisons", "intervals"} <= set(doc["card"])
+    assert all(i["nominal"] == 0.8 for i in doc["card"]["intervals"])
     curve = pd.DataFrame(doc["mttf_curve"])
     assert curve["gpus"].min() == 8 and curve["gpus"].max() == 16384
     assert (curve["lower_s"] <= curve["mttf_s"]).all() and (curve["mttf_s"] <= curve["upper_s"]).all()

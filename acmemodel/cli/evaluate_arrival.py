@@ -1,4 +1,5 @@
-"""``acmemodel evaluate arrival``: held-out month for the arrival model and the demand forecasts."""
+"""``acmemodel evaluate arrival``: the arrival model card — the held-out month's counts against the
+training mean rate and the seasonal naive (paired differences ± SE, verdicts, forecast interval coverage)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,22 +18,33 @@ def evaluate_arrival_cmd(
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the sampled held-out window."),
     cluster: Optional[str] = CLUSTER,
     no_forecast: bool = typer.Option(False, "--no-forecast", help="Skip the forecast metrics."),
-    json_out: bool = typer.Option(False, "--json",
-                                  help="Print JSON: split info and results [{model, metric, cell, value}]."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON: the card {comparisons, intervals}, "
+                                  "split info and results [{model, metric, cell, value}]."),
+    detail: bool = typer.Option(False, "--detail", help="Also print the sample-based tables (KS, profiles, "
+                                "dispersion) and the forecast errors per series."),
 ) -> None:
-    """Fit the arrival model on all but the last month, then compare with the held-out month: KS of
-    inter-arrival times and batch sizes, hourly/weekly profile error, dispersion index of hourly
-    counts (observed vs sampled), against a homogeneous Poisson baseline; forecast MAPE and interval
-    coverage of ETS vs seasonal-naive."""
+    """The arrival model card: fit on all but the last month, score the held-out month. The model's
+    expected jobs per hour and per day against the training mean rate and the seasonal naive (last
+    training week): Poisson log score and absolute errors, the paired gain ± its standard error and the
+    verdict ("use the baseline" when it wins); the ETS demand forecast against the seasonal naive; the
+    coverage of the forecasts' 90 % intervals. --detail adds KS of inter-arrival times and batch sizes,
+    profile errors and dispersion (observed vs sampled) against a homogeneous Poisson process."""
     from acmemodel.cli._fmt import CompactTable as Table
 
-    from acmemodel.evaluation.arrival import evaluate_arrival
+    from acmemodel.evaluation.arrival import evaluate_arrival, render_arrival_card
+    from acmemodel.evaluation.card import json_safe
 
     trace = load_traces(paths, cluster)
     check_trace_span(trace, "evaluate arrival")
     res = evaluate_arrival(trace, test_days=test_days, seed=seed, forecast=not no_forecast)
     if json_out:
-        print_json({"split": res.attrs.get("split", {}), "results": res.to_dict("records")})
+        print_json({"card": json_safe(res.attrs.get("card", {})), "split": res.attrs.get("split", {}),
+                    "results": res.to_dict("records")})
+        return
+    console.print(render_arrival_card(res.attrs.get("card", {}), res.attrs.get("split")))
+    console.print("gain > 0 favours the model; logscore: Poisson log-probability of the hour's count (nats); "
+                  "errors in jobs (GPU-hours for GPU-h/d).")
+    if not detail:
         return
     arr = res[~res["cell"].str.count("/").ge(2)]
     p = arr.pivot_table(index=["cell", "metric"], columns="model", values="value", sort=False)

@@ -29,7 +29,7 @@ def evaluate_runtime_cmd(
     (RuntimeModel, RuntimePredictor, QueueModel) against its baselines (global law, cell and user
     running medians): the paired per-job gain ± its standard error and the verdict ("use the
     baseline" when it wins, "tie within one SE"), then the coverage of every p10–p90 interval."""
-    from acmemodel.evaluation.backtest import render_card, runtime_backtest
+    from acmemodel.evaluation.backtest import render_runtime_card, runtime_backtest
 
     check_holdout(test_fraction, cutoff, min_cell_jobs)
     trace = load_traces(paths, cluster)
@@ -38,7 +38,7 @@ def evaluate_runtime_cmd(
     if json_out:
         print_json(res.to_json())
         return
-    console.print(render_card(res.card, res.info))
+    console.print(render_runtime_card(res.card, res.info))
     verdict = res.info.get("predictor_vs_best_baseline", {})
     if verdict.get("text"):
         console.print(("" if verdict.get("beats") else "[bold]") + verdict["text"]

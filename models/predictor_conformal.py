@@ -1,0 +1,127 @@
+"""Split-conformal calibration of the p10–p90 interval of
+:class:`~acmemodel.models.predictor.RuntimePredictor`, censoring-aware and online.
+
+Scores (log scale ``y = ln(1 + run_s)``; each tail on its own, Romano, Patterson & Candès 2019): the
+**upper** score of a job is ``y − hi`` (> 0: it ran past its upper bound ``hi``), the **lower** score
+``lo − y`` (> 0: it ended before its lower bound ``lo``). The tail offset ``Q`` is the
+⌈(n+1)·level⌉-th smallest of n scores (:func:`tail_offset`); ``[lo − Q_lo, hi + Q_hi]`` then misses
+each tail of a new exchangeable job with probability ≤ 1 − level.
+
+**Censoring: a job counts once its tail is decided.** A job still running when the window is read
+(at time ``s``) has run ``e = s − start`` so far: its run time is only known to exceed ``e``. Scoring
+only the jobs that ended would keep the short ones and drop the long ones (those still running), and
+the upper offset would come out too small. Instead a job counts for a tail once the outcome of that
+tail is known *whatever its run time*, i.e. from ``start + (e^bound − 1)`` on (its bound read in
+seconds): by then it has either ended (score exact) or is still running past the bound (upper score
+``≥ ln(1 + e) − hi > 0``, a known miss; lower score ``≤ lo − ln(1 + e) < 0``, a known hit) — the bound
+stands in for the score. A job started more recently than its bound is left out of that tail whether
+or not it ended, so the window is not tilted to short jobs (:func:`decided_scores`). Every
+offset in the widening direction is then estimated on an unselected sample (a still-running job's
+upper score is replaced by a lower bound, which can only understate an offset whose order statistic it
+is — rare: it takes a job that is still running yet below the offset).
+
+**Online recalibration** (adaptive / rolling conformal inference, Gibbs & Candès 2021;
+:func:`online_offsets`): when the jobs being predicted carry their outcomes (a backtest, a replay),
+each job's offsets are re-estimated at its submission time from the latest ``window`` jobs of the same
+frame whose tail was decided before that moment (from :data:`ONLINE_MIN` of them on): what a scheduler
+knows then. The predictor applies them only where they widen the interval (its module docstring).
+
+:func:`ipcw_weights` gives the inverse-probability-of-censoring weights that the model card's IPCW
+coverage uses.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["tail_offset", "decided_scores", "online_offsets", "ipcw_weights", "IPCW_FLOOR", "ONLINE_MIN"]
+
+#: fewest decided jobs for the online recalibration of a job's interval
+ONLINE_MIN = 50
+#: smallest censoring survival used in :func:`ipcw_weights` (caps a weight at 20)
+IPCW_FLOOR = 0.05
+
+
+def tail_offset(score: np.ndarray, level: float) -> float:
+    """Split-conformal offset of one tail: the ⌈(n+1)·level⌉-th smallest of ``score`` (capped at n);
+    ``bound + Q`` then holds a new exchangeable job's score with probability >= ``level``."""
+    score = np.asarray(score, float)
+    n = score.size
+    if n == 0:
+        raise ValueError("conformal calibration needs at least one job")
+    k = min(n, math.ceil((n + 1) * level))
+    return float(np.partition(score, k - 1)[k - 1])
+
+
+def decided_scores(at_s: float, start_s: np.ndarray, end_s: np.ndarray, ended: np.ndarray,
+                   lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper conformity scores, read at time ``at_s``, of the jobs whose tail is decided by
+    then (module docstring): ``lo − y`` of the jobs started at least ``e^lo − 1`` seconds before
+    ``at_s``, ``y − hi`` of those started at least ``e^hi − 1`` before. A job that has not ended by
+    ``at_s`` (``ended`` False, or ``end_s > at_s``) scores its bound, ``lo − ln(1 + e)`` /
+    ``ln(1 + e) − hi`` with ``e = at_s − start`` the seconds it has run. ``lo``, ``hi``: log of ``1 +``
+    seconds."""
+    start_s = np.asarray(start_s, float)
+    end_s = np.asarray(end_s, float)
+    done = np.asarray(ended, bool) & np.isfinite(end_s) & (end_s <= at_s)
+    e = np.log1p(np.maximum(at_s - start_s, 0.0))
+    v = np.where(done, np.log1p(np.maximum(end_s - start_s, 0.0)), e)
+    out = []
+    for bound, sign in ((np.asarray(lo, float), -1.0), (np.asarray(hi, float), 1.0)):
+        keep = np.isfinite(start_s) & np.isfinite(bound) & (start_s + np.expm1(np.maximum(bound, 0.0)) <= at_s)
+        out.append(sign * (v[keep] - bound[keep]))
+    return out[0], out[1]
+
+
+def online_offsets(start_s: np.ndarray, end_s: np.ndarray, ended: np.ndarray, lo: np.ndarray,
+                   hi: np.ndarray, at_s: np.ndarray, window: int, lo_level: float, hi_level: float,
+                   min_jobs: int = ONLINE_MIN) -> tuple[np.ndarray, np.ndarray]:
+    """Online tail offsets (module docstring): for each reading time ``at_s[j]``, the split-conformal
+    offsets (:func:`tail_offset`) of the latest ``window`` jobs whose lower / upper tail was decided by
+    then (:func:`decided_scores`: started at least the bound before it).
+
+    ``start_s``, ``end_s`` (s; ``end_s`` is read only where ``ended``), ``lo``, ``hi`` (the interval,
+    log of ``1 +`` seconds) describe the jobs of the frame. Returns ``(q_lo, q_hi)`` per reading time:
+    NaN where fewer than ``min_jobs`` jobs were decided."""
+    start_s = np.asarray(start_s, float)
+    ended = np.asarray(ended, bool)
+    end_s = np.where(ended, np.asarray(end_s, float), np.inf)
+    y = np.log1p(np.maximum(end_s - start_s, 0.0))
+    at_s = np.asarray(at_s, float)
+    at = np.where(np.isfinite(at_s), at_s, -np.inf)
+    out = []
+    for bound, sign, level in ((np.asarray(lo, float), -1.0, lo_level), (np.asarray(hi, float), 1.0, hi_level)):
+        dec = start_s + np.expm1(np.maximum(bound, 0.0))     # decided whatever the run time
+        idx = np.flatnonzero(np.isfinite(dec))
+        idx = idx[np.argsort(dec[idx], kind="stable")]
+        k = np.searchsorted(dec[idx], at, side="right")
+        q = np.full(at_s.size, np.nan)
+        for kk in np.unique(k[k >= min_jobs]):
+            rows = idx[max(0, kk - int(window)):kk]
+            here = k == kk
+            # (reading times sharing a window: the still-running jobs' bounds read at the earliest one —
+            # the elapsed time only grows, so each stays a bound on the score)
+            t = at[here].min()
+            v = np.where(end_s[rows] <= t, y[rows], np.log1p(np.maximum(t - start_s[rows], 0.0)))
+            q[here] = tail_offset(sign * (v - bound[rows]), level)
+        out.append(q)
+    return out[0], out[1]
+
+
+def ipcw_weights(ended, censored) -> np.ndarray:
+    """Inverse-probability-of-censoring weights ``w_i = 1 / max(Ĝ(y_i−), IPCW_FLOOR)`` of the ended
+    durations ``ended`` (s), with ``Ĝ(t) = P(C > t)`` the Kaplan–Meier survival of the censoring
+    time estimated from all jobs (an ended job is a censored observation of its censoring time,
+    a job still running an observed one: the reverse Kaplan–Meier). ``censored``: the durations
+    (s) at extraction of the jobs still running."""
+    from scipy import stats
+
+    y = np.asarray(ended, dtype=float)
+    c = np.asarray(censored, dtype=float)
+    if c.size == 0 or y.size == 0:
+        return np.ones(y.size)
+    g = stats.ecdf(stats.CensoredData(uncensored=c, right=y)).sf
+    # G(y−): the survival just before y (a censoring at exactly y does not remove job i from view)
+    gy = g.evaluate(np.nextafter(y, -np.inf))
+    return 1.0 / np.maximum(gy, IPCW_FLOOR)
