@@ -30,6 +30,7 @@ quota question)::
     restart:
       source: auto                # auto | bundle | table: restart-time distributions (see Planner)
       automation: {Infrastructure: 0.5}   # factor on restart times per failure category or type
+      # time: 20m                 # optional: every failure restarts in this fixed time (overrides source)
     failures:
       rate_multipliers: {Infrastructure: 0.8}  # factor on failure rates per category or type
       mttf: 8h                    # optional override of the bundle: job MTTF at reference_gpus
@@ -56,9 +57,11 @@ the field checks are in :mod:`.config_fields` (names re-exported here).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
 
 from acmemodel.errors import ConfigError
 from acmemodel.planner.config_fields import (
@@ -112,20 +115,61 @@ class CheckpointSpec:
 
 @dataclass
 class RestartSpec:
+    """The ``restart`` section: where restart times come from (``source``: ``auto``, ``bundle``,
+    ``table``), an explicit fixed restart time for every failure (``time_s``, seconds, or None) and the
+    restart-automation factors per failure category or type (``automation``)."""
+
     source: str = "auto"
     automation: dict = field(default_factory=dict)
+    time_s: float | None = None
+
+    def __post_init__(self):
+        if self.source not in ("auto", "bundle", "table"):
+            raise ConfigError(f"restart.source must be 'auto', 'bundle' or 'table', got {self.source!r}")
+        if self.time_s is not None and not (math.isfinite(float(self.time_s)) and self.time_s >= 0):
+            raise ConfigError(f"restart.time must be a duration >= 0 s, got {self.time_s!r}")
 
 
 @dataclass
 class FailureSpec:
+    """The ``failures`` section: the failure-rate assumption (a reliability preset, an explicit MTTF at
+    ``reference_gpus`` with an optional Weibull ``shape``, else the bundle's failure model used as
+    ``model`` for ``job_type``) and the rate multipliers per failure category or type. Precedence:
+    :meth:`acmemodel.planner.run.inputs.RunInputs.from_bundle`."""
+
     rate_multipliers: dict = field(default_factory=dict)
     mttf_s: float | None = None
     reference_gpus: int | None = None
     shape: float | None = None
     model: str = "weibull"
     job_type: str = "Pretrain"
-    #: a published reliability preset (:data:`acmemodel.planner.reliability.PRESETS`) or None
+    #: the name of a published reliability preset (:data:`acmemodel.planner.reliability.PRESETS`) or None
     reliability: str | None = None
+    #: that preset (:class:`~acmemodel.planner.reliability.ReliabilityPreset`), resolved when read
+    preset: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.model not in ("weibull", "piecewise"):
+            raise ConfigError(f"failures.model must be 'weibull' or 'piecewise', got {self.model!r}")
+        if self.mttf_s is None and (self.reference_gpus is not None or self.shape is not None):
+            raise ConfigError("failures.reference_gpus and failures.shape need failures.mttf")
+        if self.mttf_s is not None and not (np.ndim(self.mttf_s) == 0 and math.isfinite(float(self.mttf_s))
+                                            and self.mttf_s > 0):
+            raise ConfigError(f"failures.mttf must be a positive duration, got {self.mttf_s!r}")
+        if self.reference_gpus is not None and (int(self.reference_gpus) != self.reference_gpus
+                                                or self.reference_gpus < 1):
+            raise ConfigError(f"failures.reference_gpus must be a positive integer, got {self.reference_gpus!r}")
+        if self.reliability is not None and self.preset is None:
+            self.preset = get_preset(self.reliability, "failures.reliability")
+
+
+@dataclass
+class Assumptions:
+    """The failure and restart sections of a configuration on their own: what one run's inputs need
+    (:meth:`acmemodel.planner.run.inputs.RunInputs.from_bundle`) when there is no whole configuration."""
+
+    failures: FailureSpec = field(default_factory=FailureSpec)
+    restart: RestartSpec = field(default_factory=RestartSpec)
 
 
 @dataclass
@@ -295,9 +339,11 @@ class ClusterConfig:
         if ("sync_cost" if checkpoint.mode == "sync" else "async_cost") in ck:
             checkpoint.cost_source = "config"
 
-        rs = _check_keys(top.get("restart"), {"source", "automation"}, "restart")
+        rs = _check_keys(top.get("restart"), {"source", "automation", "time"}, "restart")
         restart = RestartSpec(source=_choice(rs.get("source", "auto"), "restart.source", ("auto", "bundle", "table")),
-                              automation=_factors(rs.get("automation"), "restart.automation"))
+                              automation=_factors(rs.get("automation"), "restart.automation"),
+                              time_s=None if rs.get("time") is None else parse_duration(rs["time"], "restart.time",
+                                                                                         allow_zero=True))
 
         fs = _check_keys(top.get("failures"), {"rate_multipliers", "mttf", "reference_gpus", "shape", "model",
                                                "job_type", "reliability"}, "failures")
@@ -315,7 +361,7 @@ class ClusterConfig:
             shape=None if fs.get("shape") is None else _num(fs["shape"], "failures.shape", lo=0.1, hi=50.0),
             model=_choice(fs.get("model", "weibull"), "failures.model", ("weibull", "piecewise")),
             job_type=_str(fs.get("job_type", "Pretrain"), "failures.job_type"),
-            reliability=None if preset is None else preset.name)
+            reliability=None if preset is None else preset.name, preset=preset)
         if preset is not None and preset.ckpt_cost_s is not None:
             # the preset's published checkpoint write cost, unless the config sets the cost of its mode
             key = "sync_cost" if checkpoint.mode == "sync" else "async_cost"
@@ -404,12 +450,17 @@ class ClusterConfig:
         finally:
             self.evaluation, self.energy = ev, en
         d["energy"] = en.to_dict()
+        d["failures"].pop("preset", None)
         d.pop("source", None)
         d["evaluation"] = None if ev is None else {"datasets": len(ev.batch), "nodes": ev.nodes,
                                                    "policy": ev.policy}
         return d
 
     # ---------------------------------------------------------------- helpers for the planner
+    def with_failures(self, **changes) -> "ClusterConfig":
+        """A copy of this configuration whose ``failures`` section has ``changes`` (field: value)."""
+        return replace(self, failures=replace(self.failures, **changes))
+
     def run_interval(self, run: RunSpec) -> float | str:
         """The checkpoint interval that applies to ``run`` (seconds or ``"auto"``)."""
         return run.checkpoint_interval_s if run.checkpoint_interval_s is not None else self.checkpoint.interval_s
