@@ -379,43 +379,48 @@ class Planner:
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
         self._check_config_against_bundle(config, cluster=cluster and workload is None)
-        sim = config.simulation
-        runs = []
-        for r in config.runs:
-            kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), n_replicas=sim.replicas, seed=sim.seed,
-                      threads=sim.threads, name=r.name)
-            run = _complete(self.inputs(r.gpus, config), interval=config.run_interval(r), **kw)
-            run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
-            if config.sensitivity and run.finishes:
-                run.sensitivity = self._band(config, r, run, kw)
-            runs.append(run)
         assumptions = self._assumptions(config)
-        if not cluster:
-            cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
-                  "quotas": _configured_quotas(config)}
-        else:
-            try:
-                cl = {"available": True, **self.quota(config, workload=workload)}
-            except ConfigError:
-                raise
-            except AcmeModelError as e:
-                if workload is not None:
-                    raise
-                cl = {"available": False, "reason": f"no workload model: {str(e).splitlines()[0]}",
-                      "queue_s": {}, "quotas": _configured_quotas(config)}
-            except QuotaFitError as e:  # the partitions leave no room: what does not fit and what would
-                cl = {"available": False, "reason": f"does not fit: {str(e).splitlines()[0]}",
-                      "queue_s": {}, "quotas": _configured_quotas(config)}
-            except ValueError as e:
-                cl = {"available": False, "reason": f"cluster simulation failed: {str(e).splitlines()[0]}",
-                      "queue_s": {}, "quotas": _configured_quotas(config)}
+        chosen = self._chosen_reliability(config)
+        runs = [self._plan_run(config, r, chosen) for r in config.runs]
+        cl = self._cluster_part(config, cluster=cluster, workload=workload)
         cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
             evaluation = feedback_from_plan(config.evaluation, cl)
         return PlanResult(config.name, runs, cl, config, assumptions, evaluation)
 
-    def _band(self, config: ClusterConfig, run_spec, run: RunPlan, kw: dict) -> dict:
+    def _plan_run(self, config: ClusterConfig, r, chosen: str) -> RunPlan:
+        """One run of ``config``: its inputs, the kernels, the energy of its loss and its sensitivity band."""
+        sim = config.simulation
+        kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), n_replicas=sim.replicas, seed=sim.seed,
+                  threads=sim.threads, name=r.name)
+        run = _complete(self.inputs(r.gpus, config), interval=config.run_interval(r), **kw)
+        run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
+        if config.sensitivity and run.finishes:
+            run.sensitivity = self._band(config, r, run, kw, chosen)
+        return run
+
+    def _cluster_part(self, config: ClusterConfig, *, cluster: bool, workload) -> dict:
+        """The cluster part of the plan (:meth:`quota`), or why it is not available."""
+        def unavailable(reason: str) -> dict:
+            return {"available": False, "reason": reason, "queue_s": {}, "quotas": _configured_quotas(config)}
+
+        if not cluster:
+            return unavailable("cluster simulation skipped")
+        try:
+            return {"available": True, **self.quota(config, workload=workload)}
+        except ConfigError:
+            raise
+        except AcmeModelError as e:
+            if workload is not None:
+                raise
+            return unavailable(f"no workload model: {str(e).splitlines()[0]}")
+        except QuotaFitError as e:  # the partitions leave no room: what does not fit and what would
+            return unavailable(f"does not fit: {str(e).splitlines()[0]}")
+        except ValueError as e:
+            return unavailable(f"cluster simulation failed: {str(e).splitlines()[0]}")
+
+    def _band(self, config: ClusterConfig, run_spec, run: RunPlan, kw: dict, chosen: str) -> dict:
         """The sensitivity band of ``run`` (:func:`sensitivity_band`): the run re-planned under every other
         reliability preset (``acme-2023``: the default bundle's fitted model) and at ×0.5 / ×2 the rate."""
         fs = config.failures
@@ -429,7 +434,7 @@ class Planner:
                 cfg, planner = config.with_failures(rate_multipliers=rate_multipliers), self
             return _complete(planner.inputs(run.gpus, cfg), interval="auto", **{**kw, **kwp})
 
-        return sensitivity_band(run, chosen=self._chosen_reliability(config), scenario=scenario, replicas=kw["n_replicas"],
+        return sensitivity_band(run, chosen=chosen, scenario=scenario, replicas=kw["n_replicas"],
                                 base_multipliers=dict(fs.rate_multipliers),
                                 ckpt_cost_for=lambda preset: scenario_ckpt_cost(config, run_spec, preset),
                                 main_cost_source=scenario_ckpt_cost(config, run_spec, fs.preset)[1])
