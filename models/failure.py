@@ -142,8 +142,13 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
 
     Planner interface (``bundle["failure"]``)
     -----------------------------------------
-    * ``mttf(gpus)`` — seconds, late regime: mean of the Weibull ``(shape_, η(g))``, so the scale is
-      ``η = mttf(gpus) / Γ(1 + 1/shape_)``; ``mttf_interval(gpus)`` → (lower, upper) s;
+    * ``failure_law(gpus, kind="weibull"|"piecewise", **key)`` — the model's own failure process for a
+      job of ``gpus`` GPUs as a duration :class:`~acmemodel.models.family.Family`: the late regime
+      (``late_family``, a ``Weibull(k = shape_, lam = mttf / Γ(1 + 1/k))``) or its hazard table as a
+      :class:`~acmemodel.models.failure_laws.PiecewiseHazardLaw`; the planner assumes no family (another
+      model may hand over a log-normal, log-logistic, ... law);
+    * ``late_family(gpus, **key)``, ``early_family()`` — the two regimes as families (Weibull, log-normal);
+    * ``mttf(gpus)`` — seconds, late regime; ``mttf_interval(gpus)`` → (lower, upper) s;
       ``mttf_curve(gpus_array)`` → DataFrame with intervals and an ``extrapolated`` flag;
     * ``shape_`` — Weibull shape k of the late regime (``shape_ci_``), ``alpha_`` — size exponent;
     * ``hazard_table(gpus, edges)`` — piecewise-constant hazard (1/s) for the C kernel;
@@ -314,8 +319,9 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         z = (y - mu) / s
         S_E = special.ndtr(-z)
         f_E = stats.norm.pdf(z) / (s * t[None, :])
-        if component == "early":
-            return S_E, f_E
+        if component == "early":  # (the same for every row: one per row, as the other components)
+            shape = (X.shape[0], t.size)
+            return np.broadcast_to(S_E, shape), np.broadcast_to(f_E, shape)
         p = special.expit(Z @ gam)[:, None]
         return p * S_E + (1 - p) * S_L, p * f_E + (1 - p) * f_L
 

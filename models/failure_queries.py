@@ -18,6 +18,9 @@ import pandas as pd
 from scipy import special, stats
 
 from acmemodel.models.failure_mle import _check_component, _num_jac
+from acmemodel.models.distributions import LogNormal, Weibull
+from acmemodel.models.failure_laws import PiecewiseHazardLaw
+from acmemodel.models.family import Family
 
 __all__ = ["FailureQueriesMixin", "IDENTIFIABILITY_SIZES", "MAX_MTTF_RATIO", "SUPPORT_MIN_EVENTS", "failure_support"]
 
@@ -251,23 +254,38 @@ class FailureQueriesMixin:
         p = (w[:, None] * special.expit(Z @ gam).reshape(nc, ng)).sum(axis=0)
         return float(p[0]) if scalar else p
 
-    def failure_law(self, gpus: float, *, kind: str = "weibull", **key) -> dict:
-        """The late-regime law of a job's time to failure at ``gpus`` GPUs, as the planner takes it (the
-        model hands the planner its own failure process; the planner assumes no family):
-        ``{"family": "weibull", "shape": k, "mean_s": MTTF}`` (``shape_``, :meth:`mttf`) or, with
-        ``kind="piecewise"``, ``{"family": "piecewise", "start_s": [...], "hazard_per_s": [...]}`` (its
-        :meth:`hazard_table`). Another failure model may hand over another law: the planner also reads
-        ``{"family": "exponential", "mean_s"}`` and ``{"family": "lognormal", "mu", "sigma"}`` (log-seconds)."""
+    def late_family(self, gpus: float, **key) -> Weibull:
+        """The late regime at ``gpus`` GPUs as a duration family: the :class:`Weibull` of shape ``shape_``
+        whose mean is :meth:`mttf` (``lam = MTTF / Γ(1 + 1/k)``; keys omitted are averaged over the
+        training mix through the mean)."""
+        self._check_fitted()
+        k = float(self.shape_)
+        return Weibull(k=k, lam=float(self.mttf(gpus, **key)) / math.gamma(1.0 + 1.0 / k))
+
+    def early_family(self) -> LogNormal | None:
+        """The early (defective-job) regime as a duration family: ``LogNormal(mu = log t_ref + μ_E, σ_E)``
+        (seconds); ``None`` for a one-regime model."""
+        self._check_fitted()
+        if self.regimes == 1:
+            return None
+        _, mu, ls, _, _ = self._mix.unpack(self.params_)
+        return LogNormal(mu=math.log(self.t_ref) + float(mu), sigma=math.exp(float(ls)))
+
+    def failure_law(self, gpus: float, *, kind: str = "weibull", **key) -> Family:
+        """The model's own failure process for a job of ``gpus`` GPUs, handed to the planner as a duration
+        :class:`~acmemodel.models.family.Family` (the planner assumes no family): the late regime
+        (:meth:`late_family`, a Weibull) or, with ``kind="piecewise"``, its hazard table
+        (:meth:`hazard_table`) as a :class:`~acmemodel.models.failure_laws.PiecewiseHazardLaw`. Another
+        failure model may hand over another family (log-normal, log-logistic, ...): the planner plans with
+        its survival (:func:`acmemodel.planner.run.processes.failure_process_from_law`)."""
         self._check_fitted()
         if kind == "piecewise":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                tab = self.hazard_table(gpus, **key)
-            return {"family": "piecewise", "start_s": tab["start_s"].tolist(),
-                    "hazard_per_s": tab["hazard_per_s"].tolist()}
+                return PiecewiseHazardLaw.from_table(self.hazard_table(gpus, **key))
         if kind != "weibull":
             raise ValueError(f"kind must be 'weibull' or 'piecewise', got {kind!r}")
-        return {"family": "weibull", "shape": float(self.shape_), "mean_s": float(self.mttf(gpus, **key))}
+        return self.late_family(gpus, **key)
 
     def hazard_table(self, gpus: float, edges=None, *, component: str = "late", **key) -> pd.DataFrame:
         """Piecewise-constant hazard for the planner's C kernel.

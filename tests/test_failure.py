@@ -282,6 +282,33 @@ def test_hazard_survival_consistency(two_regime):
         m.hazard_table(1024, edges=[0, 10, 5])
 
 
+def test_the_regimes_are_families_and_the_model_hands_over_its_law(two_regime):
+    """The late regime of one key is the Weibull family of the model's shape and MTTF, the early regime
+    the log-normal family of its median and log-sd; failure_law hands the planner that Weibull (or the
+    hazard table as a piecewise-hazard family), and the planner's process has the model's MTTF."""
+    from acmemodel.models.distributions import LogNormal, Weibull
+    from acmemodel.models.failure_laws import PiecewiseHazardLaw
+    from acmemodel.planner.run.processes import failure_process_from_law
+
+    _, m = two_regime
+    t = np.array([30.0, 600.0, 7200.0, 86400.0])
+    late = m.late_family(256, cluster="Seren")
+    assert isinstance(late, Weibull) and late.k == m.shape_
+    assert np.allclose(late.sf(t), m.survival(t, 256, component="late", cluster="Seren"), rtol=1e-9)
+    early = m.early_family()
+    assert isinstance(early, LogNormal) and early.median() == pytest.approx(m.early_median_s_, rel=1e-12)
+    assert np.allclose(early.sf(t), m.survival(t, 256, component="early"), rtol=1e-9)
+    law = m.failure_law(1024, type=m.design_.types[0])
+    assert isinstance(law, Weibull)
+    assert float(failure_process_from_law(law).mean()) == pytest.approx(m.mttf(1024, type=m.design_.types[0]),
+                                                                        rel=1e-12)
+    pw = m.failure_law(1024, kind="piecewise")
+    assert isinstance(pw, PiecewiseHazardLaw)
+    tab = m.hazard_table(1024)
+    assert np.allclose(pw.sf(tab["end_s"].to_numpy()), tab["survival_end"], rtol=1e-9)
+    assert pw.ppf(pw.cdf(7200.0)) == pytest.approx(7200.0, rel=1e-9)
+
+
 def test_sampling_matches_the_survival_function(two_regime):
     _, m = two_regime
     x = m.sample(4000, 512, np.random.default_rng(9), cluster="Kalos")

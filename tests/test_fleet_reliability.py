@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 from acmemodel.cli import app, main
 from acmemodel.errors import ConfigError, TraceFormatError
 from acmemodel.models.fleet_reliability import FleetReliability, garwood
+from acmemodel.planner.config import Assumptions, FailureSpec
+from acmemodel.planner.planner import Planner
 from acmemodel.planner.reliability import PRESETS, get_preset, load_preset_file
 from acmemodel.trace.importers.failures import read_failures
 
@@ -223,8 +225,9 @@ def test_convert_writes_a_preset_and_intervals(syn, syn_preset, tmp_path):
     # MTTF(g) = 1 / (g/8 nodes · r_f)
     assert p.mttf_s(64) == pytest.approx(DAY / (8 * syn["model"].rate_per_node_day_))
     assert get_preset(str(out)) is get_preset("my-fleet")
-    kw = p.planner_kwargs(1024)
-    assert kw["restart"].kind == "lognormal" and kw["mttf"] == pytest.approx(p.mttf_s(1024))
+    inp = Planner().inputs(1024, Assumptions(FailureSpec(reliability=p.name, preset=p)))
+    assert p.restart_time().kind == "lognormal" and all(t.restart == p.restart_time() for t in inp.mix.types)
+    assert float(inp.failure.mean()) == pytest.approx(p.mttf_s(1024))
     tab = tmp_path / "iv.parquet"
     res = CliRunner().invoke(app, ["convert", "--from", "failures", str(syn["path"]), "-o", str(tab)])
     assert res.exit_code == 0, res.output

@@ -432,3 +432,24 @@ def test_running_jobs_in_the_failure_model_fit():
     started_gpu = int((jobs.started & (jobs.gpu_num > 0) & jobs.run_s.notna()).sum())
     assert m.n_fit_ == started_gpu  # none dropped
     assert m.km_["all"]["n"] == started_gpu if "all" in m.km_ else True
+
+
+def test_one_format_registry_the_cli_choices_come_from_without_pandas():
+    """The importers are registered by name in acmemodel.formats; load_trace's formats and the CLI's
+    ``convert --from`` choices are that registry, and building the CLI imports no importer (no pandas)."""
+    import importlib
+    import pkgutil
+    import subprocess
+    import sys
+
+    import acmemodel.trace.importers as imp
+    from acmemodel.formats import CONVERT_FORMATS, FAILURE_LOG, TRACE_IMPORTERS
+
+    modules = {m.name for m in pkgutil.iter_modules(imp.__path__) if not m.name.startswith("_")}
+    assert modules - {FAILURE_LOG, "slurm_fields"} == set(TRACE_IMPORTERS)  # every importer is registered
+    assert all(callable(importlib.import_module(m).read) for m in TRACE_IMPORTERS.values())
+    assert imp.FORMATS == tuple(TRACE_IMPORTERS)
+    code = ("import sys, acmemodel.cli.convert as c; print([f.value for f in c.From]); "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'acmemodel.trace') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == str(list(CONVERT_FORMATS)) and out[1] == "[]"

@@ -5,6 +5,7 @@ import copy
 import json
 import math
 import re
+from dataclasses import replace
 from importlib import resources
 
 import numpy as np
@@ -14,13 +15,15 @@ import yaml
 
 from acmemodel.errors import ConfigError
 from acmemodel.models.bundle import Bundle
+from acmemodel.models.distributions import LogNormal, Weibull
+from acmemodel.models.failure_laws import PiecewiseHazardLaw
 from acmemodel.planner.run.checkpoint import optimal_interval
-from acmemodel.planner.config import ClusterConfig
+from acmemodel.planner.config import Assumptions, ClusterConfig, FailureSpec, RestartSpec
 from acmemodel.planner.config_fields import parse_duration
 from acmemodel.planner.run.montecarlo import FailureMix
 from acmemodel.planner.plan_helpers import PLANNED_TYPE
 from acmemodel.planner.planner import Planner
-from acmemodel.planner.run.processes import ExponentialFailures, PiecewiseHazard, RestartTime, WeibullFailures
+from acmemodel.planner.run.processes import ExponentialFailures, PiecewiseHazard, WeibullFailures
 
 H, DAY = 3600.0, 86400.0
 EXAMPLE = resources.files("acmemodel.planner").joinpath("examples", "example.yaml")
@@ -185,16 +188,17 @@ def test_config_file_errors(tmp_path):
 
 # ------------------------------------------------------------------------------ planner, explicit parameters
 def test_failure_process_scales_with_gpus():
-    p = Planner(mttf=10 * H, reference_gpus=1024)
-    assert float(p.failure_process(2048).mean()) == pytest.approx(5 * H)
-    w = Planner(mttf=10 * H, reference_gpus=1024, shape=0.5)
-    assert float(w.failure_process(2048).mean()) == pytest.approx(10 * H * 2 ** -2.0)  # MTTF ∝ g^(-1/k)
-    assert float(Planner(mttf=10 * H).failure_process(4096).mean()) == 10 * H  # no reference: as given
+    p, exp = Planner(), Assumptions(FailureSpec(mttf_s=10 * H, reference_gpus=1024))
+    assert float(p.failure_process(2048, exp).mean()) == pytest.approx(5 * H)
+    w = Assumptions(FailureSpec(mttf_s=10 * H, reference_gpus=1024, shape=0.5))
+    assert float(p.failure_process(2048, w).mean()) == pytest.approx(10 * H * 2 ** -2.0)  # MTTF ∝ g^(-1/k)
+    assert float(p.failure_process(4096, Assumptions(FailureSpec(mttf_s=10 * H))).mean()) == 10 * H  # as given
 
 
 def test_checkpoint_uses_adjusted_process_and_mix_restart():
-    p = Planner(mttf=10 * H, reference_gpus=1024, restart=RestartTime.fixed(900.0))
-    r = p.checkpoint(2048, ckpt_cost=60.0, work=30 * DAY, rate_multipliers={"Infrastructure": 0.5})
+    cfg = Assumptions(FailureSpec(mttf_s=10 * H, reference_gpus=1024, rate_multipliers={"Infrastructure": 0.5}),
+                      RestartSpec(time_s=900.0))
+    r = Planner().checkpoint(2048, ckpt_cost=60.0, work=30 * DAY, config=cfg)
     mix, total = FailureMix.from_failure_table(2048).adjusted(rate_multipliers={"Infrastructure": 0.5})
     assert 0.5 < total < 1.0
     ref = optimal_interval(work=30 * DAY, ckpt_cost=60.0, failure=ExponentialFailures(5 * H / total), restart=900.0)
@@ -203,8 +207,8 @@ def test_checkpoint_uses_adjusted_process_and_mix_restart():
 
 
 def test_completion_run_plan_and_adjustments():
-    p = Planner(mttf=6 * H, reference_gpus=1024, shape=0.8)
-    base = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=3000, seed=1)
+    p, fs = Planner(), FailureSpec(mttf_s=6 * H, reference_gpus=1024, shape=0.8)
+    base = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=3000, seed=1, config=Assumptions(fs))
     d = base.to_dict()
     assert d["finishes"] and d["checkpoint_interval_source"] == "auto"
     assert d["checkpoint_interval_s"] == pytest.approx(d["optimal_interval_s"])
@@ -215,15 +219,15 @@ def test_completion_run_plan_and_adjustments():
     assert d["ettr"] == pytest.approx(10 * DAY / d["completion_time_s"]["mean"])
     # halving infrastructure failures: fewer failures (tolerance from the sample standard errors)
     better = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=3000, seed=1,
-                          rate_multipliers={"Infrastructure": 0.5})
+                          config=Assumptions(replace(fs, rate_multipliers={"Infrastructure": 0.5})))
     a, b = base.simulation.n_failures, better.simulation.n_failures
     se = math.sqrt(a.var() / a.size + b.var() / b.size)
     assert a.mean() - b.mean() > 4 * se
     # full restart automation: no restart downtime at all
-    auto = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=300, seed=1,
-                        restart_factors={"Infrastructure": 0, "Framework": 0, "Script": 0})
+    auto = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, n_replicas=300, seed=1, config=Assumptions(
+        fs, RestartSpec(automation={"Infrastructure": 0, "Framework": 0, "Script": 0})))
     assert auto.to_dict()["gpu_time_loss_gpu_h"]["restart"] == 0.0
-    fixed = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, interval=1800.0, n_replicas=300)
+    fixed = p.completion(1024, work=10 * DAY, ckpt_cost=60.0, interval=1800.0, n_replicas=300, config=Assumptions(fs))
     assert fixed.to_dict()["checkpoint_interval_s"] == 1800.0 and fixed.interval_source == "config"
 
 
@@ -286,10 +290,8 @@ class _FakeFailure:
 
     def failure_law(self, gpus, *, kind="weibull", **key):
         if kind == "piecewise":
-            tab = self.hazard_table(gpus, **key)
-            return {"family": "piecewise", "start_s": tab["start_s"].tolist(),
-                    "hazard_per_s": tab["hazard_per_s"].tolist()}
-        return {"family": "weibull", "shape": self.shape_, "mean_s": self.mttf(gpus, **key)}
+            return PiecewiseHazardLaw.from_table(self.hazard_table(gpus, **key))
+        return Weibull(k=self.shape_, lam=self.mttf(gpus, **key) / math.gamma(1 + 1 / self.shape_))
 
 
 class _LogNormalFailure:
@@ -297,7 +299,7 @@ class _LogNormalFailure:
     sigma = 1.2
 
     def failure_law(self, gpus, *, kind="weibull", **key):
-        return {"family": "lognormal", "mu": math.log(6 * H * 1024 / float(gpus)), "sigma": self.sigma}
+        return LogNormal(mu=math.log(6 * H * 1024 / float(gpus)), sigma=self.sigma)
 
 
 class _FakeRestartDist:
@@ -324,10 +326,11 @@ def test_bundle_failure_and_restart_models_are_used_not_fitted():
     p = Planner(b)
     f = p.failure_process(2048)
     assert isinstance(f, WeibullFailures) and float(f.shape) == 0.75 and float(f.mean()) == pytest.approx(2 * H)
+    restart.calls.clear()  # (the inputs are assembled whole: failure_process asked the restart model too)
     mix = p.failure_mix(2048)
     assert restart.calls == [(2048, {"type": "Pretrain"})]
     assert all(t.restart.kind == "lognormal" and t.restart.mean == pytest.approx(1800.0) for t in mix.types)
-    pw = Planner(b, failure_model="piecewise").failure_process(1024)
+    pw = Planner(b).failure_process(1024, Assumptions(FailureSpec(model="piecewise")))
     assert isinstance(pw, PiecewiseHazard) and pw.rates[0] == pytest.approx(3 / (4 * H))
     # a restart model that fell back to the published prior: the table's per-type restarts
     p2 = Planner(Bundle(models={"failure": _FakeFailure(), "restart": _FakeRestart(fallback=True)}))
@@ -344,15 +347,16 @@ def test_a_log_normal_failure_law_is_planned_with():
 
     law = _LogNormalFailure()
     b = Bundle(models={"failure": law, "restart": _FakeRestart(fallback=True)}, name="lognormal")
-    p = Planner(b, failure_model="piecewise")
-    proc = p.failure_process(2048)
+    p, pw = Planner(b), Assumptions(FailureSpec(model="piecewise"))
+    proc = p.failure_process(2048, pw)
     d = stats.lognorm(s=law.sigma, scale=3 * H)
     br, rates = np.ravel(proc.breaks), np.ravel(proc.rates)
     surv = np.exp(-np.concatenate([[0.0], np.cumsum(np.diff(br) * rates[:-1])]))
     assert np.allclose(surv, d.sf(br), rtol=1e-9, atol=1e-12)  # exact at the breaks
     assert float(proc.mean()) == pytest.approx(d.mean(), rel=0.05)
-    ck = p.checkpoint(2048, ckpt_cost=60.0, work=10 * DAY)
-    weib = Planner(mttf=float(proc.mean()), shape=0.8).checkpoint(2048, ckpt_cost=60.0, work=10 * DAY)
+    ck = p.checkpoint(2048, ckpt_cost=60.0, work=10 * DAY, config=pw)
+    weib = Planner().checkpoint(2048, ckpt_cost=60.0, work=10 * DAY,
+                                config=Assumptions(FailureSpec(mttf_s=float(proc.mean()), shape=0.8)))
     assert bool(ck.finishes) and float(ck.mttf_s) == pytest.approx(float(proc.mean()), rel=1e-9)
     assert abs(float(ck.interval_s) / float(weib.interval_s) - 1) > 0.01  # the law, not a Weibull, set it
     cfg = {**base_dict(), "failures": {"model": "piecewise"}, "sensitivity": False}
@@ -360,15 +364,58 @@ def test_a_log_normal_failure_law_is_planned_with():
     assert all(r.failure.describe()["family"] == "piecewise" for r in res.runs)
 
 
+def test_a_log_normal_failure_law_sets_its_own_optimum_and_expected_time():
+    """The planner plans a log-normal failure law handed over by the model with that law: E[T] at its
+    optimum is the renewal-reward E[T] of the exact log-normal (NumPy, scipy's survival; a Monte Carlo
+    of the law's cycles agrees within 4 standard errors), and both the optimum and E[T] differ from
+    those of a Weibull or an exponential law of the same mean."""
+    from scipy import stats
+
+    law = _LogNormalFailure()
+    b = Bundle(models={"failure": law, "restart": _FakeRestart(fallback=True)}, name="lognormal")
+    cfg = Assumptions(FailureSpec(), RestartSpec(time_s=600.0))
+    W, C, R = 10 * DAY, 60.0, 600.0
+    ck = Planner(b).checkpoint(2048, ckpt_cost=C, work=W, config=cfg)
+    tau = float(ck.interval_s)
+    d = stats.lognorm(s=law.sigma, scale=3 * H)          # the law at 2,048 GPUs (median 3 h)
+    i = np.arange(1, 100_000)
+
+    def exact_et(t):  # E[T] = W E[F] / (t E[N]),  E[N] = sum_i S(R + i (t + C))
+        return W * d.mean() / (t * d.sf(R + i * (t + C)).sum())
+
+    # the kernel's E[T] is the exact law's within the 24-piece stand-in's error (measured 2e-4)
+    assert float(ck.expected_time_s) == pytest.approx(exact_et(tau), rel=1e-3)
+    # ... and its optimum is the law's: no interval on a fine grid does better by more than that error
+    grid = np.geomspace(tau / 3, tau * 3, 121)
+    assert min(exact_et(t) for t in grid) >= exact_et(tau) * (1 - 1e-3)
+    # Monte Carlo of the law's renewal cycles: F ~ log-normal, N = floor((F - R)+ / (tau + C)) checkpoints
+    rng = np.random.default_rng(7)
+    n = 200_000
+    F = d.rvs(n, random_state=rng)
+    N = np.floor(np.maximum(F - R, 0.0) / (tau + C))
+    mc = W * F.mean() / (tau * N.mean())
+    g = np.array([1 / N.mean(), -F.mean() / N.mean() ** 2]) * W / tau   # delta method for the ratio
+    se = math.sqrt(g @ (np.cov(F, N) / n) @ g)
+    assert abs(mc - exact_et(tau)) < 4 * se
+    # not the Weibull's (shape 0.8) nor the exponential's of the same mean
+    mean = float(Planner(b).failure_process(2048, cfg).mean())
+    for shape in (0.8, None):
+        other = Planner().checkpoint(2048, ckpt_cost=C, work=W, config=Assumptions(
+            FailureSpec(mttf_s=mean, shape=shape), RestartSpec(time_s=R)))
+        assert abs(float(other.interval_s) / tau - 1) > 0.02
+        assert abs(float(other.expected_time_s) - float(ck.expected_time_s)) > 4 * se
+
+
 def test_planner_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="restart_source"):
-        Planner(restart_source="x")
-    with pytest.raises(ValueError, match="need mttf"):
-        Planner(shape=0.7)
+    with pytest.raises(ValueError, match="restart.source"):
+        RestartSpec(source="x")
+    with pytest.raises(ValueError, match="need failures.mttf"):
+        FailureSpec(shape=0.7)
+    exp = Assumptions(FailureSpec(mttf_s=H))
     with pytest.raises(ValueError, match="gpus"):
-        Planner(mttf=H).checkpoint(0, ckpt_cost=10.0)
+        Planner().checkpoint(0, ckpt_cost=10.0, config=exp)
     with pytest.raises(ValueError, match="interval"):
-        Planner(mttf=H).completion(8, work=DAY, ckpt_cost=10.0, interval=-1)
+        Planner().completion(8, work=DAY, ckpt_cost=10.0, interval=-1, config=exp)
 
 
 def test_pooled_queue_quantiles_with_unschedulable_jobs():

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from acmemodel.cli import app, main
 from acmemodel.errors import ConfigError
-from acmemodel.planner.config import ClusterConfig
+from acmemodel.planner.config import Assumptions, ClusterConfig, FailureSpec
 from acmemodel.planner.energy import PowerModel, busy_share_in_window, seren_may_check
 from acmemodel.planner.planner import Planner
 from acmemodel.planner.reliability import PRESETS, get_preset
@@ -29,18 +29,17 @@ def test_presets_reproduce_their_published_figures():
     # MTTF = 1 / (nodes x r_f): 2.34 failures per 1,000 node-days at 128 nodes
     assert PRESETS["meta-rsc2"].mttf_s(1024) == pytest.approx(1000 * 86400 / (128 * 2.34))
     # through the planner: exponential, hazard proportional to GPUs
-    p = Planner().with_preset(PRESETS["meta-rsc1"])
-    assert p.failure_process(16384).mean() / H == pytest.approx(1.80, abs=0.005)
-    assert p.failure_process(8192).mean() == pytest.approx(2 * p.failure_process(16384).mean())
-    assert p.failure_mix(1024).restart_distribution().mean == pytest.approx(12.5 * 60)
+    p, rsc = Planner(), Assumptions(FailureSpec(reliability="meta-rsc1"))
+    assert p.failure_process(16384, rsc).mean() / H == pytest.approx(1.80, abs=0.005)
+    assert p.failure_process(8192, rsc).mean() == pytest.approx(2 * p.failure_process(16384, rsc).mean())
+    assert p.failure_mix(1024, rsc).restart_distribution().mean == pytest.approx(12.5 * 60)
 
 
 def test_acme_preset_is_the_default_bundles_failure_model():
     import acmemodel
 
     fm = acmemodel.load_default()["failure"]
-    p = Planner().with_preset(PRESETS["acme-2023"])
-    mttf = p.failure_process(1024).mean()
+    mttf = Planner().failure_process(1024, Assumptions(FailureSpec(reliability="acme-2023"))).mean()
     assert mttf == pytest.approx(float(fm.mttf(1024, type="Pretrain")), rel=1e-9)
     per_1000_node_days = 1000 * 86400 / (mttf * 1024 / 8)
     assert 0.5 < per_1000_node_days < 10     # the "about 2.3" for today's default bundle

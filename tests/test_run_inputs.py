@@ -26,7 +26,7 @@ def test_from_bundle_is_what_the_planner_uses(bundle):
     cfg = ClusterConfig.from_dict(CFG)
     run = cfg.runs[0]
     inp = RunInputs.from_bundle(bundle, run, cfg)
-    via = Planner(bundle).run_inputs(run.gpus, cfg.failures.rate_multipliers, cfg.restart.automation)
+    via = Planner(bundle).inputs(run.gpus, cfg)
     assert inp.gpus == 256
     assert float(inp.failure.mean()) == pytest.approx(float(via.failure.mean()), rel=1e-12)
     assert inp.restart.mean == pytest.approx(via.restart.mean, rel=1e-12)

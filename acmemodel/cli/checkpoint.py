@@ -39,6 +39,7 @@ def checkpoint_cmd(
     minimises E[T]; Young's √(2CM) and Daly's higher-order estimate are shown for comparison.
     """
     from acmemodel.planner.config_fields import parse_duration
+    from acmemodel.planner.config import Assumptions, FailureSpec, RestartSpec
     from acmemodel.planner.planner import Planner
     from acmemodel.planner.run.processes import RestartTime, make_failure_process
 
@@ -73,17 +74,17 @@ def checkpoint_cmd(
         source = "mttf"
         restart_desc = RestartTime.fixed(R).describe()
     else:
-        planner = Planner(bundle, restart=None if R is None else RestartTime.fixed(R))
-        if preset is not None:
-            planner = planner.with_preset(preset)
-            if R is not None:
-                planner.restart = RestartTime.fixed(R)
-        fail = planner.failure_process(gpus)
-        res = planner.checkpoint(gpus, ckpt_cost=C, work=W)
+        # acme-2023 is the default bundle's fitted failure model, whichever bundle is given
+        planner = Planner(None if preset is not None and preset.uses_bundle else bundle)
+        assumptions = Assumptions(
+            failures=FailureSpec() if preset is None else FailureSpec(reliability=preset.name, preset=preset),
+            restart=RestartSpec(time_s=R))
+        fail = planner.failure_process(gpus, assumptions)
+        res = planner.checkpoint(gpus, ckpt_cost=C, work=W, config=assumptions)
         source = f"bundle {bundle}" if bundle is not None else "default bundle"
         if preset is not None:
             source = f"reliability preset {preset.name} ({preset.source})"
-        restart_desc = planner.failure_mix(gpus).restart_distribution().describe() if R is None \
+        restart_desc = planner.failure_mix(gpus, assumptions).restart_distribution().describe() if R is None \
             else RestartTime.fixed(R).describe()
         restart_desc = {"mean_s": restart_desc.get("mean_s"), "kind": restart_desc.get("kind")}
     doc = res.to_dict(gpus)

@@ -24,16 +24,11 @@ import typer
 from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import console as _console
 from acmemodel.cli._common import describe_size
+from acmemodel.formats import CONVERT_FORMATS
 
 
-class From(str, Enum):
-    slurm = "slurm"
-    swf = "swf"
-    helios = "helios"
-    philly = "philly"
-    pai2020 = "pai2020"
-    k8s = "k8s"
-    failures = "failures"
+#: the ``--from`` choices: the names of the format registry (:mod:`acmemodel.formats`; no importer is imported)
+From = Enum("From", {name: name for name in CONVERT_FORMATS}, type=str)
 
 
 #: extras written after the AcmeTrace columns (when the importer found them)

@@ -1,27 +1,32 @@
 """``Planner``: checkpoint interval, completion time, failure-weighted GPU-time loss and quotas.
 
-The planner never fits. Its inputs are
+The planner never fits. One path: :meth:`Planner.plan` ``(config)`` → for each run
+:meth:`RunInputs.from_bundle` ``(bundle, run, config)`` → kernels (checkpoint optimum,
+:mod:`.run.checkpoint`; Monte Carlo, :mod:`.run.montecarlo`). A run's inputs are
 
-* a **failure process** per run size ``g`` — explicit (``mttf`` at ``reference_gpus``, optional Weibull
-  ``shape``; the hazard scales with ``g / reference_gpus``, proportional hazards) or from the bundle's
-  ``"failure"`` model, which hands over its own law (:meth:`FailureModel.failure_law(g, type=job_type)`:
-  Weibull, or with ``failure_model="piecewise"`` its hazard table; a model of another law, e.g.
-  log-normal, is planned with that law);
+* a **failure process** per run size ``g`` — a reliability preset, an explicit ``failures.mttf`` (at
+  ``reference_gpus``, optional Weibull ``shape``; the hazard scales with ``g / reference_gpus``,
+  proportional hazards) or the bundle's ``"failure"`` model, which hands over its own law
+  (``failure_law(g, type=job_type)``, a duration family: its Weibull late regime, or with
+  ``failures.model: piecewise`` its hazard table; a model of another law, e.g. log-normal, is planned
+  with that law);
 * a **failure-type mix** — the paper's failure table conditioned on ``g``
-  (:meth:`FailureMix.from_failure_table`), with per-type restart times either from the table (log-normal
-  from the published mean and median time to restart) or, when the bundle has a fitted ``"restart"``
-  model, one shared log-normal matched to that model's mean and median for ``g`` GPUs;
+  (:meth:`FailureMix.from_failure_table`), with per-type restart times from the table (log-normal
+  from the published mean and median time to restart), the bundle's fitted ``"restart"`` model (one
+  shared log-normal matched to its mean and median for ``g`` GPUs), a preset's or a fixed
+  ``restart.time``;
 * config adjustments: failure-rate multipliers and restart-time factors per failure category or type
   (:meth:`FailureMix.adjusted`: the total hazard is multiplied by ``Σ p_j m_j``).
 
-:meth:`Planner.checkpoint` gives the optimal interval (renewal model, :mod:`.run.checkpoint`),
-:meth:`Planner.completion` simulates the run (:mod:`.run.montecarlo`), :meth:`Planner.quota` simulates
-the cluster and searches the quota (:mod:`acmemodel.sim.cluster`, :mod:`acmemodel.sim.quota`) on a
-workload sampled from the bundle's arrival and runtime models (the ``sampler`` given to the planner, e.g.
-:func:`acmemodel.synth.sample_workload`) or a given job list, and
-:meth:`Planner.plan` does all of it for a :class:`~acmemodel.planner.config.ClusterConfig` (its
-steps that need no planner -- sampler registry, run exclusion, workload preparation, curves, pooled
-queue figures -- are in :mod:`.plan_helpers`).
+The precedence of these sources is stated once, in :mod:`.run.inputs`. The failure and restart
+assumptions are the configuration's (:class:`~acmemodel.planner.config.ClusterConfig`, or
+:class:`~acmemodel.planner.config.Assumptions` for a single-run question): :meth:`Planner.checkpoint`
+gives the optimal interval, :meth:`Planner.completion` simulates the run, :meth:`Planner.quota`
+simulates the cluster and searches the quota (:mod:`acmemodel.sim.cluster`, :mod:`acmemodel.sim.quota`)
+on a workload sampled from the bundle's arrival and runtime models (the ``sampler`` given to the
+planner, e.g. :func:`acmemodel.synth.sample_workload`) or a given job list, and :meth:`Planner.plan`
+does all of it for a configuration (its steps that need no planner -- run exclusion, workload
+preparation, curves, pooled queue figures -- are in :mod:`.plan_helpers`).
 """
 from __future__ import annotations
 
@@ -35,19 +40,17 @@ import pandas as pd
 
 from acmemodel.errors import AcmeModelError, ConfigError, DataWarning
 from acmemodel.planner.run.checkpoint import CheckpointResult, optimal_interval
-from acmemodel.planner.config import ClusterConfig
-from acmemodel.planner.run.inputs import RunInputs, _check_gpus, failure_mix, failure_process
+from acmemodel.models.bundle import resolve_bundle
+from acmemodel.planner.config import Assumptions, ClusterConfig
+from acmemodel.planner.run.inputs import RunInputs, _check_gpus, explicit_failures
 from acmemodel.planner.run.montecarlo import FailureMix, RunSimulation, simulate_run
 from acmemodel.sim.quota import QuotaFitError, find_quota
-from acmemodel.planner.run.processes import (
-    ExponentialFailures, FailureProcess, RestartTime, WeibullFailures,
-)
+from acmemodel.planner.run.processes import FailureProcess
 from acmemodel.planner.plan_helpers import (
     DAY, PLANNED_TYPE, excluded_runs, _configured_quotas, _curve, _num, _planned_runs,
     _pooled_queue, _prepare_workload,
 )
 from acmemodel.planner.evalbatch.plan import feedback_from_plan
-from acmemodel.planner.reliability import get_preset
 from acmemodel.planner.report import write_report
 from acmemodel.planner.sensitivity import scenario_ckpt_cost, sensitivity_band
 from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
@@ -155,23 +158,40 @@ class PlanResult:
         return write_report(self, path)
 
 
+def _complete(inp: RunInputs, *, work: float, ckpt_cost: float, interval, n_replicas: int, seed: int,
+              threads: int, name: str) -> RunPlan:
+    """The :class:`RunPlan` of one run from its inputs: the checkpoint optimum, then the Monte Carlo at the
+    chosen interval (``"auto"``: the optimum) and the E[T](τ) curve around it."""
+    gpus, fail, mix, R = inp.gpus, inp.failure, inp.mix, inp.restart
+    ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
+    notes = []
+    if interval == "auto":
+        tau, source = (float(ck.interval_s) if bool(ck.finishes) else None), "auto"
+    else:
+        tau, source = float(interval), "config"
+    if tau is None:
+        sim = simulate_run(work=work, interval=float(work), ckpt_cost=ckpt_cost, failure=fail, mix=mix,
+                           gpus=gpus, n_replicas=1, seed=seed)  # returns the explicit DNF result
+    else:
+        sim = simulate_run(work=work, interval=tau, ckpt_cost=ckpt_cost, failure=fail, mix=mix, gpus=gpus,
+                           n_replicas=n_replicas, seed=seed, threads=threads)
+    curve = _curve(ck, work, ckpt_cost, fail, R, tau)
+    if float(ck.mttf_s) > 10 * work:
+        notes.append(f"job MTTF {float(ck.mttf_s) / 3600:.3g} h is far above the run's work "
+                     f"{work / 3600:.3g} h: failures are rare for this run")
+    return RunPlan(name, gpus, float(work), float(ckpt_cost), tau, source, fail, mix, ck, sim, curve, notes)
+
+
 class Planner:
-    """Planner over a model bundle or explicit failure / restart parameters (module docstring).
+    """Planner over a model bundle (module docstring). The failure and restart assumptions are the
+    configuration's (its ``failures`` and ``restart`` sections, :class:`ClusterConfig`): every question
+    takes them and goes through :meth:`RunInputs.from_bundle`, the one place where their precedence
+    rules live.
 
     Parameters
     ----------
     bundle : a :class:`~acmemodel.models.bundle.Bundle`, a path to one, or ``None`` (the default bundle of
         :func:`acmemodel.load_default`, loaded only when needed).
-    mttf : explicit job mean time to failure (s) at ``reference_gpus`` GPUs (overrides the bundle).
-    reference_gpus : GPU count at which ``mttf`` holds; ``None`` = every run has that MTTF (no scaling).
-    shape : Weibull shape of the explicit failure process (``None`` = exponential).
-    restart : explicit restart time for every failure (seconds or :class:`RestartTime`); the failure
-        types of the mix keep their probabilities.
-    mix : an explicit :class:`FailureMix` (overrides the table and ``restart``).
-    restart_source : ``"auto"`` (the bundle's restart model when the planner has a bundle, else the
-        table), ``"bundle"`` or ``"table"``.
-    failure_model : ``"weibull"`` or ``"piecewise"`` (use of the bundle's failure model).
-    job_type : failure/restart-model covariate of the runs (default ``"Pretrain"``).
     sampler : ``sampler(bundle, workload, rng) -> jobs`` drawing the cluster's background workload for
         the queue simulation (``workload`` is the config's ``workload`` section; jobs with ``submit_s,
         run_s, gpu_num, type``), e.g. :func:`acmemodel.synth.sample_workload` (the planner does not import
@@ -179,36 +199,11 @@ class Planner:
         explicit ``workload=``.
     """
 
-    def __init__(self, bundle=None, *, mttf: float | None = None, reference_gpus: int | None = None,
-                 shape: float | None = None, restart=None, mix: FailureMix | None = None,
-                 restart_source: str = "auto", failure_model: str = "weibull", job_type: str = "Pretrain",
-                 sampler: Callable | None = None):
-        if restart_source not in ("auto", "bundle", "table"):
-            raise ValueError(f"restart_source must be 'auto', 'bundle' or 'table', got {restart_source!r}")
-        if failure_model not in ("weibull", "piecewise"):
-            raise ValueError(f"failure_model must be 'weibull' or 'piecewise', got {failure_model!r}")
-        if mttf is None and (reference_gpus is not None or shape is not None):
-            raise ValueError("reference_gpus and shape need mttf")
-        if mttf is not None:
-            make = ExponentialFailures(mttf) if shape is None else WeibullFailures(shape, mttf)
-            if make.batch_shape != ():
-                raise ValueError(f"mttf must be a scalar, got {mttf!r}")
-        if reference_gpus is not None and (int(reference_gpus) != reference_gpus or reference_gpus < 1):
-            raise ValueError(f"reference_gpus must be a positive integer, got {reference_gpus!r}")
-        if mix is not None and not isinstance(mix, FailureMix):
-            raise ValueError(f"mix must be a FailureMix, got {type(mix).__name__}")
-        self._bundle_arg = bundle
-        self._bundle = None
-        self.mttf = mttf
-        self.reference_gpus = reference_gpus
-        self.shape = shape
-        self.restart = None if restart is None else RestartTime.coerce(restart)
-        self.mix = mix
-        self.restart_source = restart_source
-        self.failure_model = failure_model
-        self.job_type = job_type
+    def __init__(self, bundle=None, *, sampler: Callable | None = None):
         if sampler is not None and not callable(sampler):
             raise ValueError(f"sampler must be a callable (bundle, workload, rng) -> jobs, got {sampler!r}")
+        self._bundle_arg = bundle
+        self._bundle = None
         self.sampler = sampler
 
     # ------------------------------------------------------------------ inputs
@@ -216,88 +211,65 @@ class Planner:
     def bundle(self):
         """The bundle (loaded on first use; :func:`acmemodel.load_default` when none was given)."""
         if self._bundle is None:
-            from acmemodel.models.bundle import resolve_bundle
-
             self._bundle = resolve_bundle(self._bundle_arg)
         return self._bundle
 
     def _has_bundle(self) -> bool:
         if self._bundle_arg is not None or self._bundle is not None:
             return True
-        if self.mttf is not None:
-            return False  # explicit parameters: do not load the default bundle for failures/restarts
         try:
             self.bundle
             return True
         except AcmeModelError:
             return False
 
-    def failure_process(self, gpus: int) -> FailureProcess:
-        """The job's failure process at ``gpus`` GPUs (before config multipliers;
-        :func:`acmemodel.planner.run.inputs.failure_process`)."""
-        return failure_process(gpus, bundle=lambda: self.bundle, mttf=self.mttf, shape=self.shape,
-                               reference_gpus=self.reference_gpus, failure_model=self.failure_model,
-                               job_type=self.job_type)
+    def inputs(self, gpus: int, config: ClusterConfig | Assumptions | None = None) -> RunInputs:
+        """The run's :class:`~acmemodel.planner.run.inputs.RunInputs` under ``config``'s failure and restart
+        sections (default: :class:`Assumptions` ``()``, the bundle's models): failure process,
+        failure-type mix and restart distribution, assembled once with the adjustments applied."""
+        cfg = Assumptions() if config is None else config
+        given = self.bundle if self._bundle_arg is not None else None
+        return RunInputs.from_bundle(given, gpus, cfg, default=lambda: self.bundle)
 
-    def failure_mix(self, gpus: int) -> FailureMix:
-        """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments;
-        :func:`acmemodel.planner.run.inputs.failure_mix`)."""
-        source = self.restart_source
-        if source == "auto" and self.mix is None and self.restart is None:
-            source = "bundle" if self._has_bundle() else "table"
-        return failure_mix(gpus, bundle=lambda: self.bundle, source=source, mix=self.mix, restart=self.restart,
-                           job_type=self.job_type)
+    def failure_process(self, gpus: int, config: ClusterConfig | Assumptions | None = None) -> FailureProcess:
+        """The job's failure process at ``gpus`` GPUs (rate multipliers applied; :meth:`inputs`)."""
+        return self.inputs(gpus, config).failure
 
-    def run_inputs(self, gpus: int, rate_multipliers=None, restart_factors=None) -> RunInputs:
-        """The run's :class:`~acmemodel.planner.run.inputs.RunInputs`: failure process, failure-type mix and
-        restart distribution, assembled once with the adjustments applied."""
-        return RunInputs.assemble(gpus, self.failure_process(gpus), self.failure_mix(gpus),
-                                  rate_multipliers=rate_multipliers, restart_factors=restart_factors)
+    def failure_mix(self, gpus: int, config: ClusterConfig | Assumptions | None = None) -> FailureMix:
+        """Failure types and their restart times for a run of ``gpus`` GPUs (adjustments applied;
+        :meth:`inputs`)."""
+        return self.inputs(gpus, config).mix
 
     # ------------------------------------------------------------------ single-run questions
-    def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY, rate_multipliers=None,
-                   restart_factors=None) -> CheckpointResult:
+    def checkpoint(self, gpus: int, *, ckpt_cost: float, work: float = 30 * DAY,
+                   config: ClusterConfig | Assumptions | None = None) -> CheckpointResult:
         """Optimal checkpoint interval for a run of ``gpus`` GPUs (renewal model; one scenario).
 
-        ``ckpt_cost``: blocking checkpoint cost (s); ``work``: failure-free compute (s). The restart time
-        is the mix's (probability-weighted) restart distribution. ``result.to_dict(gpus)`` adds GPU-hours
-        lost per day.
+        ``ckpt_cost``: blocking checkpoint cost (s); ``work``: failure-free compute (s); ``config``: the
+        failure and restart assumptions (:meth:`inputs`). The restart time is the mix's
+        (probability-weighted) restart distribution. ``result.to_dict(gpus)`` adds GPU-hours lost per day.
         """
-        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
+        inp = self.inputs(gpus, config)
         return optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=inp.failure, restart=inp.restart)
 
     def completion(self, gpus: int, *, work: float, ckpt_cost: float, interval="auto", n_replicas: int = 10_000,
-                   seed: int = 0, threads: int = 1, rate_multipliers=None, restart_factors=None,
+                   seed: int = 0, threads: int = 1, config: ClusterConfig | Assumptions | None = None,
                    name: str = "run") -> RunPlan:
         """Completion time and failure-weighted GPU-time loss of one run (Monte Carlo).
 
         ``interval``: seconds of work between checkpoints, or ``"auto"`` for the optimum of
-        :meth:`checkpoint`. Returns a :class:`RunPlan` (``.simulation`` has the per-replica results,
-        ``.checkpoint`` the renewal-model optimum, ``.curve`` E[T](τ) around it).
+        :meth:`checkpoint`; ``config``: the failure and restart assumptions (:meth:`inputs`). Returns a
+        :class:`RunPlan` (``.simulation`` has the per-replica results, ``.checkpoint`` the renewal-model
+        optimum, ``.curve`` E[T](τ) around it).
         """
         gpus = _check_gpus(gpus)
-        inp = self.run_inputs(gpus, rate_multipliers, restart_factors)
-        fail, mix, R = inp.failure, inp.mix, inp.restart
-        ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
-        notes = []
-        if interval == "auto":
-            tau, source = (float(ck.interval_s) if bool(ck.finishes) else None), "auto"
-        else:
+        if interval != "auto":
             tau = float(interval)
             if not (math.isfinite(tau) and tau > 0):
                 raise ValueError(f"interval must be 'auto' or a positive number of seconds, got {interval!r}")
-            source = "config"
-        if tau is None:
-            sim = simulate_run(work=work, interval=float(work), ckpt_cost=ckpt_cost, failure=fail, mix=mix,
-                               gpus=gpus, n_replicas=1, seed=seed)  # returns the explicit DNF result
-        else:
-            sim = simulate_run(work=work, interval=tau, ckpt_cost=ckpt_cost, failure=fail, mix=mix, gpus=gpus,
-                               n_replicas=n_replicas, seed=seed, threads=threads)
-        curve = _curve(ck, work, ckpt_cost, fail, R, tau)
-        if float(ck.mttf_s) > 10 * work:
-            notes.append(f"job MTTF {float(ck.mttf_s) / 3600:.3g} h is far above the run's work "
-                         f"{work / 3600:.3g} h: failures are rare for this run")
-        return RunPlan(name, gpus, float(work), float(ckpt_cost), tau, source, fail, mix, ck, sim, curve, notes)
+        inp = self.inputs(gpus, config)
+        return _complete(inp, work=work, ckpt_cost=ckpt_cost, interval=interval, n_replicas=n_replicas, seed=seed,
+                         threads=threads, name=name)
 
     # ------------------------------------------------------------------ cluster
     def workload_sampler(self, config: ClusterConfig) -> Callable:
@@ -399,58 +371,73 @@ class Planner:
     def plan(self, config: ClusterConfig | str, *, cluster: bool = True, workload=None) -> PlanResult:
         """Plan every run of ``config`` (a :class:`ClusterConfig` or a path) and the cluster part.
 
-        ``cluster=False`` skips the cluster simulation. When the cluster part cannot be computed (no
-        bundle to sample a workload from and no ``workload``), ``result.cluster`` says so
-        (``"available": False`` with a ``"reason"``) and lists the configured partitions.
+        Each run goes ``config`` → :meth:`RunInputs.from_bundle` → kernels. ``cluster=False`` skips the
+        cluster simulation. When the cluster part cannot be computed (no bundle to sample a workload from
+        and no ``workload``), ``result.cluster`` says so (``"available": False`` with a ``"reason"``) and
+        lists the configured partitions.
         """
         if not isinstance(config, ClusterConfig):
             config = ClusterConfig.load(config)
-        planner = self._with_config_failures(config)
-        planner._check_config_against_bundle(config, cluster=cluster and workload is None)
-        fs, rs, sim = config.failures, config.restart, config.simulation
-        runs = []
-        for r in config.runs:
-            kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), interval=config.run_interval(r),
-                      n_replicas=sim.replicas, seed=sim.seed, threads=sim.threads,
-                      rate_multipliers=fs.rate_multipliers, restart_factors=rs.automation)
-            run = planner.completion(r.gpus, name=r.name, **kw)
-            run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
-            if config.sensitivity and run.finishes:
-                kw_band = {k: v for k, v in kw.items() if k != "interval"}
-                run.sensitivity = sensitivity_band(
-                    planner, run, chosen=self._chosen_reliability(config), run_kwargs=kw_band,
-                    make_planner=lambda preset: self.with_preset(preset, config),
-                    ckpt_cost_for=lambda preset, r=r: scenario_ckpt_cost(config, r, preset),
-                    main_cost_source=scenario_ckpt_cost(
-                        config, r, get_preset(fs.reliability) if fs.reliability else None)[1])
-            runs.append(run)
-        assumptions = planner._assumptions(config)
-        if not cluster:
-            cl = {"available": False, "reason": "cluster simulation skipped", "queue_s": {},
-                  "quotas": _configured_quotas(config)}
-        else:
-            try:
-                cl = {"available": True, **planner.quota(config, workload=workload)}
-            except ConfigError:
-                raise
-            except AcmeModelError as e:
-                if workload is not None:
-                    raise
-                cl = {"available": False, "reason": f"no workload model: {str(e).splitlines()[0]}",
-                      "queue_s": {}, "quotas": _configured_quotas(config)}
-            except QuotaFitError as e:  # the partitions leave no room: what does not fit and what would
-                cl = {"available": False, "reason": f"does not fit: {str(e).splitlines()[0]}",
-                      "queue_s": {}, "quotas": _configured_quotas(config)}
-            except ValueError as e:
-                cl = {"available": False, "reason": f"cluster simulation failed: {str(e).splitlines()[0]}",
-                      "queue_s": {}, "quotas": _configured_quotas(config)}
-            cl.setdefault("planned_runs_excluded", excluded_runs(config))
-        if not cluster:
-            cl.setdefault("planned_runs_excluded", excluded_runs(config))
+        self._check_config_against_bundle(config, cluster=cluster and workload is None)
+        assumptions = self._assumptions(config)
+        chosen = self._chosen_reliability(config)
+        runs = [self._plan_run(config, r, chosen) for r in config.runs]
+        cl = self._cluster_part(config, cluster=cluster, workload=workload)
+        cl.setdefault("planned_runs_excluded", excluded_runs(config))
         evaluation = None
         if config.evaluation is not None:
             evaluation = feedback_from_plan(config.evaluation, cl)
         return PlanResult(config.name, runs, cl, config, assumptions, evaluation)
+
+    def _plan_run(self, config: ClusterConfig, r, chosen: str) -> RunPlan:
+        """One run of ``config``: its inputs, the kernels, the energy of its loss and its sensitivity band."""
+        sim = config.simulation
+        kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), n_replicas=sim.replicas, seed=sim.seed,
+                  threads=sim.threads, name=r.name)
+        run = _complete(self.inputs(r.gpus, config), interval=config.run_interval(r), **kw)
+        run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
+        if config.sensitivity and run.finishes:
+            run.sensitivity = self._band(config, r, run, kw, chosen)
+        return run
+
+    def _cluster_part(self, config: ClusterConfig, *, cluster: bool, workload) -> dict:
+        """The cluster part of the plan (:meth:`quota`), or why it is not available."""
+        def unavailable(reason: str) -> dict:
+            return {"available": False, "reason": reason, "queue_s": {}, "quotas": _configured_quotas(config)}
+
+        if not cluster:
+            return unavailable("cluster simulation skipped")
+        try:
+            return {"available": True, **self.quota(config, workload=workload)}
+        except ConfigError:
+            raise
+        except AcmeModelError as e:
+            if workload is not None:
+                raise
+            return unavailable(f"no workload model: {str(e).splitlines()[0]}")
+        except QuotaFitError as e:  # the partitions leave no room: what does not fit and what would
+            return unavailable(f"does not fit: {str(e).splitlines()[0]}")
+        except ValueError as e:
+            return unavailable(f"cluster simulation failed: {str(e).splitlines()[0]}")
+
+    def _band(self, config: ClusterConfig, run_spec, run: RunPlan, kw: dict, chosen: str) -> dict:
+        """The sensitivity band of ``run`` (:func:`sensitivity_band`): the run re-planned under every other
+        reliability preset (``acme-2023``: the default bundle's fitted model) and at ×0.5 / ×2 the rate."""
+        fs = config.failures
+
+        def scenario(preset=None, rate_multipliers=None, **kwp) -> RunPlan:
+            if preset is not None:
+                cfg = config.with_failures(reliability=preset.name, preset=preset, mttf_s=None, reference_gpus=None,
+                                           shape=None)
+                planner = Planner(None) if preset.uses_bundle else self
+            else:
+                cfg, planner = config.with_failures(rate_multipliers=rate_multipliers), self
+            return _complete(planner.inputs(run.gpus, cfg), interval="auto", **{**kw, **kwp})
+
+        return sensitivity_band(run, chosen=chosen, scenario=scenario, replicas=kw["n_replicas"],
+                                base_multipliers=dict(fs.rate_multipliers),
+                                ckpt_cost_for=lambda preset: scenario_ckpt_cost(config, run_spec, preset),
+                                main_cost_source=scenario_ckpt_cost(config, run_spec, fs.preset)[1])
 
     def _check_config_against_bundle(self, config: ClusterConfig, *, cluster: bool) -> None:
         """Refuse config values the bundle does not know instead of silently falling back:
@@ -458,7 +445,7 @@ class Planner:
         cluster is simulated on the bundle's workload, ``workload.cluster`` (a cluster of its arrival model)
         and ``queue_target.type`` (a type that model generates there). :class:`ConfigError` naming the field."""
         fs, wl, qt = config.failures, config.workload, config.queue_target
-        if fs.mttf_s is None and self.mttf is None and self._has_bundle():
+        if explicit_failures(fs) is None and self._has_bundle():
             design = getattr(self.bundle.get("failure"), "design_", None)
             known = sorted(getattr(design, "type_map", None) or [])
             if known and fs.job_type not in known:
@@ -496,14 +483,16 @@ class Planner:
                "times come from Monte Carlo with exact finite-run accounting.",
                "Failure-type mix: the paper's Table 3 conditioned on the run's GPU count "
                "(acmemodel.models.failure_types.failure_type_mix)."]
-        if self.mttf is not None:
-            ref = self.reference_gpus
-            out.append(f"Failure process: explicit MTTF {self.mttf / 3600:.3g} h"
+        fs = config.failures
+        exp = explicit_failures(fs)
+        if exp is not None:
+            ref, shape = exp["reference_gpus"], exp["shape"]
+            out.append(f"Failure process: explicit MTTF {exp['mttf_s'] / 3600:.3g} h"
                        + (f" at {ref} GPUs, hazard proportional to GPUs" if ref else " for every run")
-                       + (f", Weibull shape {self.shape:g}" if self.shape else ", exponential") + ".")
+                       + (f", Weibull shape {shape:g}" if shape else ", exponential") + ".")
         else:
-            out.append(f"Failure process: the bundle's failure model ({self.failure_model}, late regime, "
-                       f"type={self.job_type}).")
+            out.append(f"Failure process: the bundle's failure model ({fs.model}, late regime, "
+                       f"type={fs.job_type}).")
         if config.failures.rate_multipliers:
             out.append("Failure-rate multipliers: " + ", ".join(f"{k} ×{v:g}" for k, v in
                                                                 config.failures.rate_multipliers.items()) + ".")
@@ -512,47 +501,13 @@ class Planner:
                                                             config.restart.automation.items()) + ".")
         return out
 
-    def _with_config_failures(self, config: ClusterConfig) -> "Planner":
-        fs = config.failures
-        if fs.reliability is not None and fs.reliability != "acme-2023":
-            return self.with_preset(get_preset(fs.reliability), config)
-        if fs.mttf_s is None and self.restart_source == "auto" and config.restart.source == "auto" \
-                and fs.model == self.failure_model and fs.job_type == self.job_type:
-            return self
-        p = Planner(self._bundle_arg, mttf=fs.mttf_s if fs.mttf_s is not None else self.mttf,
-                    reference_gpus=fs.reference_gpus if fs.mttf_s is not None else self.reference_gpus,
-                    shape=fs.shape if fs.mttf_s is not None else self.shape, restart=self.restart, mix=self.mix,
-                    restart_source=config.restart.source if config.restart.source != "auto" else self.restart_source,
-                    failure_model=fs.model, job_type=fs.job_type, sampler=self.sampler)
-        p._bundle = self._bundle
-        return p
-
-    def with_preset(self, preset, config: ClusterConfig | None = None) -> "Planner":
-        """This planner with the failure rate of a reliability preset (:mod:`.reliability`): the preset's
-        exponential failures (hazard ∝ GPUs) and, where published, its restart time; ``acme-2023`` = the
-        bundle's fitted failure model. The failure-type mix and, when the preset publishes no restart
-        time, the restart distributions still come from the bundle."""
-        fs = config.failures if config is not None else None
-        source = config.restart.source if config is not None else self.restart_source
-        kw = preset.planner_kwargs()
-        if kw and source == "auto":
-            source = "bundle" if self._has_bundle() else "table"
-        # acme-2023 is the *default* bundle's failure model, whichever bundle this planner has
-        bundle_arg = None if preset.uses_bundle else self._bundle_arg
-        p = Planner(bundle_arg, mix=self.mix, restart_source=source,
-                    failure_model=fs.model if fs is not None else self.failure_model,
-                    job_type=fs.job_type if fs is not None else self.job_type, sampler=self.sampler, **kw)
-        if bundle_arg is self._bundle_arg:
-            p._bundle = self._bundle
-        return p
-
     def _chosen_reliability(self, config: ClusterConfig) -> str:
         """Name of the failure-rate assumption of the main answer: a preset, ``"bundle"`` (a given bundle's
         failure model), ``"mttf"`` (explicit MTTF) or ``"acme-2023"`` (the default bundle's)."""
         fs = config.failures
         if fs.reliability is not None:
             return fs.reliability
-        if fs.mttf_s is not None or self.mttf is not None:
+        if fs.mttf_s is not None:
             return "mttf"
         return "bundle" if self._bundle_arg is not None else "acme-2023"
 

@@ -88,18 +88,6 @@ class ReliabilityPreset:
         r_f = self.failures_per_1000_node_days / 1000.0 / DAY      # failures per node-second
         return 1.0 / (gpus / self.gpus_per_node * r_f)
 
-    def planner_kwargs(self, reference_gpus: int = 1024) -> dict:
-        """Keyword arguments of :class:`~acmemodel.planner.planner.Planner` that impose this preset's
-        failure rate (exponential, hazard ∝ GPUs) and published restart time; ``{}`` for the bundle's."""
-        if self.uses_bundle:
-            return {}
-        kw = {"mttf": self.mttf_s(reference_gpus), "reference_gpus": int(reference_gpus)}
-        if self.restart_law is not None:
-            kw["restart"] = self.restart_time()
-        elif self.restart_s is not None:
-            kw["restart"] = float(self.restart_s)
-        return kw
-
     def restart_time(self):
         """The restart time a plan draws (:class:`~acmemodel.planner.run.processes.RestartTime`): the
         repair-time law of a fleet preset (log-normal or exponential; a Weibull law as the log-normal of

@@ -53,41 +53,38 @@ def _summary(run) -> dict:
             "ckpt_cost_s": float(run.ckpt_cost_s)}
 
 
-def _scaled_multipliers(planner, gpus: int, base: dict, factor: float) -> dict:
+def _scaled_multipliers(main_run, base: dict, factor: float) -> dict:
     """Per-type multipliers: the config's (a type's own, else its category's) times ``factor``."""
-    mix = planner.failure_mix(gpus)
-    return {t.name: base.get(t.name, base.get(t.category, 1.0)) * factor for t in mix.types}
+    return {t.name: base.get(t.name, base.get(t.category, 1.0)) * factor for t in main_run.mix.types}
 
 
-def sensitivity_band(planner, main_run, *, chosen: str | None, run_kwargs: dict, make_planner,
+def sensitivity_band(main_run, *, chosen: str | None, scenario, replicas: int, base_multipliers: dict | None = None,
                      band_replicas: int = 2000, ckpt_cost_for=None, main_cost_source: str | None = None) -> dict:
-    """The band of ``main_run`` (a :class:`RunPlan` planned by ``planner`` with ``run_kwargs`` — the
-    keywords of :meth:`Planner.completion`). ``chosen``: the preset of the main answer (``None``: the
-    config's own failure model); ``make_planner(preset)`` returns the planner of another preset;
-    ``ckpt_cost_for(preset) -> (cost_s, source)`` the checkpoint cost a preset row uses (default: the
-    preset's published cost, else the main run's; the planner passes :func:`scenario_ckpt_cost` so a
-    row equals choosing the preset); ``main_cost_source`` the source of the main run's cost."""
-    kw = dict(run_kwargs)
-    kw["n_replicas"] = min(int(kw.get("n_replicas", band_replicas)), band_replicas)
-    base_mult = dict(kw.pop("rate_multipliers", None) or {})
+    """The band of ``main_run`` (a :class:`RunPlan`). ``chosen``: the preset of the main answer (``None``:
+    the config's own failure model); ``scenario(preset=..., rate_multipliers=..., n_replicas=...,
+    ckpt_cost=...)`` re-plans the run under another preset or other rate multipliers (the planner's
+    inputs path); ``replicas``: the main run's (capped at ``band_replicas``); ``base_multipliers``: the configuration's rate multipliers; ``ckpt_cost_for(preset) ->
+    (cost_s, source)`` the checkpoint cost a preset row uses (default: the preset's published cost, else
+    the main run's; the planner passes :func:`scenario_ckpt_cost` so a row equals choosing the preset);
+    ``main_cost_source`` the source of the main run's cost."""
+    n_rep = min(int(replicas), band_replicas)
+    base_mult = dict(base_multipliers or {})
     main = {**_summary(main_run), "ckpt_cost_source": main_cost_source}
     rows = []
     for name, preset in PRESETS.items():
         if name == chosen:
             continue
-        p = make_planner(preset)
-        kwp = dict(kw)
+        kwp = {"n_replicas": n_rep}
         if ckpt_cost_for is not None:
             kwp["ckpt_cost"], source = ckpt_cost_for(preset)
         elif preset.ckpt_cost_s is not None:
             kwp["ckpt_cost"], source = preset.ckpt_cost_s, "preset"
         else:
             source = main_cost_source
-        run = p.completion(main_run.gpus, rate_multipliers=base_mult or None, **kwp)
+        run = scenario(preset=preset, **kwp)
         rows.append({"scenario": name, "kind": "preset", **_summary(run), "ckpt_cost_source": source})
     for f in RATE_FACTORS:
-        mult = _scaled_multipliers(planner, main_run.gpus, base_mult, f)
-        run = planner.completion(main_run.gpus, rate_multipliers=mult, **kw)
+        run = scenario(rate_multipliers=_scaled_multipliers(main_run, base_mult, f), n_replicas=n_rep)
         rows.append({"scenario": f"x{f:g} failure rate", "kind": "rate", **_summary(run),
                      "ckpt_cost_source": main_cost_source})
     ref = main["completion_p90_s"]
@@ -103,5 +100,5 @@ def sensitivity_band(planner, main_run, *, chosen: str | None, run_kwargs: dict,
         r["completion_p90_change"] = change
         if change is not None and abs(change) > best_change:
             best, best_change = r["scenario"], abs(change)
-    return {"chosen": chosen, "replicas": kw["n_replicas"], "main": main, "scenarios": rows,
+    return {"chosen": chosen, "replicas": n_rep, "main": main, "scenarios": rows,
             "most_sensitive": best}

@@ -16,12 +16,7 @@ import pandas as pd
 from acmemodel.errors import DataWarning, TraceFormatError
 from acmemodel.trace.schema import KNOWN_TYPES, UNFINISHED_STATES, FileInfo, Reason, Trace
 from acmemodel.trace.validation import _RAW_JOB_COLUMNS, _duplicated_ids, _raw_rows, _rejected_frame
-from acmemodel.trace.files import (  # noqa: F401  (re-exported: these lived here)
-    file_cluster_spec, _canonical_names, _check_columns, _CLOSED_LINE, _cluster_from_name, _cluster_name, _drop_blank_rows,
-    _FIELD, _file_bytes, _has_quote, _is_gzip, _mask_unbalanced_quotes, _OFFSET_RE, _open_text_head,
-    _OPTIONAL_NUMERIC, _original_text, _OTHER_FORMATS, _physical_lines, _QUOTE_MASK, _read_one, _read_table,
-    _sniff_offset, _utf8_repaired, _value_problems,
-)
+from acmemodel.trace.files import _cluster_name, _original_text, _read_one, file_cluster_spec
 
 
 # ---------------------------------------------------------------------------------------------- api

@@ -4,46 +4,52 @@ A run's inputs are its failure process (the job's time to failure at its GPU cou
 configured rate multipliers), its failure-type mix (which failure types occur, with what probability,
 and how long each takes to restart, after the restart-automation factors) and the restart
 distribution that mix implies. :meth:`RunInputs.from_bundle` builds them from a bundle, a run and a
-planner configuration; the planner then goes plan → inputs → kernels (checkpoint optimum, Monte
-Carlo), so no kernel call reaches back into the bundle.
+planner configuration; the planner goes ``plan(config)`` → :meth:`RunInputs.from_bundle` → kernels
+(checkpoint optimum, Monte Carlo), so no kernel call reaches back into the bundle.
 
-Sources, in order of precedence (the same rules :class:`~acmemodel.planner.planner.Planner` states):
+:meth:`RunInputs.from_bundle` is the one place where the precedence rules live. Of the configuration
+it reads the ``failures`` section (``reliability`` preset, ``mttf``/``reference_gpus``/``shape``,
+``model``, ``job_type``, ``rate_multipliers``) and the ``restart`` section (``source``, ``time_s``,
+``automation``):
 
-* failure process: an explicit ``mttf`` (exponential, or Weibull with ``shape``; scaled by
-  ``gpus / reference_gpus`` under proportional hazards), else the law the bundle's failure model hands
-  over for the run's GPUs and job type (``failure_law(gpus, kind=...)``: the fitted model's Weibull, or
-  with ``failure_model="piecewise"`` its hazard table; another model's log-normal or piecewise law is
-  planned as it is, :func:`~acmemodel.planner.run.processes.failure_process_from_law`);
-* failure-type mix: an explicit mix, else the published failure table at the run's GPUs, with the
-  restart times of the bundle's restart model (``restart_source`` ``"bundle"``/``"auto"``), of an
-  explicit ``restart``, or of the table itself.
+* failure process: a reliability **preset** other than the fitted model's (``failures.preset``: its
+  exponential failures at 1,024 GPUs, hazard ∝ GPUs), else an explicit **mttf** (exponential, or Weibull
+  with ``shape``; scaled by ``gpus / reference_gpus`` under proportional hazards), else the **bundle's
+  failure model**, which hands over its own process for the run's GPUs and job type
+  (``failure_law(gpus, kind=failures.model, type=...)``, a duration
+  :class:`~acmemodel.models.family.Family`: the fitted model's late regime, or with ``model="piecewise"``
+  its hazard table; a model of another law, e.g. log-normal, is planned with that law,
+  :func:`~acmemodel.planner.run.processes.failure_process_from_law`);
+* restart times: an explicit ``restart.time_s`` (fixed), else the preset's published restart law, for
+  every failure type; else per ``restart.source``: ``"table"`` (the published failure table's per-type
+  restart times), ``"bundle"`` (one law matched to the bundle restart model's mean and median) or
+  ``"auto"``: the bundle's when a bundle was given, or, without one, when the failure process is not an
+  explicit mttf and the default bundle loads; else the table;
+* failure-type mix: the published failure table at the run's GPUs;
+* adjustments: the rate multipliers scale the hazard by ``Σ p_j m_j``; the automation factors the
+  restart times (:meth:`FailureMix.adjusted`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from acmemodel.errors import AcmeModelError
 from acmemodel.planner.run.montecarlo import FailureMix, FailureType
 from acmemodel.planner.run.processes import (
     ExponentialFailures, FailureProcess, RestartTime, WeibullFailures, failure_process_from_law,
 )
 
-__all__ = ["RunInputs", "failure_process", "failure_mix"]
+__all__ = ["RunInputs", "PRESET_REFERENCE_GPUS"]
+
+#: GPU count at which a reliability preset's MTTF is taken (the hazard then scales with GPUs)
+PRESET_REFERENCE_GPUS = 1024
 
 
 def _check_gpus(gpus) -> int:
     if isinstance(gpus, bool) or not float(gpus) == int(gpus) or int(gpus) < 1:
         raise ValueError(f"gpus must be a positive integer, got {gpus!r}")
     return int(gpus)
-
-
-def _model_key(call, job_type: str) -> dict:
-    """``{"type": job_type}`` if the model knows the type, else ``{}`` (the training mix), with a note."""
-    try:
-        call(type=job_type)
-        return {"type": job_type}
-    except (ValueError, KeyError):
-        return {}
 
 
 def _with_restart(mix: FailureMix, restart: RestartTime) -> FailureMix:
@@ -53,40 +59,74 @@ def _with_restart(mix: FailureMix, restart: RestartTime) -> FailureMix:
     return FailureMix([FailureType(t.name, t.probability, restart, t.category) for t in mix.types])
 
 
-def failure_process(gpus: int, *, bundle: Callable[[], Any] | Any = None, mttf: float | None = None,
-                    shape: float | None = None, reference_gpus: int | None = None,
-                    failure_model: str = "weibull", job_type: str = "Pretrain") -> FailureProcess:
-    """The job's failure process at ``gpus`` GPUs (before rate multipliers); see the module docstring.
-    ``bundle`` may be a callable returning the bundle (loaded only when needed)."""
-    gpus = _check_gpus(gpus)
-    if mttf is not None:
-        base = ExponentialFailures(mttf) if shape is None else WeibullFailures(shape, mttf)
-        return base if reference_gpus is None else base.scaled(gpus / reference_gpus)
-    b = bundle() if callable(bundle) else bundle
-    model = b["failure"]
-    law = lambda **k: model.failure_law(gpus, kind=failure_model, **k)  # noqa: E731
-    return failure_process_from_law(law(**_model_key(law, job_type)))
+def _explicit_preset(fs):
+    """The configured preset when it replaces the fitted model (``None`` for the fitted model's own)."""
+    preset = getattr(fs, "preset", None)
+    return None if preset is None or preset.uses_bundle else preset
 
 
-def failure_mix(gpus: int, *, bundle: Callable[[], Any] | Any = None, source: str = "table",
-                mix: FailureMix | None = None, restart: RestartTime | None = None,
-                job_type: str = "Pretrain") -> FailureMix:
-    """Failure types and their restart times for a run of ``gpus`` GPUs (before adjustments).
-    ``source``: ``"bundle"`` (the bundle's restart model) or ``"table"`` (the published table)."""
-    gpus = _check_gpus(gpus)
-    if mix is not None:
-        return mix
+def explicit_failures(fs) -> dict | None:
+    """The explicit failure process of a ``failures`` section, after the precedence rules:
+    ``{"mttf_s", "reference_gpus", "shape", "source": "preset" | "mttf"}`` or ``None`` (the bundle's
+    failure model)."""
+    preset = _explicit_preset(fs)
+    if preset is not None:
+        return {"mttf_s": float(preset.mttf_s(PRESET_REFERENCE_GPUS)), "reference_gpus": PRESET_REFERENCE_GPUS,
+                "shape": None, "source": "preset"}
+    if fs.mttf_s is not None:
+        return {"mttf_s": float(fs.mttf_s), "reference_gpus": fs.reference_gpus, "shape": fs.shape,
+                "source": "mttf"}
+    return None
+
+
+def _failure(gpus: int, fs, model: Callable[[], Any]) -> FailureProcess:
+    """The job's failure process at ``gpus`` GPUs before rate multipliers (module docstring)."""
+    exp = explicit_failures(fs)
+    if exp is not None:
+        base = ExponentialFailures(exp["mttf_s"]) if exp["shape"] is None else WeibullFailures(exp["shape"],
+                                                                                               exp["mttf_s"])
+        ref = exp["reference_gpus"]
+        return base if ref is None else base.scaled(gpus / ref)
+    fm = model()["failure"]
+    try:
+        law = fm.failure_law(gpus, kind=fs.model, type=fs.job_type)
+    except (ValueError, KeyError):  # a model that does not know the job type: its training mix
+        law = fm.failure_law(gpus, kind=fs.model)
+    return failure_process_from_law(law)
+
+
+def _explicit_restart(fs, rs) -> RestartTime | None:
+    if getattr(rs, "time_s", None) is not None:
+        return RestartTime.fixed(float(rs.time_s))
+    preset = _explicit_preset(fs)
+    return None if preset is None else preset.restart_time()
+
+
+def _mix(gpus: int, fs, rs, bundle, default: Callable[[], Any] | None) -> FailureMix:
+    """Failure types and their restart times at ``gpus`` GPUs before the automation factors."""
     table = FailureMix.from_failure_table(gpus)
+    restart = _explicit_restart(fs, rs)
     if restart is not None:
         return _with_restart(table, restart)
+    source = rs.source
+    if source == "auto":
+        source = "table"
+        if bundle is not None:
+            source = "bundle"
+        elif default is not None and fs.mttf_s is None:
+            try:
+                bundle = default()
+                source = "bundle"
+            except AcmeModelError:
+                pass
     if source == "table":
         return table
-    b = bundle() if callable(bundle) else bundle
+    b = bundle if bundle is not None else default()
     model = b["restart"]
     if getattr(model, "fallback_", False):
         return table  # the model is the published prior per reason: the table itself
     dist = None
-    for kw in ({"type": job_type}, {}):  # the job type if the model knows it, else its population's mix
+    for kw in ({"type": fs.job_type}, {}):  # the job type if the model knows it, else its population's mix
         try:
             dist = model.restart_distribution(gpus=gpus, **kw)
             break
@@ -114,21 +154,35 @@ class RunInputs:
     @classmethod
     def assemble(cls, gpus: int, failure: FailureProcess, mix: FailureMix, *, rate_multipliers=None,
                  restart_factors=None) -> "RunInputs":
-        """Apply the rate multipliers and restart-automation factors once, to the process and the mix."""
-        mix, total = mix.adjusted(rate_multipliers=rate_multipliers, restart_factors=restart_factors)
-        if total != 1.0:
-            failure = failure.scaled(total)
+        """Apply the rate multipliers and restart-automation factors once, to the process and the mix
+        (none given: both as they are)."""
+        if rate_multipliers or restart_factors:
+            mix, total = mix.adjusted(rate_multipliers=rate_multipliers, restart_factors=restart_factors)
+            if total != 1.0:
+                failure = failure.scaled(total)
         return cls(int(gpus), failure, mix, mix.restart_distribution())
 
     @classmethod
-    def from_bundle(cls, bundle, run, config) -> "RunInputs":
-        """The inputs of ``run`` (a config run: ``gpus``) under ``config`` (its ``failures`` and ``restart``
-        sections) with ``bundle``'s failure and restart models (an explicit ``failures.mttf`` replaces
-        the failure model)."""
+    def from_bundle(cls, bundle, run, config, *, default: Callable[[], Any] | None = None) -> "RunInputs":
+        """The inputs of ``run`` (a config run, or anything with ``gpus``; or a GPU count) under ``config``
+        (anything with the ``failures`` and ``restart`` sections of a
+        :class:`~acmemodel.planner.config.ClusterConfig`), by the precedence rules of the module docstring.
+
+        ``bundle``: the given bundle or ``None``; ``default``: a zero-argument callable returning the
+        default bundle (loaded only when a model is needed; it may raise :class:`AcmeModelError`), used
+        when ``bundle`` is ``None``."""
+        gpus = _check_gpus(getattr(run, "gpus", run))
         fs, rs = config.failures, config.restart
-        fail = failure_process(run.gpus, bundle=bundle, mttf=fs.mttf_s, shape=fs.shape,
-                               reference_gpus=fs.reference_gpus, failure_model=fs.model, job_type=fs.job_type)
-        source = rs.source if rs.source != "auto" else ("bundle" if bundle is not None else "table")
-        mix = failure_mix(run.gpus, bundle=bundle, source=source, job_type=fs.job_type)
-        return cls.assemble(run.gpus, fail, mix, rate_multipliers=fs.rate_multipliers,
-                            restart_factors=rs.automation)
+
+        def model():
+            if bundle is not None:
+                return bundle
+            if default is None:
+                raise AcmeModelError("no bundle: the failure process needs failures.mttf, a reliability preset "
+                                     "or a bundle with a failure model")
+            return default()
+
+        fail = _failure(gpus, fs, model)
+        mix = _mix(gpus, fs, rs, bundle, default)
+        return cls.assemble(gpus, fail, mix, rate_multipliers=fs.rate_multipliers or None,
+                            restart_factors=rs.automation or None)

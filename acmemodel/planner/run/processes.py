@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from acmemodel.errors import AcmeModelError
 
@@ -246,39 +245,40 @@ def make_failure_process(mttf, shape=None) -> FailureProcess:
     return WeibullFailures(shape, mttf)
 
 
-#: pieces of the piecewise-constant hazard that stands for a log-normal law (geometric breaks)
-LOGNORMAL_PIECES = 24
+#: pieces of the piecewise-constant hazard that stands for a law the kernels do not know (geometric breaks)
+LAW_PIECES = 24
 
 
 def failure_process_from_law(law) -> FailureProcess:
-    """The failure process of a law a failure model hands over (:meth:`FailureModel.failure_law`):
-    ``exponential`` (``mean_s``), ``weibull`` (``shape``, ``mean_s``), ``piecewise`` (``start_s``,
-    ``hazard_per_s``; negative or non-finite rates read as 0, the last must be > 0) or ``lognormal``
-    (``mu``, ``sigma`` of log-seconds). The kernels know the first three; a log-normal law is planned as
-    the piecewise-constant hazard that has its survival exactly at :data:`LOGNORMAL_PIECES` geometric
-    breaks from its 0.1 % to its 99.9 % quantile (``H = -log S``, the rate on a piece ``ΔH / Δt``), the
-    last piece keeping the law's hazard at the last break."""
-    fam = str(law.get("family", ""))
+    """The failure process of the law a failure model hands over (its ``failure_law(gpus, ...)``): a
+    duration :class:`~acmemodel.models.family.Family` (``name``, ``params``, ``logsf``, ``logpdf``,
+    ``ppf``). The kernels know three families: ``weibull`` (``k``, ``lam``: the process of shape ``k``
+    and mean ``lam·Γ(1 + 1/k)``; ``k = 1`` is exponential), ``exponential`` (``mean_s``) and
+    ``piecewise`` (``start_s``, ``hazard_per_s``; negative or non-finite rates read as 0, the last must
+    be > 0). Any other family (log-normal, log-logistic, gamma, ...) is planned as the piecewise-constant
+    hazard that has the law's survival exactly at :data:`LAW_PIECES` geometric breaks from its 0.1 % to
+    its 99.9 % quantile (``H = -log S``, the rate on a piece ``ΔH / Δt``), the last piece keeping the
+    law's hazard at the last break."""
+    fam, par = str(law.name), law.params
     if fam == "exponential":
-        return ExponentialFailures(float(law["mean_s"]))
+        return ExponentialFailures(float(par["mean_s"]))
     if fam == "weibull":
-        return WeibullFailures(float(law["shape"]), float(law["mean_s"]))
+        k = float(par["k"])
+        return WeibullFailures(k, float(par["lam"]) * math.gamma(1.0 + 1.0 / k))
     if fam == "piecewise":
-        rates = np.asarray(law["hazard_per_s"], float)
+        rates = np.asarray(par["hazard_per_s"], float)
         rates = np.where(np.isfinite(rates), np.maximum(rates, 0.0), 0.0)
         if rates.size == 0 or rates[-1] <= 0:
             raise AcmeModelError("the failure law's piecewise hazard ends with a zero hazard")
-        return PiecewiseHazard(np.asarray(law["start_s"], float), rates)
-    if fam == "lognormal":
-        mu, sigma = float(law["mu"]), float(law["sigma"])
-        if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
-            raise ValueError(f"a log-normal failure law needs finite mu and sigma > 0, got {law!r}")
-        d = stats.lognorm(s=sigma, scale=math.exp(mu))
-        b = np.concatenate([[0.0], np.geomspace(d.ppf(0.001), d.ppf(0.999), LOGNORMAL_PIECES)])
-        H = -d.logsf(b)
-        rates = np.append(np.diff(H) / np.diff(b), float(np.exp(d.logpdf(b[-1]) - d.logsf(b[-1]))))
-        return PiecewiseHazard(b, rates)
-    raise ValueError(f"unknown failure law family {fam!r} (exponential, weibull, piecewise, lognormal)")
+        return PiecewiseHazard(np.asarray(par["start_s"], float), rates)
+    lo, hi = (float(v) for v in np.asarray(law.ppf(np.array([0.001, 0.999])), float))
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo < hi):
+        raise ValueError(f"the failure law {law!r} has no finite 0.1 %-99.9 % quantile range")
+    b = np.concatenate([[0.0], np.geomspace(lo, hi, LAW_PIECES)])
+    H = -np.asarray(law.logsf(b), float)
+    H[0] = 0.0
+    last = float(np.exp(law.logpdf(np.array([b[-1]]))[0] - law.logsf(np.array([b[-1]]))[0]))
+    return PiecewiseHazard(b, np.append(np.diff(H) / np.diff(b), last))
 
 
 # ------------------------------------------------------------------------------------ restart time

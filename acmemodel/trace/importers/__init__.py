@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import importlib
 
+from acmemodel.formats import TRACE_IMPORTERS
 from acmemodel.trace.importers._common import Imported, TypeMap  # noqa: F401
 
-FORMATS: tuple[str, ...] = ("slurm", "swf", "helios", "philly", "pai2020", "k8s")
+#: the job-trace formats (names registered in :data:`acmemodel.formats.TRACE_IMPORTERS`)
+FORMATS: tuple[str, ...] = tuple(TRACE_IMPORTERS)
 
 
 def read(format: str, path, *, timezone: str | None = None, type_map=None, origin=None,
@@ -41,7 +43,7 @@ def read(format: str, path, *, timezone: str | None = None, type_map=None, origi
 
     from acmemodel.errors import TraceFormatError
 
-    mod = importlib.import_module(f"acmemodel.trace.importers.{fmt}")
+    mod = importlib.import_module(TRACE_IMPORTERS[fmt])
     import inspect
 
     kw = {}
