@@ -39,7 +39,7 @@ import pandas as pd
 from acmemodel.features.keys import CELL_KEYS, Cell, gpu_bucket
 from acmemodel.models.base import BaseModel
 from acmemodel.models.blas import single_thread_blas
-from acmemodel.models.cells import CellEntry, CellTable, Resolved
+from acmemodel.models.cells import CellEntry, CellTable, Resolved, _key_categorical
 from acmemodel.models.duration_mix import DurationMixture
 from acmemodel.models.distributions import get_family
 from acmemodel.models.duration_cell import (  # noqa: F401  (re-exported: they lived here)
@@ -158,19 +158,21 @@ class DurationModel(BaseModel):
         thr = self._threshold()
         fams = tuple(self.families)
 
-        def fit_fn(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None, families=None):
+        def fit_fn(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None, families=None, inner=False):
             return fit_duration_cell(
                 sub["x"].to_numpy(), sub["censored"].to_numpy(), threshold=thr, families=families or fams,
                 selection=self.selection, max_fit_jobs=int(self.max_fit_jobs),
                 parent=None if parent is None else parent.value,
-                parent_label="" if parent is None else parent.cell.label())
+                parent_label="" if parent is None else parent.cell.label(),
+                select=not (inner and families), diagnostics=not inner)
 
         def fit_inner(sub: pd.DataFrame, cell: Cell, parent: CellEntry | None):
-            # the earlier jobs' cells for the pooling choice: each with the family its full fit chose
-            # (the parameters from the earlier jobs only; the family search is most of a fit's time)
+            # the earlier jobs' cells for the pooling choice: each with the family its full fit chose,
+            # fitted once without a selection or diagnostics (the parameters from the earlier jobs only;
+            # the family search and the KS distances are most of a fit's time)
             e = self.cells_.entries_.get(cell)
             fam = None if e is None or e.value.family is None else e.value.family.name
-            return fit_fn(sub, cell, parent, (fam,) if fam in fams else None)
+            return fit_fn(sub, cell, parent, (fam,) if fam in fams else None, inner=True)
 
         # the per-cell problems are tiny: BLAS threads (L-BFGS) only add contention (≈10× slower
         # on a loaded 2-core machine), so they are limited to one for the duration of the fit
@@ -179,12 +181,13 @@ class DurationModel(BaseModel):
                              min_jobs_coarsest=self.min_jobs_coarsest, gpu_edges=tuple(self.gpu_edges))
 
         with single_thread_blas():
-            self.cells_ = table().fit(frame, fit_fn, self._exclude_cells())
+            self.cells_ = table().fit(frame, fit_fn, self._exclude_cells(), columns=("x", "censored"))
             self.pool_ = {"k": None, "marginalised": [], "levels": [], "n_holdout": 0}
             if getattr(self, "pooling", "none") == "heldout" and len(self.cells_.entries_) > 1:
                 n_hold = int(round(POOL_HOLDOUT * len(frame)))
                 if n_hold >= POOL_MIN_HOLDOUT:
-                    inner = table().fit(frame.iloc[:-n_hold], fit_inner, self._exclude_cells())
+                    inner = table().fit(frame.iloc[:-n_hold], fit_inner, self._exclude_cells(),
+                                        columns=("x", "censored"))
                     self.pool_ = choose_pooling(inner, frame.iloc[-n_hold:])
         apply_pooling(self.cells_, self.pool_)
         self._fit_extra(frame)
@@ -359,9 +362,9 @@ def _own_loglik_levels(table: CellTable, hold: pd.DataFrame):
     cnt = np.zeros((m, L))
     x = hold["x"].to_numpy(float)
     c = hold["censored"].to_numpy(bool)
-    keyf = hold[list(table.keys)].astype(object).where(hold[list(table.keys)].notna(), "unknown").astype(str)
+    keyf = pd.DataFrame({k: _key_categorical(hold[k]) for k in table.keys})
     for li, lk in enumerate(table.levels):
-        groups = {(): np.arange(m)} if not lk else keyf.groupby(list(lk), sort=False).indices
+        groups = {(): np.arange(m)} if not lk else keyf.groupby(list(lk), sort=False, observed=True).indices
         for gkey, pos in groups.items():
             gkey = gkey if isinstance(gkey, tuple) else (gkey,)
             cell = Cell(**dict(zip(lk, map(str, gkey))))

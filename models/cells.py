@@ -183,6 +183,15 @@ def _check_keys(keys: Sequence[str], order: Sequence[str]) -> tuple[tuple[str, .
     return keys, order
 
 
+def _key_categorical(col: pd.Series) -> pd.Categorical:
+    """A key column as a categorical of its values' strings (missing: ``"unknown"``), categories sorted: the
+    groups come out in the order of the strings, and grouping 1M rows costs a few ms instead of a second."""
+    codes, uniq = pd.factorize(col, use_na_sentinel=True)
+    names = np.array([str(u) for u in uniq] + ["unknown"], dtype=object)
+    cats, inv = np.unique(names, return_inverse=True)
+    return pd.Categorical.from_codes(inv[np.where(codes < 0, len(uniq), codes)], categories=cats)
+
+
 class CellTable:
     """One fitted value per cell with hierarchical back-off (see module docstring).
 
@@ -216,8 +225,12 @@ class CellTable:
     # ------------------------------------------------------------------ fitting
     def fit(self, frame: pd.DataFrame,
             fit_fn: Callable[[pd.DataFrame, Cell, CellEntry | None], Any],
-            exclude: dict[str, Sequence[str]] | None = None) -> "CellTable":
+            exclude: dict[str, Sequence[str]] | None = None,
+            columns: Sequence[str] | None = None) -> "CellTable":
         """Fit ``fit_fn(sub_frame, cell, parent_entry)`` on every cell with ≥ ``min_jobs`` rows.
+
+        ``columns``: the columns ``fit_fn`` reads besides the keys (default: all); ``sub_frame`` holds
+        only those and the keys (as categoricals of strings, missing values "unknown").
 
         ``parent_entry`` is the nearest fitted coarser :class:`CellEntry` (``None`` for the root).
         ``exclude``: key → values whose cells are not fitted (their rows still count in the levels
@@ -230,9 +243,10 @@ class CellTable:
             raise ValueError(f"frame lacks key column(s) {missing}")
         if len(frame) == 0:
             raise ValueError("no observations to fit")
-        frame = frame.copy()
-        for k in self.keys:
-            frame[k] = frame[k].astype(object).where(frame[k].notna(), "unknown").astype(str)
+        cols = list(frame.columns) if columns is None else \
+            list(self.keys) + [c for c in columns if c not in self.keys]
+        frame = pd.DataFrame({c: (_key_categorical(frame[c]) if c in self.keys else frame[c].to_numpy())
+                              for c in cols}, index=pd.RangeIndex(len(frame)))
         self.entries_: dict[Cell, CellEntry] = {}
         for level in range(len(self.levels) - 1, -1, -1):
             lk = list(self.levels[level])

@@ -347,7 +347,8 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
         # goodness-of-fit gate: a candidate whose KS distance to all the cell's values exceeds the
         # smallest candidate's by more than KS_GATE / sqrt(n) misfits the shape where another fits
         # (the held-out likelihood barely weighs the upper tail, which holds the GPU time)
-        ok = gof_eligible({nm: ks_distance(x, fitted[nm].cdf, c if c.any() else None) for nm in lls}, ok, n)
+        ok = gof_eligible({nm: ks_distance(x, _OnceCdf(fitted[nm].cdf), c if c.any() else None) for nm in lls},
+                          ok, n)
         # the parent's family when this cell cannot tell it from the others (module docstring)
         if parent_family in ok:
             choice = parent_family
@@ -386,10 +387,27 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
     return finish(choice, fitted[choice], bics)
 
 
+def _fit_only(name: str, x: np.ndarray, c: np.ndarray) -> Family:
+    """Family ``name`` fitted to ``x`` (censored ``c``), its warnings silenced; ``ValueError`` when it
+    cannot be fitted (the caller falls back to the lognormal, as after a failed selection)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return get_family(name).fit(x, c)
+        except (FloatingPointError, ArithmeticError, np.linalg.LinAlgError) as e:
+            raise ValueError(f"{name} could not be fitted: {e}") from None
+
+
 def fit_duration_cell(x: np.ndarray, censored: np.ndarray | None, *, threshold: float,
                       families: Sequence[str], selection: str = "heldout", max_fit_jobs: int = 20000,
-                      parent: DurationCell | None = None, parent_label: str = "") -> DurationCell:
-    """Fit the hurdle distribution of one cell (see module docstring). ``x`` in seconds, time order."""
+                      parent: DurationCell | None = None, parent_label: str = "",
+                      select: bool = True, diagnostics: bool = True) -> DurationCell:
+    """Fit the hurdle distribution of one cell (see module docstring). ``x`` in seconds, time order.
+
+    ``select=False``: no family selection — ``families[0]`` is fitted to the (thinned) continuous values,
+    which is what the selection ends with when that family wins (``scores`` stay empty). ``diagnostics=False``:
+    no KS distance and no empirical quantiles (NaN). Both serve the pooling choice's refit on the earlier
+    jobs (:mod:`acmemodel.models._duration`), which needs each cell's law only."""
     x = np.asarray(x, dtype=float)
     c = np.zeros(x.shape, bool) if censored is None else np.asarray(censored, bool)
     n = x.size
@@ -440,10 +458,13 @@ def fit_duration_cell(x: np.ndarray, censored: np.ndarray | None, *, threshold: 
             else:
                 fx, fc = ex, ec
             try:
-                family, scores = _select_family(
-                    fx, fc, families, selection, notes,
-                    parent_family=None if parent is None or parent.family is None or parent.source == "degenerate"
-                    else parent.family.name)
+                if select:
+                    family, scores = _select_family(
+                        fx, fc, families, selection, notes,
+                        parent_family=None if parent is None or parent.family is None
+                        or parent.source == "degenerate" else parent.family.name)
+                else:
+                    family = _fit_only(families[0], fx, fc)
             except ValueError as e:
                 notes.append(str(e))
                 family, source = LogNormal.fit(ex, ec), "fit"
@@ -457,11 +478,40 @@ def fit_duration_cell(x: np.ndarray, censored: np.ndarray | None, *, threshold: 
     # distance the observed atom values are placed at x0 like the model's atom.
     keep = ~cens_ignored
     xs, cs = np.maximum(x[keep], 0.0), c[keep]
-    if xs.size and not cs.all():
+    if diagnostics and xs.size and not cs.all():
         xk = np.where(xs <= threshold, atom_value, xs)
-        cell.ks = ks_distance(xk, cell.cdf, cs if cs.any() else None)
+        cell.ks = ks_distance(xk, _OnceCdf.of_cell(cell), cs if cs.any() else None)
         cell.quantiles = _empirical_quantiles(xs, cs)
     return cell
+
+
+class _OnceCdf:
+    """A cell's CDF for :func:`ks_distance`, which asks for ``F(v)`` and then for the left limits ``F(v−)`` at
+    ``nextafter(v, −inf)``: the hurdle's only jump is at the atom's value (its continuous part is continuous
+    from 0 at the threshold), so the left limits are the values just computed except there (and, to be safe,
+    at the threshold), where they are evaluated. Halves the KS cost of a large cell (a million distinct
+    dequantised waits); any other call is evaluated as asked."""
+
+    def __init__(self, cdf, jumps: Sequence[float] = ()):
+        self.cdf, self.jumps = cdf, tuple(jumps)
+        self._v = self._f = None
+
+    @classmethod
+    def of_cell(cls, cell: DurationCell) -> "_OnceCdf":
+        return cls(cell.cdf, (cell.atom_value, cell.threshold))
+
+    def __call__(self, x):
+        x = np.asarray(x, dtype=float)
+        v = self._v
+        if v is not None and x.shape == v.shape and np.array_equal(x, np.nextafter(v, -np.inf)):
+            out = self._f.copy()
+            jump = np.isin(v, self.jumps)
+            if jump.any():
+                out[jump] = self.cdf(x[jump])
+            self._v = self._f = None
+            return out
+        self._v, self._f = x, np.asarray(self.cdf(x), dtype=float)
+        return self._f
 
 
 def _empirical_quantiles(x: np.ndarray, c: np.ndarray) -> np.ndarray:

@@ -163,11 +163,11 @@ class RuntimeModel(DurationModel):
             fin = sub.loc[sub["state"] != "RUNNING", "state"]  # (final states only)
             if not len(fin) and parent is not None:
                 return dict(parent.value)
-            return {str(k): int(v) for k, v in fin.value_counts().items()}
+            return {str(k): int(v) for k, v in fin.astype(str).value_counts().items()}
 
         self.states_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
-                                 gpu_edges=tuple(self.gpu_edges)).fit(frame, count)
+                                 gpu_edges=tuple(self.gpu_edges)).fit(frame, count, columns=("state",))
         # the longest run seen per cluster: samples never exceed it (a cluster's time limit; heavy-tailed families
         # such as the log-logistic otherwise draw centuries now and then)
         self.max_run_ = {str(c): float(v) for c, v in frame.groupby("_cl")["x"].max().items()}
@@ -176,7 +176,8 @@ class RuntimeModel(DurationModel):
         # cluster's GPU time; a tail drawn beyond them is GPU time the trace never had)
         self.run_max_ = CellTable(skeys, order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                   min_jobs_coarsest=self.min_jobs_coarsest,
-                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, lambda sub, c, p: float(sub["x"].max()))
+                                  gpu_edges=tuple(self.gpu_edges)).fit(frame, lambda sub, c, p: float(sub["x"].max()),
+                                                                       columns=("x",))
         # size law (class docstring): slope per cluster x type, reference log2 GPUs per run-time cell. The slope is
         # the within-cell one (fixed effects: log2 run and log2 GPUs centred in each finest cell), so it does not
         # count again the size differences the GPU buckets already carry
@@ -198,7 +199,8 @@ class RuntimeModel(DurationModel):
         self.lg_ref_ = CellTable(tuple(self.keys), order=tuple(self.backoff), min_jobs=int(self.min_jobs),
                                  min_jobs_coarsest=self.min_jobs_coarsest,
                                  gpu_edges=tuple(self.gpu_edges)).fit(
-            frame, lambda sub, c, p: [float(sub["_lg"].mean()), float(sub["_lg"].min()), float(sub["_lg"].max())])
+            frame, lambda sub, c, p: [float(sub["_lg"].mean()), float(sub["_lg"].min()), float(sub["_lg"].max())],
+            columns=("_lg",))
 
     # ------------------------------------------------------------------ size law
     def size_factor(self, **key) -> float:
