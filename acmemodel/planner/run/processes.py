@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from acmemodel.errors import AcmeModelError
 
@@ -273,6 +272,8 @@ def failure_process_from_law(law) -> FailureProcess:
         mu, sigma = float(law["mu"]), float(law["sigma"])
         if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
             raise ValueError(f"a log-normal failure law needs finite mu and sigma > 0, got {law!r}")
+        from scipy import stats  # (here only: the exponential/Weibull paths start without scipy.stats)
+
         d = stats.lognorm(s=sigma, scale=math.exp(mu))
         b = np.concatenate([[0.0], np.geomspace(d.ppf(0.001), d.ppf(0.999), LOGNORMAL_PIECES)])
         H = -d.logsf(b)
