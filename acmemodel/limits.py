@@ -12,6 +12,12 @@ Estimates are deliberately simple and stated here:
   the per-failure-type loss and count arrays);
 * the hourly calendar of the arrival model costs :data:`BYTES_PER_HOUR` per hour of the horizon and
   arrival cell;
+* ``reproduce`` holds one replica's synthesis at a time (:data:`REPRODUCE_BYTES_PER_JOB` per job of that
+  replica: the synthesised table, its trace-contract copy and the cluster simulation; measured 1.25 kB)
+  plus every replica's pooled summary (:data:`BYTES_PER_POOLED_JOB` per pooled job: the ~60 bytes per GPU
+  job that ``reproduction.compare.PooledJobs`` keeps and what the comparison allocates over them; measured:
+  Seren at scale 0.02, 1 → 16 replicas, 252 → 272 MB for 309,000 more jobs, 65 bytes each) above
+  :data:`REPRODUCE_BASE_BYTES` (:func:`reproduce_memory`);
 * an exported node list (Philly ``detail``: one entry per machine and attempt) costs
   :data:`BYTES_PER_NODE_ENTRY`.
 
@@ -26,13 +32,17 @@ import os
 
 from acmemodel.errors import AcmeModelError
 
-__all__ = ["SizeError", "memory_budget", "human_bytes", "check_memory", "expected_jobs",
-           "BYTES_PER_JOB", "BYTES_PER_REPLICA", "BYTES_PER_HOUR", "BYTES_PER_NODE_ENTRY"]
+__all__ = ["SizeError", "memory_budget", "human_bytes", "check_memory", "expected_jobs", "reproduce_memory",
+           "BYTES_PER_JOB", "BYTES_PER_REPLICA", "BYTES_PER_HOUR", "BYTES_PER_NODE_ENTRY",
+           "REPRODUCE_BYTES_PER_JOB", "BYTES_PER_POOLED_JOB", "REPRODUCE_BASE_BYTES"]
 
 BYTES_PER_JOB = 1_000
 BYTES_PER_REPLICA = 600
 BYTES_PER_HOUR = 64
 BYTES_PER_NODE_ENTRY = 120
+REPRODUCE_BYTES_PER_JOB = 1_250
+BYTES_PER_POOLED_JOB = 100
+REPRODUCE_BASE_BYTES = 220e6
 
 
 class SizeError(AcmeModelError, ValueError):
@@ -90,3 +100,15 @@ def expected_jobs(arrival, cluster: str, days: float, scale: float = 1.0) -> flo
     t0 = float(to_unix_seconds(pd.Timestamp("2023-03-01", tz="UTC")))
     week = float(arrival.expected_count(t0, t0 + 7 * 86400.0, cluster=cluster))
     return week / 7.0 * float(days) * float(scale)
+
+
+def reproduce_memory(jobs_per_replica: dict, replicas: dict) -> tuple[float, str]:
+    """(bytes, description) of ``reproduce``'s peak: :data:`REPRODUCE_BASE_BYTES` + the largest replica's
+    jobs × :data:`REPRODUCE_BYTES_PER_JOB` (replicas are synthesised one at a time) + all pooled jobs ×
+    :data:`BYTES_PER_POOLED_JOB`. ``jobs_per_replica``: {cluster: expected jobs of one replica};
+    ``replicas``: {cluster: R}."""
+    one = max(jobs_per_replica.values(), default=0.0)
+    pooled = sum(n * replicas.get(c, 1) for c, n in jobs_per_replica.items())
+    need = REPRODUCE_BASE_BYTES + one * REPRODUCE_BYTES_PER_JOB + pooled * BYTES_PER_POOLED_JOB
+    return need, (f"one replica of about {one:,.0f} synthetic jobs at a time, {REPRODUCE_BYTES_PER_JOB:,} bytes "
+                  f"each, and {pooled:,.0f} pooled jobs at {BYTES_PER_POOLED_JOB:,} bytes")

@@ -38,13 +38,14 @@ def checkpoint_cmd(
     E[T] = M e^(R/M) (e^((τ+C)/M) − 1) W/τ, Weibull failures are summed numerically. The interval
     minimises E[T]; Young's √(2CM) and Daly's higher-order estimate are shown for comparison.
     """
+    # Light modules only (no pandas, no scipy.stats): the explicit --mttf optimum starts in about the
+    # time of `import numpy`; the planner (and the bundle's models) is imported where a bundle or a
+    # preset is used (benchmarks/bench_startup.py).
     from acmemodel.planner.config_fields import parse_duration
-    from acmemodel.planner.config import Assumptions, FailureSpec, RestartSpec
-    from acmemodel.planner.planner import Planner
-    from acmemodel.planner.run.processes import RestartTime, make_failure_process
-
     from acmemodel.planner.energy import PowerModel
     from acmemodel.planner.reliability import get_preset
+    from acmemodel.planner.run.checkpoint import optimal_interval
+    from acmemodel.planner.run.processes import RestartTime, make_failure_process
 
     if gpus < 1:
         raise ValueError(f"--gpus must be a positive integer, got {gpus}")
@@ -68,12 +69,13 @@ def checkpoint_cmd(
             raise ValueError("--restart is required with --mttf (e.g. --restart 20m)")
         M = parse_duration(mttf, "--mttf")
         fail = make_failure_process(M, weibull_shape)
-        from acmemodel.planner.run.checkpoint import optimal_interval
-
         res = optimal_interval(work=W, ckpt_cost=C, failure=fail, restart=RestartTime.fixed(R))
         source = "mttf"
         restart_desc = RestartTime.fixed(R).describe()
     else:
+        from acmemodel.planner.config import Assumptions, FailureSpec, RestartSpec
+        from acmemodel.planner.planner import Planner
+
         # acme-2023 is the default bundle's fitted failure model, whichever bundle is given
         planner = Planner(None if preset is not None and preset.uses_bundle else bundle)
         assumptions = Assumptions(

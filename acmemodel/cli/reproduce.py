@@ -206,17 +206,11 @@ def reproduce_cmd(
             console.print(f"plots written to [bold]{plots}[/bold]")
 
 
-#: memory of one synthetic job held by reproduce (its replicas are pooled, so all are held at once):
-#: measured peak RSS 468 MB for one Seren + Kalos replica at scale 0.2 (219,000 jobs) and 1,007 MB for
-#: three, i.e. about 1.25 kB per job above a 220 MB base
-REPRODUCE_BYTES_PER_JOB = 1_250
-REPRODUCE_BASE_BYTES = 220e6
-
-
 def _check_size(bundle, scale: float, replicas, yes: bool) -> None:
-    """Refuse, before the synthesis, replicas whose pooled jobs would not fit in memory
-    (:mod:`acmemodel.limits`; ``--yes`` insists)."""
-    from acmemodel.limits import check_memory, expected_jobs
+    """Refuse, before the synthesis, a request whose peak memory would not fit
+    (:func:`acmemodel.limits.reproduce_memory`: one replica's synthesis at a time plus the compact pooled
+    jobs; ``--yes`` insists)."""
+    from acmemodel.limits import check_memory, expected_jobs, reproduce_memory
     from acmemodel.reproduction.run import CLUSTERS, DAYS, _replicas
     from acmemodel.synth import resolve_bundle
 
@@ -225,9 +219,7 @@ def _check_size(bundle, scale: float, replicas, yes: bool) -> None:
     except Exception:  # noqa: BLE001 (reproduce reports a bundle without an arrival model)
         return
     reps = _replicas(replicas, list(CLUSTERS))
-    jobs = sum(expected_jobs(arrival, c, DAYS, scale) * r for c, r in reps.items() if c in arrival.clusters_)
+    per_replica = {c: expected_jobs(arrival, c, DAYS, scale) for c in reps if c in arrival.clusters_}
+    need, detail = reproduce_memory(per_replica, reps)
     per = ", ".join(f"{c} {r:,}" for c, r in reps.items())
-    check_memory(f"reproduce --scale {scale:g} with {per} replica(s)",
-                 REPRODUCE_BASE_BYTES + jobs * REPRODUCE_BYTES_PER_JOB,
-                 detail=f"about {jobs:,.0f} synthetic jobs held at once, {REPRODUCE_BYTES_PER_JOB:,} bytes each",
-                 yes=yes)
+    check_memory(f"reproduce --scale {scale:g} with {per} replica(s)", need, detail=detail, yes=yes)

@@ -36,3 +36,16 @@ def default_bundle_path() -> Path:
     """Directory of the shipped default bundle inside the package."""
     root = resources.files("acmemodel.datasets").joinpath("data")
     return Path(str(root.joinpath(DEFAULT_BUNDLE)))
+
+
+def reference_rows(name: str) -> list[dict[str, str]]:
+    """The rows of the published reference table ``data/reference/NAME.csv`` as ``{column: text}``, read
+    with the standard library (for code that starts without pandas, e.g. the energy price of
+    ``acmemodel checkpoint``); :func:`acmemodel.datasets.published.load_reference` gives the typed table."""
+    import csv
+
+    f = resources.files("acmemodel.datasets").joinpath("data", "reference", f"{name}.csv")
+    if not f.is_file():
+        raise ValueError(f"no published reference table named {name!r}")
+    with f.open("r", newline="") as fh:
+        return list(csv.DictReader(fh))

@@ -36,7 +36,7 @@ from typing import Mapping
 import numpy as np
 
 from acmemodel.errors import ConfigError
-from acmemodel.datasets.published import load_reference
+from acmemodel.datasets import reference_rows
 from acmemodel.planner.config_fields import check_number
 
 #: published Seren energy in May 2023 (MWh) and its carbon (tCO2e), the model's check
@@ -47,12 +47,14 @@ SEREN_MAY_2023_TCO2E = 321.7
 @functools.lru_cache(maxsize=None)
 def _power_curve(cluster: str, metric: str) -> tuple[float, float]:
     """(mean, samples) of a published power CDF, by integrating its quantile function."""
-    df = load_reference("power_cdf")
-    g = df[(df["cluster"] == cluster) & (df["metric"] == metric)].sort_values(["cdf_percent", "x_watts"])
-    if g.empty:
+    # (the CSV rows without pandas: the checkpoint command prices its loss and starts without pandas)
+    g = sorted((float(r["cdf_percent"]), float(r["x_watts"])) for r in reference_rows("power_cdf")
+               if r["cluster"] == cluster and r["metric"] == metric)
+    if not g:
         raise ValueError(f"no published power curve for {cluster!r} / {metric!r}")
     u = (np.arange(20_000) + 0.5) / 20_000 * 100.0
-    q = np.interp(u, g["cdf_percent"].to_numpy(float), g["x_watts"].to_numpy(float))
+    cdf, watts = np.array(g).T
+    q = np.interp(u, cdf, watts)
     return float(q.mean()), float(len(g))
 
 

@@ -13,12 +13,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import PUBLISHED_DURATION_INCLUDES_QUEUE, published_duration_includes_queue
+from acmemodel.clusters import published_duration_includes_queue
 from acmemodel.datasets.published import load_reference
-from acmemodel.trace import Trace
+from acmemodel.trace.schema import STATE_MAP
 
 __all__ = ["ks_at_points", "curve_points", "queue_by_type", "gpu_time_by_size", "published_failure_rate",
-           "failure_rate_check",
+           "failure_rate_check", "PooledJobs",
            "CLUSTERS", "QUALITY_BAR", "WAIT_POINTS", "KS95"]
 
 #: clusters reproduced
@@ -91,16 +91,6 @@ def curve_points() -> list[dict]:
 
 
 
-def _published_semantics(trace, clusters=PUBLISHED_DURATION_INCLUDES_QUEUE):
-    """The rows of ``clusters`` (those whose published durations include the queue, as the Kalos files
-    count them): ``run_s`` and ``gpu_time_s`` from ``end − submit``."""
-    j = trace.jobs[trace.jobs["cluster"].isin(list(clusters))].copy()
-    total = j["end_s"] - j["submit_s"]
-    j["run_s"] = np.where(j["started"], total, np.nan)
-    j["gpu_time_s"] = np.where(j["started"], j["gpu_num"] * total, 0.0)
-    return Trace(jobs=j, rejected=trace.rejected, timezones=trace.timezones)
-
-
 def _duration(jobs: pd.DataFrame, includes_queue: bool) -> np.ndarray:
     """The published ``duration`` column of each GPU job: ``end − submit`` (Kalos) or ``end − start``
     (Seren; 0 for a job that never started, as the synthetic files write it)."""
@@ -141,12 +131,15 @@ def _explanations(bundle, cluster: str) -> dict:
 def queue_by_type(cluster: str, jobs: pd.DataFrame) -> tuple[list[dict], list[dict]]:
     """Per-type queue rows and the ordering/cluster checks (module docstring) of one cluster's synthetic
     jobs (``simulate_jobs`` columns; GPU jobs that started)."""
+    g = jobs[(jobs["gpu_num"] > 0) & np.isfinite(jobs["start_s"].to_numpy(float))]
+    return _queue_rows(cluster, g["queue_s"].to_numpy(float), g["type"].astype(str).to_numpy())
+
+
+def _queue_rows(cluster: str, w_all: np.ndarray, types: np.ndarray) -> tuple[list[dict], list[dict]]:
+    """:func:`queue_by_type` of the waits ``w_all`` (s) of the started GPU jobs and their ``types``."""
     bar_pp, bar_rel = QUALITY_BAR["queue_pp"], QUALITY_BAR["queue_rel"]
     pub = load_reference("queue_wait_by_type").query("cluster == @cluster")
     summ = load_reference("cluster_summary").set_index("id").loc[cluster]
-    g = jobs[(jobs["gpu_num"] > 0) & np.isfinite(jobs["start_s"].to_numpy(float))]
-    w_all = g["queue_s"].to_numpy(float)
-    types = g["type"].astype(str).to_numpy()
     rows = []
     order = [t for t in load_reference("workload_mix").query("cluster == @cluster")["type"]]
     for ty in order:
@@ -196,8 +189,12 @@ def gpu_time_by_size(cluster: str, jobs: pd.DataFrame, *, includes_queue: bool) 
     """The published facts on GPU time by job size as bounds (module docstring); GPU time on the
     published basis (Kalos ``end − submit``)."""
     g = jobs[jobs["gpu_num"] > 0]
-    gpus = g["gpu_num"].to_numpy(float)
-    gt = gpus * _duration(g, includes_queue)
+    return _size_rows(cluster, g["gpu_num"].to_numpy(float), _duration(g, includes_queue))
+
+
+def _size_rows(cluster: str, gpus: np.ndarray, dur: np.ndarray) -> list[dict]:
+    """:func:`gpu_time_by_size` of the GPU jobs' GPU counts and durations on the published basis."""
+    gt = gpus * dur
     tot = gt.sum()
     rows = []
 
@@ -280,21 +277,19 @@ def failure_rate_check(bundle, cluster: str) -> dict | None:
             "interval": [lo, hi], "within_bar": bool(lo <= rate <= hi), "derivation": pub}
 
 
-def _state_share_se(started: pd.DataFrame, dur: pd.Series) -> dict:
-    """Standard error (pp) of each final-state share of the synthetic GPU jobs, ``{(state, basis): se}``:
+def _state_share_se(gpus: np.ndarray, states: np.ndarray, dur: np.ndarray) -> dict:
+    """Standard error (pp) of each final-state share of the synthetic GPU jobs that started (``gpus``,
+    their final ``states`` and durations ``dur`` on the published basis), ``{(state, basis): se}``:
     by count ``√(r(1 − r)/n)``; by GPU time the ratio estimator's ``√(Σ w_i² (I_i − r)²) / Σ w_i`` with
-    ``w_i = gpus × dur`` a started job's GPU time on the published basis (``dur``: Kalos end − submit,
-    Seren run) and ``I_i`` its state indicator: the spread of the share over iid draws of these jobs. It
-    says how far another draw of the same model could land: where a few large runs hold the GPU time
-    (Kalos: one pretraining run can hold 7 % of it), one synthetic trace's GPU-time shares carry
-    several points of noise. synth's stratified draws spread about half as much (Kalos, ten seeds of
-    the default bundle: sd 2.6 / 3.7 / 2.8 pp for completed / cancelled / failed, against an iid SE
-    of 5–7 pp)."""
-    col = "analysis_state" if "analysis_state" in started.columns else "state"
-    if col not in started.columns:
-        return {}
-    w = (started["gpu_num"] * dur).to_numpy(float)
-    st = started[col].astype(str).replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"}).to_numpy()
+    ``w_i = gpus × dur`` a started job's GPU time on the published basis (Kalos end − submit,
+    Seren run) and ``I_i`` its state indicator (TIMEOUT and NODE_FAIL count as FAILED): the spread of the
+    share over iid draws of these jobs. It says how far another draw of the same model could land: where a
+    few large runs hold the GPU time (Kalos: one pretraining run can hold 7 % of it), one synthetic trace's
+    GPU-time shares carry several points of noise. synth's stratified draws spread about half as much
+    (Kalos, ten seeds of the default bundle: sd 2.6 / 3.7 / 2.8 pp for completed / cancelled / failed,
+    against an iid SE of 5–7 pp)."""
+    w = (pd.Series(gpus) * pd.Series(dur)).to_numpy(float)
+    st = pd.Series(states, dtype=object).astype(str).replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"}).to_numpy()
     out = {}
     for s in _STATES:
         ind = (st == s).astype(float)
@@ -307,58 +302,139 @@ def _state_share_se(started: pd.DataFrame, dur: pd.Series) -> dict:
     return out
 
 
-def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame, scale: float,
-                     expl: dict, curves: list[dict], *, total_gpus: int, days: float) -> dict:
+class PooledJobs:
+    """One cluster's synthetic GPU jobs pooled over its replicas, cut to what :func:`_compare_cluster` reads:
+    added one replica at a time (:meth:`add`, a ``simulate_jobs`` table), so that each replica's full table
+    can be dropped as soon as it is drawn (``reproduce`` streams its replicas). Kept per GPU job, in the
+    order of the concatenated replicas: GPU count, type and state codes, whether it started, its duration
+    and GPU time on the published basis (:func:`_duration`; the trace contract's ``gpu_time_s``, Kalos
+    ``end − submit``) and, for the started jobs, the wait, the run time on the published basis and
+    ``end − start`` — about 60 bytes a job, so every statistic (medians included) is the one of the
+    concatenated replicas, computed the same way."""
+
+    _FIELDS = ("gpu", "type", "state", "started", "dur", "gt", "queue", "run_pub", "run_tr")
+
+    def __init__(self, cluster: str):
+        self.cluster = cluster
+        self.includes_queue = published_duration_includes_queue(cluster)
+        self.type_names: list[str] = []
+        self.state_names: list[str] = []
+        self._parts: list[dict] = []
+
+    @staticmethod
+    def _codes(values: np.ndarray, names: list[str]) -> np.ndarray:
+        codes, uniq = pd.factorize(pd.Series(values, dtype=object).astype(str))
+        for u in uniq:
+            if u not in names:
+                names.append(u)
+        remap = np.array([names.index(u) for u in uniq], dtype=np.int16)
+        return remap[codes] if len(codes) else np.zeros(0, np.int16)
+
+    def add(self, jobs: pd.DataFrame) -> None:
+        """Add one replica (``simulate_jobs`` columns: ``gpu_num, type, state, submit_s, start_s, end_s, run_s,
+        queue_s``)."""
+        m = jobs["gpu_num"].to_numpy() > 0
+        gpu = jobs["gpu_num"].to_numpy(np.int64)[m]
+        submit, start, end, run, queue = (jobs[c].to_numpy(float)[m] for c in ("submit_s", "start_s", "end_s",
+                                                                              "run_s", "queue_s"))
+        started = np.isfinite(start)
+        run_tr = end - start  # the trace contract's run_s (acmemodel.trace.jobs_from_times)
+        if self.includes_queue:
+            dur = end - submit
+            gt = np.where(started, gpu * dur, 0.0)
+            run_pub = dur[started]
+        else:
+            dur = np.nan_to_num(run, nan=0.0)
+            gt = np.where(started, gpu * np.nan_to_num(run_tr), 0.0)
+            run_pub = run[started]
+        self._parts.append({
+            "gpu": gpu, "type": self._codes(jobs["type"].to_numpy()[m], self.type_names),
+            "state": self._codes(jobs["state"].to_numpy()[m], self.state_names), "started": started,
+            "dur": dur, "gt": gt, "queue": queue[started], "run_pub": run_pub, "run_tr": run_tr[started]})
+
+    def arrays(self) -> dict:
+        """The pooled arrays (the replicas concatenated in order); the parts are released."""
+        parts, self._parts = self._parts, []
+        out = {}
+        for f in self._FIELDS:
+            out[f] = np.concatenate([p.pop(f) for p in parts]) if parts else np.zeros(0)
+        return out
+
+
+def _group_shares(codes: np.ndarray, names: list[str], gt: np.ndarray, n_total: int, gpu_total: float) -> dict:
+    """``{key: {"job_share", "gpu_time_share"}}`` as :func:`acmemodel.describe.describe` groups the GPU
+    jobs (``codes`` into ``names``; GPU time ``gt``)."""
+    out = {}
+    for k, key in enumerate(names):
+        m = codes == k
+        n = int(m.sum())
+        if n == 0:
+            continue
+        share = float(pd.Series(gt[m]).sum() / gpu_total) if gpu_total > 0 else None
+        out[key] = {"job_share": n / n_total if n_total else None,
+                    "gpu_time_share": share if share is not None and math.isfinite(share) else None}
+    return out
+
+
+def _compare_cluster(cluster: str, pooled: PooledJobs, scale: float, expl: dict, curves: list[dict], *,
+                     total_gpus: int, days: float) -> dict:
+    """One cluster's comparison tables (module docstring of :mod:`acmemodel.reproduction.run`) of its pooled
+    synthetic GPU jobs."""
     bar_pp, bar_ks = QUALITY_BAR["share_pp"], QUALITY_BAR["ks"]
-    includes_queue = published_duration_includes_queue(cluster)
+    includes_queue = pooled.includes_queue
     basis = "queue+run" if includes_queue else "run"
     mix = load_reference("workload_mix").query("cluster == @cluster")
     summ = load_reference("cluster_summary").set_index("id").loc[cluster]
-    c, cp = doc["clusters"].get(cluster, {}), doc_pub["clusters"].get(cluster, {})
-    by_type, by_type_pub = c.get("by_type", {}), cp.get("by_type", {})
+    a = pooled.arrays()
+    gpu, started, dur, gt = a["gpu"], a["started"], a["dur"], a["gt"]
+    types = np.asarray(pooled.type_names, dtype=object)[a["type"]] if len(gpu) else np.zeros(0, object)
+    n = len(gpu)
+    total = float(pd.Series(gt).sum())
+    by_type = _group_shares(a["type"], pooled.type_names, gt, n, total)
+    # the analysis states (TIMEOUT, NODE_FAIL -> FAILED) as the trace contract maps them
+    an_names = sorted({STATE_MAP[s] for s in pooled.state_names})
+    an_code = np.array([an_names.index(STATE_MAP[s]) for s in pooled.state_names], dtype=np.int16)
+    by_state = _group_shares(an_code[a["state"]] if n else a["state"], an_names, gt, n, total)
 
     shares = []
     for _, r in mix.iterrows():
         t = r["type"]
-        for metric, col, src in (("job_share", "job_count_percent", by_type),
-                                 ("gpu_time_share", "gpu_time_percent", by_type_pub)):
+        for metric, col in (("job_share", "job_count_percent"), ("gpu_time_share", "gpu_time_percent")):
             pub = float(r[col])
-            rep = _pp((src.get(t) or {}).get(metric, 0.0))
+            rep = _pp((by_type.get(t) or {}).get(metric, 0.0))
             d = _diff(pub, rep)
             shares.append({"type": t, "metric": metric, "published": pub, "reproduced": rep, "diff_pp": d,
                            "within_bar": d is not None and abs(d) <= bar_pp,
                            "basis": basis if metric == "gpu_time_share" else "count",
                            "explanation": expl.get((metric, t))})
 
-    g = jobs[jobs["gpu_num"] > 0]
-    started = g[np.isfinite(g["start_s"].to_numpy(float))]
-    run_pub_basis = (started["end_s"] - started["submit_s"]) if includes_queue else started["run_s"]
+    run_pub_basis = pd.Series(a["run_pub"])
     states = []
-    st_count = c.get("by_analysis_state", {})
-    st_gt = cp.get("by_analysis_state", {})
-    se = _state_share_se(started, run_pub_basis)
+    state_names = np.asarray(pooled.state_names, dtype=object)
+    se = _state_share_se(gpu[started], state_names[a["state"][started]] if n else np.zeros(0, object),
+                         a["run_pub"])
     for s in _STATES:
         k = _STATE_COLS[s]
-        for b, col, src, metric in (("count", f"{k}_rate_gpu", st_count, "job_share"),
-                                    ("gpu_time", f"{k}_rate_gpu_time", st_gt, "gpu_time_share")):
+        for b, col, metric in (("count", f"{k}_rate_gpu", "job_share"),
+                               ("gpu_time", f"{k}_rate_gpu_time", "gpu_time_share")):
             pub = _pp(summ[col])
-            rep = _pp((src.get(s) or {}).get(metric, 0.0))
+            rep = _pp((by_state.get(s) or {}).get(metric, 0.0))
             d = _diff(pub, rep)
             states.append({"state": s, "basis": b if b == "count" else f"gpu_time ({basis})", "published": pub,
                            "reproduced": rep, "se_pp": se.get((s, b)), "diff_pp": d,
                            "within_bar": d is not None and abs(d) <= bar_pp, "explanation": None})
 
-    queue = started["queue_s"]
+    queue = pd.Series(a["queue"])
     pub_gt = float(summ[["complete_gpu_time", "cancel_gpu_time", "fail_gpu_time"]].sum())
     capacity = float(total_gpus) * days * 86400.0
     rows = [
-        ("gpu_jobs", float(summ["gpu_job_num"]) * scale, float(len(g)), "count (published x scale)"),
+        ("gpu_jobs", float(summ["gpu_job_num"]) * scale, float(n), "count (published x scale)"),
         ("median_run_s", float(summ["med_run_time_gpu"]), float(run_pub_basis.median()), basis),
         ("mean_run_s", float(summ["avg_run_time_gpu"]), float(run_pub_basis.mean()), basis),
         ("median_queue_s", float(summ["med_que_time_gpu"]), float(queue.median()), "start - submit"),
         ("mean_queue_s", float(summ["avg_que_time_gpu"]), float(queue.mean()), "start - submit"),
-        ("mean_gpus", float(summ["avg_gpu_num"]), float(g["gpu_num"].mean()), "GPUs per GPU job"),
-        ("utilization", pub_gt / capacity, float((g["gpu_num"] * _duration(g, includes_queue)).sum()) / capacity,
+        ("mean_gpus", float(summ["avg_gpu_num"]), float(pd.Series(gpu).mean()), "GPUs per GPU job"),
+        ("utilization", pub_gt / capacity, float((pd.Series(gpu) * dur).sum()) / capacity,
          f"GPU time ({basis}) / (GPUs x {days:g} days)"),
     ]
     util = rows[-1][2]
@@ -380,33 +456,32 @@ def _compare_cluster(cluster: str, doc: dict, doc_pub: dict, jobs: pd.DataFrame,
         summary.append({"name": name, "published": pub, "reproduced": rep if math.isfinite(rep) else None,
                         "rel_diff": rel, "basis": b, "within_bar": None, "explanation": note})
     if includes_queue:
+        med = float(pd.Series(a["run_tr"]).median()) if len(a["run_tr"]) else float("nan")
         summary.append({"name": "median_run_s (end - start)", "published": None,
-                        "reproduced": c.get("median_run_s"), "rel_diff": None, "basis": "run",
+                        "reproduced": med if math.isfinite(med) else None, "rel_diff": None, "basis": "run",
                         "within_bar": None, "explanation": "not published (the Kalos files include the queue)"})
 
     curve_rows = []
-    dur = _duration(g, includes_queue)
-    types = g["type"].astype(str).to_numpy()
     for cv in curves:
         if cv["cluster"] != cluster:
             continue
         if cv["kind"] == "gpu_count_cdf_by_jobs":
-            sample, b = g["gpu_num"].to_numpy(float), "gpus"
+            sample, b = gpu.astype(float), "gpus"
         elif cv["type"] is None:
             sample, b = dur, basis
         else:
             sample, b = dur[types == cv["type"]], basis
         ks, at = ks_at_points(sample, cv["x"], cv["cdf"])
-        n = int(len(sample))
+        n_s = int(len(sample))
         within = bool(math.isfinite(ks) and ks <= bar_ks)
         e = None
         if not within and includes_queue and cv["kind"] != "gpu_count_cdf_by_jobs":
             e = expl.get("kalos_duration")
         curve_rows.append({"name": cv["name"], "kind": cv["kind"], "type": cv["type"], "basis": b,
                            "ks": ks if math.isfinite(ks) else None, "at_x": at if math.isfinite(at) else None,
-                           "n": n, "ks_crit95": KS95 / math.sqrt(n) if n else None, "within_bar": within,
+                           "n": n_s, "ks_crit95": KS95 / math.sqrt(n_s) if n_s else None, "within_bar": within,
                            "explanation": e, "_sample": sample, "_x": cv["x"], "_cdf": cv["cdf"]})
-    qrows, qchecks = queue_by_type(cluster, jobs)
+    qrows, qchecks = _queue_rows(cluster, a["queue"], types[started])
     return {"shares": shares, "states": states, "summary": summary, "curves": curve_rows,
             "queue_by_type": qrows, "queue_checks": qchecks,
-            "gpu_time_by_size": gpu_time_by_size(cluster, jobs, includes_queue=includes_queue)}
+            "gpu_time_by_size": _size_rows(cluster, gpu.astype(float), dur)}

@@ -83,6 +83,14 @@ rank correlation at the ±0.95 bound); and, labelled "model limitation", the Kal
 (published durations include a wait the simulator does not produce) and an overloaded synthetic cluster
 (synthetic GPU time above the cluster's capacity: unbounded queues).
 
+Memory (streaming): the replicas are drawn one at a time and each is cut at once to what the comparisons
+read (:class:`~acmemodel.reproduction.compare.PooledJobs`: per GPU job its GPU count, type, state,
+start, duration and GPU time on the published basis, wait and run time, ~60 bytes), so the peak is one
+replica's synthesis plus that, not every replica's full tables (:func:`acmemodel.limits.reproduce_memory`).
+The pooled arrays are the concatenated replicas' values in order, so every check and figure is the one
+of the concatenated traces (medians and KS distances included, not from a sketch).
+``return_jobs=True`` keeps every replica's full table to return it.
+
 Layout: this module holds the synthesis (steps 1–2) and the driver; the comparison tables, the KS
 distance and the quality bar are in :mod:`acmemodel.reproduction.compare`, the overlay plots in
 :mod:`acmemodel.reproduction.plots`.
@@ -98,13 +106,11 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus, published_duration_includes_queue
+from acmemodel.clusters import CLUSTER_TZ, GPUS_PER_NODE, cluster_gpus
 from acmemodel.reproduction.compare import (
-    CLUSTERS, QUALITY_BAR, _compare_cluster, _explanations, _published_semantics, curve_points,
-    failure_rate_check,
+    CLUSTERS, QUALITY_BAR, PooledJobs, _compare_cluster, _explanations, curve_points, failure_rate_check,
 )
 from acmemodel.reproduction.plots import _write_plots
-from acmemodel.describe import describe
 from acmemodel.errors import DataWarning
 from acmemodel.features.keys import type_bucket_groups
 from acmemodel.joblife import in_reservation
@@ -395,44 +401,46 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
     reps_of = _replicas(replicas, clusters)
     b = resolve_bundle(bundle)
     curves = curve_points()
-    frames, infos, first = [], {}, []
+    infos, full = {}, []
     n_synth = sum(reps_of.values())
     steps = n_synth + 1 + (plots is not None)
     step = progress if progress is not None else (lambda *a: None)
     done = 0
+    out: dict = {"clusters": {}}
+    pooled: dict[str, PooledJobs] = {}
     for i, cl in enumerate(clusters):
-        reps, replicas = [], reps_of[cl]
+        # Streaming: each replica is cut to what the comparisons read (PooledJobs, ~60 bytes a GPU job) as
+        # soon as it is drawn, and its full table dropped (module docstring, "Memory"); only return_jobs
+        # keeps every replica.
+        pooled[cl], reps_info, replicas = PooledJobs(cl), [], reps_of[cl]
         for r in range(replicas):
             step(done, steps, f"synthesising {cl}" + (f" ({r + 1}/{replicas})" if replicas > 1 else ""))
             done += 1
             jobs, info = synthesize_cluster(b, cl, scale=scale, seed=replica_seed(seed, i, r), days=days,
                                             partitions=(partitions or {}).get(cl), queue=queue)
-            reps.append((jobs, info))
-        frames.append(pd.concat([j for j, _ in reps], ignore_index=True) if replicas > 1 else reps[0][0])
-        first.append(reps[0][0])
-        infos[cl] = dict(reps[0][1], replicas=replicas,
+            if r == 0 and cl == "Seren":
+                out["energy"] = {"Seren May 2023": seren_may_check(jobs, capacity_gpus=info["total_gpus"],
+                                                                   scale=scale)}
+            pooled[cl].add(jobs)
+            reps_info.append(info)
+            if return_jobs:
+                full.append(jobs)
+            del jobs
+        infos[cl] = dict(reps_info[0], replicas=replicas,
                          seeds=[replica_seed(seed, i, r) for r in range(replicas)],
-                         seconds=round(sum(inf["seconds"] for _, inf in reps), 3))
+                         seconds=round(sum(inf["seconds"] for inf in reps_info), 3))
     step(n_synth, steps, "comparing with the published statistics")
-    jobs = pd.concat(frames, ignore_index=True)
-    trace = to_trace(jobs)
-    doc = describe(trace)
-    pub = [cl for cl in clusters if published_duration_includes_queue(cl)]
-    doc_pub = describe(_published_semantics(trace, pub)) if pub else doc
-    out: dict = {"clusters": {}}
-    for cl, fr in zip(clusters, frames):
+    for cl in clusters:
         # pooled replicas: R traces of `days` days at `scale` each (counts against published x scale x R)
-        res = _compare_cluster(cl, doc, doc_pub if cl in pub else doc, fr, scale * reps_of[cl],
-                               _explanations(b, cl), curves, total_gpus=infos[cl]["total_gpus"],
-                               days=days * reps_of[cl])
+        res = _compare_cluster(cl, pooled.pop(cl), scale * reps_of[cl], _explanations(b, cl), curves,
+                               total_gpus=infos[cl]["total_gpus"], days=days * reps_of[cl])
+        if plots is None:  # (the samples are kept for the plots only)
+            for row in res["curves"]:
+                row.pop("_sample", None)
         res["simulation"] = infos[cl]
         fr_check = failure_rate_check(b, cl)
         res["failure_rate"] = [] if fr_check is None else [fr_check]
         out["clusters"][cl] = res
-    if "Seren" in clusters:
-        i = clusters.index("Seren")
-        out["energy"] = {"Seren May 2023": seren_may_check(first[i], capacity_gpus=infos["Seren"]["total_gpus"],
-                                                           scale=scale)}
     if plots is not None:
         step(n_synth + 1, steps, "writing plots")
         _write_plots(out["clusters"], Path(plots))
@@ -456,5 +464,5 @@ def reproduce(bundle=None, *, scale: float = 1.0, seed: int = 0, days: float = D
         "seconds": round(time.perf_counter() - t0, 3),
     })
     if return_jobs:
-        out["jobs"] = trace.jobs
+        out["jobs"] = to_trace(pd.concat(full, ignore_index=True)).jobs
     return out

@@ -46,12 +46,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from acmemodel._solver import _core
 from acmemodel.planner.run.processes import FailureProcess, RestartTime
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: kernel status codes → meaning
 STATUS_REASONS: dict[int, str] = {
@@ -212,6 +215,8 @@ class CheckpointResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per scenario."""
+        import pandas as pd  # (here only: the checkpoint optimum itself starts without pandas)
+
         cols = {k: np.ravel(getattr(self, k)) for k in (
             "work_s", "ckpt_cost_s", "mttf_s", "restart_mean_s", "interval_s", "expected_time_s",
             "young_interval_s", "daly_interval_s", "young_expected_time_s", "daly_expected_time_s", "status")}

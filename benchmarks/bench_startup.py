@@ -1,0 +1,75 @@
+"""Start-up of the ``acmemodel`` command against ``python -c "import numpy"``, measured in this run.
+
+Target (issue 34): ``acmemodel checkpoint ...`` wall ≤ 2× ``python -c "import numpy"``; ``--version`` and
+``checkpoint`` start without pandas or scipy. Each command is a fresh process, run ``--repeat`` times
+interleaved with the baseline (so that the load of a shared machine hits both alike); reported per command:
+the median and the minimum wall time, their ratio to the baseline's, and which heavy libraries the process
+imported (``python -X importtime``: pandas, scipy, lightgbm, pyarrow).
+
+    python benchmarks/bench_startup.py [--repeat 7]
+
+The commands: ``--version``; ``checkpoint`` with explicit parameters (``--mttf --restart``: no bundle); the
+same with a Weibull shape; ``checkpoint`` with the default bundle (its failure and restart models: the
+models' modules import pandas and scipy, so it is shown for reference, outside the target); ``--help``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+BASELINE = [sys.executable, "-c", "import numpy"]
+CLI = [sys.executable, "-m", "acmemodel"]
+COMMANDS = {
+    "--version": ["--version"],
+    "checkpoint --mttf": ["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--mttf", "8h", "--restart", "20m"],
+    "checkpoint --mttf --json": ["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--mttf", "8h",
+                                 "--restart", "20m", "--json"],
+    "checkpoint --weibull-shape": ["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--mttf", "8h",
+                                   "--restart", "20m", "--weibull-shape", "0.8"],
+    "checkpoint (default bundle)": ["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s"],
+    "--help": ["--help"],
+}
+HEAVY = ("pandas", "scipy", "lightgbm", "pyarrow")
+
+
+def _wall(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def _heavy(cmd: list[str]) -> list[str]:
+    """The heavy top-level packages the command's process imports (``-X importtime`` on stderr)."""
+    out = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True).stderr
+    names = {line.rsplit("|", 1)[-1].strip() for line in out.splitlines() if line.startswith("import time:")}
+    return [h for h in HEAVY if h in names]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    a = ap.parse_args()
+    for cmd in (BASELINE, *(CLI + c for c in COMMANDS.values())):  # warm the file cache and the .pyc files
+        _wall(cmd)
+    base: list[float] = []
+    got: dict[str, list[float]] = {k: [] for k in COMMANDS}
+    for _ in range(a.repeat):
+        for name, c in COMMANDS.items():
+            base.append(_wall(BASELINE))
+            got[name].append(_wall(CLI + c))
+    bmed, bmin = statistics.median(base), min(base)
+    print(f"baseline python -c 'import numpy': median {bmed:.3f} s, min {bmin:.3f} s ({len(base)} runs)")
+    for name, c in COMMANDS.items():
+        w = got[name]
+        heavy = _heavy(CLI + c)
+        print(f"acmemodel {name:<28} median {statistics.median(w):.3f} s ({statistics.median(w) / bmed:.2f}x), "
+              f"min {min(w):.3f} s ({min(w) / bmin:.2f}x); heavy imports: {', '.join(heavy) or 'none'}")
+    print("target: checkpoint (explicit parameters) <= 2.00x the baseline")
+
+
+if __name__ == "__main__":
+    main()
