@@ -219,7 +219,9 @@ def test_plan_reports_evaluation_feedback_delay():
 
 def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
     """EvalOverheads (the costs the four phases leave out): their stated defaults, the metric pool they
-    imply, and the direction each pushes the schedules; the default plan's speed-ups with them."""
+    imply, and the direction each pushes the schedules."""
+    import dataclasses
+
     from acmemodel.planner.evalbatch.plan import EvalOverheads, coupled_tasks
 
     ov = EvalOverheads()
@@ -228,17 +230,29 @@ def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
     assert EvalOverheads.ideal().metric_slots(hw) == hw.cpu_slots_per_node
     b = default_batch()
     ideal = EvalOverheads.ideal()
-    import dataclasses
-
+    # the start-up is carved out of the set-up: a trial whose set-up is shorter than it gets longer, one
+    # whose set-up is longer keeps its length in the coupled policy
+    short = EvalBatch([Dataset(f"s{i}", 2.0, 50.0, 5.0) for i in range(8)])
     start = dataclasses.replace(ideal, trial_startup_s=20.0)
-    for n in (1, 4):
-        c0, c1 = simulate_coupled(b, n, hw, ideal), simulate_coupled(b, n, hw, start)
-        assert c1.makespan_s > c0.makespan_s and c1.gpu_held_s > c0.gpu_held_s + 10.0 * len(b)
+    assert simulate_coupled(short, 1, HW, start).makespan_s == pytest.approx(
+        simulate_coupled(short, 1, HW, ideal).makespan_s + 18.0)
+    longer = EvalBatch([Dataset(f"l{i}", 30.0, 50.0, 5.0) for i in range(8)])
+    assert simulate_coupled(longer, 1, HW, start).makespan_s == pytest.approx(
+        simulate_coupled(longer, 1, HW, ideal).makespan_s)
+    # ... while the decoupled GPU holds the start-up that the CPU cannot take
+    d0 = simulate_decoupled(longer, 1, HW, NO_PACK, ideal)
+    d1 = simulate_decoupled(longer, 1, HW, NO_PACK, start)
+    assert d1.gpu_held_s > d0.gpu_held_s
     slow = dataclasses.replace(ideal, precursor_efficiency=0.5)
     one = _batch(1)
     d0 = simulate_decoupled(one, 1, HW, NO_PACK, ideal)
     d1 = simulate_decoupled(one, 1, HW, NO_PACK, slow)
     assert d1.makespan_s == pytest.approx(d0.makespan_s + HW.load_alone_s)   # precursor at half the link
+    # a metric pool of one slot serialises the metrics
+    few = EvalBatch([Dataset(f"m{i}", 0.0, 50.0, 100.0) for i in range(3)])
+    hw1 = EvalHardware(gpus_per_node=3, cpu_slots_per_node=1)
+    assert simulate_decoupled(few, 1, hw1, NO_PACK, ideal).makespan_s == pytest.approx(
+        hw1.load_alone_s + 50.0 + 3 * 100.0)
     # the toolkit's packing: small datasets merged, largest first; never slower than submission order here
     tasks = coupled_tasks(b, ov, PackingRules())
     assert sorted(i for t in tasks for i in t) == list(range(len(b)))
@@ -246,11 +260,62 @@ def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
     assert gens == sorted(gens, reverse=True)
     sub = dataclasses.replace(ov, coupled_packing="submission")
     assert simulate_coupled(b, 1, hw, ov).makespan_s < simulate_coupled(b, 1, hw, sub).makespan_s
-    r = plan_batch(b, nodes=(1, 4))
-    assert r.config.overheads == ov
-    # measured with the stated overheads (paper: 1.3x and 1.8x; without them 1.57x and 2.19x)
-    assert r.speedup(1) == pytest.approx(1.15, abs=0.01) and r.speedup(4) == pytest.approx(2.01, abs=0.01)
     with pytest.raises(ConfigError, match="overheads.coupled_packing"):
         EvalPlanConfig.from_dict({"overheads": {"coupled_packing": "magic"}})
     cfg = EvalPlanConfig.from_dict({"overheads": {"trial_startup_s": "30s", "precursor_efficiency": 1.0}})
     assert cfg.overheads.trial_startup_s == 30.0
+
+
+def test_overheads_come_from_the_published_profile():
+    """Each default overhead is the derivation its docstring states from published numbers: the Kalos
+    evaluation-job duration floor (Fig. 6c), Table 1's threads per GPU, the HumanEval profile's load at
+    the full link; and with them the coupled HumanEval trial is still the profile's 221.1 s."""
+    from acmemodel.datasets.published import load_reference
+    from acmemodel.planner.evalbatch.plan import EvalOverheads
+
+    ov = EvalOverheads()
+    cdf = load_reference("duration_cdf_by_type")
+    kalos = cdf[(cdf["cluster"] == "Kalos") & (cdf["type"] == "Eval")].set_index("x_s")["cdf_percent"]
+    assert kalos[8] < 0.05 and 1.0 < kalos[16] < 2.0                 # the floor of a complete eval job
+    assert ov.trial_startup_s == 8.0
+    assert ov.trial_startup_s <= min(d.preprocess_s for d in default_batch().datasets)   # carved, never added
+    table1 = load_reference("clusters").set_index("cluster")
+    for c in ("Seren", "Kalos"):
+        assert table1.loc[c, "cpus_per_node"] / table1.loc[c, "gpus_per_node"] == ov.metric_threads
+        assert table1.loc[c, "cpus_per_node"] == ov.cpu_threads_per_node
+    assert ov.precursor_efficiency == 1.0
+    # the profile: 8 HumanEval trials on a node, each 35.8 s load + 29.4 s set-up + 113.8 s + 42 s = 221.1 s
+    he = next(d for d in default_batch().datasets if d.name == "humaneval")
+    eight = EvalBatch([Dataset(f"he{i}", he.preprocess_s, he.generate_s, he.metric_s) for i in range(8)])
+    c = simulate_coupled(eight, 1, EvalHardware(), dataclasses_replace(ov, coupled_packing="submission"))
+    assert c.makespan_s == pytest.approx(221.1, abs=0.15)
+    load_pre = 8 * EvalHardware().load_alone_s + he.preprocess_s
+    assert load_pre / c.makespan_s == pytest.approx(0.295, abs=0.001)
+    assert he.metric_s / c.makespan_s == pytest.approx(0.190, abs=0.001)
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)
+
+
+def test_default_speedups_against_the_paper():
+    """The default batch's decoupled speed-ups with the stated overheads vs the paper's 1.3x (1 node) and
+    1.8x (4 nodes). Measured, not tuned: 1.11x and 2.03x, both outside 10 % (1.17-1.43, 1.62-1.98).
+    Why: both decoupled makespans are the apps trial's critical path (the batch's assumed 30-min metric),
+    and no coupled baseline that does not split apps can beat its own trial, so 4 nodes stay >= 2.0x."""
+    b = default_batch()
+    r = plan_batch(b, nodes=(1, 4))
+    assert r.speedup(1) == pytest.approx(1.11, abs=0.01) and r.speedup(4) == pytest.approx(2.03, abs=0.01)
+    apps = next(d for d in b.datasets if d.name == "apps")
+    ov = r.config.overheads
+    path1 = ov.data_prep_s(apps.preprocess_s) + ov.trial_startup_s + EvalHardware().pcie_s + apps.generate_s \
+        + apps.metric_s
+    assert r.schedules[("decoupled", 1)].makespan_s == pytest.approx(path1, rel=1e-6)
+    assert r.schedules[("decoupled", 4)].makespan_s == pytest.approx(
+        ov.data_prep_s(apps.preprocess_s / 2) + ov.trial_startup_s + EvalHardware().pcie_s
+        + (apps.generate_s + apps.metric_s) / 2, rel=1e-6)
+    apps_trial = EvalHardware().load_alone_s + apps.preprocess_s + apps.generate_s + apps.metric_s
+    assert r.schedules[("coupled", 4)].makespan_s >= apps_trial
+    assert apps_trial / r.schedules[("decoupled", 4)].makespan_s > 1.98

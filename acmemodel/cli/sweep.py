@@ -113,6 +113,8 @@ def _check_workload_size(config, plan, bundle, reliability, yes: bool) -> None:
 def _print_human(s: dict, df) -> None:
     from rich.table import Table
 
+    from acmemodel.planner.sweep.plots import axis_text
+
     t = Table(title=f"sweep: {s['n_points']:,} points over {len(s['axes'])} axes", width=80)
     t.add_column("", overflow="fold")
     t.add_column("value", overflow="fold")
@@ -123,7 +125,7 @@ def _print_human(s: dict, df) -> None:
         ok = df[df["status"] == "ok"]
         best = ok.loc[ok["gpu_h_lost"].astype(float).idxmin()]
         t.add_row("least GPU-h lost", f"{best['gpu_h_lost']:,.0f} GPU-h at "
-                  + ", ".join(f"{a}={best[a]}" for a in s["axes"]))
+                  + ", ".join(f"{a}={axis_text(best[a], a)}" for a in s["axes"]))
     for e in s["first_errors"][:3]:
         t.add_row(f"point {e['point']} failed", str(e["error"]))
     for p in s["plots"]:

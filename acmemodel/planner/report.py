@@ -254,14 +254,14 @@ def render_html(plan) -> str:
             parts.append(f'<img alt="sensitivity band of {html.escape(run.name)}" src="data:image/png;base64,'
                          f'{_png(fig)}">')
             brow = [[f"{band['chosen']} (chosen)", _fmt(band["main"]["completion_p50_s"], DAY, 4, " d"),
-                     _fmt(band["main"]["completion_p90_s"], DAY, 4, " d"), "",
+                     _fmt(band["main"]["completion_p90_s"], DAY, 4, " d"), "—",
                      _fmt(band["main"]["expected_failures"], 1, 3), _fmt(band["main"]["gpu_hours_lost"], 1, 4),
                      _fmt(band["main"]["optimal_interval_s"], MIN, 3, " min"), _cost(band["main"])]]
             for sc in band["scenarios"]:
                 ch = sc["completion_p90_change"]
                 brow.append([sc["scenario"], _fmt(sc["completion_p50_s"], DAY, 4, " d"),
                              _fmt(sc["completion_p90_s"], DAY, 4, " d"),
-                             "" if ch is None else ("∞" if ch == float("inf") else f"{100 * ch:+.1f} %"),
+                             "—" if ch is None else ("∞" if ch == float("inf") else f"{100 * ch:+.1f} %"),
                              _fmt(sc["expected_failures"], 1, 3), _fmt(sc["gpu_hours_lost"], 1, 4),
                              _fmt(sc["optimal_interval_s"], MIN, 3, " min"), _cost(sc)])
             parts.append(_table(["scenario", "p50", "p90", "Δ p90", "failures", "GPU-h lost", "optimal interval",
@@ -343,6 +343,15 @@ def render_eval_html(result) -> str:
                      f"{100 * s['gpu_idle_share']:.1f} %", s["packing"] or "—"])
     parts.append(_table(["nodes", "policy", "makespan", "speed-up", "first result", "GPU-h held", "GPU-h used",
                          "GPU idle", "packing"], rows))
+    ov, hw = result.config.overheads, result.config.hardware
+    parts.append("<h2>Assumptions</h2><p>"
+                 f"{_num(hw.model_size_gb)} GB checkpoint, {hw.gpus_per_node:,} GPUs per node, storage link "
+                 f"{_num(hw.storage_gbit_s)} Gb/s per node, host→GPU copy {_num(hw.pcie_gbyte_s)} GB/s. "
+                 f"Overheads (stated, from the published profile): start-up {_dur(ov.trial_startup_s)} per trial "
+                 f"(part of its set-up), at most {ov.metric_slots(hw):,} metric jobs per node at once "
+                 f"({ov.metric_threads:,} of {ov.cpu_threads_per_node:,} CPU threads each), precursor load at "
+                 f"{100 * ov.precursor_efficiency:.0f} % of the link, coupled baseline packed by "
+                 f"{html.escape(ov.coupled_packing)}.</p>")
     for (policy, n), sched in sorted(result.schedules.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         fig, ax = plt.subplots(figsize=(11, max(2.0, 0.16 * sched.gpus + 1.2)))
         sched.plot(ax=ax)

@@ -36,8 +36,8 @@ class EvalPlanConfig:
         datasets: default             # default | a priors CSV (relative to this file) | a list of
                                       #   {name, preprocess, generate, metric} (durations: 90s, 2m...)
         packing: {merge_below: 60s, split_above: auto, long_metric: 5m}
-        overheads: {trial_startup_s: 20s, metric_threads: 16, cpu_threads_per_node: 128,
-                    precursor_efficiency: 0.5, coupled_packing: toolkit}   # EvalOverheads
+        overheads: {trial_startup_s: 8s, metric_threads: 16, cpu_threads_per_node: 128,
+                    precursor_efficiency: 1.0, coupled_packing: toolkit}   # EvalOverheads
         nodes: [1, 4]
         policy: both                  # coupled | decoupled | both
     """

@@ -57,6 +57,52 @@ def axis_values(df: pd.DataFrame, name: str) -> pd.Series:
     return col.map(sec).astype(float)
 
 
+def _time_unit(seconds) -> tuple[float, str]:
+    """The unit a set of durations (seconds) reads best in: s below 2 min, min below 2 h, h below 3 d,
+    else d (judged by the largest finite value)."""
+    v = np.asarray(seconds, float)
+    top = float(np.max(np.abs(v[np.isfinite(v)]))) if np.isfinite(v).any() else 0.0
+    for unit, below in (("s", 120.0), ("min", 7200.0), ("h", 3 * 86400.0)):
+        if top < below:
+            return _UNIT_S[unit], unit
+    return _UNIT_S["d"], "d"
+
+
+def _tick(v: float) -> str:
+    """A tick label: a human number (thousands separators, never ``1e+06``), no trailing zeros."""
+    from acmemodel.planner.report import _num
+
+    t = _num(float(v))
+    return t.rstrip("0").rstrip(".") if "." in t else t
+
+
+def _human_ticks(*axes) -> None:
+    """Tick labels as human numbers (:func:`_tick`) on matplotlib axes."""
+    from matplotlib.ticker import FuncFormatter
+
+    for a in axes:
+        a.set_major_formatter(FuncFormatter(lambda v, _pos: _tick(v)))
+
+
+def axis_text(value, name: str) -> str:
+    """One axis value as people read it: a duration axis' value (seconds or ``"30m"``) in its human unit
+    (``30 s``, ``2.75 min``), a number with thousands separators, anything else as given."""
+    from acmemodel.planner.report import _dur
+
+    if _duration_unit(name):
+        from acmemodel.planner.config_fields import parse_duration
+
+        if isinstance(value, (np.integer, np.floating)):
+            value = value.item()
+        try:
+            return _dur(parse_duration(value, name))
+        except Exception:  # noqa: BLE001 ("auto" and the like)
+            return str(value)
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return _tick(value)
+    return str(value)
+
+
 def _numeric_axes(df: pd.DataFrame, meta: dict) -> list[str]:
     """Grid axes with at least two numeric values (durations converted, :func:`axis_values`)."""
     names = list((meta.get("grid") or {}).get("axes", {}))
@@ -95,29 +141,33 @@ def plot_sweep(df: pd.DataFrame, meta: dict, outdir) -> list[str]:
     written = []
     axes = _numeric_axes(ok, meta)
     runs = [c[: -len(".completion_mean_s")] for c in ok.columns if c.endswith(".completion_mean_s")]
-    metrics = [("gpu_h_lost", "GPU-hours lost (all runs)"), ("eval_wait_p90_s", "Eval p90 wait (min)")]
+    metrics = [("gpu_h_lost", "GPU-hours lost (all runs)"), ("eval_wait_p90_s", "Eval p90 wait")]
     if runs:
-        metrics.append((f"{runs[0]}.completion_mean_s", f"{runs[0]} mean completion (d)"))
+        metrics.append((f"{runs[0]}.completion_mean_s", f"{runs[0]} mean completion"))
     if len(axes) >= 2 and len(ok):
         a, b = axes[0], axes[1]
         for col, label in metrics:
             if col not in ok.columns:
                 continue
-            scale = 60.0 if col.endswith("wait_p90_s") else (86400.0 if col.endswith("completion_mean_s") else 1.0)
+            scale = 1.0
+            if col.endswith("_s"):   # a duration: in the unit its values read best in
+                scale, unit = _time_unit(ok[col].astype(float))
+                label = f"{label} ({unit})"
             piv = ok.assign(_v=ok[col].astype(float) / scale, _a=axis_values(ok, a), _b=axis_values(ok, b)) \
                 .pivot_table(index="_a", columns="_b", values="_v", aggfunc="mean")
             fig, ax = plt.subplots(figsize=(6.4, 4.8))
             finite = piv.to_numpy(float)
             im = ax.imshow(np.where(np.isfinite(finite), finite, np.nan), origin="lower", aspect="auto",
                            cmap="viridis")
-            ax.set_xticks(range(piv.shape[1]), [f"{v:g}" for v in piv.columns], rotation=45, ha="right")
-            ax.set_yticks(range(piv.shape[0]), [f"{v:g}" for v in piv.index])
+            ax.set_xticks(range(piv.shape[1]), [_tick(v) for v in piv.columns], rotation=45, ha="right")
+            ax.set_yticks(range(piv.shape[0]), [_tick(v) for v in piv.index])
             ax.set_xlabel(axis_label(b))
             ax.set_ylabel(axis_label(a))
             others = [x for x in axes[2:]] + [x for x in (meta.get("grid") or {}).get("axes", {})
                                               if x not in axes]
             ax.set_title(label + (" (mean over other axes)" if others else ""), fontsize=10)
-            fig.colorbar(im, ax=ax, label=label)
+            cb = fig.colorbar(im, ax=ax, label=label)
+            _human_ticks(cb.ax.yaxis)
             fig.tight_layout()
             p = outdir / f"heatmap_{col.replace('.', '_')}.png"
             fig.savefig(p, dpi=110)
@@ -128,12 +178,24 @@ def plot_sweep(df: pd.DataFrame, meta: dict, outdir) -> list[str]:
         x, xlabel, front = pair
         fig, ax = plt.subplots(figsize=(6.4, 4.8))
         fin = ok[np.isfinite(ok["eval_wait_p90_s"].astype(float)) & np.isfinite(ok[x].astype(float))]
-        ax.scatter(fin[x], fin["eval_wait_p90_s"] / 60.0, s=12, alpha=0.5, label="grid points")
-        ax.plot(front[x], front["eval_wait_p90_s"] / 60.0, "o-", color="C3",
-                label=f"Pareto front ({len(front):,} points)")
+        w = fin["eval_wait_p90_s"].astype(float)
+        wide = bool((w > 0).all() and w.max() > 100 * w.min())   # orders of magnitude: a log axis of durations
+        scale, unit = (1.0, "") if wide else _time_unit(w)
+        ax.scatter(fin[x], w / scale, s=12, alpha=0.5, label="grid points")
+        one = len(front) == 1
+        ax.plot(front[x], front["eval_wait_p90_s"].astype(float) / scale, "o-", color="C3",
+                label="best on both (no trade-off on this grid)" if one else f"Pareto front ({len(front):,} points)")
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("Eval p90 wait (min)")
-        ax.set_title(f"Pareto front: {xlabel} vs Eval p90 wait", fontsize=10)
+        _human_ticks(ax.xaxis)
+        if wide:
+            from acmemodel.plotting import duration_axis
+
+            duration_axis(ax, "y", "Eval p90 wait")
+        else:
+            ax.set_ylabel(f"Eval p90 wait ({unit})")
+            _human_ticks(ax.yaxis)
+        ax.set_title(f"{xlabel} vs Eval p90 wait: " + ("one grid point is best on both" if one else "Pareto front"),
+                     fontsize=10)
         ax.legend()
         fig.tight_layout()
         p = outdir / f"pareto_{x.replace('.', '_')}_vs_eval_p90.png"
