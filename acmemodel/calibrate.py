@@ -85,16 +85,15 @@ from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, special, stats
-
 from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue, utc_offset_seconds
 from acmemodel.calibrate_inputs import (
-    Assumptions, _arrivals, _copula_base, _copula_second, _gpu_sampler, _inverse_cdf, _published_gpu_quantile,
-    STATE_RATE_COLUMNS, _queue_params, _ranks, _solve_states, _stratified, _summary, _to_contract,
-    infra_reference, TARGET_OFFSET_MAX, TYPE_SHARE,
+    Assumptions, _summary, _to_contract, infra_reference, TARGET_OFFSET_MAX, TYPE_SHARE,
 )
-from acmemodel.datasets.published import load_failure_table, load_reference
-from acmemodel.models.failure_types import lognormal_from_median_mean
+from acmemodel.calibrate_pseudo import (
+    SizeDurationJoint, assign_gpu_counts, cpu_jobs, draw_jobs, final_states, gpu_submissions, hurdle_queue,
+    infrastructure_failures, restart_chains, simulated_waits, solve_gpu_time, type_counts, type_parts,
+)
+from acmemodel.datasets.published import load_reference
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
 from acmemodel.calibrate_synthetic import (
     fixed_point_score, synthetic_queue_calibration, synthetic_state_calibration,
@@ -117,7 +116,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     added to the published state rates that the state logit targets and to the published GPU-time shares
     of the types that the copula's ρ targets (renormalised to sum to 1)
     (:func:`acmemodel.calibrate_inputs.fixed_point_offsets`, the calibration's fixed-point step; default
-    none).
+    none). The steps are those of :mod:`acmemodel.calibrate_pseudo`, in this order (one generator).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -136,317 +135,50 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     report: dict = {"cluster": cluster, "scale": scale, "gpu_jobs": n_gpu, "cpu_jobs": n_cpu,
                     "assumptions": asdict(a), "types": {}}
 
-    # --- type counts (largest remainder) and per-type GPU counts and durations
-    share = mix["job_count_percent"].to_numpy(float)
-    share = share / share.sum()
-    counts = np.floor(share * n_gpu).astype(int)
-    counts[np.argsort(-(share * n_gpu - counts))[: n_gpu - counts.sum()]] += 1
+    # --- type counts, GPU-time targets (moved by the fixed-point step's type shares), GPU counts
     types = mix["type"].to_numpy()
+    counts = type_counts(mix["job_count_percent"].to_numpy(float), n_gpu)
     gt_share = dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0))
     t_off = dict(target_offsets or {})
-    if any(k.startswith(TYPE_SHARE) for k in t_off):  # the fixed-point step's type shares (renormalised)
+    if any(k.startswith(TYPE_SHARE) for k in t_off):
         raw = {t: max(v + float(t_off.get(f"{TYPE_SHARE}{t}", 0.0)), 1e-4) for t, v in gt_share.items()}
-        gt_share = {t: v / sum(raw.values()) for t, v in raw.items()}
-        report["type_targets"] = {"published": dict(zip(types, mix["gpu_time_percent"].to_numpy(float) / 100.0)),
-                                  "targets": gt_share}
-    parts = {}
-    for t, k in zip(types, counts):
-        parts[t] = dict(n=int(k), qdur=_inverse_cdf(curves[curves["type"] == t]),
-                        gpus=_gpu_sampler(cluster, t, int(round(k / scale))), seed=rng.integers(2**32))
+        report["type_targets"] = {"published": dict(gt_share), "targets": {t: v / sum(raw.values()) for t, v in raw.items()}}
+        gt_share = report["type_targets"]["targets"]
+    parts = type_parts(cluster, types, counts, curves, scale, rng)
+    assign_gpu_counts(cluster, parts, types, rng)
 
-    # GPU counts: per type from the box plots, then mapped by rank onto the published overall
-    # GPU-count CDF (gpu_count_cdf_by_jobs), so the cluster-wide distribution is the published one
-    # while each type keeps its place in the ordering of sizes; each type's counts are then fixed
-    # and only their pairing with durations varies with rho
-    box_g = {t: parts[t]["gpus"](_stratified(rng, parts[t]["n"]), rng) for t in types}
-    pooled = np.concatenate([box_g[t] for t in types]).astype(float)
-    order = np.lexsort((rng.uniform(0, 1, len(pooled)), pooled))
-    mapped = np.empty(len(pooled))
-    mapped[order] = _published_gpu_quantile(cluster, (np.arange(len(pooled)) + 0.5) / len(pooled))
-    start = 0
-    for t in types:
-        k = parts[t]["n"]
-        parts[t]["g_sorted"] = np.sort(mapped[start:start + k]).astype(np.int64)
-        start += k
-
-    small_max = a.small_job_gpus.get(cluster)
-
-    base = {}  # per type: its copula draws that do not depend on rho and its GPU counts in copula order
-
-    def draw(t, rho, delta=0.0):
-        p = parts[t]
-        if t not in base:  # (the same generator state for every rho: drawn once)
-            b = _copula_base(np.random.default_rng(p["seed"]), p["n"])
-            base[t] = b, p["g_sorted"][_ranks(stats.norm.cdf(b[0]))]
-        b, g = base[t]
-        ud = _copula_second(b, rho)
-        if delta and small_max is not None:  # small jobs' duration scores shifted down by delta
-            zd = stats.norm.ppf(ud) - delta * (g <= small_max)
-            ud = (_ranks(zd) + 1.0) / (len(zd) + 1.0)
-        return g, p["qdur"](ud)
-
-    sums = {}  # (type, rho, delta) -> (GPU time, small jobs' GPU time) of draw(): the solvers evaluate the
-    #            ends of their brackets before brentq evaluates them again
-
-    def gt_sums(t, rho, delta):
-        key = (t, float(rho), float(delta))
-        if key not in sums:
-            g, d = draw(t, rho, delta)
-            gd = g * d
-            sums[key] = (float(gd.sum()), float(gd[g <= small_max].sum()) if small_max is not None else 0.0)
-        return sums[key]
-
-    def solve_rho(t, target, delta=0.0):
-        def f(r):
-            return gt_sums(t, r, delta)[0] - target
-
-        lo, hi = f(-0.95), f(0.95)
-        if lo >= 0:
-            return -0.95
-        if hi <= 0:
-            return 0.95
-        return float(optimize.brentq(f, -0.95, 0.95, xtol=1e-3))
-
-    # --- GPU-time calibration: each type's rank correlation rho solved by bisection so that its GPU
-    #     time is its published share of the published total GPU time (cluster_summary, x scale)
+    # --- the GPU-count x duration joint: rho per type for its GPU time, then the size classes' shifts
     total_gt = float(summ["complete_gpu_time"] + summ["cancel_gpu_time"] + summ["fail_gpu_time"]) * scale
-    rho = {t: solve_rho(t, gt_share[t] * total_gt) for t in types}
-    delta = {t: 0.0 for t in types}
-    # --- GPU time by job size (Assumptions.small_job_gpus / small_job_gt_share): where the jobs of
-    #     <= small_max GPUs hold more than the assumed share, each type with small and larger jobs gets a
-    #     shift delta of its small jobs' duration scores (a second copula parameter) and rho is re-solved,
-    #     so its total stays and its small jobs' GPU time is scaled by one common factor
-    if small_max is not None:
-        def small_gt(t, r, dl):
-            return gt_sums(t, r, dl)[1]
+    small_max, large_min = a.small_job_gpus.get(cluster), a.large_job_gpus.get(cluster)
+    joint = SizeDurationJoint(parts, small_max, large_min)
+    rho, small, large = solve_gpu_time(
+        joint, types, gt_share, total_gt, report=report,
+        small_cap=None if small_max is None else float(a.small_job_gt_share[cluster]) * total_gt,
+        large_goal=None if large_min is None else float(a.large_job_gt_share[cluster]) * total_gt)
+    jobs = draw_jobs(joint, types, rho, small, large, report, rng)
 
-        cap = float(a.small_job_gt_share[cluster]) * total_gt
-        now = {t: small_gt(t, rho[t], 0.0) for t in types}
-        mixed = [t for t in types if 0 < (parts[t]["g_sorted"] <= small_max).mean() < 1]
-        fixed_small = sum(v for t, v in now.items() if t not in mixed)
-        adj = sum(now[t] for t in mixed)
-        if sum(now.values()) > cap and adj > 0:
-            factor = max((cap - fixed_small) / adj, 0.05)
-            for t in mixed:
-                goal = factor * now[t]
-                for _ in range(5):  # alternate: delta for the small jobs' GPU time, rho for the total
-                    def fs(dl, t=t, goal=goal):
-                        return small_gt(t, rho[t], dl) - goal
-                    delta[t] = 4.0 if fs(4.0) > 0 else (0.0 if fs(0.0) <= 0 else
-                                                         float(optimize.brentq(fs, 0.0, 4.0, xtol=1e-3)))
-                    rho[t] = solve_rho(t, gt_share[t] * total_gt, delta[t])
-            report["small_jobs"] = {"max_gpus": small_max, "share_before": sum(now.values()) / total_gt,
-                                    "share_target": float(a.small_job_gt_share[cluster]),
-                                    "share_after": sum(small_gt(t, rho[t], delta[t]) for t in types) / total_gt,
-                                    "factor": factor}
-    frames = []
-    for t in types:
-        g, d = draw(t, rho[t], delta[t])
-        frames.append(pd.DataFrame({"type": t, "gpu_num": g, "dur": d}))
-        report["types"][t] = {"jobs": parts[t]["n"], "rho_gpus_duration": rho[t], "small_job_shift": delta[t]}
-    jobs = pd.concat(frames, ignore_index=True)
-    jobs = jobs.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
+    # --- infrastructure failures of large jobs, then the other jobs' final states
+    hit, dur, gtime = infrastructure_failures(jobs, a, cluster, summ, report, rng)
+    final_states(jobs, hit, dur, gtime, summ, t_off, report, rng)
+
+    # --- waits (hurdle draw), submissions and users, restart chains, simulated waits
+    queue, run = hurdle_queue(jobs, a, cluster, summ, includes_queue, report, rng)
+    sub, user = gpu_submissions(jobs, a, cluster, t0, off, rng)
     n = len(jobs)
-
-    dur = jobs["dur"].to_numpy(float)
-    g_arr = jobs["gpu_num"].to_numpy(float)
-
-    # --- infrastructure failures of large jobs (first): a Weibull process per job with mean time to
-    #     failure M(g) = M_ref (g / g_ref)^(-alpha); a job it hits before its planned end fails there.
-    #     M_ref is solved so that these failures carry the failure table's Infrastructure share of the
-    #     published failed GPU time (or taken from the assumptions when given)
-    ft = load_failure_table()
-    infra_share = float(ft.loc[ft["category"] == "Infrastructure", "failed_gpu_time_share_percent"].sum() / 100)
-    _, g_ref = infra_reference(a)
-    big = g_arr >= a.infra_min_gpus
-    unit = (np.maximum(g_arr, 1.0) / g_ref) ** (-a.infra_alpha) * rng.weibull(a.infra_shape, n) \
-        / special.gamma(1.0 + 1.0 / a.infra_shape)
-
-    def infra(m_ref):
-        t_inf = m_ref * unit
-        hit = big & (t_inf < dur)
-        d = np.where(hit, t_inf, dur)
-        gt = g_arr * np.maximum(d, 1.0)
-        return hit, d, gt
-
-    target_infra = infra_share * summ["fail_rate_gpu_time"]
-    if a.infra_mttf_ref_s is not None:
-        m_ref = float(a.infra_mttf_ref_s)
-    else:
-        def f(log_m):
-            hit, _, gt = infra(np.exp(log_m))
-            return gt[hit].sum() / gt.sum() - target_infra
-        # the share rises then falls with M_ref (tiny M: every big job dies at once, cheaply; huge M:
-        # no failures); take the root on the falling branch (the rarer-failure solution)
-        grid = np.linspace(np.log(60.0), np.log(1e9), 40)
-        vals = np.array([f(x) for x in grid])
-        top = int(np.argmax(vals))
-        if vals[top] <= 0:
-            m_ref = float(np.exp(grid[top]))
-            report.setdefault("notes", []).append(
-                "infrastructure failures cannot reach the target share of failed GPU time; "
-                "M_ref set where the share is largest")
-        else:
-            m_ref = float(np.exp(optimize.brentq(f, grid[top], grid[-1], xtol=1e-4)))
-    hit, dur, gtime = infra(m_ref)
-    n_hit, g_hit, g_tot = int(hit.sum()), float(gtime[hit].sum()), float(gtime.sum())
-    report["infrastructure"] = {"mttf_ref_s": m_ref, "g_ref": g_ref, "alpha": a.infra_alpha,
-                                "shape": a.infra_shape, "failures": n_hit,
-                                "failed_gpu_time_share_target": target_infra}
-
-    # --- final states of the other jobs: logit in standardised log GPU time, solved so that the whole
-    #     table matches the published state rates by count and by GPU time
-    rest = ~hit
-    lz = np.log(gtime)
-    z = (lz - lz[rest].mean()) / lz[rest].std()
-    rate = {k: float(summ[col]) + float(t_off.get(k, 0.0)) for k, col in STATE_RATE_COLUMNS.items()}
-    targets = {"fail": (rate["fail"] * n - n_hit) / (n - n_hit),
-               "cancel": rate["cancel"] * n / (n - n_hit),
-               "fail_gt": (rate["fail_gt"] * g_tot - g_hit) / (g_tot - g_hit),
-               "cancel_gt": rate["cancel_gt"] * g_tot / (g_tot - g_hit)}
-    if t_off:
-        report["state_targets"] = {"published": {k: float(summ[c]) for k, c in STATE_RATE_COLUMNS.items()},
-                                   "offsets": {k: float(t_off.get(k, 0.0)) for k in STATE_RATE_COLUMNS},
-                                   "targets": rate}
-    th = _solve_states(z[rest], gtime[rest], gtime[rest], targets)
-    ef = np.exp(np.clip(th[0] + th[1] * z, -50, 50))
-    ec = np.exp(np.clip(th[2] + th[3] * z, -50, 50))
-    pf, pc = ef / (1 + ef + ec), ec / (1 + ef + ec)
-    u = rng.uniform(0, 1, n)
-    state = np.where(u < pf, "FAILED", np.where(u < pf + pc, "CANCELLED", "COMPLETED")).astype(object)
-    v = rng.uniform(0, 1, n)
-    state[(state == "FAILED") & (v < 0.01)] = "TIMEOUT"
-    state[(state == "FAILED") & (v > 0.995)] = "NODE_FAIL"
-    state[hit] = np.where(rng.uniform(0, 1, n_hit) < 0.15, "NODE_FAIL", "FAILED")
-    jobs["state"] = state
-    jobs["dur"] = dur
-    report["state_logit"] = dict(zip(("a_fail", "b_fail", "a_cancel", "b_cancel"), map(float, th)))
-
-    # --- queue: hurdle (atom ≤ 1 s + lognormal) matched to the published median and mean
-    factor = np.where(jobs["type"].to_numpy() == "Eval", a.eval_queue_factor, 1.0)
-    atom = a.queue_atom.get(cluster, 0.3)
-    mu_q, sg_q = _queue_params(atom, summ["med_que_time_gpu"], summ["avg_que_time_gpu"], factor, rng)
-    is_atom = rng.uniform(0, 1, n) < atom
-    queue = np.where(is_atom, rng.integers(0, 2, n), np.exp(mu_q + sg_q * rng.standard_normal(n)) * factor)
-    dur = jobs["dur"].to_numpy(float)
-    if includes_queue:
-        # published total = queue + run: long waits go with long totals (Gaussian-copula rank coupling,
-        # rho = queue_total_rho), and a wait never exceeds the total
-        zq = stats.rankdata(dur) / (n + 1)
-        zq = a.queue_total_rho * stats.norm.ppf(zq) + np.sqrt(1 - a.queue_total_rho ** 2) * rng.standard_normal(n)
-        queue = np.sort(queue)[stats.rankdata(zq, method="ordinal").astype(int) - 1]
-        queue = np.minimum(queue, dur)
-        run = dur - queue
-    else:
-        run = dur
-    report["queue_lognormal"] = {"atom": atom, "mu": mu_q, "sigma": sg_q}
-
-    # --- arrivals (Eval in bursts) and users
-    sub = np.empty(n)
-    is_eval = (jobs["type"] == "Eval").to_numpy()
-    sub[is_eval], _ = _arrivals(rng, int(is_eval.sum()), a, a.eval_batch_mean.get(cluster, 1.0), t0, off)
-    sub[~is_eval], _ = _arrivals(rng, int((~is_eval).sum()), a, 1.0, t0, off)
-    uw = 1.0 / np.arange(1, a.users + 1) ** 1.1
-    users = np.array([f"u{cluster[0].lower()}{i:04d}" for i in range(a.users)], dtype=object)
-    user = rng.choice(users, size=n, p=uw / uw.sum())
-    # a burst belongs to one user: propagate the first job's user along close eval submissions
-    order = np.argsort(sub, kind="stable")
-    ev_sorted = order[is_eval[order]]
-    gaps = np.diff(sub[ev_sorted])
-    new_burst = np.r_[True, gaps > 30 * a.burst_gap_s]
-    head = ev_sorted[np.maximum.accumulate(np.where(new_burst, np.arange(len(ev_sorted)), 0))]
-    user[ev_sorted] = user[head]
-
     gpu = pd.DataFrame({"type": jobs["type"], "gpu_num": jobs["gpu_num"], "state": jobs["state"],
                         "user": user, "submit_s": sub, "queue_s": queue, "run_s": run,
                         "uid": np.arange(n, dtype=np.int64), "prev_uid": -1, "attempt": 1})
-    next_uid = n
-    # --- restarts of failed training jobs (same user, type and GPUs), up to three attempts
-    extra, cur = [], gpu[gpu["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"])
-                        & ((gpu["type"] == "Pretrain")
-                           | (gpu["type"].isin(["SFT", "MLLM"]) & (gpu["gpu_num"] >= 32)))]
-    for _ in range(3):
-        cur = cur[rng.uniform(0, 1, len(cur)) < a.restart_prob]
-        if cur.empty:
-            break
-        nxt = cur.copy()
-        # the chain is recorded (prev_uid, attempt) and written as the trace's chain columns
-        nxt["prev_uid"] = cur["uid"].to_numpy()
-        nxt["attempt"] = cur["attempt"].to_numpy() + 1
-        nxt["uid"] = next_uid + np.arange(len(nxt), dtype=np.int64)
-        next_uid += len(nxt)
-        gap = np.exp(np.log(a.restart_gap_median_s) + a.restart_gap_sigma * rng.standard_normal(len(cur)))
-        nxt["submit_s"] = (cur["submit_s"] + cur["queue_s"] + cur["run_s"] + gap).to_numpy()
-        donors = gpu.loc[gpu["type"].isin(nxt["type"].unique())]
-        # the next attempt's run and state: a job of the same type drawn from the calibrated table
-        idx = np.concatenate([rng.choice(np.flatnonzero((donors["type"] == t).to_numpy()), size=int(m))
-                              for t, m in nxt["type"].value_counts().sort_index().items()])
-        ordered = nxt.sort_values("type", kind="stable")
-        ordered["run_s"] = donors["run_s"].to_numpy()[idx]
-        ordered["state"] = donors["state"].to_numpy()[idx]
-        ordered["queue_s"] = donors["queue_s"].to_numpy()[idx]
-        extra.append(ordered)
-        cur = ordered[ordered["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"])]
-    if extra:
-        added = pd.concat(extra, ignore_index=True)
-        # restarts are part of the published job counts: remove as many jobs of the same type that are
-        # not part of a chain (drawn at random), so the type mix stays as published
-        in_chain = set(np.concatenate([e.index.to_numpy() for e in extra]).tolist())
-        drop = []
-        for t, m in added["type"].value_counts().items():
-            pool = gpu.index[(gpu["type"] == t).to_numpy() & ~gpu.index.isin(list(in_chain))
-                             & ~gpu["state"].isin(["FAILED", "TIMEOUT", "NODE_FAIL"]).to_numpy()]
-            drop.append(rng.choice(pool, size=min(int(m), len(pool)), replace=False))
-        gpu = pd.concat([gpu.drop(index=np.concatenate(drop)), added], ignore_index=True)
-        report["restart_attempts"] = int(len(added))
+    gpu = restart_chains(gpu, a, report, rng)
+    gpu = simulated_waits(gpu, cluster, seed=seed, includes_queue=includes_queue,
+                          queue_calibration=queue_calibration, a=a, report=report)
 
-    # --- waits from the cluster simulator on the calibrated policy + start-up latency
-    if queue_calibration is None and a.queue_policy:
-        from acmemodel.calibrate_queue import calibrate_queue_jobs
-
-        # on the pseudo-trace itself: reservation sizes and best effort (the evaluation quotas are searched by
-        # calibrate() on the fitted bundle's synthetic workload)
-        queue_calibration = calibrate_queue_jobs(gpu.reset_index(drop=True), cluster, seed=seed, lanes=())
-    if queue_calibration is not None:
-        from acmemodel.calibrate_queue import simulate_pseudo_waits
-
-        g2 = gpu.reset_index(drop=True)
-        if includes_queue:  # the published total is what the simulated wait is taken from
-            g2 = g2.assign(run_s=g2["queue_s"] + g2["run_s"])
-        g2 = simulate_pseudo_waits(g2, cluster, queue_calibration["policy"], queue_calibration["latency"],
-                                   seed=seed, includes_queue=includes_queue)
-        gpu = gpu.reset_index(drop=True)
-        gpu["submit_s"] = g2["submit_s"].to_numpy(float)  # pretraining chains placed in the reservation
-        gpu["queue_s"] = g2["queue_s"].to_numpy(float)
-        gpu["run_s"] = g2["run_s"].to_numpy(float)
-        report["policy"] = queue_calibration["policy"]
-        report["latency"] = queue_calibration["latency"]
-        report["policy_search"] = queue_calibration.get("search")
-        report.pop("queue_lognormal", None)
-
-    # --- CPU jobs: lognormal run time from the published median/mean, published state rates
-    mu_c, sg_c = lognormal_from_median_mean(summ["med_run_time_cpu"], summ["avg_run_time_cpu"], 0.0)
-    pcs = np.array([summ["complete_rate_cpu"], summ["cancel_rate_cpu"], summ["fail_rate_cpu"]], float)
-    cpu = pd.DataFrame({
-        # CPU-job types were not published: data processing and debugging (an assumption)
-        "type": rng.choice(np.array(["Other", "Debug"], dtype=object), size=n_cpu, p=[0.85, 0.15]),
-        "gpu_num": np.zeros(n_cpu, np.int64),
-        "state": rng.choice(np.array(["COMPLETED", "CANCELLED", "FAILED"], dtype=object), size=n_cpu,
-                            p=pcs / pcs.sum()),
-        "user": rng.choice(users, size=n_cpu, p=uw / uw.sum()),
-        "submit_s": _arrivals(rng, n_cpu, a, 1.0, t0, off)[0],
-        "queue_s": np.where(rng.uniform(0, 1, n_cpu) < 0.6, 0.0,
-                            np.exp(np.log(max(summ["med_que_time_cpu"], 1.0)) + 1.5 * rng.standard_normal(n_cpu))),
-        "run_s": np.exp(mu_c + sg_c * rng.standard_normal(n_cpu)),
-        "uid": next_uid + np.arange(n_cpu, dtype=np.int64), "prev_uid": -1, "attempt": 1,
-    })
-    df = pd.concat([gpu, cpu], ignore_index=True)
-    out = _to_contract(df, cluster, rng)
+    # --- CPU jobs; everything in the trace contract
+    cpu = cpu_jobs(cluster, n_cpu, a, summ, t0, off, int(gpu["uid"].max()) + 1, rng)
+    out = _to_contract(pd.concat([gpu, cpu], ignore_index=True), cluster, rng)
     # the restart links travel in the report, not in DataFrame.attrs (pandas compares attrs with == when
     # it combines frames, which an array cannot answer)
     report["restart_of"] = out.attrs.pop("restart_of", np.full(len(out), "", dtype=object))
     return out, report
-
 
 # ------------------------------------------------------------------------------ the bundle
 #: models of the default bundle (the per-job predictor needs real user histories: not calibrated)
@@ -487,7 +219,8 @@ def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
 
 
 #: the calibration's own code: part of its inputs (:func:`calibration_inputs`)
-CALIBRATION_SOURCES = ("calibrate.py", "calibrate_inputs.py", "calibrate_queue.py")
+CALIBRATION_SOURCES = ("calibrate.py", "calibrate_inputs.py", "calibrate_pseudo.py", "calibrate_queue.py",
+                       "calibrate_synthetic.py")
 
 
 def estimator_settings(assumptions: Assumptions | None = None, models=DEFAULT_MODELS) -> dict[str, dict]:

@@ -61,6 +61,10 @@ class Assumptions:
     infra_shape: float = 1.0
     infra_mttf_ref_s: float | None = None  # None: solved (see published_jobs)
     infra_g_ref: float | None = None
+    #: M_ref from the published large-job infrastructure failure rate per cluster (failures per 1,000
+    #: node-days, acmemodel.reproduction.compare.published_failure_rate; PROVENANCE.md) instead of solving it
+    #: for the failure table's Infrastructure share of the failed GPU time
+    infra_from_rate: bool = False
     #: number of users per cluster (Zipf-distributed activity)
     users: int = 300
     #: waits from the cluster simulator on the calibrated Acme policy + start-up latency
@@ -80,6 +84,15 @@ class Assumptions:
     #: model's infrastructure hazard (failed GPU time 13 -> 24 %)
     small_job_gpus: dict[str, int] = field(default_factory=lambda: {"Seren": 1})
     small_job_gt_share: dict[str, float] = field(default_factory=lambda: {"Seren": 0.015, "Kalos": 0.03})
+    #: GPU time by job size, the largest runs: the jobs of at least large_job_gpus[cluster] GPUs hold
+    #: large_job_gt_share[cluster] of the cluster's GPU time (published: Seren's GPU-time-weighted size CDF,
+    #: jobs of >= 768 GPUs about 30 %, of <= 511 about 64 %; Kalos > 96 % in jobs of >= 256 GPUs). One shift of
+    #: those jobs' duration scores, common to the types with jobs on both sides of the bound, solved with each
+    #: type's rho re-solved (its duration curve and GPU time kept): the pairing of size and duration moves, so
+    #: the few largest runs are the long ones. Without it one rho per type spreads the long runs over all
+    #: sizes (Seren: 17.6 % of the GPU time in >= 768-GPU jobs, Kalos 94.5 % in >= 256)
+    large_job_gpus: dict[str, int] = field(default_factory=dict)
+    large_job_gt_share: dict[str, float] = field(default_factory=dict)
     #: calibrate()'s fixed-point iteration (passes after the second): the targets of the pseudo-trace's state logit and of the
     #: types' GPU-time shares are the published values plus fixed_point_step × (published − synthetic), the
     #: synthetic values measured on fixed_point_traces[cluster] traces of the second-pass bundle drawn as
