@@ -52,14 +52,14 @@ def test_light_commands_import_no_heavy_library(argv):
 
 def test_light_checkpoint_matches_the_planner():
     """The light path (no planner, no pandas) gives the planner's optimum and energy price."""
+    from acmemodel.planner.config import Assumptions, FailureSpec, RestartSpec
     from acmemodel.planner.energy import PowerModel
     from acmemodel.planner.planner import Planner
-    from acmemodel.planner.run.processes import RestartTime
 
     got = json.loads(_run(["checkpoint", "--gpus", "2048", "--ckpt-cost", "60s", "--mttf", "8h", "--restart",
                            "20m", "--json"])["out"])
-    res = Planner(mttf=8 * 3600.0, restart=RestartTime.fixed(1200.0)).checkpoint(2048, ckpt_cost=60.0,
-                                                                                 work=30 * 86400.0)
+    given = Assumptions(FailureSpec(mttf_s=8 * 3600.0), RestartSpec(time_s=1200.0))
+    res = Planner().checkpoint(2048, ckpt_cost=60.0, work=30 * 86400.0, config=given)
     want = res.to_dict(2048)
     assert got["interval_s"] == pytest.approx(want["interval_s"], rel=1e-9)
     assert got["expected_wall_time_s"] == pytest.approx(want["expected_wall_time_s"], rel=1e-9)
