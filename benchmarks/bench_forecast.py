@@ -112,7 +112,8 @@ def bench(a) -> None:
         for i in range(k2):
             backtest_series(Y[i], horizons=(28,), weeks=8)
     dauto = time.perf_counter() - t
-    print(f"auto choice (4-week backtest, 8 weekly origins, {len(CANDIDATES)} candidates + combo), one process: "
+    print(f"auto choice (4-week backtest, 8 weekly origins, {len(CANDIDATES)} candidates + ensemble + combo), "
+          f"one process: "
           f"{dauto / k2:.2f} s a series (measured on {k2} series; {dauto / k2 * a.n / a.jobs:.0f} s for "
           f"{a.n:,} on {a.jobs} processes, extrapolated)")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -17,8 +17,9 @@ it by more than one standard error of the paired WAPE difference (``one_se=True`
 lowest WAPE otherwise), and by ``combo`` when combo beats that pick the same way on the prior windows
 where combo existed, each switch backed by at least ``MIN_BLOCKS`` = 4 independent blocks of prior
 evidence (weeks for the 1-day horizon; 28-day stretches of origins for the 4-week one, whose weekly
-windows overlap), the SE computed over those blocks. The default is the ensemble, not the best single method of a few prior windows,
-because with few windows that pick is mostly noise while the median of the candidates is robust (the
+windows overlap), the SE computed over those blocks. The default is the ensemble, not the best single
+method of a few prior windows, because with few windows that pick is mostly noise while the median of
+the candidates is robust (the
 "forecast combination puzzle": equal-weight combinations are hard to beat, and a median ignores the
 one member whose trend runs away at 4 weeks). ``auto`` and ``combo`` need at least ``min_prior`` prior
 windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on the windows where they

@@ -12,8 +12,8 @@ from acmemodel.cli._common import CLUSTER, TRACE_PATHS, check_trace_span, consol
 from acmemodel.cli._fmt import num, progress, table
 
 _SHORT = {"seasonal_naive": "snaive", "window_average": "win7", "weekday_mean": "wkday", "weekday_median": "wkmed",
-          "auto": "auto", "ensemble": "ens", "combo": "combo", "ets": "ets", "arima": "arima", "theta": "theta", "mstl": "mstl", "naive": "naive",
-          "glm": "glm"}
+          "auto": "auto", "ensemble": "ens", "combo": "combo", "ets": "ets", "arima": "arima", "theta": "theta",
+          "mstl": "mstl", "naive": "naive", "glm": "glm"}
 #: column names of a plain daily series (first: dates, second: values), case-insensitive
 _SERIES_COLUMNS = (("date", "value"), ("ds", "y"))
 
