@@ -147,7 +147,7 @@ def test_bundle_without_choice_loads_as_the_boosters(model, data):
     """A predictor saved before the choice (one symmetric ``offset``) loads as the boosters with it."""
     d = model.to_dict()
     f = dict(d["fitted"])
-    for k in ("offsets", "choice", "selection", "blend_with", "cell_medians"):
+    for k in ("offsets", "offsets_by", "choice", "selection", "blend_with", "cell_medians"):
         f.pop(k)
     f["offset"] = 0.25
     old = RuntimePredictor.from_dict({**d, "fitted": f}, model.artifacts())
