@@ -132,7 +132,7 @@ def render_card(card: dict[str, list], intro: str | None = None, names: dict[str
         out.append(t)
     iv = card.get("intervals", [])
     if iv:
-        t = Table(title="Intervals (calibrated = coverage within 0.05 of nominal)",
+        t = Table(title="Intervals (calibrated: within 0.05 of nominal)",
                   title_justify="left",
                   box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
         for col, just in (("model", "left"), ("nominal", "right"), ("coverage ± SE", "right"), ("n", "right"),
