@@ -89,9 +89,13 @@ def comparison(table: str, model: str, baseline: str, metric: str, model_values,
 
 
 def _num(v: float, signed: bool = False) -> str:
+    """Three decimals below 10, one below 100, none (thousands separated) above: a card of counts keeps
+    within 80 columns."""
     if v is None or not np.isfinite(v):
         return "—" if v is None or np.isnan(v) else ("+inf" if v > 0 else "−inf")
-    return f"{v:+.3f}" if signed else f"{v:.3f}"
+    a = abs(v)
+    fmt = ",.0f" if a >= 100 else ".1f" if a >= 10 else ".3f"
+    return format(v, ("+" if signed else "") + fmt)
 
 
 def render_card(card: dict[str, list], intro: str | None = None, names: dict[str, str] | None = None,
@@ -128,7 +132,7 @@ def render_card(card: dict[str, list], intro: str | None = None, names: dict[str
         out.append(t)
     iv = card.get("intervals", [])
     if iv:
-        t = Table(title="Intervals (calibrated = coverage within 0.05 of nominal)",
+        t = Table(title="Intervals (calibrated: within 0.05 of nominal)",
                   title_justify="left",
                   box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False)
         for col, just in (("model", "left"), ("nominal", "right"), ("coverage ± SE", "right"), ("n", "right"),

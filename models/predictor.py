@@ -80,7 +80,8 @@ import pandas as pd
 
 from acmemodel.models.base import BaseModel, register
 from acmemodel.models.predictor_baselines import baseline_predictions, cell_medians
-from acmemodel.models.predictor_conformal import ONLINE_MIN, decided_scores, online_offsets, tail_offset
+from acmemodel.models.predictor_conformal import (ONLINE_MIN, decided_scores, online_choice, online_offsets,
+                                                  tail_offset)
 
 __all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "CHOICES", "submission_features"]
 
@@ -160,6 +161,22 @@ def _outcomes(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if "started" in jobs.columns:
         ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
     return start, np.where(ended, start + np.maximum(run, 0.0), np.nan), ended
+
+
+def _interval(raw: np.ndarray, b: np.ndarray, name: str, offsets, mid: int) -> np.ndarray:
+    """The quantiles of jobs predicted by candidate ``name``: the boosters' (``"model"``) with their
+    conformal offsets, or the point ``b`` with its conformal residual quantiles around it."""
+    lo_off, hi_off = offsets
+    p = raw.copy()
+    if name == "model":
+        if lo_off or hi_off:   # conformal widening (or narrowing) of the outer interval, kept non-crossing
+            p[:, 0] = np.minimum(p[:, 0] - lo_off, p[:, 1])
+            p[:, -1] = np.maximum(p[:, -1] + hi_off, p[:, -2])
+        return p
+    p[:, mid] = b
+    p[:, 0] = np.minimum(b - lo_off, b)
+    p[:, -1] = np.maximum(b + hi_off, b)
+    return np.sort(p, axis=1)
 
 
 def _reading_time(jobs: pd.DataFrame) -> float:
@@ -367,6 +384,7 @@ class RuntimePredictor(BaseModel):
             return out
 
         self.offsets_ = (0.0, 0.0)
+        self.offsets_by_ = {"model": (0.0, 0.0)}
         self.n_calibration_ = 0
         self.choice_ = "model"
         self.selection_ = {}
@@ -448,19 +466,24 @@ class RuntimePredictor(BaseModel):
         self.selection_ = {k: round(v, 6) for k, v in mae.items()}
         self.blend_with_ = best_base
         self.choice_ = min(mae, key=lambda k: (mae[k], CHOICES.index(k)))
-        # the scores of the jobs whose tail is decided by the end of the data, both windows pooled
-        lo, hi = [], []
-        for f in folds:
-            if self.choice_ == "model":
-                a, b = f["raw"][:, 0], f["raw"][:, -1]
-            else:
-                a = b = point(f, self.choice_, best_base)
-            start, end, ended = _outcomes(f["jobs"])
-            sl, sh = decided_scores(at_s, start, end, ended & np.isfinite(f["y"]), a, b)
-            lo.append(sl)
-            hi.append(sh)
-        lo, hi = np.concatenate(lo), np.concatenate(hi)
-        self.offsets_ = (tail_offset(lo, lo_level) if lo.size else 0.0, tail_offset(hi, hi_level) if hi.size else 0.0)
+        # each candidate's offsets, from the scores of the jobs whose tail is decided by the end of the
+        # data, both windows pooled (every candidate: the online choice may pick any of them)
+        self.offsets_by_ = {}
+        for name in mae:
+            lo, hi = [], []
+            for f in folds:
+                if name == "model":
+                    a, b = f["raw"][:, 0], f["raw"][:, -1]
+                else:
+                    a = b = point(f, name, best_base)
+                start, end, ended = _outcomes(f["jobs"])
+                sl, sh = decided_scores(at_s, start, end, ended & np.isfinite(f["y"]), a, b)
+                lo.append(sl)
+                hi.append(sh)
+            lo, hi = np.concatenate(lo), np.concatenate(hi)
+            self.offsets_by_[name] = (tail_offset(lo, lo_level) if lo.size else 0.0,
+                                      tail_offset(hi, hi_level) if hi.size else 0.0)
+        self.offsets_ = self.offsets_by_[self.choice_]
 
     def _raw_predict(self, X: np.ndarray) -> np.ndarray:
         qs = sorted(self.quantiles)
@@ -479,31 +502,37 @@ class RuntimePredictor(BaseModel):
 
             jobs = jobs_with_extras(trace_or_jobs)
         choice = getattr(self, "choice_", "model")
-        used = self._used()
-        if choice in ("user_median", "name_median", "blend"):
-            used = tuple(used) + tuple(c for c in ("user_prior_median_run_s", "name_prior_median_run_s")
-                                       if c not in used)
+        by = dict(getattr(self, "offsets_by_", None) or {choice: tuple(self.offsets_)})
+        used = tuple(self._used())
+        if set(by) - {"model", "cell_median"}:
+            used += tuple(c for c in ("user_prior_median_run_s", "name_prior_median_run_s") if c not in used)
         jobs = submission_features(jobs, tz, used)
-        X = self._matrix(jobs)
         qs = sorted(self.quantiles)
-        pred = self._raw_predict(X)
-        lo_off, hi_off = self.offsets_
-        if choice != "model" and pred.shape[1] >= 2:
-            base = baseline_predictions(jobs, self.cell_medians_)
-            b = base.get(self.blend_with_ if choice == "blend" else choice, base["cell_median"])
-            mid = len(qs) // 2
-            if choice == "blend":
-                b = 0.5 * (pred[:, mid] + b)
-            # the chosen point prediction; the interval around it from its conformal residual quantiles
-            pred[:, mid] = b
-            pred[:, 0] = np.minimum(b - lo_off, b)
-            pred[:, -1] = np.maximum(b + hi_off, b)
-            pred = np.sort(pred, axis=1)
-        elif (lo_off or hi_off) and pred.shape[1] >= 2:
-            # conformal widening (or narrowing) of the outer interval, kept non-crossing
-            pred[:, 0] = np.minimum(pred[:, 0] - lo_off, pred[:, 1])
-            pred[:, -1] = np.maximum(pred[:, -1] + hi_off, pred[:, -2])
-        if self.online_window and pred.shape[1] >= 2:
+        raw = self._raw_predict(self._matrix(jobs))
+        if raw.shape[1] < 2:
+            return pd.DataFrame(raw, index=jobs.index, columns=[_q_name(q) for q in qs])
+        mid = len(qs) // 2
+        base = baseline_predictions(jobs, self.cell_medians_) if set(by) - {"model"} else {}
+        points = {}
+        for name in by:
+            if name == "model":
+                points[name] = raw[:, mid]
+            elif name == "blend":
+                points[name] = 0.5 * (raw[:, mid] + base.get(self.blend_with_, base["cell_median"]))
+            else:
+                points[name] = base.get(name, base.get("user_median", base["cell_median"]))
+        names = list(points)
+        pick = np.full(len(jobs), names.index(choice) if choice in names else 0)
+        if self.online_window and len(names) > 1 and {"submit_s", "start_s", "end_s"} <= set(jobs.columns):
+            start, end, ended = _outcomes(jobs)
+            pick = online_choice(start, end, ended, np.column_stack([points[k] for k in names]),
+                                 jobs["submit_s"].to_numpy(dtype=float), int(self.online_window), pick)
+        pred = raw.copy()
+        for j, name in enumerate(names):
+            rows = pick == j
+            if rows.any():
+                pred[rows] = _interval(raw[rows], points[name][rows], name, by[name], mid)
+        if self.online_window:
             pred = self._online(jobs, pred)
         return pd.DataFrame(pred, index=jobs.index, columns=[_q_name(q) for q in qs])
 
@@ -546,6 +575,7 @@ class RuntimePredictor(BaseModel):
     def _fitted_to_dict(self) -> dict[str, Any]:
         return {"n_fit": self.n_fit_, "features": list(self._used()), "categories": self.categories_,
                 "boosters": sorted(self.boosters_), "offsets": list(self.offsets_),
+                "offsets_by": {k: list(v) for k, v in (getattr(self, "offsets_by_", None) or {}).items()},
                 "n_calibration": self.n_calibration_, "choice": self.choice_,
                 "selection": self.selection_, "blend_with": getattr(self, "blend_with_", "cell_median"),
                 "cell_medians": getattr(self, "cell_medians_", {}),
@@ -575,6 +605,11 @@ class RuntimePredictor(BaseModel):
             raise BundleError(f"RuntimePredictor: unknown point predictor {self.choice_!r}; valid: {', '.join(CHOICES)}")
         self.selection_ = {str(k): float(v) for k, v in (d.get("selection") or {}).items()}
         self.blend_with_ = str(d.get("blend_with", "cell_median"))
+        by = d.get("offsets_by") or {}
+        if not isinstance(by, dict) or any(k not in CHOICES or not isinstance(v, list) or len(v) != 2
+                                           for k, v in by.items()):
+            raise BundleError("RuntimePredictor: offsets_by must map point predictors to [lower, upper] offsets")
+        self.offsets_by_ = {str(k): (float(v[0]), float(v[1])) for k, v in by.items()} or {self.choice_: self.offsets_}
         self.cell_medians_ = {str(k): float(v) for k, v in (d.get("cell_medians") or {}).items()}
-        if self.choice_ != "model" and "*" not in self.cell_medians_:
+        if set(self.offsets_by_) - {"model"} and "*" not in self.cell_medians_:
             raise BundleError("RuntimePredictor: the chosen baseline's cell medians are missing from the bundle")

@@ -35,10 +35,13 @@ import math
 
 import numpy as np
 
-__all__ = ["tail_offset", "decided_scores", "online_offsets", "ipcw_weights", "IPCW_FLOOR", "ONLINE_MIN"]
+__all__ = ["tail_offset", "decided_scores", "online_offsets", "online_choice", "ipcw_weights", "IPCW_FLOOR",
+           "ONLINE_MIN"]
 
 #: fewest decided jobs for the online recalibration of a job's interval
 ONLINE_MIN = 50
+#: one-sided z of the online drift test: a window's misses beyond ``n(1 − level) + z·sqrt(n·level·(1 − level))``
+DRIFT_Z = 2.0
 #: smallest censoring survival used in :func:`ipcw_weights` (caps a weight at 20)
 IPCW_FLOOR = 0.05
 
@@ -104,9 +107,44 @@ def online_offsets(start_s: np.ndarray, end_s: np.ndarray, ended: np.ndarray, lo
             # the elapsed time only grows, so each stays a bound on the score)
             t = at[here].min()
             v = np.where(end_s[rows] <= t, y[rows], np.log1p(np.maximum(t - start_s[rows], 0.0)))
-            q[here] = tail_offset(sign * (v - bound[rows]), level)
+            score = sign * (v - bound[rows])
+            # recalibrate on evidence of drift only: more misses than the binomial noise of a
+            # calibrated interval allows (one-sided, DRIFT_Z standard errors)
+            n = score.size
+            if np.sum(score > 0) > n * (1 - level) + DRIFT_Z * math.sqrt(n * level * (1 - level)):
+                q[here] = tail_offset(score, level)
         out.append(q)
     return out[0], out[1]
+
+
+def online_choice(start_s: np.ndarray, end_s: np.ndarray, ended: np.ndarray, points: np.ndarray,
+                  at_s: np.ndarray, window: int, default: np.ndarray, min_jobs: int = ONLINE_MIN) -> np.ndarray:
+    """The point predictor of each job chosen online: the column of ``points`` (jobs × candidates, log
+    of ``1 +`` seconds) with the smallest mean absolute error over the latest ``window`` jobs whose
+    errors were *decided* at the reading time ``at_s[j]`` — started at least the largest of their
+    candidates' predictions before it (in seconds): by then a job has ended (``|y − p|`` exact) or is
+    still running past every prediction, where ``|y − p| = y − p`` for every candidate and the unknown
+    ``y`` is common to them all, so the elapsed log time stands in for it without changing the ranking.
+    A job started more recently counts for none (whether it ended or not: no tilt to short jobs).
+    ``default`` (the choice of the calibration windows) where fewer than ``min_jobs`` were decided."""
+    start_s = np.asarray(start_s, float)
+    ended = np.asarray(ended, bool)
+    end_s = np.where(ended, np.asarray(end_s, float), np.inf)
+    y = np.log1p(np.maximum(end_s - start_s, 0.0))
+    P = np.asarray(points, float)
+    at = np.where(np.isfinite(np.asarray(at_s, float)), np.asarray(at_s, float), -np.inf)
+    dec = start_s + np.expm1(np.maximum(P.max(axis=1), 0.0))
+    idx = np.flatnonzero(np.isfinite(dec))
+    idx = idx[np.argsort(dec[idx], kind="stable")]
+    k = np.searchsorted(dec[idx], at, side="right")
+    out = np.asarray(default).copy()
+    for kk in np.unique(k[k >= min_jobs]):
+        rows = idx[max(0, kk - int(window)):kk]
+        here = k == kk
+        t = at[here].min()
+        v = np.where(end_s[rows] <= t, y[rows], np.log1p(np.maximum(t - start_s[rows], 0.0)))
+        out[here] = int(np.argmin(np.abs(v[:, None] - P[rows]).mean(axis=0)))
+    return out
 
 
 def ipcw_weights(ended, censored) -> np.ndarray:
