@@ -109,6 +109,10 @@ from acmemodel.models.failure_queries import (  # noqa: F401  (re-exported)
 )
 
 
+#: the late families in words
+_FAMILY_TEXT = {"weibull": "Weibull", "lognormal": "log-normal", "loglogistic": "log-logistic"}
+
+
 @register
 class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, BaseModel):
     """Time to failure of GPU jobs, censoring-aware (math in the module docstring).
@@ -390,8 +394,8 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         df = pd.DataFrame({"estimate": self.params_, "std_error": se,
                            "lower": self.params_ - z * se, "upper": self.params_ + z * se}, index=names)
         derived = [("alpha (late rate ∝ gpus^alpha)", self.alpha_, self.alpha_se_, *self.alpha_ci_),
-                   ("shape k (late Weibull; <1 infant mortality)", self.shape_, np.nan, *self.shape_ci_),
-                   ("scale_s at g_ref (late Weibull, reference covariates)", self.scale_s_, np.nan,
+                   (f"shape k (late {self._late_label()})", self.shape_, np.nan, *self.shape_ci_),
+                   (f"scale_s at g_ref (late {_FAMILY_TEXT[self.late_family]}, reference covariates)", self.scale_s_, np.nan,
                     np.nan, np.nan)]
         if self.regimes == 2:
             derived += [("early median s", self.early_median_s_, np.nan, np.nan, np.nan),
@@ -406,6 +410,10 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         out.index.name = "parameter"
         return out
 
+    def _late_label(self) -> str:
+        return ("Weibull; <1 infant mortality" if self.late_family == "weibull"
+                else f"{_FAMILY_TEXT[self.late_family]}: 1/sd of log T")
+
     @property
     def early_share_(self) -> float:
         if self.regimes == 1:
@@ -418,8 +426,12 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         return float(w @ special.expit(Z @ self._mix.unpack(self.params_)[0]))
 
     def hazard_shape(self) -> str:
-        """Plain-language hazard shape of the late regime from the interval of ``shape_``."""
+        """Plain-language hazard shape of the late regime: for the Weibull from the interval of ``shape_``;
+        a log-normal or log-logistic late regime's hazard rises, then falls."""
         self._check_fitted()
+        if self.late_family != "weibull":
+            return (f"hazard rises then falls ({_FAMILY_TEXT[self.late_family]} late regime, shape {self.shape_:.2f}): "
+                    "long-running jobs become ever less likely to fail")
         lo, hi = self.shape_ci_
         if hi < 1:
             return f"decreasing hazard (Weibull shape {self.shape_:.2f} < 1: infant mortality)"
