@@ -99,6 +99,7 @@ from acmemodel.models.failure_curves import (  # noqa: F401  (re-exported)
     CAUSES, COMPARISON_MODELS, FailureCurvesMixin, _aft_design, _fit_lifelines, _lifelines_loglik,
     _lifelines_survival, aj_confidence_band, rmst, rmst_grid,
 )
+from acmemodel.models.failure_laws import LATE_FAMILIES, late_regime
 from acmemodel.models.failure_mle import (  # noqa: F401  (re-exported)
     CURVE_GRID_S, TwoRegimeFitMixin, _check_component, _curve_on_grid, _Design, _Mixture, _num_jac, _step_at, survival_frame,
     left_truncated_unknown_age,
@@ -106,6 +107,10 @@ from acmemodel.models.failure_mle import (  # noqa: F401  (re-exported)
 from acmemodel.models.failure_queries import (  # noqa: F401  (re-exported)
     IDENTIFIABILITY_SIZES, MAX_MTTF_RATIO, SUPPORT_MIN_EVENTS, FailureQueriesMixin, _human_s, failure_support,
 )
+
+
+#: the late families in words
+_FAMILY_TEXT = {"weibull": "Weibull", "lognormal": "log-normal", "loglogistic": "log-logistic"}
 
 
 @register
@@ -139,15 +144,19 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         information in its pseudo-trace) and :mod:`acmemodel.joblife` draws failures from this
         model for jobs of at least ``min_gpus_`` GPUs only.
     random_state : seed of subsampling and lifelines' tie jitter.
+    late_family : the late regime's law (:data:`~acmemodel.models.failure_laws.LATE_FAMILIES`):
+        ``"weibull"`` (default; proportional hazards, rate ∝ g^α), ``"lognormal"`` or ``"loglogistic"``
+        (accelerated failure time, scale ∝ g^(−α/k)); ``k`` (``shape_``) is then ``1/σ`` of ``log T``.
 
     Planner interface (``bundle["failure"]``)
     -----------------------------------------
     * ``failure_law(gpus, kind="weibull"|"piecewise", **key)`` — the model's own failure process for a
       job of ``gpus`` GPUs as a duration :class:`~acmemodel.models.family.Family`: the late regime
-      (``late_family``, a ``Weibull(k = shape_, lam = mttf / Γ(1 + 1/k))``) or its hazard table as a
+      (``late_law``: by default a ``Weibull(k = shape_, lam = mttf / Γ(1 + 1/k))``) or its hazard table as a
       :class:`~acmemodel.models.failure_laws.PiecewiseHazardLaw`; the planner assumes no family (another
       model may hand over a log-normal, log-logistic, ... law);
-    * ``late_family(gpus, **key)``, ``early_family()`` — the two regimes as families (Weibull, log-normal);
+    * ``late_law(gpus, **key)``, ``early_law()`` — the two regimes as families (the late one of
+      ``late_family``, the early log-normal);
     * ``mttf(gpus)`` — seconds, late regime; ``mttf_interval(gpus)`` → (lower, upper) s;
       ``mttf_curve(gpus_array)`` → DataFrame with intervals and an ``extrapolated`` flag;
     * ``shape_`` — Weibull shape k of the late regime (``shape_ci_``), ``alpha_`` — size exponent;
@@ -178,7 +187,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
                  holdout_fraction: float = 0.2, early_median_max_s: float = 7200.0,
                  t_floor_s: float = 1.0, ridge_sd: float | None = 10.0,
                  gpu_edges: Sequence[int] = DEFAULT_GPU_EDGES, random_state: int | None = 0,
-                 min_gpus: float = 1.0):
+                 min_gpus: float = 1.0, late_family: str = "weibull"):
         self.regimes = regimes
         self.g_ref = g_ref
         self.t_ref = t_ref
@@ -198,11 +207,14 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self.gpu_edges = gpu_edges
         self.random_state = random_state
         self.min_gpus = min_gpus
+        self.late_family = late_family
 
     # ------------------------------------------------------------------ validation
     def _validate(self) -> None:
         if self.regimes not in (1, 2):
             raise ValueError(f"regimes must be 1 or 2, got {self.regimes!r}")
+        if self.late_family not in LATE_FAMILIES:
+            raise ValueError(f"late_family must be one of {', '.join(LATE_FAMILIES)}, got {self.late_family!r}")
         for name in ("g_ref", "t_ref", "early_median_max_s", "t_floor_s", "min_gpus"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
@@ -309,10 +321,7 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         y = np.log(np.maximum(t, 1e-9) / self.t_ref)[None, :]
         gam, mu, ls, lk, d = mix.unpack(th)
         k = math.exp(lk)
-        nu = (X @ d)[:, None]
-        H = np.exp(np.minimum(k * y + nu, 700.0))
-        S_L = np.exp(-H)
-        f_L = k / t[None, :] * H * S_L
+        S_L, f_L = mix.late.surv_dens(k, y, (X @ d)[:, None], t[None, :])
         if component == "late" or self.regimes == 1:
             return S_L, f_L
         s = math.exp(ls)
@@ -385,8 +394,8 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         df = pd.DataFrame({"estimate": self.params_, "std_error": se,
                            "lower": self.params_ - z * se, "upper": self.params_ + z * se}, index=names)
         derived = [("alpha (late rate ∝ gpus^alpha)", self.alpha_, self.alpha_se_, *self.alpha_ci_),
-                   ("shape k (late Weibull; <1 infant mortality)", self.shape_, np.nan, *self.shape_ci_),
-                   ("scale_s at g_ref (late Weibull, reference covariates)", self.scale_s_, np.nan,
+                   (f"shape k (late {self._late_label()})", self.shape_, np.nan, *self.shape_ci_),
+                   (f"scale_s at g_ref (late {_FAMILY_TEXT[self.late_family]}, reference covariates)", self.scale_s_, np.nan,
                     np.nan, np.nan)]
         if self.regimes == 2:
             derived += [("early median s", self.early_median_s_, np.nan, np.nan, np.nan),
@@ -401,6 +410,10 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         out.index.name = "parameter"
         return out
 
+    def _late_label(self) -> str:
+        return ("Weibull; <1 infant mortality" if self.late_family == "weibull"
+                else f"{_FAMILY_TEXT[self.late_family]}: 1/sd of log T")
+
     @property
     def early_share_(self) -> float:
         if self.regimes == 1:
@@ -413,8 +426,12 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         return float(w @ special.expit(Z @ self._mix.unpack(self.params_)[0]))
 
     def hazard_shape(self) -> str:
-        """Plain-language hazard shape of the late regime from the interval of ``shape_``."""
+        """Plain-language hazard shape of the late regime: for the Weibull from the interval of ``shape_``;
+        a log-normal or log-logistic late regime's hazard rises, then falls."""
         self._check_fitted()
+        if self.late_family != "weibull":
+            return (f"hazard rises then falls ({_FAMILY_TEXT[self.late_family]} late regime, shape {self.shape_:.2f}): "
+                    "long-running jobs become ever less likely to fail")
         lo, hi = self.shape_ci_
         if hi < 1:
             return f"decreasing hazard (Weibull shape {self.shape_:.2f} < 1: infant mortality)"
@@ -489,7 +506,8 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
         self.design_ = _Design.from_dict(d["design"])
         self.combos_ = [(str(c), str(t), float(w)) for c, t, w in d["combos"]]
         m = d["mix"]
-        self._mix = _Mixture(int(m["regimes"]), int(m["nz"]), int(m["nx"]), float(self.t_ref))
+        self._mix = _Mixture(int(m["regimes"]), int(m["nz"]), int(m["nx"]), float(self.t_ref),
+                             late_regime(self.late_family))
         self.params_ = np.asarray([unjson_float(v) for v in d["params"]], float)
         self.cov_ = np.asarray([[unjson_float(v) for v in row] for row in d["cov"]], float)
         self.at_bound_ = list(d["at_bound"])

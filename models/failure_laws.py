@@ -1,15 +1,17 @@
-"""The laws a failure model hands the planner, as duration :class:`~acmemodel.models.family.Family`
-objects: the parametric families of :mod:`acmemodel.models.distributions` (the two-regime model's late
-regime is a :class:`~acmemodel.models.distributions.Weibull`, its early one a
-:class:`~acmemodel.models.distributions.LogNormal`) and :class:`PiecewiseHazardLaw`, the
-piecewise-constant hazard a survival model exports for the planner's C kernel.
+"""The laws of the failure model as duration :class:`~acmemodel.models.family.Family` objects: the
+late regime's family (:class:`LateRegime`: ``Weibull`` by default, ``LogNormal`` or ``LogLogistic``,
+with the size and covariate effects on its scale), the early regime's ``LogNormal``, and
+:class:`PiecewiseHazardLaw`, the piecewise-constant hazard a survival model exports for the planner's C
+kernel. The failure model hands the planner one of these families (its ``failure_law``).
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from acmemodel.models.distributions import LogLogistic, LogNormal, Weibull
 from acmemodel.models.family import Family
 
 
@@ -81,3 +83,97 @@ class PiecewiseHazardLaw(Family):
 
     def __repr__(self) -> str:
         return f"PiecewiseHazardLaw({self.start_s.size} pieces, last {self.hazard_per_s[-1]:.3g}/s)"
+
+
+# ====================================================================== the late regime's law
+class LateRegime:
+    """The law of the two-regime model's late regime: a log-location-scale :class:`Family` (``Weibull``,
+    ``LogNormal`` or ``LogLogistic``) of standard variate ``z = k·log(t/t_ref) + ν`` with
+    ``ν = b0 + α·log(g/g_ref) + β_x`` (so ``log scale = log t_ref − ν/k`` and ``s = 1/k``). For the Weibull
+    ``z`` is the log cumulative hazard: a proportional-hazards model whose rate grows as ``g^α``; for
+    the others an accelerated-failure-time model whose time scale shrinks as ``g^(−α/k)``.
+
+    Used by the likelihood (:class:`acmemodel.models.failure_mle._Mixture`) and the queries of
+    :class:`~acmemodel.models.failure.FailureModel`: the per-row log density and log survival, their
+    derivative in ``z``, the mean, sampling and the :class:`Family` of one key (:meth:`family`).
+    """
+
+    def __init__(self, family: str = "weibull"):
+        if family not in LATE_FAMILIES:
+            raise ValueError(f"late_family must be one of {', '.join(LATE_FAMILIES)}, got {family!r}")
+        self.name = family
+        self.cls = LATE_FAMILIES[family]
+
+    def components(self, k: float, lk: float, y, nu, logt):
+        """Per row ``(log f, log S, aux)`` at ``y = log(t/t_ref)``; ``aux`` is handed to :meth:`dz`."""
+        z = np.minimum(k * y + nu, 700.0)
+        return lk - logt + self.cls._lg(z), self.cls._ls(z), z
+
+    def dz(self, E, aux):
+        """d log-likelihood / dz per row (events: of log f; censored rows: of log S)."""
+        return np.where(E, self.cls._dlg(aux), self.cls._dls(aux))
+
+    def surv_dens(self, k: float, y, nu, t):
+        """``(S, f)`` at ``y = log(t/t_ref)`` (rows of ``nu`` × times of ``t``)."""
+        z = np.minimum(k * y + nu, 700.0)
+        return np.exp(self.cls._ls(z)), k / t * np.exp(self.cls._lg(z))
+
+    def mean(self, t_ref: float, nu, k: float):
+        """The mean (s): ``t_ref·exp(−ν/k)·E[exp(Z/k)]``."""
+        s = 1.0 / k
+        if self.name == "lognormal":
+            factor = math.exp(0.5 * s * s)
+        elif self.name == "loglogistic":
+            factor = math.pi * s / math.sin(math.pi * s) if s < 1 else math.inf
+        else:  # pragma: no cover - WeibullPH overrides
+            raise NotImplementedError
+        return t_ref * np.exp(-nu / k) * factor
+
+    def times(self, rng: np.random.Generator, n: int, t_ref: float, nu, k: float):
+        """``n`` draws (s) for rows of ``nu`` (one per draw)."""
+        return t_ref * np.exp((self.cls._Ginv(rng.random(n)) - nu) / k)
+
+    def family(self, k: float, mean_s: float) -> Family:
+        """The :class:`Family` of shape ``k`` whose mean is ``mean_s``."""
+        log_scale = math.log(mean_s / float(self.mean(1.0, 0.0, k)))
+        return self.cls._from_ms(log_scale, 1.0 / k)
+
+
+class WeibullPH(LateRegime):
+    """The Weibull late regime, written as the proportional-hazards model it is: ``H = exp(z)``,
+    ``log f = ν + log k + k·y − log t − H``, ``log S = −H`` (the arithmetic of the original two-regime
+    model, so a default fit is unchanged to the last bit)."""
+
+    def __init__(self):
+        super().__init__("weibull")
+
+    def components(self, k, lk, y, nu, logt):
+        H = np.exp(np.minimum(k * y + nu, 700.0))
+        return nu + lk + k * y - logt - H, -H, H
+
+    def dz(self, E, aux):
+        return np.where(E, 1.0 - aux, -aux)
+
+    def surv_dens(self, k, y, nu, t):
+        H = np.exp(np.minimum(k * y + nu, 700.0))
+        S = np.exp(-H)
+        return S, k / t * H * S
+
+    def mean(self, t_ref, nu, k):
+        return t_ref * np.exp(-nu / k) * math.gamma(1 + 1 / k)
+
+    def times(self, rng, n, t_ref, nu, k):
+        # H(t) = (t/t_ref)^k e^nu = Exp(1)
+        return t_ref * (rng.exponential(size=n) * np.exp(-nu)) ** (1 / k)
+
+    def family(self, k, mean_s):
+        return Weibull(k=k, lam=mean_s / math.gamma(1.0 + 1.0 / k))
+
+
+#: the late-regime families a FailureModel can fit
+LATE_FAMILIES: dict[str, type] = {"weibull": Weibull, "lognormal": LogNormal, "loglogistic": LogLogistic}
+
+
+def late_regime(family: str = "weibull") -> LateRegime:
+    """The late regime of ``family`` (:data:`LATE_FAMILIES`)."""
+    return WeibullPH() if family == "weibull" else LateRegime(family)

@@ -15,6 +15,7 @@ from scipy import optimize, special, stats
 
 from acmemodel.errors import ConvergenceWarning
 from acmemodel.features.keys import DEFAULT_GPU_EDGES, gpu_bucket
+from acmemodel.models.failure_laws import LateRegime, late_regime
 
 #: fixed log-spaced time grid (s) on which Kaplan–Meier and cumulative incidence curves are stored
 CURVE_GRID_S: np.ndarray = np.unique(np.round(np.geomspace(1.0, 2.0 ** 23, 93)))
@@ -184,9 +185,11 @@ class _Mixture:
     δ[1] = α (the late design has log(g/g_ref) in column 1).
     """
 
-    def __init__(self, regimes: int, nz: int, nx: int, t_ref: float):
+    def __init__(self, regimes: int, nz: int, nx: int, t_ref: float, late: LateRegime | None = None):
         self.regimes, self.nz, self.nx, self.t_ref = regimes, nz, nx, t_ref
         self.log_tref = math.log(t_ref)
+        #: the late regime's law (:class:`~acmemodel.models.failure_laws.LateRegime`; Weibull PH by default)
+        self.late = late if late is not None else late_regime("weibull")
 
     @property
     def n_params(self) -> int:
@@ -209,10 +212,7 @@ class _Mixture:
         k = math.exp(lk)
         nu = X @ d
         logt = y + self.log_tref
-        logH = np.minimum(k * y + nu, 700.0)
-        H = np.exp(logH)
-        lf_L = nu + lk + k * y - logt - H
-        lS_L = -H
+        lf_L, lS_L, aux = self.late.components(k, lk, y, nu, logt)
         if self.regimes == 2:
             eta = Z @ gam
             logp = -np.logaddexp(0.0, -eta)
@@ -224,7 +224,7 @@ class _Mixture:
         else:
             logp = log1mp = z = lf_E = lS_E = None
             s = 1.0
-        return dict(k=k, H=H, lf_L=lf_L, lS_L=lS_L, logp=logp, log1mp=log1mp, z=z, s=s,
+        return dict(k=k, aux=aux, lf_L=lf_L, lS_L=lS_L, logp=logp, log1mp=log1mp, z=z, s=s,
                     lf_E=lf_E, lS_E=lS_E)
 
     def loglik_rows(self, th, y, E, Z, X) -> np.ndarray:
@@ -263,10 +263,10 @@ class _Mixture:
     def _nll_grad(self, th, y, E, Z, X):
         n = len(y)
         c = self.components(th, y, Z, X)
-        k, H = c["k"], c["H"]
+        k = c["k"]
         ky = k * y
-        dL_nu = np.where(E, 1.0 - H, -H)
-        dL_lk = np.where(E, 1.0 + ky * (1.0 - H), -H * ky)
+        dL_nu = self.late.dz(E, c["aux"])    # d log L / dz of the late law, z = k y + nu
+        dL_lk = np.where(E, 1.0 + ky * dL_nu, ky * dL_nu)
         lA_L = np.where(E, c["lf_L"], c["lS_L"])
         if self.regimes == 1:
             ll = lA_L
@@ -351,7 +351,7 @@ class TwoRegimeFitMixin:
         Z, X = self._matrices(fr["cluster"].to_numpy(object), fr["type"].to_numpy(object),
                               fr["gpus"].to_numpy(float))
         nz = 0 if Z is None else Z.shape[1]
-        mix = _Mixture(self.regimes, nz, X.shape[1], self.t_ref)
+        mix = _Mixture(self.regimes, nz, X.shape[1], self.t_ref, late_regime(self.late_family))
         self._set_penalty(mix)
         self._mix = mix
         ent = fr["entry"].to_numpy(float) > 0 if "entry" in fr.columns else np.zeros(len(fr), bool)

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import special, stats
 
 from acmemodel.models.failure_mle import _check_component, _num_jac
-from acmemodel.models.distributions import LogNormal, Weibull
+from acmemodel.models.distributions import LogNormal
 from acmemodel.models.failure_laws import PiecewiseHazardLaw
 from acmemodel.models.family import Family
 
@@ -99,7 +99,7 @@ class FailureQueriesMixin:
         Z, X, w, nc, ng = self._key_design(gpus, key)
         gam, mu, ls, lk, d = self._mix.unpack(th)
         k = math.exp(lk)
-        m_L = self.t_ref * np.exp(-(X @ d) / k) * math.gamma(1 + 1 / k)
+        m_L = self._mix.late.mean(self.t_ref, X @ d, k)
         if component == "late" or self.regimes == 1:
             m = m_L
         else:
@@ -254,15 +254,14 @@ class FailureQueriesMixin:
         p = (w[:, None] * special.expit(Z @ gam).reshape(nc, ng)).sum(axis=0)
         return float(p[0]) if scalar else p
 
-    def late_family(self, gpus: float, **key) -> Weibull:
-        """The late regime at ``gpus`` GPUs as a duration family: the :class:`Weibull` of shape ``shape_``
-        whose mean is :meth:`mttf` (``lam = MTTF / Γ(1 + 1/k)``; keys omitted are averaged over the
-        training mix through the mean)."""
+    def late_law(self, gpus: float, **key) -> Family:
+        """The late regime at ``gpus`` GPUs as a duration family: the ``late_family`` law (by default the
+        :class:`Weibull` of shape ``shape_``) whose mean is :meth:`mttf` (keys omitted are averaged over
+        the training mix through the mean)."""
         self._check_fitted()
-        k = float(self.shape_)
-        return Weibull(k=k, lam=float(self.mttf(gpus, **key)) / math.gamma(1.0 + 1.0 / k))
+        return self._mix.late.family(float(self.shape_), float(self.mttf(gpus, **key)))
 
-    def early_family(self) -> LogNormal | None:
+    def early_law(self) -> LogNormal | None:
         """The early (defective-job) regime as a duration family: ``LogNormal(mu = log t_ref + μ_E, σ_E)``
         (seconds); ``None`` for a one-regime model."""
         self._check_fitted()
@@ -274,7 +273,7 @@ class FailureQueriesMixin:
     def failure_law(self, gpus: float, *, kind: str = "weibull", **key) -> Family:
         """The model's own failure process for a job of ``gpus`` GPUs, handed to the planner as a duration
         :class:`~acmemodel.models.family.Family` (the planner assumes no family): the late regime
-        (:meth:`late_family`, a Weibull) or, with ``kind="piecewise"``, its hazard table
+        (:meth:`late_law`, a Weibull by default) or, with ``kind="piecewise"``, its hazard table
         (:meth:`hazard_table`) as a :class:`~acmemodel.models.failure_laws.PiecewiseHazardLaw`. Another
         failure model may hand over another family (log-normal, log-logistic, ...): the planner plans with
         its survival (:func:`acmemodel.planner.run.processes.failure_process_from_law`)."""
@@ -284,8 +283,8 @@ class FailureQueriesMixin:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 return PiecewiseHazardLaw.from_table(self.hazard_table(gpus, **key))
         if kind != "weibull":
-            raise ValueError(f"kind must be 'weibull' or 'piecewise', got {kind!r}")
-        return self.late_family(gpus, **key)
+            raise ValueError(f"kind must be 'weibull' (the late regime's own law) or 'piecewise', got {kind!r}")
+        return self.late_law(gpus, **key)
 
     def hazard_table(self, gpus: float, edges=None, *, component: str = "late", **key) -> pd.DataFrame:
         """Piecewise-constant hazard for the planner's C kernel.
@@ -321,9 +320,7 @@ class FailureQueriesMixin:
         gam, mu, ls, lk, d = self._mix.unpack(self.params_)
         k = math.exp(lk)
         combo = rng.choice(nc, size=int(n), p=w)
-        nu = (X @ d)[combo]
-        # late Weibull: H(t) = (t/t_ref)^k e^nu = Exp(1)
-        t_late = self.t_ref * (rng.exponential(size=int(n)) * np.exp(-nu)) ** (1 / k)
+        t_late = self._mix.late.times(rng, int(n), self.t_ref, (X @ d)[combo], k)
         if component == "late" or self.regimes == 1:
             return t_late
         t_early = self.t_ref * np.exp(mu + math.exp(ls) * rng.standard_normal(int(n)))

@@ -8,13 +8,13 @@ One job per room::
     from acmemodel.synth import sample_workload
     plan = Planner(bundle, sampler=sample_workload).plan(ClusterConfig.load("cluster.yaml"))
 
-* :mod:`.planner` — ``Planner``, ``PlanResult``, ``RunPlan``: the plan of a configuration; the steps it
+* :mod:`.planner` — ``Planner``, ``PlanResult``: the plan of a configuration; the steps it
   is built from in :mod:`.plan_helpers`, its sensitivity band in :mod:`.sensitivity`, the HTML report
   in :mod:`.report`;
 * :mod:`.config` (fields checked in :mod:`.config_fields`) — ``ClusterConfig``; :mod:`.energy` — the
   power model; :mod:`.reliability` — published failure-rate presets;
-* :mod:`.run` — one run: its failure process and restart law, the optimal checkpoint interval and the
-  Monte Carlo run simulator;
+* :mod:`.run` — one run: its inputs (failure process, restart law, failure-type mix), the optimal
+  checkpoint interval, the Monte Carlo run simulator and ``RunPlan``;
 * :mod:`.evalbatch` — the evaluation-batch planner (``acmemodel evalplan``);
 * :mod:`.sweep` — a configuration over a grid of axes, on Dask (``acmemodel sweep``).
 

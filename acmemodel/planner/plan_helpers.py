@@ -1,6 +1,6 @@
 """The steps :meth:`acmemodel.planner.planner.Planner.plan` is built from that need no planner: which
-planned runs are simulated and which are excluded (and why), the preparation of a given workload, the per-run cost
-curve, the pooled queue figures and the configured quotas.
+planned runs are simulated and which are excluded (and why), the preparation of a given workload, the
+pooled queue figures and the configured quotas.
 """
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from acmemodel.planner.run.checkpoint import CheckpointResult, expected_time
 from acmemodel.planner.config import ClusterConfig
 from acmemodel.sim.cluster import default_routing, prepare_jobs, wait_quantile
 
@@ -66,18 +65,6 @@ def _prepare_workload(jobs, config: ClusterConfig) -> pd.DataFrame:
             extra["latency_s"] = 0.0
         df = pd.concat([extra, df], ignore_index=True)
     return df.reset_index(drop=True)
-
-
-def _curve(ck: CheckpointResult, work, C, fail, R, tau_used) -> pd.DataFrame:
-    if not bool(ck.finishes):
-        return pd.DataFrame(columns=["interval_s", "expected_time_s"])
-    t0 = float(ck.interval_s)
-    lo, hi = t0 / 8.0, min(t0 * 8.0, work)
-    if tau_used is not None:
-        lo, hi = min(lo, tau_used / 2), min(max(hi, tau_used * 2), work)
-    tau = np.geomspace(lo, hi, 80)
-    return pd.DataFrame({"interval_s": tau,
-                         "expected_time_s": expected_time(tau, work=work, ckpt_cost=C, failure=fail, restart=R)})
 
 
 def _num(v):

@@ -43,11 +43,12 @@ from acmemodel.planner.run.checkpoint import CheckpointResult, optimal_interval
 from acmemodel.models.bundle import resolve_bundle
 from acmemodel.planner.config import Assumptions, ClusterConfig
 from acmemodel.planner.run.inputs import RunInputs, _check_gpus, explicit_failures
-from acmemodel.planner.run.montecarlo import FailureMix, RunSimulation, simulate_run
+from acmemodel.planner.run.montecarlo import FailureMix
+from acmemodel.planner.run.plan import RunPlan, plan_run
 from acmemodel.sim.quota import QuotaFitError, find_quota
 from acmemodel.planner.run.processes import FailureProcess
 from acmemodel.planner.plan_helpers import (
-    DAY, PLANNED_TYPE, excluded_runs, _configured_quotas, _curve, _num, _planned_runs,
+    DAY, PLANNED_TYPE, excluded_runs, _configured_quotas, _num, _planned_runs,
     _pooled_queue, _prepare_workload,
 )
 from acmemodel.planner.evalbatch.plan import feedback_from_plan
@@ -55,58 +56,6 @@ from acmemodel.planner.report import write_report
 from acmemodel.planner.sensitivity import scenario_ckpt_cost, sensitivity_band
 from acmemodel.sim.cluster import SchedulingPolicy, simulate_cluster
 
-
-
-@dataclass
-class RunPlan:
-    """Everything the planner computed for one run."""
-
-    name: str
-    gpus: int
-    work_s: float
-    ckpt_cost_s: float
-    interval_s: float | None
-    interval_source: str
-    failure: FailureProcess | None
-    mix: FailureMix | None
-    checkpoint: CheckpointResult | None
-    simulation: RunSimulation | None
-    curve: pd.DataFrame = field(default_factory=pd.DataFrame)
-    notes: list = field(default_factory=list)
-    #: kWh / tCO2e of the GPU-time loss by cause (:meth:`acmemodel.planner.energy.PowerModel.price_loss`)
-    energy: dict | None = None
-    #: the sensitivity band (:func:`acmemodel.planner.sensitivity.sensitivity_band`)
-    sensitivity: dict | None = None
-
-    @property
-    def finishes(self) -> bool:
-        return self.simulation is not None and self.simulation.finishes
-
-    def to_dict(self) -> dict:
-        sim = self.simulation.to_dict() if self.simulation is not None else {}
-        ck = self.checkpoint.to_dict(self.gpus) if self.checkpoint is not None else {}
-        reason = sim.get("reason") or ck.get("reason")
-        none_ct = {"mean": None, "p50": None, "p90": None}
-        return {
-            "name": self.name, "gpus": self.gpus, "work_s": self.work_s, "ckpt_cost_s": self.ckpt_cost_s,
-            "finishes": bool(self.finishes), "reason": None if self.finishes else reason,
-            "checkpoint_interval_s": self.interval_s if self.finishes else None,
-            "checkpoint_interval_source": self.interval_source,
-            "optimal_interval_s": ck.get("interval_s"),
-            "young_interval_s": ck.get("young_interval_s"), "daly_interval_s": ck.get("daly_interval_s"),
-            "mttf_s": ck.get("mttf_s"), "restart_mean_s": ck.get("restart_mean_s"),
-            "failure_process": self.failure.describe() if self.failure is not None else None,
-            "completion_time_s": sim.get("completion_time_s", none_ct) if self.finishes else none_ct,
-            "expected_failures": sim.get("expected_failures") if self.finishes else None,
-            "ettr": sim.get("ettr", 0.0) if self.finishes else 0.0,
-            "gpu_time_loss_gpu_h": sim.get("gpu_time_loss_gpu_h") if self.finishes else {
-                "total": None, "lost_work": None, "restart": None, "checkpoint": None, "by_failure_type": {}},
-            "analytic": {"expected_wall_time_s": ck.get("expected_wall_time_s"),
-                         "overhead_fraction": ck.get("overhead_fraction"), "ettr": ck.get("ettr")},
-            "n_replicas": sim.get("n_replicas"), "notes": list(self.notes),
-            **({"energy": self.energy} if self.energy is not None else {}),
-            **({"sensitivity": self.sensitivity} if self.sensitivity is not None else {}),
-        }
 
 
 @dataclass
@@ -156,30 +105,6 @@ class PlanResult:
     def report(self, path) -> str:
         """Write the HTML report (loss breakdown and E[T](τ) plots) to ``path``; returns the path."""
         return write_report(self, path)
-
-
-def _complete(inp: RunInputs, *, work: float, ckpt_cost: float, interval, n_replicas: int, seed: int,
-              threads: int, name: str) -> RunPlan:
-    """The :class:`RunPlan` of one run from its inputs: the checkpoint optimum, then the Monte Carlo at the
-    chosen interval (``"auto"``: the optimum) and the E[T](τ) curve around it."""
-    gpus, fail, mix, R = inp.gpus, inp.failure, inp.mix, inp.restart
-    ck = optimal_interval(work=work, ckpt_cost=ckpt_cost, failure=fail, restart=R)
-    notes = []
-    if interval == "auto":
-        tau, source = (float(ck.interval_s) if bool(ck.finishes) else None), "auto"
-    else:
-        tau, source = float(interval), "config"
-    if tau is None:
-        sim = simulate_run(work=work, interval=float(work), ckpt_cost=ckpt_cost, failure=fail, mix=mix,
-                           gpus=gpus, n_replicas=1, seed=seed)  # returns the explicit DNF result
-    else:
-        sim = simulate_run(work=work, interval=tau, ckpt_cost=ckpt_cost, failure=fail, mix=mix, gpus=gpus,
-                           n_replicas=n_replicas, seed=seed, threads=threads)
-    curve = _curve(ck, work, ckpt_cost, fail, R, tau)
-    if float(ck.mttf_s) > 10 * work:
-        notes.append(f"job MTTF {float(ck.mttf_s) / 3600:.3g} h is far above the run's work "
-                     f"{work / 3600:.3g} h: failures are rare for this run")
-    return RunPlan(name, gpus, float(work), float(ckpt_cost), tau, source, fail, mix, ck, sim, curve, notes)
 
 
 class Planner:
@@ -268,7 +193,7 @@ class Planner:
             if not (math.isfinite(tau) and tau > 0):
                 raise ValueError(f"interval must be 'auto' or a positive number of seconds, got {interval!r}")
         inp = self.inputs(gpus, config)
-        return _complete(inp, work=work, ckpt_cost=ckpt_cost, interval=interval, n_replicas=n_replicas, seed=seed,
+        return plan_run(inp, work=work, ckpt_cost=ckpt_cost, interval=interval, n_replicas=n_replicas, seed=seed,
                          threads=threads, name=name)
 
     # ------------------------------------------------------------------ cluster
@@ -394,7 +319,7 @@ class Planner:
         sim = config.simulation
         kw = dict(work=r.work_s, ckpt_cost=config.run_ckpt_cost(r), n_replicas=sim.replicas, seed=sim.seed,
                   threads=sim.threads, name=r.name)
-        run = _complete(self.inputs(r.gpus, config), interval=config.run_interval(r), **kw)
+        run = plan_run(self.inputs(r.gpus, config), interval=config.run_interval(r), **kw)
         run.energy = config.energy.price_loss(run.to_dict()["gpu_time_loss_gpu_h"])
         if config.sensitivity and run.finishes:
             run.sensitivity = self._band(config, r, run, kw, chosen)
@@ -432,7 +357,7 @@ class Planner:
                 planner = Planner(None) if preset.uses_bundle else self
             else:
                 cfg, planner = config.with_failures(rate_multipliers=rate_multipliers), self
-            return _complete(planner.inputs(run.gpus, cfg), interval="auto", **{**kw, **kwp})
+            return plan_run(planner.inputs(run.gpus, cfg), interval="auto", **{**kw, **kwp})
 
         return sensitivity_band(run, chosen=chosen, scenario=scenario, replicas=kw["n_replicas"],
                                 base_multipliers=dict(fs.rate_multipliers),
