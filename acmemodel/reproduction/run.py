@@ -39,8 +39,9 @@ compares it, side by side, with what was published about the real trace
    failures the failed share — so between seeds of one trace Kalos's GPU-time state shares vary with a
    standard deviation of 2.6–3.7 pp, more than the 2 pp bar; pooling R traces divides it by √R and the
    figures estimate what the bundle produces on average, not one draw.
-3. **Description** — :func:`acmemodel.describe.describe` of the synthetic trace, in the package's
-   trace contract. Published Kalos ``duration`` and ``gpu_time`` include the queue (``end −
+3. **Description** — the figures :func:`acmemodel.describe.describe` gives of the synthetic trace in the
+   package's trace contract (shares of the GPU jobs and of their GPU time by type and final state, the
+   median run time), computed from the pooled replicas (see "Memory" below). Published Kalos ``duration`` and ``gpu_time`` include the queue (``end −
    submit``; reference README), so for Kalos every published duration-based number — the duration
    CDFs, median/mean run time, GPU-time shares by type and by state — is compared with the synthetic
    ``queue + run`` (``"basis": "queue+run"``); Seren with the run time (``end − start``).

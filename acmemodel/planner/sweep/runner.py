@@ -53,6 +53,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Mapping
@@ -97,16 +98,19 @@ def _part_keys(raw: dict) -> tuple[str, str]:
 
 
 _BUNDLES: dict = {}
+#: one load per process when several worker threads start on the same bundle
+_BUNDLES_LOCK = threading.Lock()
 
 
 def _bundle(ref):
     """The bundle of a reference (path string or None = the default), loaded once per process."""
     key = str(ref) if ref is not None else None
-    if key not in _BUNDLES:
-        from acmemodel.models.bundle import resolve_bundle
+    with _BUNDLES_LOCK:
+        if key not in _BUNDLES:
+            from acmemodel.models.bundle import resolve_bundle
 
-        _BUNDLES[key] = resolve_bundle(ref)
-    return _BUNDLES[key]
+            _BUNDLES[key] = resolve_bundle(ref)
+        return _BUNDLES[key]
 
 
 def _num(v) -> float:
@@ -185,6 +189,18 @@ def evaluate_part(kind: str, raw: dict, base_dir: str | None, bundle_ref, seed: 
 def evaluate_parts(arglist: list) -> list:
     """:func:`evaluate_part` of each argument tuple (one Dask task for several parts)."""
     return [evaluate_part(*a) for a in arglist]
+
+
+def warm_worker(bundle_ref) -> bool:
+    """Load what the parts need on a worker — the planner's modules and the bundle (:func:`_bundle`, kept
+    for the worker's later tasks) — before its first chunk arrives: :func:`sweep` sends one per worker
+    before it plans the grid, so a fresh worker's start (about 1 s of CPU) overlaps the client's planning.
+    False when the bundle cannot be loaded (the parts then report it)."""
+    try:
+        _bundle(bundle_ref)
+        return True
+    except Exception:  # noqa: BLE001 (each part reports the error in its row)
+        return False
 
 
 # ------------------------------------------------------------------------------------------ sweep
@@ -337,8 +353,9 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
     ``reliability``: a reliability preset for the base config's failure rate (a grid axis
     ``failures.reliability`` varies it per point).
     """
-    plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large, reliability=reliability)
     bundle_ref = None if bundle is None else str(bundle)
+    warming = _warm_workers(client, bundle_ref)  # (kept referenced: a released future is cancelled)
+    plan = plan_sweep(config, grid, seed=seed, allow_large=allow_large, reliability=reliability)
     meta = _metadata(plan, bundle_ref)
     meta["fingerprint"] = _fingerprint(meta)
     out = None if out is None else Path(out)
@@ -475,6 +492,7 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
         bar.close()
         raise
     bar.close()
+    del warming
     df = _frame(rows, axes)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -483,6 +501,19 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
             shutil.rmtree(partial)
     df.attrs["acmemodel.sweep"] = meta
     return df
+
+
+def _warm_workers(client, bundle_ref) -> list:
+    """One :func:`warm_worker` task pinned to each worker of ``client`` (none in-process), submitted before
+    the grid is planned; returns their futures."""
+    if client is None:
+        return []
+    import uuid
+
+    workers = list(client.scheduler_info().get("workers", {}))
+    tag = uuid.uuid4().hex[:12]
+    return [client.submit(warm_worker, bundle_ref, workers=[w], allow_other_workers=False, pure=False,
+                          key=f"acmemodel-sweep-warm-{tag}-{i}") for i, w in enumerate(workers)]
 
 
 def _frame(rows: list, axes) -> pd.DataFrame:
