@@ -225,7 +225,8 @@ def main(argv=None) -> int:
     else:
         bad = [r["case"] for r in rows if r["verdict"] != "ok"]
         print(f"\n{len(rows) - len(bad)} of {len(rows)} cases ok (exit 0, or exit 2 with one error: line; "
-              f"within {TIMEOUT_S} s and {CAP_BYTES / 2 ** 30:.0f} GB)" + (f"; failing: {', '.join(bad)}" if bad else ""))
+              f"within {TIMEOUT_S} s and {CAP_BYTES / 2 ** 30:.0f} GB)"
+              + (f"; failing: {', '.join(bad)}" if bad else ""))
     return 0 if all(r["verdict"] == "ok" for r in rows) else 1
 
 
