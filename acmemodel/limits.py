@@ -21,7 +21,8 @@ Estimates are deliberately simple and stated here:
 * an exported node list (Philly ``detail``: one entry per machine and attempt) costs
   :data:`BYTES_PER_NODE_ENTRY`.
 
-The budget is half the physical memory (:func:`memory_budget`; ``ACMEMODEL_MEMORY_BUDGET`` overrides). :func:`check_memory` raises
+The budget is half the physical memory, at most half an address-space limit (:func:`memory_budget`;
+``ACMEMODEL_MEMORY_BUDGET`` overrides). :func:`check_memory` raises
 :class:`SizeError` (an :class:`~acmemodel.errors.AcmeModelError`, so the CLI prints one ``error:`` line
 and exits 2).
 """
@@ -50,8 +51,10 @@ class SizeError(AcmeModelError, ValueError):
 
 
 def memory_budget() -> int:
-    """Half of the machine's physical memory in bytes (8 GiB when it cannot be read); the environment
-    variable ``ACMEMODEL_MEMORY_BUDGET`` (bytes) overrides it."""
+    """Half of the machine's physical memory in bytes (8 GiB when it cannot be read), and at most half
+    of the process's address-space limit when one is set (``ulimit -v`` / ``prlimit --as``: the
+    interpreter, its libraries and thread stacks take address space beyond the data); the environment
+    variable ``ACMEMODEL_MEMORY_BUDGET`` (bytes) overrides both."""
     env = os.environ.get("ACMEMODEL_MEMORY_BUDGET")
     if env:
         try:
@@ -59,9 +62,18 @@ def memory_budget() -> int:
         except ValueError:
             raise SizeError(f"ACMEMODEL_MEMORY_BUDGET must be a number of bytes, got {env!r}") from None
     try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
+        budget = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
     except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
-        return 8 * 2 ** 30
+        budget = 8 * 2 ** 30
+    try:
+        import resource
+
+        cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - non-POSIX
+        cap = -1
+    if cap not in (-1, getattr(resource, "RLIM_INFINITY", -1)) and cap > 0:
+        budget = min(budget, cap // 2)
+    return budget
 
 
 def human_bytes(n: float) -> str:
@@ -85,8 +97,8 @@ def check_memory(what: str, bytes_needed: float, *, detail: str = "", yes: bool 
         return
     raise SizeError(f"{what} would need about {human_bytes(bytes_needed)} of memory"
                     + (f" ({detail})" if detail else "")
-                    + f", more than the {human_bytes(budget)} allowed (half of this machine's memory or "
-                      f"ACMEMODEL_MEMORY_BUDGET); "
+                    + f", more than the {human_bytes(budget)} allowed (half of this machine's memory or of "
+                      f"the address-space limit, or ACMEMODEL_MEMORY_BUDGET); "
                       f"make it smaller or pass {insist} to run anyway")
 
 

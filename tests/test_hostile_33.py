@@ -306,3 +306,21 @@ def test_reproduce_replicas_memory_estimate(capsys, monkeypatch):
     monkeypatch.setenv("ACMEMODEL_MEMORY_BUDGET", str(10 ** 9))
     line = _one_error(*_main(["reproduce", "--replicas", "64"], capsys))
     assert "Seren 64, Kalos 64 replica(s)" in line and "--yes" in line
+
+
+def test_memory_budget_respects_an_address_space_limit(capsys, monkeypatch):
+    """Under ``prlimit --as=4G`` the budget is half the cap: ``reproduce --replicas 3`` (about 4.3 GB) is
+    refused at once, where it used to run 53 s into an out-of-memory error."""
+    import resource
+
+    from acmemodel.limits import memory_budget
+
+    monkeypatch.delenv("ACMEMODEL_MEMORY_BUDGET", raising=False)
+    free = memory_budget()
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (CAP, CAP) if what == resource.RLIMIT_AS
+                        else (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert memory_budget() == min(free, CAP // 2)
+    t0 = time.perf_counter()
+    line = _one_error(*_main(["reproduce", "--replicas", "3"], capsys))
+    assert "Seren 3, Kalos 3 replica(s)" in line and "address-space limit" in line
+    assert time.perf_counter() - t0 < 20

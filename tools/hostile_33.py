@@ -142,6 +142,8 @@ def cases() -> list[tuple[str, str, list[str], int]]:
          ["sweep", "base.yaml", "--grid", "grid_small.yaml", "-o", "s5.parquet", "--workers", "100000"], 2),
         ("reproduce_replicas_256", "reproduce --replicas without a memory estimate",
          ["reproduce", "--replicas", "256"], 2),
+        ("reproduce_replicas_3", "reproduce --replicas 3 under the 4 GB cap (budget: half the cap)",
+         ["reproduce", "--replicas", "3"], 2),
         ("config_400_digits", "400-digit integer in a config", ["plan", "big_int.yaml", "--no-cluster"], 2),
         ("csv_gz_damaged_early", "damaged .csv.gz deflate data (5 %)", ["describe", "damaged_5_seren.csv.gz"], 2),
         ("csv_gz_damaged_late", "damaged .csv.gz deflate data (90 %)", ["describe", "damaged_90_seren.csv.gz"], 2),
@@ -223,7 +225,8 @@ def main(argv=None) -> int:
     else:
         bad = [r["case"] for r in rows if r["verdict"] != "ok"]
         print(f"\n{len(rows) - len(bad)} of {len(rows)} cases ok (exit 0, or exit 2 with one error: line; "
-              f"within {TIMEOUT_S} s and {CAP_BYTES / 2 ** 30:.0f} GB)" + (f"; failing: {', '.join(bad)}" if bad else ""))
+              f"within {TIMEOUT_S} s and {CAP_BYTES / 2 ** 30:.0f} GB)"
+              + (f"; failing: {', '.join(bad)}" if bad else ""))
     return 0 if all(r["verdict"] == "ok" for r in rows) else 1
 
 

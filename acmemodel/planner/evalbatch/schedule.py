@@ -201,9 +201,9 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
                      overheads: EvalOverheads | None = None, rules: PackingRules | None = None) -> BatchSchedule:
     """The coupled policy (see the module docstring): FIFO to the lowest free GPU, fluid sharing of each
     node's storage link by concurrent loads, the GPU held through all phases. ``overheads`` (default
-    :meth:`EvalOverheads.ideal`): the trials' start-up after the load (carved out of the set-up) and the toolkit's packing
-    (:func:`coupled_tasks`; a merged trial loads once, then prepares and generates its datasets in
-    turn, then scores them)."""
+    :meth:`EvalOverheads.ideal`): the trials' start-up after the load (carved out of the set-up) and
+    the toolkit's packing (:func:`coupled_tasks`; a merged trial loads and starts once, then prepares
+    and generates its datasets in turn, then scores them)."""
     hw = (hardware or EvalHardware()).validate()
     ov = (overheads or EvalOverheads.ideal()).validate()
     nodes = check_nodes(nodes)
