@@ -21,6 +21,14 @@ calibration has two steps, both deterministic given the seed:
      (Gaussian copula) is solved by bisection so that the type's GPU time is its published share
      (``workload_mix.csv``) of the published total GPU time (``cluster_summary.csv``); where no ρ in
      [−0.95, 0.95] reaches it (Seren MLLM, Kalos Eval) ρ stays at the bound and the report says so;
+   * **GPU time by job size**: the types' duration scores are shifted by size class (a second and
+     third copula parameter, each type's ρ re-solved so its duration curve and GPU time stay): the jobs
+     of ≤ ``small_job_gpus`` GPUs shortened to their assumed share, and the jobs of ≥ ``large_job_gpus``
+     lengthened by one shift common to the types with jobs on both sides, so that they hold the
+     published share (Seren ≥ 768 GPUs ≈ 30 %, Kalos ≥ 256 GPUs > 96 %; :class:`Assumptions`). These
+     targets count the infrastructure failures below (in expectation: a planned run ``d`` of a large
+     job lasts ``E[min(d, T)]``), whose M_ref is then solved in expectation, alternately with the shifts
+     (:func:`acmemodel.calibrate_pseudo.size_duration_pairing`);
    * **final states**: a multinomial logit in the standardised log GPU time z,
      ``P(FAILED) ∝ exp(a_f + b_f z)``, ``P(CANCELLED) ∝ exp(a_c + b_c z)``, ``P(COMPLETED) ∝ 1``,
      with (a_f, b_f, a_c, b_c) solved so that the state rates by count *and* by GPU time match
@@ -90,8 +98,8 @@ from acmemodel.calibrate_inputs import (
     Assumptions, _summary, _to_contract, infra_reference, TARGET_OFFSET_MAX, TYPE_SHARE,
 )
 from acmemodel.calibrate_pseudo import (
-    SizeDurationJoint, assign_gpu_counts, cpu_jobs, draw_jobs, final_states, gpu_submissions, hurdle_queue,
-    infrastructure_failures, restart_chains, simulated_waits, solve_gpu_time, type_counts, type_parts,
+    assign_gpu_counts, cpu_jobs, draw_jobs, final_states, gpu_submissions, hurdle_queue, infrastructure_failures,
+    restart_chains, simulated_waits, size_duration_pairing, type_counts, type_parts,
 )
 from acmemodel.datasets.published import load_reference
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
@@ -147,18 +155,12 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     parts = type_parts(cluster, types, counts, curves, scale, rng)
     assign_gpu_counts(cluster, parts, types, rng)
 
-    # --- the GPU-count x duration joint: rho per type for its GPU time, then the size classes' shifts
+    # --- the GPU-count x duration joint (rho per type for its GPU time, the size classes' shifts) and the
+    #     infrastructure failures of large jobs; then the other jobs' final states
     total_gt = float(summ["complete_gpu_time"] + summ["cancel_gpu_time"] + summ["fail_gpu_time"]) * scale
-    small_max, large_min = a.small_job_gpus.get(cluster), a.large_job_gpus.get(cluster)
-    joint = SizeDurationJoint(parts, small_max, large_min)
-    rho, small, large = solve_gpu_time(
-        joint, types, gt_share, total_gt, report=report,
-        small_cap=None if small_max is None else float(a.small_job_gt_share[cluster]) * total_gt,
-        large_goal=None if large_min is None else float(a.large_job_gt_share[cluster]) * total_gt)
+    joint, rho, small, large, m_ref = size_duration_pairing(parts, types, gt_share, total_gt, a, cluster, summ, report)
     jobs = draw_jobs(joint, types, rho, small, large, report, rng)
-
-    # --- infrastructure failures of large jobs, then the other jobs' final states
-    hit, dur, gtime = infrastructure_failures(jobs, a, cluster, summ, report, rng)
+    hit, dur, gtime = infrastructure_failures(jobs, a, cluster, summ, report, rng, m_ref=m_ref)
     final_states(jobs, hit, dur, gtime, summ, t_off, report, rng)
 
     # --- waits (hurdle draw), submissions and users, restart chains, simulated waits

@@ -64,8 +64,8 @@ class SizeDurationJoint:
     only the pairing moves). The draws that do not depend on (rho, shifts) are made once per type, so every
     solver step sees the same jobs; GPU-time sums are remembered per (type, rho, small, large)."""
 
-    def __init__(self, parts: dict, small_max: int | None, large_min: int | None):
-        self.parts, self.small_max, self.large_min = parts, small_max, large_min
+    def __init__(self, parts: dict, small_max: int | None, large_min: int | None, cut=None):
+        self.parts, self.small_max, self.large_min, self.cut = parts, small_max, large_min, cut
         self._base, self._sums = {}, {}
 
     def draw(self, t: str, rho: float, small: float = 0.0, large: float = 0.0):
@@ -88,11 +88,12 @@ class SizeDurationJoint:
         return g, p["qdur"](ud)
 
     def sums(self, t: str, rho: float, small: float = 0.0, large: float = 0.0) -> tuple[float, float, float]:
-        """GPU time (GPU·s) of type ``t``: total, of its small jobs, of its large jobs."""
+        """GPU time (GPU·s) of type ``t``: total, of its small jobs, of its large jobs (with ``cut``, each job's
+        expected GPU time once the infrastructure failures cut it short: ``cut(g, d)`` → expected run s)."""
         key = (t, float(rho), float(small), float(large))
         if key not in self._sums:
             g, d = self.draw(t, rho, small, large)
-            gd = g * d
+            gd = g * (d if self.cut is None else self.cut(g, d))
             self._sums[key] = (float(gd.sum()),
                                float(gd[g <= self.small_max].sum()) if self.small_max is not None else 0.0,
                                float(gd[g >= self.large_min].sum()) if self.large_min is not None else 0.0)
@@ -190,6 +191,39 @@ def solve_gpu_time(joint: SizeDurationJoint, types, gt_share: dict, total_gt: fl
     return rho, small, large
 
 
+def size_duration_pairing(parts: dict, types, gt_share: dict, total_gt: float, a, cluster: str, summ,
+                          report: dict, rounds: int = 2):
+    """The GPU-count × duration joint of the GPU jobs and the infrastructure process's M_ref: (joint, rho, small,
+    large, M_ref or None). With a large-job class (Assumptions.large_job_gpus) the GPU-time targets hold after the
+    infrastructure failures have cut the large runs short, in expectation (:func:`expected_infra_cut`): M_ref
+    known beforehand (:func:`known_infra_mttf_ref`), or solved in expectation for the failure table's
+    Infrastructure share of the failed GPU time (:func:`expected_infra_mttf_ref`) alternately with the joint
+    (``rounds`` times). Without one, the targets are on planned runs and M_ref is solved on the drawn jobs."""
+    small_max, large_min = a.small_job_gpus.get(cluster), a.large_job_gpus.get(cluster)
+    caps = dict(small_cap=None if small_max is None else float(a.small_job_gt_share[cluster]) * total_gt,
+                large_goal=None if large_min is None else float(a.large_job_gt_share[cluster]) * total_gt)
+    g_ref = infra_reference(a)[1]
+    m_ref = known_infra_mttf_ref(a, cluster, report)
+    if m_ref is None and large_min is None:
+        joint = SizeDurationJoint(parts, small_max, large_min)
+        return (joint, *solve_gpu_time(joint, types, gt_share, total_gt, report=report, **caps), None)
+    if m_ref is not None:
+        joint = SizeDurationJoint(parts, small_max, large_min, cut=expected_infra_cut(a, m_ref, g_ref))
+        return (joint, *solve_gpu_time(joint, types, gt_share, total_gt, report=report, **caps), m_ref)
+    ft = load_failure_table()
+    target = float(ft.loc[ft["category"] == "Infrastructure", "failed_gpu_time_share_percent"].sum() / 100) \
+        * float(summ["fail_rate_gpu_time"])
+    joint = SizeDurationJoint(parts, small_max, large_min)
+    rho, small, large = solve_gpu_time(joint, types, gt_share, total_gt, report=report, **caps)
+    for _ in range(rounds):
+        gd = [joint.draw(t, rho[t], small[t], large[t]) for t in types]
+        m_ref = expected_infra_mttf_ref(a, np.concatenate([x[0] for x in gd]), np.concatenate([x[1] for x in gd]),
+                                        target, report)
+        joint = SizeDurationJoint(parts, small_max, large_min, cut=expected_infra_cut(a, m_ref, g_ref))
+        rho, small, large = solve_gpu_time(joint, types, gt_share, total_gt, report=report, **caps)
+    return joint, rho, small, large, m_ref
+
+
 def draw_jobs(joint: SizeDurationJoint, types, rho, small, large, report: dict, rng) -> pd.DataFrame:
     """The GPU jobs' type, GPU count and planned duration (``dur``, s), in random order."""
     frames = []
@@ -203,29 +237,30 @@ def draw_jobs(joint: SizeDurationJoint, types, rho, small, large, report: dict, 
 
 
 # ------------------------------------------------------------------------------ failures and states
-def infra_mttf_ref(a, cluster: str, unit_fn, summ, report: dict) -> float:
-    """M_ref (s) of the infrastructure-failure process (Assumptions.infra_*): given; or from the published
-    large-job failure rate (``infra_from_rate``: :func:`acmemodel.reproduction.compare.published_failure_rate`,
-    ``M(g) = 1000 · 86,400 · 8 / (rate · g)``); or solved so these failures carry the failure table's
-    Infrastructure share of the published failed GPU time (``unit_fn(m_ref)`` → (hit, dur, gt))."""
-    _, g_ref = infra_reference(a)
+def known_infra_mttf_ref(a, cluster: str, report: dict) -> float | None:
+    """M_ref (s) of the infrastructure-failure process when it does not depend on the draws (Assumptions.infra_*):
+    given (``infra_mttf_ref_s``), or from the published large-job failure rate (``infra_from_rate``:
+    :func:`acmemodel.reproduction.compare.published_failure_rate`, ``M(g) = 1000 · 86,400 · 8 / (rate · g)``, i.e.
+    ``rate`` failures per 1,000 node-days of 8 GPUs); None when it is solved on the jobs (:func:`solve_infra_mttf_ref`)."""
     if a.infra_mttf_ref_s is not None:
         return float(a.infra_mttf_ref_s)
-    if a.infra_from_rate:
-        from acmemodel.reproduction.compare import published_failure_rate
+    if not a.infra_from_rate:
+        return None
+    from acmemodel.reproduction.compare import published_failure_rate
 
-        rate = published_failure_rate(cluster)["per_1000_node_days"]
-        report["infrastructure_rate_per_1000_node_days"] = rate
-        return 1000.0 * 86400.0 * 8.0 / (rate * g_ref)
-    ft = load_failure_table()
-    infra_share = float(ft.loc[ft["category"] == "Infrastructure", "failed_gpu_time_share_percent"].sum() / 100)
-    target = infra_share * summ["fail_rate_gpu_time"]
+    rate = published_failure_rate(cluster)["per_1000_node_days"]
+    report["infrastructure_rate_per_1000_node_days"] = rate
+    return 1000.0 * 86400.0 * 8.0 / (rate * infra_reference(a)[1])
 
+
+def solve_infra_mttf_ref(unit_fn, target: float, report: dict) -> float:
+    """M_ref (s) such that the infrastructure failures carry ``target`` of the GPU time (the failure table's
+    Infrastructure share of the published failed GPU time; ``unit_fn(m_ref)`` → (hit, dur, gt)). The share
+    rises then falls with M_ref (tiny M: every big job dies at once, cheaply; huge M: no failures): the root on
+    the falling branch (the rarer-failure solution)."""
     def f(log_m):
         hit, _, gt = unit_fn(np.exp(log_m))
         return gt[hit].sum() / gt.sum() - target
-    # the share rises then falls with M_ref (tiny M: every big job dies at once, cheaply; huge M:
-    # no failures); take the root on the falling branch (the rarer-failure solution)
     grid = np.linspace(np.log(60.0), np.log(1e9), 40)
     vals = np.array([f(x) for x in grid])
     top = int(np.argmax(vals))
@@ -237,10 +272,56 @@ def infra_mttf_ref(a, cluster: str, unit_fn, summ, report: dict) -> float:
     return float(np.exp(optimize.brentq(f, grid[top], grid[-1], xtol=1e-4)))
 
 
-def infrastructure_failures(jobs: pd.DataFrame, a, cluster: str, summ, report: dict, rng):
+def expected_infra_cut(a, m_ref: float, g_ref: float):
+    """``cut(g, d)``: a job's expected run (s) when it plans ``d`` s and, with >= ``infra_min_gpus`` GPUs, the
+    infrastructure process (Weibull, shape k, mean ``M(g) = M_ref (g/g_ref)^(−alpha)``) may end it first:
+    ``E[min(d, T)] = λ/k · Γ(1/k) · P(1/k, (d/λ)^k)``, λ = M(g)/Γ(1 + 1/k) (P: regularised lower gamma)."""
+    k = float(a.infra_shape)
+
+    def cut(g, d):
+        g = np.asarray(g, float)
+        d = np.asarray(d, float)
+        lam = m_ref * (np.maximum(g, 1.0) / g_ref) ** (-a.infra_alpha) / special.gamma(1.0 + 1.0 / k)
+        e = lam / k * special.gamma(1.0 / k) * special.gammainc(1.0 / k, (d / lam) ** k)
+        return np.where(g >= a.infra_min_gpus, np.minimum(e, d), d)
+
+    return cut
+
+
+def expected_infra_mttf_ref(a, g: np.ndarray, d: np.ndarray, target: float, report: dict) -> float:
+    """M_ref (s) such that, in expectation over the infrastructure process, its failures carry ``target`` of the
+    GPU time of jobs with GPU counts ``g`` and planned runs ``d`` s (:func:`solve_infra_mttf_ref` on expected
+    values: a job's failed GPU time ``g (E[min(d, T)] − d S(d))`` of its ``g E[min(d, T)]``)."""
+    _, g_ref = infra_reference(a)
+    k = float(a.infra_shape)
+    g = np.asarray(g, float)
+    d = np.asarray(d, float)
+    big = g >= a.infra_min_gpus
+    unit = (np.maximum(g[big], 1.0) / g_ref) ** (-a.infra_alpha) / special.gamma(1.0 + 1.0 / k)
+    rest = float((g[~big] * d[~big]).sum())
+
+    def share(log_m):
+        lam = np.exp(log_m) * unit
+        x = (d[big] / lam) ** k
+        e = lam / k * special.gamma(1.0 / k) * special.gammainc(1.0 / k, x)
+        hit = g[big] * np.maximum(e - d[big] * np.exp(-x), 0.0)
+        return float(hit.sum() / ((g[big] * e).sum() + rest))
+
+    grid = np.linspace(np.log(60.0), np.log(1e9), 40)
+    vals = np.array([share(x) for x in grid]) - target
+    top = int(np.argmax(vals))
+    if vals[top] <= 0:
+        report.setdefault("notes", []).append("infrastructure failures cannot reach the target share of failed GPU "
+                                              "time; M_ref set where the share is largest")
+        return float(np.exp(grid[top]))
+    return float(np.exp(optimize.brentq(lambda x: share(x) - target, grid[top], grid[-1], xtol=1e-4)))
+
+
+def infrastructure_failures(jobs: pd.DataFrame, a, cluster: str, summ, report: dict, rng, m_ref: float | None = None):
     """Large jobs' infrastructure failures: a Weibull process per job of >= ``infra_min_gpus`` GPUs with mean
     time to failure ``M(g) = M_ref (g / g_ref)^(−alpha)``; a job it hits before its planned end fails there.
-    Returns (hit, duration s, GPU time GPU·s) per job."""
+    ``m_ref``: M_ref (s) when already chosen (:func:`size_duration_pairing`), else :func:`known_infra_mttf_ref` or
+    solved on these jobs (:func:`solve_infra_mttf_ref`). Returns (hit, duration s, GPU time GPU·s) per job."""
     _, g_ref = infra_reference(a)
     g_arr = jobs["gpu_num"].to_numpy(float)
     dur0 = jobs["dur"].to_numpy(float)
@@ -256,7 +337,10 @@ def infrastructure_failures(jobs: pd.DataFrame, a, cluster: str, summ, report: d
 
     ft = load_failure_table()
     infra_share = float(ft.loc[ft["category"] == "Infrastructure", "failed_gpu_time_share_percent"].sum() / 100)
-    m_ref = infra_mttf_ref(a, cluster, infra, summ, report)
+    if m_ref is None:
+        m_ref = known_infra_mttf_ref(a, cluster, report)
+    if m_ref is None:
+        m_ref = solve_infra_mttf_ref(infra, infra_share * summ["fail_rate_gpu_time"], report)
     hit, dur, gtime = infra(m_ref)
     report["infrastructure"] = {"mttf_ref_s": m_ref, "g_ref": g_ref, "alpha": a.infra_alpha,
                                 "shape": a.infra_shape, "failures": int(hit.sum()),
