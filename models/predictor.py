@@ -56,17 +56,23 @@ things are chosen:
 The boosters and the cell medians are then refitted on all training jobs (the offsets kept: the
 finite-sample guarantee becomes approximate; calibrating on the *latest* jobs absorbs some drift).
 
-**Online recalibration** (``online_window=300``, default): when the jobs to predict carry their
-outcomes (``start_s``, ``end_s`` — a backtest, or a replay of a trace), each job's interval is
-recalibrated at its submission time on the latest ``online_window`` jobs of the same frame whose tail
-was decided by then (:func:`~acmemodel.models.predictor_conformal.online_offsets`; adaptive / rolling
-conformal inference, Gibbs & Candès 2021): what a scheduler knows at that moment. Give it the jobs
-still running too (``run_censored``): they are the long ones. A drift after training widens the
-interval within a few hundred jobs. The online step only **widens** (offsets below 0 are read as 0):
-a window of 300 jobs of a bursty trace (jobs submitted together share their fate) is a noisy
-estimate, and narrowing the interval the calibration windows measured on thousands of jobs on it
-under-covers (measured on the real logs: docs/runtime-card.md); jobs without outcomes keep the
-calibration offsets.
+**Online** (``online_window=300``, default), when the jobs to predict carry their outcomes
+(``start_s``, ``end_s`` — a backtest, or a replay of a trace; give it the jobs still running too,
+``run_censored``: they are the long ones), what a scheduler knows at each submission is used:
+
+* **the point predictor of each job** is the candidate with the smallest MAE over the latest
+  ``online_window`` jobs whose errors were decided by then
+  (:func:`~acmemodel.models.predictor_conformal.online_choice`), with that candidate's interval
+  (``offsets_by_``); the calibration windows' ``choice_`` until :data:`ONLINE_MIN` jobs are decided;
+* **the interval is widened on evidence of drift**: when the latest ``online_window`` jobs whose tail
+  was decided show more misses than a calibrated interval allows (``DRIFT_Z`` = 2 binomial SE), the
+  tail's offset becomes their split-conformal offset
+  (:func:`~acmemodel.models.predictor_conformal.online_offsets`; rolling conformal inference, Gibbs &
+  Candès 2021). Only widening: a window of 300 jobs of a bursty trace (jobs submitted together share
+  their fate) is a noisy estimate, and narrowing the interval the calibration windows measured on
+  thousands of jobs on it under-covers (measured on the real logs: docs/runtime-card.md).
+
+Jobs without outcomes (new submissions) keep ``choice_`` and the calibration offsets.
 
 Saved models: the parameters and category levels go to JSON, each booster as LightGBM model text
 (:meth:`RuntimePredictor.artifacts`); nothing is pickled.
@@ -166,9 +172,9 @@ class RuntimePredictor(BaseModel):
         (default 0.2; ``None`` = raw LightGBM quantiles).
     n_jobs : LightGBM threads (default 1: the machine is shared).
     random_state : seed.
-    online_window : online recalibration of the interval (module docstring): the conformal offsets
-        are re-estimated from the residuals of the latest this-many jobs of the predicted frame that
-        ended before each job's submission (default 300; ``None`` = the calibration offsets only).
+    online_window : the online choice of the point predictor and widening of the interval (module
+        docstring), from the latest this-many jobs of the predicted frame decided by each job's
+        submission (default 300; ``None`` = ``choice_`` and the calibration offsets only).
     max_train_jobs : cap on the training jobs (default 200,000; ``None`` = all). Above it the boosters
         are trained on a sample stratified by cluster × type (each stratum keeps its share, rows drawn
         uniformly with ``random_state``, kept in time order; the features — a user's running median —
@@ -177,7 +183,8 @@ class RuntimePredictor(BaseModel):
     Fitted attributes: ``features_`` (columns used), ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
     {column: [levels]}, ``choice_`` (the point predictor chosen on the calibration window, one of
     :data:`CHOICES`), ``selection_`` {candidate: MAE of log run time on the window}, ``offsets_``
-    (lower, upper conformal offsets, log-seconds), ``cell_medians_``, ``n_calibration_``, ``n_fit_``.
+    (lower, upper conformal offsets of ``choice_``, log-seconds), ``offsets_by_`` {candidate: offsets},
+    ``cell_medians_``, ``n_calibration_``, ``n_fit_``.
 
     Example::
 
