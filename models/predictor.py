@@ -56,17 +56,23 @@ things are chosen:
 The boosters and the cell medians are then refitted on all training jobs (the offsets kept: the
 finite-sample guarantee becomes approximate; calibrating on the *latest* jobs absorbs some drift).
 
-**Online recalibration** (``online_window=300``, default): when the jobs to predict carry their
-outcomes (``start_s``, ``end_s`` — a backtest, or a replay of a trace), each job's interval is
-recalibrated at its submission time on the latest ``online_window`` jobs of the same frame whose tail
-was decided by then (:func:`~acmemodel.models.predictor_conformal.online_offsets`; adaptive / rolling
-conformal inference, Gibbs & Candès 2021): what a scheduler knows at that moment. Give it the jobs
-still running too (``run_censored``): they are the long ones. A drift after training widens the
-interval within a few hundred jobs. The online step only **widens** (offsets below 0 are read as 0):
-a window of 300 jobs of a bursty trace (jobs submitted together share their fate) is a noisy
-estimate, and narrowing the interval the calibration windows measured on thousands of jobs on it
-under-covers (measured on the real logs: docs/runtime-card.md); jobs without outcomes keep the
-calibration offsets.
+**Online** (``online_window=300``, default), when the jobs to predict carry their outcomes
+(``start_s``, ``end_s`` — a backtest, or a replay of a trace; give it the jobs still running too,
+``run_censored``: they are the long ones), what a scheduler knows at each submission is used:
+
+* **the point predictor of each job** is the candidate with the smallest MAE over the latest
+  ``online_window`` jobs whose errors were decided by then
+  (:func:`~acmemodel.models.predictor_conformal.online_choice`), with that candidate's interval
+  (``offsets_by_``); the calibration windows' ``choice_`` until :data:`ONLINE_MIN` jobs are decided;
+* **the interval is widened on evidence of drift**: when the latest ``online_window`` jobs whose tail
+  was decided show more misses than a calibrated interval allows (``DRIFT_Z`` = 2 binomial SE), the
+  tail's offset becomes their split-conformal offset
+  (:func:`~acmemodel.models.predictor_conformal.online_offsets`; rolling conformal inference, Gibbs &
+  Candès 2021). Only widening: a window of 300 jobs of a bursty trace (jobs submitted together share
+  their fate) is a noisy estimate, and narrowing the interval the calibration windows measured on
+  thousands of jobs on it under-covers (measured on the real logs: docs/runtime-card.md).
+
+Jobs without outcomes (new submissions) keep ``choice_`` and the calibration offsets.
 
 Saved models: the parameters and category levels go to JSON, each booster as LightGBM model text
 (:meth:`RuntimePredictor.artifacts`); nothing is pickled.
@@ -80,8 +86,8 @@ import pandas as pd
 
 from acmemodel.models.base import BaseModel, register
 from acmemodel.models.predictor_baselines import baseline_predictions, cell_medians
-from acmemodel.models.predictor_conformal import (ONLINE_MIN, decided_scores, online_choice, online_offsets,
-                                                  tail_offset)
+from acmemodel.models.predictor_conformal import (ONLINE_MIN, decided_scores, interval_around, job_outcomes,
+                                                  online_choice, online_offsets, reading_time, tail_offset)
 
 __all__ = ["RuntimePredictor", "DEFAULT_FEATURES", "CATEGORICAL", "CHOICES", "submission_features"]
 
@@ -148,50 +154,6 @@ def submission_features(jobs: pd.DataFrame, timezones: dict[str, str] | None = N
     return out
 
 
-def _outcomes(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Start (s), end (s) and whether each job has ended with a known run time (started, not
-    ``run_censored``); without ``start_s`` the start is read as ``end_s − run_s``."""
-    run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(dtype=float) if "run_s" in jobs.columns \
-        else np.full(len(jobs), np.nan)
-    end = jobs["end_s"].to_numpy(dtype=float) if "end_s" in jobs.columns else np.full(len(jobs), np.nan)
-    start = jobs["start_s"].to_numpy(dtype=float) if "start_s" in jobs.columns else end - run
-    ended = np.isfinite(start) & np.isfinite(end) & np.isfinite(run)
-    if "run_censored" in jobs.columns:
-        ended &= ~jobs["run_censored"].fillna(False).to_numpy(dtype=bool)
-    if "started" in jobs.columns:
-        ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
-    return start, np.where(ended, start + np.maximum(run, 0.0), np.nan), ended
-
-
-def _interval(raw: np.ndarray, b: np.ndarray, name: str, offsets, mid: int) -> np.ndarray:
-    """The quantiles of jobs predicted by candidate ``name``: the boosters' (``"model"``) with their
-    conformal offsets, or the point ``b`` with its conformal residual quantiles around it."""
-    lo_off, hi_off = offsets
-    p = raw.copy()
-    if name == "model":
-        if lo_off or hi_off:   # conformal widening (or narrowing) of the outer interval, kept non-crossing
-            p[:, 0] = np.minimum(p[:, 0] - lo_off, p[:, 1])
-            p[:, -1] = np.maximum(p[:, -1] + hi_off, p[:, -2])
-        return p
-    p[:, mid] = b
-    p[:, 0] = np.minimum(b - lo_off, b)
-    p[:, -1] = np.maximum(b + hi_off, b)
-    return np.sort(p, axis=1)
-
-
-def _reading_time(jobs: pd.DataFrame) -> float:
-    """The latest time the training jobs' outcomes are known at: the latest end (or, for a job still
-    running, ``start + run_s``, its run time so far)."""
-    if not len(jobs) or "run_s" not in jobs.columns:
-        return float("inf")
-    run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(dtype=float)
-    start = jobs["start_s"].to_numpy(dtype=float) if "start_s" in jobs.columns else None
-    if start is None:
-        return float("inf")
-    t = start + np.maximum(run, 0.0)
-    return float(np.nanmax(t)) if np.isfinite(t).any() else float("inf")
-
-
 @register
 class RuntimePredictor(BaseModel):
     """LightGBM quantile regression of log run time from submission-time features (module doc).
@@ -210,9 +172,9 @@ class RuntimePredictor(BaseModel):
         (default 0.2; ``None`` = raw LightGBM quantiles).
     n_jobs : LightGBM threads (default 1: the machine is shared).
     random_state : seed.
-    online_window : online recalibration of the interval (module docstring): the conformal offsets
-        are re-estimated from the residuals of the latest this-many jobs of the predicted frame that
-        ended before each job's submission (default 300; ``None`` = the calibration offsets only).
+    online_window : the online choice of the point predictor and widening of the interval (module
+        docstring), from the latest this-many jobs of the predicted frame decided by each job's
+        submission (default 300; ``None`` = ``choice_`` and the calibration offsets only).
     max_train_jobs : cap on the training jobs (default 200,000; ``None`` = all). Above it the boosters
         are trained on a sample stratified by cluster × type (each stratum keeps its share, rows drawn
         uniformly with ``random_state``, kept in time order; the features — a user's running median —
@@ -221,7 +183,8 @@ class RuntimePredictor(BaseModel):
     Fitted attributes: ``features_`` (columns used), ``boosters_`` {quantile name: lightgbm.Booster}, ``categories_``
     {column: [levels]}, ``choice_`` (the point predictor chosen on the calibration window, one of
     :data:`CHOICES`), ``selection_`` {candidate: MAE of log run time on the window}, ``offsets_``
-    (lower, upper conformal offsets, log-seconds), ``cell_medians_``, ``n_calibration_``, ``n_fit_``.
+    (lower, upper conformal offsets of ``choice_``, log-seconds), ``offsets_by_`` {candidate: offsets},
+    ``cell_medians_``, ``n_calibration_``, ``n_fit_``.
 
     Example::
 
@@ -413,7 +376,7 @@ class RuntimePredictor(BaseModel):
                 folds.append({"raw": self._raw_predict(self._matrix(rows)), "base": baseline_predictions(rows, table),
                               "y": np.concatenate([y[cal_rows], np.full(len(win), np.nan)]), "jobs": rows})
             if folds:
-                self._calibrate(folds, _reading_time(feats.loc[mask | running]))
+                self._calibrate(folds, reading_time(feats.loc[mask | running]))
                 self.n_calibration_ = int(sum(len(f["y"]) for f in folds))
         self.boosters_ = train(np.arange(len(jobs)))
         self.cell_medians_ = cell_medians(jobs, y)
@@ -476,7 +439,7 @@ class RuntimePredictor(BaseModel):
                     a, b = f["raw"][:, 0], f["raw"][:, -1]
                 else:
                     a = b = point(f, name, best_base)
-                start, end, ended = _outcomes(f["jobs"])
+                start, end, ended = job_outcomes(f["jobs"])
                 sl, sh = decided_scores(at_s, start, end, ended & np.isfinite(f["y"]), a, b)
                 lo.append(sl)
                 hi.append(sh)
@@ -524,14 +487,14 @@ class RuntimePredictor(BaseModel):
         names = list(points)
         pick = np.full(len(jobs), names.index(choice) if choice in names else 0)
         if self.online_window and len(names) > 1 and {"submit_s", "start_s", "end_s"} <= set(jobs.columns):
-            start, end, ended = _outcomes(jobs)
+            start, end, ended = job_outcomes(jobs)
             pick = online_choice(start, end, ended, np.column_stack([points[k] for k in names]),
                                  jobs["submit_s"].to_numpy(dtype=float), int(self.online_window), pick)
         pred = raw.copy()
         for j, name in enumerate(names):
             rows = pick == j
             if rows.any():
-                pred[rows] = _interval(raw[rows], points[name][rows], name, by[name], mid)
+                pred[rows] = interval_around(raw[rows], points[name][rows], name, by[name], mid)
         if self.online_window:
             pred = self._online(jobs, pred)
         return pd.DataFrame(pred, index=jobs.index, columns=[_q_name(q) for q in qs])
@@ -542,7 +505,7 @@ class RuntimePredictor(BaseModel):
         :data:`ONLINE_MIN` of them, else the interval is left as it is)."""
         if "submit_s" not in jobs.columns or "start_s" not in jobs.columns or "end_s" not in jobs.columns:
             return pred
-        start, end, ended = _outcomes(jobs)
+        start, end, ended = job_outcomes(jobs)
         q_lo, q_hi = online_offsets(start, end, ended, pred[:, 0], pred[:, -1],
                                     jobs["submit_s"].to_numpy(dtype=float), int(self.online_window),
                                     1.0 - min(self.quantiles), max(self.quantiles))

@@ -34,9 +34,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["tail_offset", "decided_scores", "online_offsets", "online_choice", "ipcw_weights", "IPCW_FLOOR",
-           "ONLINE_MIN"]
+           "ONLINE_MIN", "job_outcomes", "reading_time", "interval_around"]
 
 #: fewest decided jobs for the online recalibration of a job's interval
 ONLINE_MIN = 50
@@ -163,3 +164,47 @@ def ipcw_weights(ended, censored) -> np.ndarray:
     # G(y−): the survival just before y (a censoring at exactly y does not remove job i from view)
     gy = g.evaluate(np.nextafter(y, -np.inf))
     return 1.0 / np.maximum(gy, IPCW_FLOOR)
+
+
+def job_outcomes(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start (s), end (s) and whether each job has ended with a known run time (started, not
+    ``run_censored``); without ``start_s`` the start is read as ``end_s − run_s``."""
+    run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(dtype=float) if "run_s" in jobs.columns \
+        else np.full(len(jobs), np.nan)
+    end = jobs["end_s"].to_numpy(dtype=float) if "end_s" in jobs.columns else np.full(len(jobs), np.nan)
+    start = jobs["start_s"].to_numpy(dtype=float) if "start_s" in jobs.columns else end - run
+    ended = np.isfinite(start) & np.isfinite(end) & np.isfinite(run)
+    if "run_censored" in jobs.columns:
+        ended &= ~jobs["run_censored"].fillna(False).to_numpy(dtype=bool)
+    if "started" in jobs.columns:
+        ended &= jobs["started"].fillna(False).to_numpy(dtype=bool)
+    return start, np.where(ended, start + np.maximum(run, 0.0), np.nan), ended
+
+
+def interval_around(raw: np.ndarray, b: np.ndarray, name: str, offsets, mid: int) -> np.ndarray:
+    """The quantiles of jobs predicted by candidate ``name``: the boosters' (``"model"``) with their
+    conformal offsets, or the point ``b`` with its conformal residual quantiles around it."""
+    lo_off, hi_off = offsets
+    p = raw.copy()
+    if name == "model":
+        if lo_off or hi_off:   # conformal widening (or narrowing) of the outer interval, kept non-crossing
+            p[:, 0] = np.minimum(p[:, 0] - lo_off, p[:, 1])
+            p[:, -1] = np.maximum(p[:, -1] + hi_off, p[:, -2])
+        return p
+    p[:, mid] = b
+    p[:, 0] = np.minimum(b - lo_off, b)
+    p[:, -1] = np.maximum(b + hi_off, b)
+    return np.sort(p, axis=1)
+
+
+def reading_time(jobs: pd.DataFrame) -> float:
+    """The latest time the training jobs' outcomes are known at: the latest end (or, for a job still
+    running, ``start + run_s``, its run time so far)."""
+    if not len(jobs) or "run_s" not in jobs.columns:
+        return float("inf")
+    run = pd.to_numeric(jobs["run_s"], errors="coerce").to_numpy(dtype=float)
+    start = jobs["start_s"].to_numpy(dtype=float) if "start_s" in jobs.columns else None
+    if start is None:
+        return float("inf")
+    t = start + np.maximum(run, 0.0)
+    return float(np.nanmax(t)) if np.isfinite(t).any() else float("inf")
