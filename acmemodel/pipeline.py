@@ -24,6 +24,19 @@ def model_names() -> list[str]:
     return list(_builders())
 
 
+#: trace columns no model of a bundle reads (provenance and display only: row origin, the datetime twins of the
+#: ``*_s`` seconds, the AcmeTrace totals): :func:`drop_unused_columns` frees them before a fit
+UNUSED_COLUMNS = ("source_file", "source_line", "submit_time", "start_time", "end_time", "shared_mem_per_pod",
+                  "gpu_time_s")
+
+
+def drop_unused_columns(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Drop :data:`UNUSED_COLUMNS` from ``jobs`` in place (the fit's memory: about 130 MB per million jobs of a
+    Parquet trace, a quarter of its job table) and return it. Call it once the trace's provenance is taken."""
+    jobs.drop(columns=[c for c in UNUSED_COLUMNS if c in jobs.columns], inplace=True)
+    return jobs
+
+
 def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
                models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
                params: dict[str, dict] | None = None, subsets: dict[str, "pd.Series"] | None = None,

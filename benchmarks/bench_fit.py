@@ -7,7 +7,7 @@ the baseline of the same run is pyarrow's raw read of the same files (``pyarrow.
 the script prints fit time and memory as ratios against it, and the Dask fit against the in-process one.
 
     python benchmarks/bench_fit.py [--jobs 1000000 [3000000 ...]] [--clusters 4] [--days 730] [--workers 2]
-        [--keep DIR]
+        [--keep DIR [--reuse]]
 
 The trace is :func:`acmemodel.evaluation.synthetic.synthetic_jobs` (lognormal run times per type, per-user
 factors, Acme's type mix) written with the AcmeTrace formatter (:func:`acmemodel.export.acmetrace_table`).
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -37,20 +38,27 @@ else:
     warnings.simplefilter("ignore")
     from pathlib import Path
     from acmemodel.features.names import jobs_with_extras
-    from acmemodel.pipeline import fit_bundle
+    from acmemodel.pipeline import drop_unused_columns, fit_bundle
     from acmemodel.trace import load_trace
     files = sorted(Path(folder).glob("*.parquet"))
     trace = load_trace(files, cluster=[f.name.split("_")[0] for f in files])
-    t_load = time.perf_counter() - t0
+    drop_unused_columns(trace.jobs)  # (as acmemodel fit does once the provenance is taken)
+    t_load, cpu_load, rss_load = time.perf_counter() - t0, cpu(), peak_rss()
+    marks = []  # (model about to be fitted, CPU s, peak RSS MB) at each progress call: CPU and peak per model
+    def progress(i, n, desc):
+        marks.append((desc.replace("fitting ", ""), cpu(), peak_rss()))
     client = cluster = None
     if mode == "dask":
         from dask.distributed import Client, LocalCluster
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
-    b = fit_bundle(jobs_with_extras(trace), trace.timezones, client=client)
+    b = fit_bundle(jobs_with_extras(trace), trace.timezones, client=client, progress=progress)
     if client is not None:
         client.close(); cluster.close()
-    out = {"rows": len(trace.jobs), "load_s": t_load, "fit_seconds": b.provenance["fit_seconds"]}
+    out = {"rows": len(trace.jobs), "load_s": t_load, "load_cpu_s": cpu_load, "load_peak_rss_mb": rss_load,
+           "fit_seconds": b.provenance["fit_seconds"], "cpu_s": cpu(),
+           "model_cpu_s": {m: c1 - c0 for (m, c0, _), (_, c1, _) in zip(marks, marks[1:])},
+           "model_peak_rss_mb": {m: r1 for (m, _, _), (_, _, r1) in zip(marks, marks[1:])}}
 out["wall_s"] = time.perf_counter() - t0
 out["peak_rss_mb"] = peak_rss()
 print(json.dumps(out))
@@ -95,6 +103,7 @@ def main(argv=None) -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask fit")
     ap.add_argument("--keep", type=Path, default=None, help="write the fleet's files here (kept)")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: use the fleet's files already there")
     a = ap.parse_args(argv)
     walls = []
     for n in a.jobs:
@@ -102,7 +111,10 @@ def main(argv=None) -> None:
             folder = a.keep / f"fleet_{n}" if a.keep else Path(tmp)
             folder.mkdir(parents=True, exist_ok=True)
             t = time.perf_counter()
-            nf = write_fleet(folder, n, a.clusters, a.days)
+            if a.reuse and any(folder.glob("*.parquet")):
+                nf = len(list(folder.glob("*.parquet")))
+            else:
+                nf = write_fleet(folder, n, a.clusters, a.days)
             print(f"{n:,} jobs, {a.clusters} clusters, {a.days:.0f} days: {nf} Parquet files "
                   f"({time.perf_counter() - t:.0f} s to write)")
             base = run("arrow", folder, 1)
@@ -114,6 +126,12 @@ def main(argv=None) -> None:
                   f"{fit['peak_rss_mb']:.0f} MB = {fit['wall_s'] / base['wall_s']:.1f}x the raw read's time, "
                   f"{fit['peak_rss_mb'] / base['peak_rss_mb']:.1f}x its memory")
             print("    per model (s): " + ", ".join(f"{k} {v:.1f}" for k, v in fit["fit_seconds"].items()))
+            print(f"    CPU (s): {fit['cpu_s']:.1f} in all, load {fit['load_cpu_s']:.1f}; per model: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in fit["model_cpu_s"].items()))
+            print(f"    peak RSS (MB) after: load {fit['load_peak_rss_mb']:.0f}, "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in fit["model_peak_rss_mb"].items()))
+            print(f"    load average (1 min) {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall figures "
+                  "are CPU-bound, so a loaded machine stretches them")
             if not a.no_dask:
                 dk = run("dask", folder, a.workers)
                 print(f"  fit on a LocalCluster of {a.workers}: {dk['wall_s']:.1f} s = "

@@ -16,7 +16,7 @@ def test_dask_fit_equals_in_process_fit():
     distributed = pytest.importorskip("dask.distributed")
     jobs = synthetic_jobs(3000, 5, days=40.0)
     tz = {"Seren": "+08:00", "Kalos": "+00:00"}
-    names = ["runtime", "arrival", "gpu_counts", "predictor"]
+    names = ["runtime", "queue", "arrival", "gpu_counts", "predictor"]
     local = fit_bundle(jobs, tz, models=names)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:

@@ -50,7 +50,7 @@ def fit_cmd(
 
     With --workers/--scheduler each model is one Dask task (the bundle is the same as in-process)."""
     from acmemodel.cli._dask import close_client, dask_client
-    from acmemodel.pipeline import estimators_of, fit_bundle
+    from acmemodel.pipeline import drop_unused_columns, estimators_of, fit_bundle
 
     check_bundle_out(out)
     params = estimators_of(like) if like is not None else {}
@@ -70,6 +70,7 @@ def fit_cmd(
             use = {m: p for m, p in params.items() if names is None or m in names}
             prov = trace_provenance(trace)
             prov["estimators"] = use  # the non-default constructor settings ({}: every model's defaults)
+            drop_unused_columns(trace.jobs)  # (provenance taken: what no model reads is freed)
             if like is not None:
                 prov["estimators_from"] = str(like)
             bundle = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models,
