@@ -41,7 +41,8 @@ __all__ = ["tail_offset", "decided_scores", "online_offsets", "online_choice", "
 
 #: fewest decided jobs for the online recalibration of a job's interval
 ONLINE_MIN = 50
-#: one-sided z of the online drift test: a window's misses beyond ``n(1 − level) + z·sqrt(n·level·(1 − level))``
+#: one-sided z of the online drift tests: a window's misses beyond ``n(1 − level) + z·sqrt(n·level·(1 − level))``;
+#: a candidate point predictor better than the calibration windows' choice by z paired SE
 DRIFT_Z = 2.0
 #: smallest censoring survival used in :func:`ipcw_weights` (caps a weight at 20)
 IPCW_FLOOR = 0.05
@@ -127,7 +128,9 @@ def online_choice(start_s: np.ndarray, end_s: np.ndarray, ended: np.ndarray, poi
     still running past every prediction, where ``|y − p| = y − p`` for every candidate and the unknown
     ``y`` is common to them all, so the elapsed log time stands in for it without changing the ranking.
     A job started more recently counts for none (whether it ended or not: no tilt to short jobs).
-    ``default`` (the choice of the calibration windows) where fewer than ``min_jobs`` were decided."""
+    The choice leaves ``default`` (the choice of the calibration windows; kept where fewer than
+    ``min_jobs`` were decided) only for a candidate whose paired gain over it on the window exceeds
+    ``DRIFT_Z`` standard errors (the best such one)."""
     start_s = np.asarray(start_s, float)
     ended = np.asarray(ended, bool)
     end_s = np.where(ended, np.asarray(end_s, float), np.inf)
@@ -144,7 +147,14 @@ def online_choice(start_s: np.ndarray, end_s: np.ndarray, ended: np.ndarray, poi
         here = k == kk
         t = at[here].min()
         v = np.where(end_s[rows] <= t, y[rows], np.log1p(np.maximum(t - start_s[rows], 0.0)))
-        out[here] = int(np.argmin(np.abs(v[:, None] - P[rows]).mean(axis=0)))
+        err = np.abs(v[:, None] - P[rows])
+        d = out[here][0]
+        # leave the calibration windows' choice only for a candidate better by DRIFT_Z paired SE
+        gain = err[:, [d]] - err
+        se = gain.std(axis=0, ddof=1) / math.sqrt(len(rows)) if len(rows) > 1 else np.full(P.shape[1], np.inf)
+        ok = gain.mean(axis=0) > DRIFT_Z * se
+        if ok.any():
+            out[here] = int(np.argmax(np.where(ok, gain.mean(axis=0), -np.inf)))
     return out
 
 
