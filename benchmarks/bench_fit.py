@@ -105,7 +105,7 @@ def main(argv=None) -> None:
     ap.add_argument("--keep", type=Path, default=None, help="write the fleet's files here (kept)")
     ap.add_argument("--reuse", action="store_true", help="with --keep: use the fleet's files already there")
     a = ap.parse_args(argv)
-    walls = []
+    walls, cpus = [], []
     for n in a.jobs:
         with tempfile.TemporaryDirectory() as tmp:
             folder = a.keep / f"fleet_{n}" if a.keep else Path(tmp)
@@ -120,6 +120,7 @@ def main(argv=None) -> None:
             base = run("arrow", folder, 1)
             fit = run("fit", folder, 1)
             walls.append(fit["wall_s"])
+            cpus.append(fit["cpu_s"])
             print(f"  pyarrow raw read: {base['wall_s']:.1f} s, table {base['table_mb']:.0f} MB, "
                   f"peak RSS {base['peak_rss_mb']:.0f} MB")
             print(f"  fit in-process:   {fit['wall_s']:.1f} s (load {fit['load_s']:.1f} s), peak RSS "
@@ -139,7 +140,9 @@ def main(argv=None) -> None:
                       f"{dk['peak_rss_mb']:.0f} MB")
     if len(walls) > 1:
         k = math.log(walls[-1] / walls[0]) / math.log(a.jobs[-1] / a.jobs[0])
-        print(f"time exponent of fit from {a.jobs[0]:,} to {a.jobs[-1]:,} jobs: {k:.2f}")
+        kc = math.log(cpus[-1] / cpus[0]) / math.log(a.jobs[-1] / a.jobs[0])
+        print(f"time exponent of fit from {a.jobs[0]:,} to {a.jobs[-1]:,} jobs: {k:.2f} (wall), {kc:.2f} (CPU; "
+              "the wall figure is only meaningful on a machine with the same load for both runs)")
 
 
 if __name__ == "__main__":
