@@ -395,7 +395,8 @@ class FailureModel(FailureQueriesMixin, TwoRegimeFitMixin, FailureCurvesMixin, B
                            "lower": self.params_ - z * se, "upper": self.params_ + z * se}, index=names)
         derived = [("alpha (late rate ∝ gpus^alpha)", self.alpha_, self.alpha_se_, *self.alpha_ci_),
                    (f"shape k (late {self._late_label()})", self.shape_, np.nan, *self.shape_ci_),
-                   (f"scale_s at g_ref (late {_FAMILY_TEXT[self.late_family]}, reference covariates)", self.scale_s_, np.nan,
+                   (f"scale_s at g_ref (late {_FAMILY_TEXT[self.late_family]}, reference covariates)",
+                    self.scale_s_, np.nan,
                     np.nan, np.nan)]
         if self.regimes == 2:
             derived += [("early median s", self.early_median_s_, np.nan, np.nan, np.nan),

@@ -58,15 +58,16 @@ def _scaled_multipliers(main_run, base: dict, factor: float) -> dict:
     return {t.name: base.get(t.name, base.get(t.category, 1.0)) * factor for t in main_run.mix.types}
 
 
-def sensitivity_band(main_run, *, chosen: str | None, scenario, replicas: int, base_multipliers: dict | None = None,
-                     band_replicas: int = 2000, ckpt_cost_for=None, main_cost_source: str | None = None) -> dict:
+def sensitivity_band(main_run, *, chosen: str | None, scenario, replicas: int,
+                     base_multipliers: dict | None = None, band_replicas: int = 2000, ckpt_cost_for=None, main_cost_source: str | None = None) -> dict:
     """The band of ``main_run`` (a :class:`RunPlan`). ``chosen``: the preset of the main answer (``None``:
     the config's own failure model); ``scenario(preset=..., rate_multipliers=..., n_replicas=...,
     ckpt_cost=...)`` re-plans the run under another preset or other rate multipliers (the planner's
-    inputs path); ``replicas``: the main run's (capped at ``band_replicas``); ``base_multipliers``: the configuration's rate multipliers; ``ckpt_cost_for(preset) ->
-    (cost_s, source)`` the checkpoint cost a preset row uses (default: the preset's published cost, else
-    the main run's; the planner passes :func:`scenario_ckpt_cost` so a row equals choosing the preset);
-    ``main_cost_source`` the source of the main run's cost."""
+    inputs path); ``replicas``: the main run's (capped at ``band_replicas``); ``base_multipliers``: the
+    configuration's rate multipliers; ``ckpt_cost_for(preset) -> (cost_s, source)`` the checkpoint
+    cost a preset row uses (default: the preset's published cost, else the main run's; the planner
+    passes :func:`scenario_ckpt_cost` so a row equals choosing the preset); ``main_cost_source`` the
+    source of the main run's cost."""
     n_rep = min(int(replicas), band_replicas)
     base_mult = dict(base_multipliers or {})
     main = {**_summary(main_run), "ckpt_cost_source": main_cost_source}

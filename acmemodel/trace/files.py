@@ -18,7 +18,8 @@ import pandas as pd
 from acmemodel.clusters import CLUSTER_TZ
 from acmemodel.errors import TraceFormatError
 from acmemodel.trace.csvbytes import (
-    _CLOSED_LINE, _QUOTE_MASK, _file_bytes, _has_quote, _is_gzip, _mask_unbalanced_quotes, _physical_lines, _utf8_repaired,
+    _CLOSED_LINE, _QUOTE_MASK, _file_bytes, _has_quote, _is_gzip, _mask_unbalanced_quotes, _physical_lines,
+    _utf8_repaired,
 )
 from acmemodel.trace.arrow import _Background, _factorize_columns, _normalise_job_ids, _parse_columns, _raw_frame
 from acmemodel.trace.schema import (

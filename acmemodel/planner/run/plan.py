@@ -34,9 +34,9 @@ class RunPlan:
     simulation: RunSimulation | None
     curve: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list = field(default_factory=list)
-    #: kWh / tCO2e of the GPU-time loss by cause (:meth:`acmemodel.planner.energy.PowerModel.price_loss`; set by the planner)
+    #: kWh / tCO2e of the GPU-time loss by cause (``PowerModel.price_loss``; set by the planner)
     energy: dict | None = None
-    #: the sensitivity band (:func:`acmemodel.planner.sensitivity.sensitivity_band`; set by the planner)
+    #: the sensitivity band (``sensitivity_band``; set by the planner)
     sensitivity: dict | None = None
 
     @property
