@@ -309,8 +309,9 @@ def test_reproduce_replicas_memory_estimate(capsys, monkeypatch):
 
 
 def test_memory_budget_respects_an_address_space_limit(capsys, monkeypatch):
-    """Under ``prlimit --as=4G`` the budget is half the cap: ``reproduce --replicas 3`` (about 4.3 GB) is
-    refused at once, where it used to run 53 s into an out-of-memory error."""
+    """Under ``prlimit --as=4G`` the budget is half the cap: ``reproduce --replicas 16`` (about 3.3 GB: one
+    replica's synthesis at a time plus every replica's pooled jobs) is refused at once instead of running
+    into an out-of-memory error."""
     import resource
 
     from acmemodel.limits import memory_budget
@@ -321,6 +322,6 @@ def test_memory_budget_respects_an_address_space_limit(capsys, monkeypatch):
                         else (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     assert memory_budget() == min(free, CAP // 2)
     t0 = time.perf_counter()
-    line = _one_error(*_main(["reproduce", "--replicas", "3"], capsys))
-    assert "Seren 3, Kalos 3 replica(s)" in line and "address-space limit" in line
+    line = _one_error(*_main(["reproduce", "--replicas", "16"], capsys))
+    assert "Seren 16, Kalos 16 replica(s)" in line and "address-space limit" in line
     assert time.perf_counter() - t0 < 20
