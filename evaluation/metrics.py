@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acmemodel.models.gof import _ecdf_steps, ks_distance  # noqa: F401  (re-exported)
+from acmemodel.models.gof import ks_distance
 
 __all__ = ["ks_distance", "pit_ks", "crps_samples", "crps_grid", "heldout_loglik", "pinball_loss",
            "interval_coverage", "mae_log", "log_time"]

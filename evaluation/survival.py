@@ -140,7 +140,7 @@ def km_at(T, E, horizons) -> pd.DataFrame:
 def survival_metrics(T, E, S_fn, *, horizons: Sequence[float] = HORIZONS_S,
                      loglik: np.ndarray | None = None) -> dict[str, float]:
     """All failure metrics of one model on one cell. ``S_fn(times)`` → survival matrix."""
-    from acmemodel.models.failure import rmst, rmst_grid
+    from acmemodel.models.failure_curves import rmst, rmst_grid
 
     T, E = np.asarray(T, float), np.asarray(E, bool)
     grid = eval_grid(T)

@@ -93,20 +93,16 @@ from scipy import special, stats
 from acmemodel.errors import DataWarning
 from acmemodel.features.keys import DEFAULT_GPU_EDGES
 from acmemodel.models.base import BaseModel, register, unjson_float
-from acmemodel.models.blas import single_thread_blas  # noqa: F401  (also re-exported)
+from acmemodel.models.blas import single_thread_blas
 
-from acmemodel.models.failure_curves import (  # noqa: F401  (re-exported)
-    CAUSES, COMPARISON_MODELS, FailureCurvesMixin, _aft_design, _fit_lifelines, _lifelines_loglik,
-    _lifelines_survival, aj_confidence_band, rmst, rmst_grid,
+from acmemodel.models.failure_curves import (
+    CAUSES, COMPARISON_MODELS, FailureCurvesMixin, _aft_design, _lifelines_loglik, _lifelines_survival,
 )
 from acmemodel.models.failure_laws import LATE_FAMILIES, late_regime
-from acmemodel.models.failure_mle import (  # noqa: F401  (re-exported)
-    CURVE_GRID_S, TwoRegimeFitMixin, _check_component, _curve_on_grid, _Design, _Mixture, _num_jac, _step_at, survival_frame,
-    left_truncated_unknown_age,
+from acmemodel.models.failure_mle import (
+    CURVE_GRID_S, TwoRegimeFitMixin, _check_component, _Design, _Mixture, left_truncated_unknown_age, survival_frame,
 )
-from acmemodel.models.failure_queries import (  # noqa: F401  (re-exported)
-    IDENTIFIABILITY_SIZES, MAX_MTTF_RATIO, SUPPORT_MIN_EVENTS, FailureQueriesMixin, _human_s, failure_support,
-)
+from acmemodel.models.failure_queries import IDENTIFIABILITY_SIZES, FailureQueriesMixin, failure_support
 
 
 #: the late families in words

@@ -43,7 +43,7 @@ import pandas as pd
 
 from acmemodel.clusters import cluster_info, cluster_timezones, utc_offset_seconds
 from acmemodel.models.base import BaseModel, register
-from acmemodel.models.forecast_backtest import SeriesBacktest, backtest_series  # noqa: F401  (re-exported)
+from acmemodel.models.forecast_backtest import backtest_series
 from acmemodel.models.forecast_methods import (  # noqa: F401  (re-exported)
     forecast_fixed, forecast_series, select_method, selection_horizon,
 )

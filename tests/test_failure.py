@@ -10,9 +10,8 @@ import pytest
 from scipy import stats
 
 from acmemodel.models import Bundle
-from acmemodel.models.failure import (
-    CURVE_GRID_S, FailureModel, aj_confidence_band, survival_frame,
-)
+from acmemodel.models.failure import CURVE_GRID_S, FailureModel, survival_frame
+from acmemodel.models.failure_curves import aj_confidence_band
 
 K, ETA0, ALPHA, G_REF = 0.7, 20 * 86400.0, 0.8, 8.0
 P_EARLY, EARLY_MED, EARLY_SD = 0.3, 120.0, 1.0
@@ -332,7 +331,8 @@ def test_model_comparison_table(compared):
 def test_cox_reduction_matches_lifelines():
     from lifelines import CoxPHFitter
 
-    from acmemodel.models.failure import _aft_design, _Design, _fit_lifelines, _lifelines_survival
+    from acmemodel.models.failure import _aft_design, _Design, _lifelines_survival
+    from acmemodel.models.failure_curves import _fit_lifelines
 
     fr = survival_frame(simulate(1500, seed=10, regimes=1))
     d = _Design.build(fr, 30)

@@ -169,7 +169,8 @@ def test_failure_support_backs_off():
     """failure_support_s: the cluster x bucket cell with >= SUPPORT_MIN_EVENTS failures, else the
     bucket over clusters, else every failure; inf without it (the default bundle, read from JSON,
     carries it: the test above)."""
-    from acmemodel.models.failure import SUPPORT_MIN_EVENTS, FailureModel, failure_support
+    from acmemodel.models.failure import FailureModel
+    from acmemodel.models.failure_queries import SUPPORT_MIN_EVENTS, failure_support
 
     fr = pd.DataFrame({
         "cluster": ["A"] * 12 + ["B"] * 3 + ["A"] * 10,
