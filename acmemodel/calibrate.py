@@ -95,7 +95,7 @@ import numpy as np
 import pandas as pd
 from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue, utc_offset_seconds
 from acmemodel.calibrate_inputs import (
-    Assumptions, _summary, _to_contract, infra_reference, TARGET_OFFSET_MAX, TYPE_SHARE,
+    Assumptions, _summary, _to_contract, TARGET_OFFSET_MAX, TYPE_SHARE,
 )
 from acmemodel.calibrate_pseudo import (
     assign_gpu_counts, cpu_jobs, draw_jobs, final_states, gpu_submissions, hurdle_queue, infrastructure_failures,

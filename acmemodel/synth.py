@@ -411,7 +411,7 @@ def _local_start(start, off: int) -> float:
 
 # ---------------------------------------------------------------------- formatting
 # The AcmeTrace formatter and CSV writer live in acmemodel.export (acmetrace.format_rows,
-# _common.time_bytes/format_times/write_csv); synth only adds the placeholder columns of
+# _text.time_bytes/format_times, _common.write_csv); synth only adds the placeholder columns of
 # synthetic jobs and keeps its historical entry points as thin wrappers.
 def _is_kalos(cluster: str) -> bool:
     return str(cluster).lower().startswith("kalos")
@@ -471,8 +471,9 @@ def schema_columns(jobs: pd.DataFrame, cluster: str, *, id_seed: int = 0) -> pd.
 
 def format_timestamps(t_s, timezone: str) -> np.ndarray:
     """``YYYY-MM-DD HH:MM:SS+08:00`` byte strings (``b""`` where NaN) of Unix seconds (floored) in
-    the fixed-offset ``timezone``: a wrapper of :func:`acmemodel.export.time_bytes`."""
-    from acmemodel.export import format_offset, time_bytes
+    the fixed-offset ``timezone``: a wrapper of :func:`acmemodel.export._text.time_bytes`."""
+    from acmemodel.export._common import format_offset
+    from acmemodel.export._text import time_bytes
 
     t = np.asarray(t_s, dtype=float)
     ok = np.isfinite(t)
@@ -517,13 +518,13 @@ def trace_file_kind(path: str | Path) -> str:
 def write_acmetrace(table, path: str | Path) -> Path:
     """Write a :func:`to_acmetrace` table (or a DataFrame of strings) as one file: ``.csv`` (``.gz`` →
     gzip) with the unquoted header and values of the published files
-    (:func:`acmemodel.export.write_csv`), or ``.parquet`` (the same string columns, empty values as
+    (:func:`acmemodel.export._common.write_csv`), or ``.parquet`` (the same string columns, empty values as
     nulls; :func:`acmemodel.trace.load_trace` reads both). Any other suffix is refused
     (``ValueError``). For a directory of per-cluster files with a README use
     :func:`acmemodel.export.write_acmetrace`."""
     import pyarrow as pa
 
-    from acmemodel.export import write_csv
+    from acmemodel.export._common import write_csv
 
     path = Path(path)
     kind = trace_file_kind(path)

@@ -14,7 +14,7 @@ loaded-models baseline, and that growth per 1,000 rows (constant = memory propor
 the package's single AcmeTrace formatter, :mod:`acmemodel.export.acmetrace`) or a simulator format
 written by :func:`acmemodel.export.write` (swf, helios, philly, batsim).
 
-Also printed: the timestamp kernel of that formatter (:func:`acmemodel.export._common.time_bytes`,
+Also printed: the timestamp kernel of that formatter (:func:`acmemodel.export._text.time_bytes`,
 lookup tables of day and clock text) against library baselines on the same 1M timestamps —
 ``numpy.datetime_as_string`` and pandas ``strftime`` — in the same run.
 
@@ -127,7 +127,7 @@ def timestamp_kernels(n: int = 1_000_000) -> list[tuple[str, float]]:
     import numpy as np
     import pandas as pd
 
-    from acmemodel.export._common import time_bytes
+    from acmemodel.export._text import time_bytes
 
     rng = np.random.default_rng(0)
     sec = (1677600000 + np.sort(rng.uniform(0, 184 * 86400, n))).astype(np.int64)

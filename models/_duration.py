@@ -42,10 +42,7 @@ from acmemodel.models.blas import single_thread_blas
 from acmemodel.models.cells import CellEntry, CellTable, Resolved, _key_categorical
 from acmemodel.models.duration_mix import DurationMixture
 from acmemodel.models.distributions import get_family
-from acmemodel.models.duration_cell import (  # noqa: F401  (re-exported: they lived here)
-    DEGENERATE_SIGMA, EMPIRICAL_LEVELS, MIN_FAMILY_JOBS, DurationCell, _brief_params, _complexity,
-    _empirical_quantiles, _select_family, fit_duration_cell,
-)
+from acmemodel.models.duration_cell import EMPIRICAL_LEVELS, DurationCell, _brief_params, fit_duration_cell
 
 
 #: prior weights ``k`` (in jobs) tried for the shrinkage ``w = n / (n + k)`` (module docstring)

@@ -71,9 +71,8 @@ __all__ = ["ArrivalModel", "to_unix_seconds", "hour_of_week"]
 _MAX_USER_RANKS = 200
 _MIN_EVENTS_TREND = 50
 _MIN_DAYS_TREND = 14.0
-from acmemodel.models.arrival_glm import (  # noqa: E402,F401  (re-exported)
-    _N_GAP_Q, HOURS_PER_WEEK, ArrivalFitMixin, _how_of_local_hour, _hour_bins, _ztnb_logpmf, _ztnb_table, fit_ztnb,
-    hour_bins, hour_of_week, how_of_local_hour, to_unix_seconds,
+from acmemodel.models.arrival_glm import (  # noqa: E402
+    _N_GAP_Q, HOURS_PER_WEEK, ArrivalFitMixin, _how_of_local_hour, _hour_bins, hour_of_week, to_unix_seconds,
 )
 from acmemodel.models.arrival_rates import ArrivalRatesMixin  # noqa: E402
 from acmemodel.models.blas import single_thread_blas as _single_thread_blas  # noqa: E402,F401

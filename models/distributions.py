@@ -42,11 +42,11 @@ from scipy import optimize, special, stats
 
 from acmemodel.errors import ConvergenceWarning
 from acmemodel.models.distributions_mix import Empirical, KaplanMeierTail, LogNormalMixture2
-from acmemodel.models.family import _LOG_2PI, Family, _as_data, _safe_log, family_from_dict  # noqa: F401
+from acmemodel.models.family import _LOG_2PI, Family, _safe_log
 
 __all__ = [
     "Family", "LogNormal", "Weibull", "Gamma", "LogLogistic", "LogNormalMixture2", "Empirical", "KaplanMeierTail",
-    "FAMILIES", "OPTIONAL_FAMILIES", "family_from_dict", "get_family", "uniforms",
+    "FAMILIES", "OPTIONAL_FAMILIES", "get_family", "uniforms",
 ]
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import special, stats
 
 from acmemodel.errors import ConvergenceWarning
-from acmemodel.models.family import _LOG_2PI, Family, _as_data, _safe_log
+from acmemodel.models.family import _LOG_2PI, Family, _safe_log
 
 # ====================================================================== mixture
 class LogNormalMixture2(Family):

@@ -63,9 +63,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from acmemodel.models.base import unjson_float
-from acmemodel.models.distributions import (
-    Empirical, Family, KaplanMeierTail, LogNormal, family_from_dict, get_family,
-)
+from acmemodel.models.distributions import Empirical, KaplanMeierTail, LogNormal, get_family
+from acmemodel.models.family import Family, family_from_dict
 from acmemodel.models.gof import ks_distance
 
 __all__ = ["DurationCell", "fit_duration_cell", "EMPIRICAL_LEVELS", "MIN_FAMILY_JOBS", "DEGENERATE_SIGMA"]

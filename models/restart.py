@@ -66,9 +66,8 @@ METHODS: tuple[str, ...] = ("glm", "lgbm")
 _RARE = "(rare)"
 
 
-from acmemodel.models.restart_dist import (  # noqa: E402,F401  (re-exported)
-    PRIOR_MINUTES_FLOOR, PRIOR_SIGMA_MIN, MixtureDistribution, RestartDistribution, _check_rng_n,
-    prior_distribution, prior_table,
+from acmemodel.models.restart_dist import (  # noqa: E402
+    PRIOR_SIGMA_MIN, MixtureDistribution, RestartDistribution, prior_distribution,
 )
 from acmemodel.models.restart_reports import RestartReportsMixin  # noqa: E402
 

@@ -11,7 +11,8 @@ from scipy import stats
 
 from acmemodel.clusters import utc_offset_seconds
 from acmemodel.errors import NotFittedError
-from acmemodel.models.arrival import ArrivalModel, fit_ztnb, hour_of_week
+from acmemodel.models.arrival import ArrivalModel, hour_of_week
+from acmemodel.models.arrival_glm import fit_ztnb
 from acmemodel.models.bundle import Bundle
 from acmemodel.models.gpu_counts import GpuCountModel
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from acmemodel.models.family import family_from_dict
 from acmemodel.models.distributions import (
-    FAMILIES, Empirical, Gamma, LogLogistic, LogNormal, LogNormalMixture2, Weibull, family_from_dict,
+    FAMILIES, Empirical, Gamma, LogLogistic, LogNormal, LogNormalMixture2, Weibull,
     get_family,
 )
 

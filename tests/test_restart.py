@@ -220,7 +220,7 @@ def test_prior_table_lognormal_matches_published_median_and_mean():
     published mean exp(mu + sigma^2 / 2) (seconds)."""
     import numpy as np
 
-    from acmemodel.models.restart import PRIOR_SIGMA_MIN, prior_table
+    from acmemodel.models.restart_dist import PRIOR_SIGMA_MIN, prior_table
 
     t = prior_table()
     assert np.allclose(np.exp(t["mu"]), t["median_s"])

@@ -270,7 +270,7 @@ def test_heldout_selection_with_an_all_censored_training_part():
     note and a lognormal fallback)."""
     import warnings
 
-    from acmemodel.models._duration import fit_duration_cell
+    from acmemodel.models.duration_cell import fit_duration_cell
     from acmemodel.models.distributions import FAMILIES
 
     n = 80
@@ -301,7 +301,7 @@ def test_family_selection_gate_drops_a_family_that_misfits_the_shape():
 def test_fitted_cells_pass_the_gate():
     """On data of every shape the chosen family's KS is within the gate of the best candidate's (all
     candidates refitted on the same 3/4 the selection uses)."""
-    from acmemodel.models._duration import fit_duration_cell
+    from acmemodel.models.duration_cell import fit_duration_cell
     from acmemodel.models.distributions import FAMILIES, get_family
     from acmemodel.models.duration_cell import KS_GATE
     from acmemodel.models.gof import ks_distance
@@ -338,7 +338,7 @@ def test_family_selection_prefers_the_parent_s_family_when_the_cell_cannot_tell(
     steep step no two-parameter family has) takes the parent's empirical family when the one-SE rule
     ties it with simpler families, while without the parent the fewest-parameters rule picks one of
     those; the child's law is then closer to the shape the cells share."""
-    from acmemodel.models._duration import fit_duration_cell
+    from acmemodel.models.duration_cell import fit_duration_cell
     from acmemodel.models.distributions import FAMILIES
 
     # the published Kalos debug-job duration curve (paper Fig. 5), as a piecewise-linear CDF in log x

@@ -53,7 +53,8 @@ def convert(paths, fmt: str, out: Path, *, cluster: str | None = None, timezone:
     import pyarrow.compute as pc
 
     from acmemodel.errors import DataWarning
-    from acmemodel.export._common import int_strings, rounded_times
+    from acmemodel.export._common import rounded_times
+    from acmemodel.export._text import int_strings
     from acmemodel.export.acmetrace import acmetrace_table
     from acmemodel.trace import load_trace
 

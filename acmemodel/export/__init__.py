@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from acmemodel.export.acmetrace import write_acmetrace
-from acmemodel.export._common import format_offset, time_bytes, write_csv  # noqa: F401  (public helpers)
 from acmemodel.export.airesim import airesim_params, write_airesim
 from acmemodel.export.batsim import write_batsim
 from acmemodel.export.helios import write_helios

@@ -24,10 +24,7 @@ import pandas as pd
 from acmemodel.clusters import GPUS_PER_NODE, cluster_info, utc_offset_seconds
 from acmemodel.errors import DataWarning
 from acmemodel.trace import KNOWN_TYPES, STATE_MAP
-from acmemodel.export._text import (  # noqa: F401  (re-exported: these lived here)
-    cat, float_strings, format_times, int_strings, iso_utc, num_strings, rebase_shift, short_float_strings,
-    time_bytes, time_span, to_arrow, _CLOCK, _clock_table, _validity,
-)
+from acmemodel.export._text import cat, time_span, to_arrow
 
 #: fixed codes of the published job types (SWF queue numbers, in the order of
 #: :data:`acmemodel.trace.KNOWN_TYPES`); unknown types get 7, 8, ... in alphabetical order

@@ -48,6 +48,7 @@ import pandas as pd
 
 from acmemodel.clusters import ClusterSpec, acme_cluster, utc_offset_seconds, write_sidecar
 from acmemodel.export import _common as C
+from acmemodel.export import _text as T
 from acmemodel.trace import KALOS_COLUMNS as KALOS_SCHEMA, SEREN_COLUMNS as SEREN_SCHEMA
 
 SEREN_COLUMNS: list[str] = list(SEREN_SCHEMA)
@@ -67,7 +68,7 @@ def _float_col(df: pd.DataFrame, name: str) -> np.ndarray:
     if name not in df.columns:
         return np.full(len(df), None, dtype=object)
     v = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float)
-    return C.float_strings(v)
+    return T.float_strings(v)
 
 
 def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: bool = True
@@ -79,24 +80,24 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
     sub, st, st_miss, en, adj = C.rounded_times(df)
     started = ~st_miss
     gpus = df["gpu_num"].to_numpy(dtype="int64")
-    t_sub = C.format_times(sub, offset_s=offset_s, suffix=suffix)
-    t_st = C.format_times(st, st_miss, offset_s=offset_s, suffix=suffix)
-    t_en = C.format_times(en, offset_s=offset_s, suffix=suffix)
+    t_sub = T.format_times(sub, offset_s=offset_s, suffix=suffix)
+    t_st = T.format_times(st, st_miss, offset_s=offset_s, suffix=suffix)
+    t_en = T.format_times(en, offset_s=offset_s, suffix=suffix)
     queue = np.where(started, st - sub, en - sub)
     common = {
         "job_id": df["job_id"].to_numpy(dtype=object),
         "user": df["user"].to_numpy(dtype=object),
-        "node_num": C.int_strings(df["node_num"].to_numpy()),
-        "gpu_num": C.int_strings(gpus),
-        "cpu_num": C.num_strings(df["cpu_num"]),
+        "node_num": T.int_strings(df["node_num"].to_numpy()),
+        "gpu_num": T.int_strings(gpus),
+        "cpu_num": T.num_strings(df["cpu_num"]),
         "type": df["type"].to_numpy(dtype=object),
         "state": df["state"].astype(str).to_numpy(dtype=object),
         "submit_time": t_sub, "start_time": t_st, "end_time": t_en,
     }
     if schema == "seren":
         duration = np.where(started, en - st, 0)
-        common.update(duration=C.int_strings(duration), queue=C.int_strings(queue),
-                      gpu_time=C.int_strings(gpus * duration, float_suffix=True))
+        common.update(duration=T.int_strings(duration), queue=T.int_strings(queue),
+                      gpu_time=T.int_strings(gpus * duration, float_suffix=True))
         return SEREN_COLUMNS, [common[c] for c in SEREN_COLUMNS], adj
     duration = en - sub
     state = df["state"].astype(str).to_numpy()
@@ -104,17 +105,17 @@ def format_rows(df: pd.DataFrame, schema: str, offset_s: int, *, fail_known: boo
         ft = df["fail_time_s"].to_numpy(dtype=float)
         fmiss = np.isnan(ft) | st_miss
         fsec = np.rint(np.where(fmiss, 0, df["start_s"].fillna(0).to_numpy() + np.where(np.isnan(ft), 0, ft)))
-        fail = C.format_times(fsec.astype("int64"), fmiss, offset_s=offset_s, suffix=suffix)
+        fail = T.format_times(fsec.astype("int64"), fmiss, offset_s=offset_s, suffix=suffix)
     else:
         fmiss = state != "FAILED"
-        fail = C.format_times(en, fmiss, offset_s=offset_s, suffix=suffix)
-    stop = C.format_times(en, state != "CANCELLED", offset_s=offset_s, suffix=suffix)
-    common.update(mem_per_pod_GB=C.num_strings(df["mem_per_pod_GB"]) if "mem_per_pod_GB" in df.columns
+        fail = T.format_times(en, fmiss, offset_s=offset_s, suffix=suffix)
+    stop = T.format_times(en, state != "CANCELLED", offset_s=offset_s, suffix=suffix)
+    common.update(mem_per_pod_GB=T.num_strings(df["mem_per_pod_GB"]) if "mem_per_pod_GB" in df.columns
                   else np.full(len(df), None, dtype=object),
                   shared_mem_per_pod=_float_col(df, "shared_mem_per_pod"),
-                  fail_time=fail, stop_time=stop, duration=C.int_strings(duration),
-                  queue=C.int_strings(queue, float_suffix=True),
-                  gpu_time=C.int_strings(gpus * duration, float_suffix=True))
+                  fail_time=fail, stop_time=stop, duration=T.int_strings(duration),
+                  queue=T.int_strings(queue, float_suffix=True),
+                  gpu_time=T.int_strings(gpus * duration, float_suffix=True))
     return KALOS_COLUMNS, [common[c] for c in KALOS_COLUMNS], adj
 
 
@@ -141,8 +142,8 @@ def chain_file_columns(df: pd.DataFrame) -> tuple[list[str], list[Any]]:
     gap = (pd.to_numeric(df["restart_gap_s"], errors="coerce").to_numpy(dtype=float)
            if "restart_gap_s" in df.columns else np.full(n, np.nan))
     gmiss = ~np.isfinite(gap)
-    cols = [C.int_strings(chain), C.int_strings(df["attempt"].to_numpy(dtype="int64")), prev,
-            C.int_strings(np.rint(np.where(gmiss, 0.0, gap)).astype("int64"), gmiss)]
+    cols = [T.int_strings(chain), T.int_strings(df["attempt"].to_numpy(dtype="int64")), prev,
+            T.int_strings(np.rint(np.where(gmiss, 0.0, gap)).astype("int64"), gmiss)]
     return ["chain_id", "attempt", "prev_job_id", "restart_gap_s"], cols
 
 
@@ -177,7 +178,7 @@ def acmetrace_table(jobs: Any, *, cluster: str | None = None, schema: str | None
         h2, c2 = chain_file_columns(sub)
         header, cols = list(header) + h2, list(cols) + c2
     empty = pa.scalar("", type=pa.large_string())
-    arrays = [C.to_arrow(c) for c in cols]
+    arrays = [T.to_arrow(c) for c in cols]
     return pa.table({h: pc.fill_null(a, empty) if a.null_count else a for h, a in zip(header, arrays)})
 
 

@@ -61,6 +61,7 @@ import pandas as pd
 
 from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
+from acmemodel.export import _text as T
 
 #: the ``Params`` fields of AIReSim (airesim/params.py); its YAML loader rejects any other key
 AIRESIM_FIELDS: tuple[str, ...] = (
@@ -362,7 +363,7 @@ def write_airesim(jobs: Any = None, out: str | Path = ".", *, failure: Any = Non
     n_rows = 0 if frame is None else len(frame)
     return {"format": "airesim", "out": str(out), "files": [str(path), str(readme)],
             "clusters": [cluster] if cluster else [], "jobs": n_rows, "attempts": n_rows, "restarts": 0,
-            "time_span": C.time_span(frame) if frame is not None else
+            "time_span": T.time_span(frame) if frame is not None else
             {"start_utc": None, "end_utc": None, "seconds": 0.0},
             "dropped": {}, "notes": [], "params": params,
             "provenance": {k: v for k, v in prov.items()}}

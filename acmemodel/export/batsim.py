@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 
 from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
+from acmemodel.export import _text as T
 from acmemodel.export.philly import json_strings
 
 
@@ -54,7 +55,7 @@ MIN_DELAY_S = 1.0
 
 def _ms_strings(x: np.ndarray) -> "pa.Array":
     """Seconds rounded to 1 ms: integers as ``117``, others as the shortest float text."""
-    return C.short_float_strings(np.round(np.asarray(x, dtype=float), 3))
+    return T.short_float_strings(np.round(np.asarray(x, dtype=float), 3))
 
 
 def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, total_gpus: int | None = None,
@@ -74,8 +75,8 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         run = np.round(np.maximum(run, 0.0), 3)
         raised = run < MIN_DELAY_S
         delay = _ms_strings(np.maximum(run, MIN_DELAY_S))
-        prof_names = C.cat("delay_", delay)
-        ids = C.int_strings(np.arange(1, n + 1))
+        prof_names = T.cat("delay_", delay)
+        ids = T.int_strings(np.arange(1, n + 1))
         gpus = sub["gpu_num"].to_numpy(dtype="int64")
         info = cluster_info(name) or {}
         want = int(total_gpus or info.get("gpus") or gpus.max())
@@ -84,20 +85,20 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         pos = C.prev_positions(sub)
         link = pos >= 0
         gap = np.where(link, sub["submit_s"].to_numpy() - sub["end_s"].to_numpy()[np.maximum(pos, 0)], 0.0)
-        extra = pc.if_else(pa.array(link), C.cat(', "prev_id": "', ids.take(pa.array(np.maximum(pos, 0))),
+        extra = pc.if_else(pa.array(link), T.cat(', "prev_id": "', ids.take(pa.array(np.maximum(pos, 0))),
                                                  '", "restart_gap": ', _ms_strings(gap)), "")
-        job_lines = C.cat('{"id": "', ids, '", "subtime": ', _ms_strings(sub["submit_s"].to_numpy() - t0),
-                          ', "res": ', C.int_strings(gpus), ', "profile": "', prof_names,
+        job_lines = T.cat('{"id": "', ids, '", "subtime": ', _ms_strings(sub["submit_s"].to_numpy() - t0),
+                          ', "res": ', T.int_strings(gpus), ', "profile": "', prof_names,
                           '", "type": ', json_strings(sub["type"].to_numpy()), ', "final_state": "',
                           sub["state"].astype(str).to_numpy(dtype=object), '", "attempt": ',
-                          C.int_strings(attempt), extra, ', "user": ', json_strings(sub["user"].to_numpy()),
+                          T.int_strings(attempt), extra, ', "user": ', json_strings(sub["user"].to_numpy()),
                           ', "trace_job_id": ', json_strings(sub["job_id"].to_numpy()), ', "started": ',
                           np.where(started, "true", "false").astype(object), ', "run_time": ',
                           _ms_strings(run), "},\n")
         uniq = pc.unique(delay).to_pylist()
         prof_lines = [f'"delay_{d}": {{"type": "{profile_type}", "delay": {d}}}' for d in uniq]
         description = (f"acmemodel export of cluster {name}: one resource = one GPU; subtime in seconds since "
-                       f"{C.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
+                       f"{T.iso_utc(t0)} (first submission, UTC); delay profiles = run time end - start (s), "
                        f"at least {MIN_DELAY_S:g} s (Batsim needs delay > 0; {int(raised.sum()):,} jobs raised, "
                        f"{int((~started).sum()):,} of them never started; run_time = true run time); "
                        f"times rounded to 1 ms; no walltime field = no limit; "
@@ -113,7 +114,7 @@ def write_batsim(jobs: Any, out: str | Path, *, cluster: str | None = None, tota
         frames.append(sub)
         n_jobs += int(sub["chain_id"].nunique())
         desc.append(f"- `{path.name}`: {n} jobs of cluster **{name}**, {len(uniq):,} delay profiles "
-                    f"(type `{profile_type}`), nb_res {nb_res}; subtime 0 = {C.iso_utc(t0)}; "
+                    f"(type `{profile_type}`), nb_res {nb_res}; subtime 0 = {T.iso_utc(t0)}; "
                     f"{int(link.sum()):,} restart attempts linked (chains from {chain_src}); {n_cpu:,} CPU-only "
                     f"jobs omitted; {int(raised.sum()):,} delays raised to {MIN_DELAY_S:g} s "
                     f"({int((~started).sum()):,} jobs that never started, {int((raised & started).sum()):,} "

@@ -53,6 +53,7 @@ import pandas as pd
 
 from acmemodel.clusters import cluster_info
 from acmemodel.export import _common as C
+from acmemodel.export import _text as T
 
 HELIOS_COLUMNS = ["job_id", "user", "vc", "jobname", "gpu_num", "cpu_num", "node_num", "state", "submit_time",
                   "start_time", "end_time", "duration", "queue"]
@@ -157,7 +158,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
     gpu_groups = C.GpuGroups(groups, drop=not include_cpu)
     for name, sub, _ in gpu_groups:
         off = offsets[name]
-        shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
+        shift = T.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
         s, st, st_miss, en, rounding = C.rounded_times(sub)
         started = ~st_miss
         parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
@@ -179,12 +180,12 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
             how = vc_source
         notes += [f"{name}: {n}" for n in vnotes]
         cols = [sub["job_id"].to_numpy(dtype=object), sub["user"].to_numpy(dtype=object), parts,
-                sub["type"].to_numpy(dtype=object), C.int_strings(sub["gpu_num"].to_numpy()),
-                C.num_strings(sub["cpu_num"]), C.int_strings(sub["node_num"].to_numpy()),
+                sub["type"].to_numpy(dtype=object), T.int_strings(sub["gpu_num"].to_numpy()),
+                T.num_strings(sub["cpu_num"]), T.int_strings(sub["node_num"].to_numpy()),
                 sub["state"].astype(str).to_numpy(dtype=object),
-                C.format_times(s + shift, offset_s=off), C.format_times(st + shift, st_miss, offset_s=off),
-                C.format_times(en + shift, offset_s=off), C.int_strings(dur),
-                C.int_strings(np.where(started, st - s, en - s))]
+                T.format_times(s + shift, offset_s=off), T.format_times(st + shift, st_miss, offset_s=off),
+                T.format_times(en + shift, offset_s=off), T.int_strings(dur),
+                T.int_strings(np.where(started, st - s, en - s))]
         d = C.out_path(out, dirs[name])
         d.mkdir(parents=True, exist_ok=True)
         log, vcp = C.out_path(d, "cluster_log.csv"), C.out_path(d, "vc_config.csv")
@@ -197,7 +198,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
                       "1", "0"]
             header_line = ",".join(HELIOS_COLUMNS) + "\n" + ",".join(anchor)
         C.write_csv(log, HELIOS_COLUMNS, cols, header_line=header_line)
-        C.write_csv(vcp, ["", "num"], [np.array(cfg.index, dtype=object), C.int_strings(cfg.to_numpy())])
+        C.write_csv(vcp, ["", "num"], [np.array(cfg.index, dtype=object), T.int_strings(cfg.to_numpy())])
         files += [log, vcp]
         frames.append(sub)
         lines = [f"- `{dirs[name]}/cluster_log.csv`: {len(sub):,} jobs; times in local time {C.format_offset(off)}"
@@ -214,7 +215,7 @@ def write_helios(jobs: Any, out: str | Path, *, cluster: str | None = None,
             lines.append(_rebase_text(name, shift, off, epoch))
         else:
             lines.append(f"- Not rebased: original dates kept (first submission "
-                         f"{C.format_times(np.array([s.min()]), offset_s=off)[0]} local): the "
+                         f"{T.format_times(np.array([s.min()]), offset_s=off)[0]} local): the "
                          "simulators' Sept/July windows select nothing unless the trace is longer than "
                          "the window's offset; pass `--rebase-to Sept` (or July) to place it in a window.")
         desc.append("\n".join(lines))

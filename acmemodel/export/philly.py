@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from acmemodel.clusters import GPUS_PER_NODE
 from acmemodel.export import _common as C
+from acmemodel.export import _text as T
 
 PHILLY_EPOCH = "2017-10-01 00:00:00"
 PHILLY_STATUS = {"COMPLETED": "Pass", "CANCELLED": "Killed", "FAILED": "Failed"}
@@ -65,10 +66,10 @@ def detail_json(gpus: int, nodes: int) -> str:
 
 def json_strings(values: Any) -> "pa.Array":
     """JSON string literals of ``values`` (fast path when nothing needs escaping)."""
-    arr = C.to_arrow(values)
+    arr = T.to_arrow(values)
     if len(arr) == 0 or pc.all(pc.match_substring_regex(arr, _SAFE)).as_py():
-        return C.cat('"', arr, '"')
-    return C.to_arrow(np.array([json.dumps(v) for v in arr.to_pylist()], dtype=object))
+        return T.cat('"', arr, '"')
+    return T.to_arrow(np.array([json.dumps(v) for v in arr.to_pylist()], dtype=object))
 
 
 def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
@@ -84,7 +85,7 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
     gpu_groups = C.GpuGroups(groups, drop=not include_cpu)
     for name, sub, _ in gpu_groups:
         off = offsets[name]
-        shift = C.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
+        shift = T.rebase_shift(float(sub["submit_s"].min()), off, epoch) if rebase else 0
         s, st, st_miss, en, _ = C.rounded_times(sub)
         started = ~st_miss
         parts, vc_desc = C.assign_vc(sub, vc, vc_default=vc_default)
@@ -92,9 +93,9 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         gn = sub["gpu_num"].to_numpy(dtype="int64")
         nn = sub["node_num"].to_numpy(dtype="int64")
         codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([gn, nn]))
-        dets = C.to_arrow(np.array([detail_json(g, k) for g, k in uniq], dtype=object)).take(pa.array(codes))
-        att = C.cat('{"start_time": "', C.format_times(st + shift, st_miss, offset_s=off), '", "end_time": "',
-                    C.format_times(en + shift, offset_s=off), '", "detail": ', dets, "}")  # null if unstarted
+        dets = T.to_arrow(np.array([detail_json(g, k) for g, k in uniq], dtype=object)).take(pa.array(codes))
+        att = T.cat('{"start_time": "', T.format_times(st + shift, st_miss, offset_s=off), '", "end_time": "',
+                    T.format_times(en + shift, offset_s=off), '", "detail": ', dets, "}")  # null if unstarted
         # chains in order of their first submission; attempts in attempt order
         chain = sub["chain_id"].to_numpy()
         attempt = sub["attempt"].fillna(1).to_numpy(dtype="int64")
@@ -111,9 +112,9 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         fi = order[first]   # row position of each chain's first attempt (chain code order)
         li = order[last]    # row position of each chain's last attempt
         status = pd.Series(sub["analysis_state"].to_numpy()[li]).map(PHILLY_STATUS).fillna("Failed")
-        entries = C.cat('{"status": "', status, '", "vc": ', json_strings(parts[fi]), ', "jobid": ',
+        entries = T.cat('{"status": "', status, '", "vc": ', json_strings(parts[fi]), ', "jobid": ',
                         json_strings(sub["job_id"].to_numpy()[fi]), ', "attempts": [', joined,
-                        '], "submitted_time": "', C.format_times(s[fi] + shift, offset_s=off), '", "user": ',
+                        '], "submitted_time": "', T.format_times(s[fi] + shift, offset_s=off), '", "user": ',
                         json_strings(sub["user"].to_numpy()[fi]), "},\n")
         d = C.out_path(out, dirs[name])
         d.mkdir(parents=True, exist_ok=True)
@@ -126,7 +127,7 @@ def write_philly(jobs: Any, out: str | Path, *, cluster: str | None = None,
         jobid_of_row = sub["job_id"].to_numpy(dtype=object)[fi][ccode]
         mpath = C.out_path(out, dirs[name], "cluster_job_log_attempts.csv")
         C.write_csv(mpath, ["jobid", "attempt", "job_id", "type", "state", "started"], [
-            jobid_of_row, C.int_strings(attempt), sub["job_id"].to_numpy(dtype=object),
+            jobid_of_row, T.int_strings(attempt), sub["job_id"].to_numpy(dtype=object),
             sub["type"].to_numpy(dtype=object), sub["state"].astype(str).to_numpy(dtype=object),
             np.where(started, "true", "false").astype(object)])
         files += [path, mpath]

@@ -50,6 +50,7 @@ import pandas as pd
 
 from acmemodel.clusters import cluster_info, utc_offset_seconds
 from acmemodel.export import _common as C
+from acmemodel.export import _text as T
 
 SWF_FIELDS = ("job_number", "submit_time", "wait_time", "run_time", "allocated_processors",
               "average_cpu_time", "used_memory", "requested_processors", "requested_time",
@@ -202,10 +203,10 @@ def write_swf(jobs: Any, out: str | Path, *, cluster: str | None = None,
             pacsv.write_csv(table, f, pacsv.WriteOptions(include_header=False, delimiter=" "))
         mpath = C.out_path(out, f"{stems[name]}_swf_jobs.csv")
         C.write_csv(mpath, ["job_number", "job_id", "user_id", "user", "type", "state", "chain_id", "attempt"], [
-            C.int_strings(F[:, 0]), sub["job_id"].to_numpy(dtype=object), C.int_strings(F[:, 11]),
+            T.int_strings(F[:, 0]), sub["job_id"].to_numpy(dtype=object), T.int_strings(F[:, 11]),
             sub["user"].to_numpy(dtype=object), sub["type"].to_numpy(dtype=object),
             sub["state"].astype(str).to_numpy(dtype=object), sub["chain_id"].astype(str).to_numpy(dtype=object),
-            C.int_strings(sub["attempt"].fillna(1).to_numpy())])
+            T.int_strings(sub["attempt"].fillna(1).to_numpy())])
         files += [path, mpath]
         written += len(sub)
         n_jobs += int(sub["chain_id"].nunique())
