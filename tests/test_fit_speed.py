@@ -1,4 +1,4 @@
-"""The shortcuts that keep a large fit cheap give what the direct computations give (docs/fit_scale.md)."""
+"""The shortcuts that keep a large fit cheap give what the direct computations give (docs/performance.md)."""
 import numpy as np
 import pandas as pd
 from scipy import special
