@@ -94,9 +94,40 @@ def test_a_key_without_signal_is_marginalised():
     lv = {x["dropped_key"]: x for x in m.pool_["levels"]}
     assert "gpu_bucket" in m.pool_["marginalised"] and not lv["gpu_bucket"]["kept"]
     assert lv["type"]["kept"] and lv["type"]["gain"] > 3 * lv["type"]["se"]
+    # the kept key wins on the held-out CRPS (log scale) too; every kept level does not lose on it
+    assert lv["type"]["crps_gain"] > 3 * lv["type"]["crps_se"]
+    for x in m.pool_["levels"]:
+        assert not x["kept"] or x["crps_gain"] is None or x["crps_gain"] >= -x["crps_se"]
     e = m.resolve(cluster="c", type="Eval", gpus=8)
     assert e.value.pool_w == 0.0
     assert float(e.value.median()) == pytest.approx(float(m.resolve(cluster="c", type="Eval").value.median()))
+
+
+def test_heldout_crps_is_the_cards_crps(pooled):
+    """The pooling choice's held-out CRPS (cells' CDFs mixed along each chain on a log-seconds grid)
+    is, job by job, the card's ``crps_log`` of the cell the job resolves to, for any ``k`` and set
+    of marginalised levels."""
+    import copy
+
+    from acmemodel.evaluation.metrics import crps_grid
+    from acmemodel.models._duration import _CrpsChain, _finest, _own_loglik_levels, apply_pooling
+
+    m = copy.deepcopy(pooled)
+    rng = np.random.default_rng(11)
+    ty = rng.choice(["A", "B", "s3", "tiny2", "new"], 300)
+    cl = np.where(np.isin(ty, ["A", "B"]), "X", "Y")
+    hold = m._observations(_jobs(cl, ty, np.round(np.exp(rng.normal(6, 2, 300))), seed=11))
+    _, _, cid, values = _own_loglik_levels(m.cells_, hold)
+    chain = _CrpsChain(hold, cid, values)
+    cnt_of = np.array([float(v.n) for v in values])
+    z = np.log1p(hold["x"].to_numpy(float))
+    for k, dropped in ((0.0, set()), (30.0, set()), (300.0, {0}), (1000.0, {1})):
+        got = _finest(chain.chain(cnt_of, k, dropped))
+        apply_pooling(m.cells_, {"k": k, "marginalised_levels": [m.cells_.levels[i] for i in dropped]})
+        res = m.cells_.resolve_frame(hold[list(m.cells_.keys)])["cell"].to_numpy()
+        ref = np.array([crps_grid(m.cells_.entries_[c].value.cdf(np.expm1(chain.grid)), chain.grid, zi)
+                        for c, zi in zip(res, z)]).ravel()
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
 
 
 def test_bundle_round_trip_and_old_bundle(pooled, tmp_path):
