@@ -2,7 +2,7 @@
 
 Distribution metrics (lower is better unless stated):
 
-* :func:`ks_distance` — Kolmogorov–Smirnov distance ``D = sup_x |F̂_n(x) − F(x)|`` between the
+* :func:`acmemodel.models.gof.ks_distance` (defined with the models, which use it) — Kolmogorov–Smirnov distance ``D = sup_x |F̂_n(x) − F(x)|`` between the
   empirical CDF of a sample (Kaplan–Meier when some observations are right-censored) and a model CDF;
   :func:`pit_ks` — the same for probability-integral-transform values against Uniform(0, 1), which
   pools jobs whose predictive distributions differ (``u_i = F_i(x_i)``).
@@ -30,7 +30,7 @@ import numpy as np
 
 from acmemodel.models.gof import ks_distance
 
-__all__ = ["ks_distance", "pit_ks", "crps_samples", "crps_grid", "heldout_loglik", "pinball_loss",
+__all__ = ["pit_ks", "crps_samples", "crps_grid", "heldout_loglik", "pinball_loss",
            "interval_coverage", "mae_log", "log_time"]
 
 
