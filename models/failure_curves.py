@@ -422,11 +422,11 @@ class FailureCurvesMixin:
         cluster, type. Returns ``(S, lower, upper, cell_label)``.
         """
         self._check_fitted()
-        self._check_curves()
         key = normalize_key(self.gpu_edges, **key)
         if "state" in key:
             raise ValueError("the failure model's cells have no state key")
-        self._check_curve_key(key)
+        self._check_curve_key(key)  # (an unknown value is an error before a missing curve)
+        self._check_curves()
         for level, cell in backoff_chain(key, ("cluster", "type", "gpu_bucket"), ("gpu_bucket", "cluster")):
             label = self._cell_label(cell._asdict())
             if label in self.km_:
@@ -450,12 +450,12 @@ class FailureCurvesMixin:
         (``cluster``, ``type``; back-off to type, then all), on the stored grid up to the cell's
         longest observed time."""
         self._check_fitted()
-        self._check_curves()
         key = {k: v for k, v in key.items() if v is not None}
         bad = set(key) - {"cluster", "type"}
         if bad:
             raise ValueError(f"unknown key(s) {sorted(bad)}; cumulative incidence takes cluster=, type=")
         self._check_curve_key(key)
+        self._check_curves()
         for level, cell in backoff_chain(key, ("cluster", "type"), ("cluster",)):
             label = self._cell_label(cell._asdict())
             if label in self.cif_:

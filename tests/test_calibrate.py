@@ -15,6 +15,7 @@ be un-marked) once fixed.
 from __future__ import annotations
 
 import hashlib
+import functools
 import json
 import math
 import warnings
@@ -157,6 +158,16 @@ def test_cpu_job_counts(pseudo, cluster):
     assert int((~j["is_gpu"] & (j["cluster"] == cluster)).sum()) == round(s["cpu_job_num"] * PSEUDO_SCALE)
 
 
+@functools.lru_cache(maxsize=None)
+def _sized_pseudo(cluster):
+    """A pseudo-trace with the large-job size class (drawn once per cluster for the size tests)."""
+    from acmemodel.calibrate import Assumptions, published_jobs
+
+    a = Assumptions(queue_policy=False, large_job_gpus={"Seren": 768, "Kalos": 256},
+                    large_job_gt_share={"Seren": 0.28, "Kalos": 0.97})
+    return published_jobs(cluster, scale=PSEUDO_SCALE if cluster == "Seren" else 1.0, assumptions=a)
+
+
 def _curves():
     from acmemodel.reproduction.compare import curve_points
 
@@ -188,11 +199,7 @@ def test_gpu_time_by_job_size(cluster, lo, hi, target):
     their target share of the GPU time once the infrastructure failures have cut them short (the shifts are solved on
     expected cuts: the realised share is within Z ratio-estimator standard errors of the target); Seren's <= 511-GPU
     jobs within 5 pp of the published ~64 % (the reproduce bar)."""
-    from acmemodel.calibrate import Assumptions, published_jobs
-
-    a = Assumptions(queue_policy=False, large_job_gpus={"Seren": 768, "Kalos": 256},
-                    large_job_gt_share={"Seren": 0.28, "Kalos": 0.97})
-    j, rep = published_jobs(cluster, scale=PSEUDO_SCALE if cluster == "Seren" else 1.0, assumptions=a)
+    j, rep = _sized_pseudo(cluster)
     g = j[j["is_gpu"]]
     gp = g["gpu_num"].to_numpy()
     r, se = _ratio(_gpu_time(g, cluster), ((gp >= lo) & (gp <= (hi or np.inf))).astype(float))
