@@ -165,7 +165,7 @@ def _sized_pseudo(cluster):
 
     a = Assumptions(queue_policy=False, large_job_gpus={"Seren": 768, "Kalos": 256},
                     large_job_gt_share={"Seren": 0.28, "Kalos": 0.97})
-    return published_jobs(cluster, scale=PSEUDO_SCALE if cluster == "Seren" else 1.0, assumptions=a)
+    return published_jobs(cluster, scale=0.1 if cluster == "Seren" else 1.0, assumptions=a)
 
 
 def _curves():
