@@ -84,3 +84,14 @@ def test_missing_file_and_bad_option_exit_2(tmp_path, capsys):
 
 def test_kalos_header_constant_matches_example(kalos_example):
     assert kalos_example.read_text().splitlines()[0] == KALOS_HEADER
+
+
+def test_state_table_counts_have_thousands_separators():
+    """The by-state table prints job counts as the other tables do ("18,239", not "18239")."""
+    import re
+
+    r = runner.invoke(app, ["describe", "--by", "state"])
+    assert r.exit_code == 0, r.output
+    counts = [int(m.replace(",", "")) for m in re.findall(r"COMPLETED\s+([\d,]+)", r.stdout)]
+    assert counts and max(counts) >= 1000
+    assert not re.search(r"COMPLETED\s+\d{4,}\s", r.stdout)

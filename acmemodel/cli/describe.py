@@ -124,7 +124,7 @@ def _render(doc: dict, by: list[str]) -> None:
             for col in cols:
                 t.add_column(col, justify="right")
             for k, r in rows.items():
-                vals = [str(r["jobs"]), _pct(r["job_share"]), _pct(r["gpu_time_share"])]
+                vals = [f"{int(r['jobs']):,}", _pct(r["job_share"]), _pct(r["gpu_time_share"])]
                 if full:
                     vals += [_sec(r["median_run_s"]), _sec(r["median_queue_s"]),
                              "–" if r["mean_gpus"] is None else f"{r['mean_gpus']:.1f}"]
