@@ -182,7 +182,10 @@ def _init(bundle_path: Path, out: Optional[Path], cluster: Optional[str], json_o
     else:
         console.print(f"wrote {out}: {values['gpus']:,} GPUs of cluster {values['cluster']}, "
                       f"{values['reserve']:,} reserved for one run; plan it with: acmemodel plan {out} "
-                      f"--bundle {bundle_path}", markup=False, highlight=False)
+                      f"--bundle {bundle_path}"
+                      + ("" if values["failure_type"] is not None else
+                         " --reliability PRESET (the bundle has no failure model: its log has no failed job;"
+                         " or set failures.mttf in the file)"), markup=False, highlight=False)
 
 
 def _note(planner) -> str | None:
