@@ -255,8 +255,8 @@ def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
         hw1.load_alone_s + 50.0 + 3 * 100.0)
     # the toolkit's packing: small datasets merged, largest first; never slower than submission order here
     tasks = coupled_tasks(b, ov, PackingRules())
-    assert sorted(i for t in tasks for i in t) == list(range(len(b)))
-    gens = [sum(b.datasets[i].generate_s for i in t) for t in tasks]
+    assert sorted(d.name for t in tasks for d in t) == sorted(d.name for d in b.datasets)
+    gens = [sum(d.generate_s for d in t) for t in tasks]
     assert gens == sorted(gens, reverse=True)
     sub = dataclasses.replace(ov, coupled_packing="submission")
     assert simulate_coupled(b, 1, hw, ov).makespan_s < simulate_coupled(b, 1, hw, sub).makespan_s
@@ -264,6 +264,39 @@ def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
         EvalPlanConfig.from_dict({"overheads": {"coupled_packing": "magic"}})
     cfg = EvalPlanConfig.from_dict({"overheads": {"trial_startup_s": "30s", "precursor_efficiency": 1.0}})
     assert cfg.overheads.trial_startup_s == 30.0
+
+
+def test_opencompass_size_partitioner_baseline():
+    """coupled_packing="opencompass": OpenCompass's SizePartitioner (heuristic) at its defaults — 40,000 cost
+    units of 20 per generated sample, i.e. HumanEval's 164 problems (3,280 units) per its profiled 113.8 s
+    of generation: 1,387.8 s per task. Large datasets are split into equal parts below it, the parts packed
+    largest first by next fit, and every part of every dataset runs exactly once."""
+    import dataclasses
+
+    from acmemodel.planner.evalbatch.inputs import EvalOverheads
+    from acmemodel.planner.evalbatch.schedule import OPENCOMPASS_MAX_TASK_S, coupled_tasks
+
+    assert OPENCOMPASS_MAX_TASK_S == pytest.approx(40000 / (164 * 20) * 113.8)
+    ov = dataclasses.replace(EvalOverheads(), coupled_packing="opencompass")
+    big = EvalBatch([Dataset("huge", 30.0, 3000.0, 60.0), Dataset("a", 10.0, 900.0, 9.0),
+                     Dataset("b", 10.0, 400.0, 4.0), Dataset("c", 10.0, 300.0, 3.0)])
+    tasks = coupled_tasks(big, ov)
+    names = [[d.name for d in t] for t in tasks]
+    # huge (3,000 s) -> 3 parts of 1,000 s; then next fit of 1000, 1000, 1000, 900, 400, 300 under 1,387.8 s
+    assert names == [["huge#1/3"], ["huge#2/3"], ["huge#3/3"], ["a", "b"], ["c"]]
+    assert all(sum(d.generate_s for d in t) <= OPENCOMPASS_MAX_TASK_S for t in tasks)
+    shard = tasks[0][0]
+    assert (shard.preprocess_s, shard.generate_s, shard.metric_s) == pytest.approx((10.0, 1000.0, 20.0))
+    c = simulate_coupled(big, 4, HW, ov)
+    assert set(c.results_s) == {"huge", "a", "b", "c"}          # results per dataset, shards joined
+    d = simulate_decoupled(big, 4, HW, None, ov)
+    assert d.makespan_s <= c.makespan_s + 1e-6                   # the coupled assignment is a candidate
+    # the default batch: every part of every dataset once, generation conserved
+    b = default_batch()
+    parts = [d for t in coupled_tasks(b, ov) for d in t]
+    assert sum(d.generate_s for d in parts) == pytest.approx(sum(d.generate_s for d in b.datasets))
+    with pytest.raises(ConfigError, match="overheads.coupled_packing"):
+        EvalOverheads(coupled_packing="size").validate()
 
 
 def test_overheads_come_from_the_published_profile():

@@ -138,7 +138,12 @@ class EvalOverheads:
       (default) is an evaluation toolkit's size partitioner: datasets whose generation is below the
       packing's ``merge_below_s`` merged into one trial (one load and start-up for the group) and the
       trials submitted largest generation first (the size a toolkit knows; metric times it does not);
-      ``"submission"``: one trial per dataset in the batch's order.
+      ``"submission"``: one trial per dataset in the batch's order (OpenCompass's ``NaivePartitioner``);
+      ``"opencompass"``: OpenCompass's ``SizePartitioner`` at its defaults (large datasets split, the parts
+      packed largest first into tasks of at most 1,387.8 s of generation; :func:`~acmemodel.planner.
+      evalbatch.schedule.coupled_tasks`), the packing of the evaluation toolkit of the paper's lab. The
+      profile's trial is HumanEval alone on a node of 8 such trials, which the naive partitioner gives and
+      the size partitioner (HumanEval merged with other datasets into one task) does not.
 
     ``EvalOverheads.ideal()`` sets every cost to none (start-up 0, an unlimited pool, a full link,
     submission order): the schedules of the module docstring's closed forms.
@@ -162,8 +167,9 @@ class EvalOverheads:
             raise ConfigError(f"overheads.metric_threads must be an integer >= 0 (0: no contention), "
                               f"got {self.metric_threads!r}")
         check_int(self.cpu_threads_per_node, "overheads.cpu_threads_per_node")
-        if self.coupled_packing not in ("toolkit", "submission"):
-            raise ConfigError(f"overheads.coupled_packing must be toolkit or submission, got {self.coupled_packing!r}")
+        if self.coupled_packing not in ("toolkit", "submission", "opencompass"):
+            raise ConfigError(f"overheads.coupled_packing must be toolkit, submission or opencompass, got "
+                              f"{self.coupled_packing!r}")
         return self
 
     def data_prep_s(self, preprocess_s: float) -> float:

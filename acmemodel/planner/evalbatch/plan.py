@@ -38,6 +38,7 @@ class EvalPlanConfig:
         packing: {merge_below: 60s, split_above: auto, long_metric: 5m}
         overheads: {trial_startup_s: 8s, metric_threads: 16, cpu_threads_per_node: 128,
                     precursor_efficiency: 1.0, coupled_packing: toolkit}   # EvalOverheads
+                                      # coupled_packing: toolkit | submission | opencompass
         nodes: [1, 4]
         policy: both                  # coupled | decoupled | both
     """

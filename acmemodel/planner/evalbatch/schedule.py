@@ -102,7 +102,8 @@ class BatchSchedule:
     gpu_used_s: float          # sum of generation time
     packing: str | None = None
     candidates: dict = field(default_factory=dict)
-    #: GPU -> batch indices it ran, in start order (the coupled policy; the decoupled one reuses it)
+    #: GPU -> the dataset parts (:class:`Dataset`) it ran, in start order (the coupled policy; the decoupled one
+    #: reuses it)
     assignment: dict = field(default_factory=dict)
 
     @property
@@ -170,18 +171,55 @@ def _gpu_node(g: int, gpn: int) -> int:
     return g // gpn
 
 
-def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRules | None = None
-                  ) -> list[list[int]]:
-    """The coupled baseline's trials as lists of batch indices, in submission order: one per dataset in
-    the batch's order (``coupled_packing = "submission"``) or, as a toolkit's size partitioner packs
-    them (``"toolkit"``), datasets with ``generate_s < merge_below_s`` merged shortest first into groups
-    reaching it, then every trial by size (its generation time) largest first — the toolkit knows the
-    datasets' sizes, not their metric times."""
+#: OpenCompass's ``SizePartitioner`` defaults (``max_task_size = 40000`` cost units, ``gen_task_coef = 20``
+#: units per sample of a generation dataset) as generation seconds of the default 7B batch: HumanEval's 164
+#: problems are 164 · 20 = 3,280 units and its profiled generation 113.8 s, so a task of 40,000 units is
+#: 40,000 / 3,280 · 113.8 s = 1,387.8 s of generation (every dataset taken at HumanEval's cost per second)
+OPENCOMPASS_MAX_TASK_S = 40000.0 / (164 * 20) * 113.8
+
+
+def _shard(d, j: int, k: int):
+    """Part ``j`` (1-based) of ``k`` equal parts of dataset ``d`` (phase times divided evenly)."""
+    if k == 1:
+        return d
+    return type(d)(f"{d.name}#{j}/{k}", d.preprocess_s / k, d.generate_s / k, d.metric_s / k)
+
+
+def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRules | None = None) -> list[list]:
+    """The coupled baseline's trials, in submission order, each a list of the :class:`Dataset` parts it runs
+    (a whole dataset, or a shard named ``name#j/k`` holding ``1/k`` of each phase), by
+    ``overheads.coupled_packing``:
+
+    * ``"submission"`` — one trial per dataset in the batch's order (a toolkit's naive partitioner);
+    * ``"toolkit"`` — datasets with ``generate_s < merge_below_s`` merged shortest first into groups
+      reaching it, then every trial by size (its generation time) largest first — the toolkit knows the
+      datasets' sizes, not their metric times;
+    * ``"opencompass"`` — OpenCompass's ``SizePartitioner`` (strategy ``heuristic``) with its default
+      task size, :data:`OPENCOMPASS_MAX_TASK_S` of generation: datasets sorted by size (generation)
+      largest first; one larger than the task size split into ``ceil(size / max)`` equal parts; then
+      the parts, again largest first, packed in order into a task until the next part would overflow it
+      (next fit); tasks submitted in that order.
+    """
+    ds = batch.datasets
     n = len(batch)
     if overheads.coupled_packing == "submission":
-        return [[i] for i in range(n)]
+        return [[d] for d in ds]
+    if overheads.coupled_packing == "opencompass":
+        cap = OPENCOMPASS_MAX_TASK_S
+        parts = []
+        for d in sorted(ds, key=lambda d: -d.generate_s):
+            k = math.ceil(d.generate_s / cap - 1e-12) if d.generate_s > cap else 1
+            parts += [_shard(d, j + 1, k) for j in range(k)]
+        parts.sort(key=lambda d: -d.generate_s)
+        tasks, cur, size = [], [], 0.0
+        for i, d in enumerate(parts):
+            cur.append(d)
+            size += d.generate_s
+            if i == len(parts) - 1 or size + parts[i + 1].generate_s > cap:
+                tasks.append(cur)
+                cur, size = [], 0.0
+        return tasks
     rules = (rules or PackingRules()).validate()
-    ds = batch.datasets
     big = [[i] for i in range(n) if ds[i].generate_s >= rules.merge_below_s]
     small = sorted((i for i in range(n) if ds[i].generate_s < rules.merge_below_s),
                    key=lambda i: (ds[i].generate_s, ds[i].name))
@@ -193,8 +231,17 @@ def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRule
             cur = []
     if cur:
         groups.append(cur)
+    order = sorted(big + groups, key=lambda t: (-sum(ds[i].generate_s for i in t), t[0]))
+    return [[ds[i] for i in t] for t in order]
 
-    return sorted(big + groups, key=lambda t: (-sum(ds[i].generate_s for i in t), t[0]))
+
+def _by_dataset(results: dict) -> dict:
+    """Results per dataset: a split dataset is done when its last shard's metric is."""
+    out: dict[str, float] = {}
+    for nm, t in results.items():
+        base = nm.split("#", 1)[0]
+        out[base] = max(out.get(base, 0.0), t)
+    return out
 
 
 def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None,
@@ -220,7 +267,7 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
     intervals, results = [], {}
     held = used = 0.0
     trial_start: dict[int, float] = {}
-    assignment: dict[int, list[int]] = {}
+    assignment: dict[int, list] = {}
     t = 0.0
 
     def dispatch(now):
@@ -236,20 +283,18 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
         dataset, then their metrics; returns the end."""
         nonlocal used
         n = _gpu_node(g, gpn)
-        name = "+".join(batch.datasets[i].name for i in tasks[k])
+        name = "+".join(d.name for d in tasks[k])
         t1 = t_loaded
         if ov.trial_startup_s > 0:
             intervals.append(Interval(g, n, name, "startup", t1, t1 + ov.trial_startup_s))
             t1 += ov.trial_startup_s
-        for i in tasks[k]:
-            d = batch.datasets[i]
+        for d in tasks[k]:
             pre = ov.data_prep_s(d.preprocess_s)
             intervals.append(Interval(g, n, d.name, "preprocess", t1, t1 + pre))
             intervals.append(Interval(g, n, d.name, "generate", t1 + pre, t1 + pre + d.generate_s))
             t1 += pre + d.generate_s
             used += d.generate_s
-        for i in tasks[k]:
-            d = batch.datasets[i]
+        for d in tasks[k]:
             intervals.append(Interval(g, n, d.name, "metric", t1, t1 + d.metric_s))
             t1 += d.metric_s
             results[d.name] = t1
@@ -273,7 +318,7 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
             if done:
                 loads[n] = [a for a in act if a[0] > M * _EPS]
                 for _, g, k, t0 in done:
-                    intervals.append(Interval(g, n, "+".join(batch.datasets[i].name for i in tasks[k]), "load",
+                    intervals.append(Interval(g, n, "+".join(d.name for d in tasks[k]), "load",
                                               t0, t))
                     heapq.heappush(timers, (run_task(g, k, t), seq, g))
                     seq += 1
@@ -282,7 +327,7 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
             held += end - trial_start[g]
             heapq.heappush(free, g)
         dispatch(t)
-    return BatchSchedule("coupled", nodes, G, intervals, results, held, used, assignment=assignment)
+    return BatchSchedule("coupled", nodes, G, intervals, _by_dataset(results), held, used, assignment=assignment)
 
 
 @dataclass
@@ -425,9 +470,8 @@ def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | No
     cands["greedy"] = _greedy(trials, order, hw, ov)
     coupled = simulate_coupled(batch, nodes, hw, ov, rules)
     cands["coupled-assignment"] = {
-        g: [_Trial(batch.datasets[i].name, [(batch.datasets[i].name, batch.datasets[i].preprocess_s,
-                                             batch.datasets[i].generate_s, batch.datasets[i].metric_s)])
-            for i in idx] for g, idx in coupled.assignment.items()}
+        g: [_Trial(d.name, [(d.name, d.preprocess_s, d.generate_s, d.metric_s)]) for d in parts]
+        for g, parts in coupled.assignment.items()}
     best, runs = None, {}
     for name, per_gpu in cands.items():
         iv, res, held, used = _run_decoupled(per_gpu, nodes, hw, ov)
@@ -435,10 +479,5 @@ def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | No
         if best is None or max(res.values()) < max(runs[best][1].values()) - _EPS:
             best = name
     iv, res, held, used = runs[best]
-    # results per dataset: a split dataset is done when its last shard's metric is
-    per_ds: dict[str, float] = {}
-    for nm, t in res.items():
-        base = nm.split("#", 1)[0]
-        per_ds[base] = max(per_ds.get(base, 0.0), t)
-    return BatchSchedule("decoupled", nodes, G, iv, per_ds, held, used, packing=best,
+    return BatchSchedule("decoupled", nodes, G, iv, _by_dataset(res), held, used, packing=best,
                          candidates={k: max(v[1].values()) for k, v in runs.items()})
