@@ -213,6 +213,15 @@ def _invert(H: np.ndarray, dHc: np.ndarray, e: np.ndarray, v: np.ndarray) -> tup
     return out, cause
 
 
+def runtime_edges(runtime) -> tuple:
+    """The GPU-bucket edges of ``runtime``'s cells (its ``gpu_edges``; the default edges for a model without
+    them): jobs are drawn once per type × bucket of these, so a query with the group's first GPU count
+    resolves the cell of every job of the group."""
+    from acmemodel.features.keys import DEFAULT_GPU_EDGES
+
+    return tuple(getattr(runtime, "gpu_edges", None) or DEFAULT_GPU_EDGES)
+
+
 def _knows_type(runtime, key: dict) -> bool:
     """Whether ``runtime`` has fitted cells of ``key``'s type (an unknown type value raises there)."""
     try:
@@ -250,7 +259,7 @@ def sample_lives(runtime, failure, cluster: str, types, gpus, rng: np.random.Gen
     direct = not (hasattr(runtime, "state_probabilities") and hasattr(runtime, "cdf"))
     gpu_only = bool(getattr(runtime, "gpu_only", False))
     causes = np.asarray(CAUSES, dtype=object)
-    for ty, _b, idx in type_bucket_groups(types, gpus):
+    for ty, _b, idx in type_bucket_groups(types, gpus, runtime_edges(runtime)):
         g0 = int(gpus[idx[0]])
         key = {"cluster": cluster, "type": ty, "gpus": g0}
         if g0 == 0 and gpu_only:  # no CPU cell in a GPU-only fit: the type's single-GPU law
@@ -354,7 +363,7 @@ def _size_law(runtime, cluster, types, gpus, run) -> None:
     factors = getattr(runtime, "size_factors", None)
     if factors is None:
         return
-    for ty, _b, idx in type_bucket_groups(types, gpus):
+    for ty, _b, idx in type_bucket_groups(types, gpus, runtime_edges(runtime)):
         if gpus[idx[0]] == 0:  # CPU jobs: no size law
             continue
         try:

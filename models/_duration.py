@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from acmemodel.features.keys import CELL_KEYS, Cell, gpu_bucket
+from acmemodel.features.keys import CELL_KEYS, DEFAULT_GPU_EDGES, Cell, gpu_bucket
 from acmemodel.models.base import BaseModel
 from acmemodel.models.blas import single_thread_blas
 from acmemodel.models.cells import CellEntry, CellTable, Resolved, _key_categorical
@@ -129,7 +129,8 @@ class DurationModel(BaseModel):
         out = pd.DataFrame(index=jobs.index)
         for k in self.keys:
             if k == "gpu_bucket":
-                if "gpu_bucket" in jobs.columns:
+                # a precomputed column has the default edges (acmemodel.features): used only with those
+                if "gpu_bucket" in jobs.columns and tuple(self.gpu_edges) == tuple(DEFAULT_GPU_EDGES):
                     out[k] = jobs["gpu_bucket"].astype(str)
                 else:
                     out[k] = gpu_bucket(jobs["gpu_num"].to_numpy(), self.gpu_edges)

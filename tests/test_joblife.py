@@ -204,3 +204,39 @@ def test_a_run_that_outlives_every_cause_takes_the_continued_hazards_cause():
     assert CAUSES[1] == "CANCELLED"
     assert abs(float((c == 1).mean()) - 0.8) < 1e-3 and abs(float((c == 0).mean()) - 0.2) < 1e-3
     assert (_tail_cause(np.zeros((3, 4)), v) == 0).all()
+
+
+def _sized_pretrain(n=400, seed=0):
+    """Pretrain jobs of 512 GPUs (median run 1 h) and of 1,024 GPUs (median 20 h), n each, all COMPLETED,
+    with the default-edge ``gpu_bucket`` column a trace's features carry (both sizes in 257-1024)."""
+    from acmemodel.features.keys import gpu_bucket
+
+    rng = np.random.default_rng(seed)
+    g = np.repeat([512, 1024], n)
+    run = np.where(g == 512, 3600.0, 72000.0) * np.exp(0.3 * rng.standard_normal(2 * n))
+    return pd.DataFrame({"cluster": "Seren", "type": "Pretrain", "gpu_num": g, "is_gpu": True, "started": True,
+                         "analysis_state": "COMPLETED", "run_s": np.round(run),
+                         "submit_s": 1.68e9 + np.sort(rng.random(2 * n)) * 30 * 86400,
+                         "gpu_bucket": gpu_bucket(g)})
+
+
+def test_sample_lives_draws_per_bucket_of_the_runtime_models_own_edges():
+    """A runtime model fitted with a bucket edge inside the default 257-1,024 bucket (calibrate's size class,
+    acmemodel.calibrate.large_class_edges) keeps the two sizes' laws apart — the trace's precomputed
+    default-edge bucket column is not used for its cells — and sample_lives draws each job from its own cell:
+    the 1,024-GPU runs stay 20x the 512-GPU ones. With the default edges both sizes share one law, scaled by
+    the within-cell size law, whose slope is clipped at 1: at most 2x between 512 and 1,024 GPUs (+ noise)."""
+    from acmemodel.joblife import runtime_edges, sample_lives
+    from acmemodel.models.runtime import RuntimeModel
+
+    jobs = _sized_pretrain()
+    split = RuntimeModel(min_jobs=50, families=("lognormal",), gpu_edges=(1, 8, 64, 256, 767, 1024)).fit(jobs)
+    pooled = RuntimeModel(min_jobs=50, families=("lognormal",)).fit(jobs)
+    assert runtime_edges(split) == (1, 8, 64, 256, 767, 1024)
+    assert {c.gpu_bucket for c in split.cells_.counts_ if c.gpu_bucket is not None} >= {"257-767", "768-1024"}
+    g = np.repeat([512, 1024], 2000)
+    ty = np.full(len(g), "Pretrain", dtype=object)
+    for model, lo, hi in ((split, 12.0, 30.0), (pooled, 0.5, 2.3)):
+        _, run = sample_lives(model, None, "Seren", ty, g, np.random.default_rng(1))
+        ratio = np.median(run[g == 1024]) / np.median(run[g == 512])
+        assert lo < ratio < hi, ratio
