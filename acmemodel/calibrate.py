@@ -102,6 +102,7 @@ from acmemodel.calibrate_pseudo import (
     restart_chains, simulated_waits, size_duration_pairing, type_counts, type_parts,
 )
 from acmemodel.datasets.published import load_reference
+from acmemodel.features.keys import DEFAULT_GPU_EDGES
 from acmemodel.models import DEFAULT_MODELS as _REGISTRY_DEFAULT
 from acmemodel.calibrate_synthetic import (
     fixed_point_score, synthetic_queue_calibration, synthetic_state_calibration,
@@ -238,7 +239,27 @@ def estimator_settings(assumptions: Assumptions | None = None, models=DEFAULT_MO
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
     if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
         params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": list(FAILURE_LATE_COVARIATES)}
+    if "runtime" in models and a.large_job_gpus:
+        edges = large_class_edges(a.large_job_gpus)
+        if edges != tuple(DEFAULT_GPU_EDGES):
+            params["runtime"] = {"gpu_edges": list(edges)}
     return params
+
+
+def large_class_edges(large_job_gpus) -> tuple:
+    """The runtime model's GPU-bucket edges with a size class of jobs of >= ``g`` GPUs per cluster
+    (:attr:`Assumptions.large_job_gpus`): the default edges plus ``g − 1`` where ``g`` does not already start
+    a bucket (``g − 1`` an edge) or close one (``g`` an edge: the class is that bucket's top and the buckets
+    above). The pseudo-trace gives those jobs the long runs; one cell pooling them with smaller jobs (Seren's
+    257–1,024-GPU bucket: 512 with 768 and 1,024) draws every size from the same law and gives the long runs
+    back to the small jobs (Seren's >= 768-GPU jobs 31–35 % of GPU time in the pseudo-trace, about 17 % in
+    a synth of its fit). Seren 768: (1, 8, 64, 256, 767, 1024)."""
+    edges = set(int(e) for e in DEFAULT_GPU_EDGES)
+    for g in large_job_gpus.values():
+        g = int(g)
+        if g not in edges and g - 1 not in edges:
+            edges.add(g - 1)
+    return tuple(sorted(edges))
 
 
 def calibration_inputs(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,

@@ -240,3 +240,17 @@ def test_sample_lives_draws_per_bucket_of_the_runtime_models_own_edges():
         _, run = sample_lives(model, None, "Seren", ty, g, np.random.default_rng(1))
         ratio = np.median(run[g == 1024]) / np.median(run[g == 512])
         assert lo < ratio < hi, ratio
+
+
+def test_size_class_gives_the_runtime_model_its_own_bucket():
+    """calibrate fits the runtime model with an edge just below each cluster's large-job bound when the size class
+    is on (Seren 768 -> 767; Kalos 256 already closes a bucket), and with the default edges when it is off."""
+    from acmemodel.calibrate import Assumptions, estimator_settings, large_class_edges
+    from acmemodel.features.keys import DEFAULT_GPU_EDGES
+
+    assert large_class_edges({"Seren": 768, "Kalos": 256}) == (1, 8, 64, 256, 767, 1024)
+    assert large_class_edges({"Kalos": 256}) == tuple(DEFAULT_GPU_EDGES)
+    assert large_class_edges({"X": 257}) == tuple(DEFAULT_GPU_EDGES)       # 256 already starts its bucket
+    on = Assumptions(large_job_gpus={"Seren": 768, "Kalos": 256}, large_job_gt_share={"Seren": 0.28, "Kalos": 0.97})
+    assert estimator_settings(on)["runtime"] == {"gpu_edges": [1, 8, 64, 256, 767, 1024]}
+    assert "runtime" not in estimator_settings(Assumptions())
