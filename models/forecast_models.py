@@ -22,7 +22,13 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
 * ``"glm"`` — statsmodels: a negative-binomial GLM (job counts) or log-linear least squares (other
   series) with weekday effects and a linear trend (held flat beyond one history length ahead);
 * ``"ensemble"`` — the median (on ``z``, day by day) of every candidate's forecast: no choice to make,
-  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default;
+  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default. A
+  forecast of more than one day is *anchored*: ``ẑ = (1 − w) · median + w · ẑ_weekday_median`` with
+  ``w`` = :data:`ANCHOR_WEIGHT` = 1/2 (equal weights, not tuned), when ``weekday_median`` is a member
+  (:func:`ensemble_z`). Weeks ahead, the weekday profile over the last 8 weeks is the forecast a noisy
+  series regresses to, and the median of the candidates alone still carries the last days' level and
+  the noisier members' weekly shapes (on the LANL failures per day the 8-week weekday median beat the
+  plain median ensemble at 4 weeks: WAPE 0.310 vs 0.320 over 32 windows);
 * ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
 * ``"auto"`` — per series, the ensemble, a single method or the combination, chosen by the
   time-honest backtest (:mod:`acmemodel.models.forecast_backtest`; a single method or combo must beat
@@ -48,8 +54,8 @@ import warnings
 import numpy as np
 from scipy import stats
 
-__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "clean_outliers",
-           "weekly_structure"]
+__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "ANCHOR_WEIGHT", "clean_outliers",
+           "weekly_structure", "ensemble_z"]
 
 #: every ``method`` value
 METHODS = ("auto", "ets", "arima", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean",
@@ -68,6 +74,8 @@ COMBO_SIZE = 3
 _PARAMETER_FREE = ("seasonal_naive", "naive", "window_average", "weekday_mean", "weekday_median")
 #: weeks of the robust seasonal baseline ``weekday_median``
 MEDIAN_WEEKS = 8
+#: weight of the weekday median in the ensemble of a multi-day forecast (:func:`ensemble_z`)
+ANCHOR_WEIGHT = 0.5
 #: an outlier day lies more than this many robust SDs from the weekday profile (:func:`clean_outliers`)
 OUTLIER_K = 4.0
 
@@ -219,6 +227,16 @@ def weekly_structure(y, *, log: bool = True, alpha: float = 0.05) -> dict:
     v = float(np.var(s + e))
     strength = max(0.0, 1.0 - float(np.var(e)) / v) if v > 0 else 0.0
     return {"f": float(f), "p": float(p), "strength": strength, "weekly": bool(p < alpha), "days": int(n)}
+
+
+def ensemble_z(members: dict, multi_day: bool) -> np.ndarray:
+    """The ``ensemble`` forecast on ``z`` from its members' forecasts ``{method: array}`` (the same
+    shape each): their median, day by day; for a forecast of more than one day (``multi_day``) averaged
+    with the weekday median's forecast, weight :data:`ANCHOR_WEIGHT` (module docstring)."""
+    med = np.median(np.stack(list(members.values())), axis=0)
+    if multi_day and "weekday_median" in members:
+        return (1.0 - ANCHOR_WEIGHT) * med + ANCHOR_WEIGHT * np.asarray(members["weekday_median"], float)
+    return med
 
 
 def clean_outliers(z: np.ndarray, k: float = OUTLIER_K) -> np.ndarray:

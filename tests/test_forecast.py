@@ -207,14 +207,22 @@ def _write_trace(jobs, path):
 
 
 def test_short_trace_cli_skips_backtest_with_a_note(tmp_path):
-    """Issue 18: a 30-day trace crashed with KeyError ('mape', 'ets') and --json wrote null values."""
+    """Issue 18: a 30-day trace crashed with KeyError ('mape', 'ets') and --json wrote null values. A
+    history under 120 days trains its backtest from day 14: 30 days get a 1-day backtest (the 4-week one
+    is skipped, said in the note), 18 days none (auto: the ensemble, its default)."""
     import json
 
     from typer.testing import CliRunner
 
     from acmemodel.cli import app
 
-    path = _write_trace(_two_type_jobs(30, seed=2), tmp_path / "trace_seren.csv")
+    p30 = _write_trace(_two_type_jobs(30, seed=2), tmp_path / "trace_seren.csv")
+    r = CliRunner().invoke(app, ["forecast", str(p30), "--days", "30", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert "4-week backtest skipped" in doc["backtest_note"]
+    assert doc["backtest"] and {x["horizon"] for x in doc["backtest"]} == {1}
+    path = _write_trace(_two_type_jobs(18, seed=2), tmp_path / "short" / "trace_seren.csv")
     r = CliRunner().invoke(app, ["forecast", str(path), "--days", "30"])
     assert r.exit_code == 0, r.output
     assert "backtest skipped" in r.output and "Traceback" not in r.output
@@ -224,7 +232,7 @@ def test_short_trace_cli_skips_backtest_with_a_note(tmp_path):
     assert doc["backtest"] == [] and "backtest skipped" in doc["backtest_note"]
     assert len(doc["forecast"]) == 30 * 3 * 2
     assert all(x[k] is not None for x in doc["forecast"] for k in ("forecast", "lower", "upper"))
-    assert set(doc["choice"].values()) == {"seasonal_naive"}  # no origin to choose on
+    assert set(doc["choice"].values()) == {"ensemble"}  # no origin to choose on: the default
     for m in ("ets", "glm"):
         r = CliRunner().invoke(app, ["forecast", str(path), "--days", "7", "--method", m, "--json"])
         assert r.exit_code == 0 and json.loads(r.output)["backtest"] == []
