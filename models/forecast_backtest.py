@@ -52,7 +52,7 @@ import pandas as pd
 
 from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE, HORIZONS, METHODS, SEASON,
                                               _back, _Fitted,
-                                              _has_own_interval, ensemble_z)
+                                              _has_own_interval, anchor_weight, ensemble_z)
 
 __all__ = ["backtest_series", "SeriesBacktest", "wape_and_se", "paired_diff_se"]
 
@@ -110,6 +110,7 @@ class _Horizon:
     Fz: dict = field(default_factory=dict)   # method -> (windows, h) forecasts on z
     Lz: dict = field(default_factory=dict)   # own lower
     Hz: dict = field(default_factory=dict)   # own upper
+    Zhist: np.ndarray | None = None          # the whole series on z (a window at o may look at [:o] only)
 
 
 @dataclass
@@ -160,7 +161,7 @@ def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequenc
         idx = starts[:, None] + np.arange(h)[None, :] if len(starts) else np.zeros((0, h), int)
         Y = y[idx] if len(starts) else np.zeros((0, h))
         sc = np.array([_mase_scale(y[:s]) for s in starts]) if len(starts) else np.zeros(0)
-        H[h] = _Horizon(h, starts, Y, z_all[idx] if len(starts) else np.zeros((0, h)), sc)
+        H[h] = _Horizon(h, starts, Y, z_all[idx] if len(starts) else np.zeros((0, h)), sc, Zhist=z_all)
         for m in methods:
             H[h].Fz[m] = np.full((len(starts), h), np.nan)
             H[h].Lz[m] = np.full((len(starts), h), np.nan)
@@ -279,7 +280,10 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
         Lz[nm] = np.full((W, h), np.nan)
         Hz[nm] = np.full((W, h), np.nan)
     if W:
-        Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, h > 1)
+        Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False)
+        if h > 1 and "weekday_median" in methods:   # anchored per window, from the data before its origin
+            w = np.array([anchor_weight(hz.Zhist[:o]) for o in hz.origins])[:, None]
+            Fz["ensemble"] = (1.0 - w) * Fz["ensemble"] + w * Fz["weekday_median"]
     singles = list(methods) + ["ensemble"]
     # conformal intervals of every single method at each window, from its prior windows' residuals
     Cq = {m: np.full((W, h), np.inf) for m in names}
