@@ -344,7 +344,8 @@ def test_held_out_evaluation_prefers_the_true_process(nhpp_trace):
     assert 0.5 < v[("compound_nhpp", "dispersion_index", "Seren/Eval")] / obs < 2
     assert abs(v[("compound_nhpp", "count_ratio", "Seren/ALL")] - 1) < 0.1
     fc = res[res["cell"] == "Seren/ALL/jobs"]
-    assert set(fc["model"]) == {"ets", "seasonal_naive"} and set(fc["metric"]) == {"mape", "wape", "coverage"}
+    assert set(fc["model"]) == {"ets", "seasonal_naive", "auto"} and set(fc["metric"]) == {"mape", "wape", "coverage"}
+    assert set(res[res["cell"] == "Seren/Eval/jobs"]["model"]) == {"ets", "seasonal_naive"}  # auto: the total only
     split = res.attrs["split"]["Seren"]
     assert split["train_jobs"] > 0 and split["test_jobs"] > 0 and 20 < split["test_days"] < 23
     with pytest.raises(ValueError, match="too short"):
@@ -365,6 +366,7 @@ def test_arrival_card_tables_and_verdicts(nhpp_trace):
             ("compound_nhpp", "daily_abs_err", "seasonal_naive"),
             ("ets", "daily_abs_err_jobs", "seasonal_naive"),
             ("nhpp_forecast", "hourly_abs_err", "seasonal_naive"),
+            ("auto", "daily_abs_err_jobs", "seasonal_naive"),
             ("nhpp_forecast", "hourly_logscore", "compound_nhpp")} <= set(rows)
     for r in rows.values():
         assert r["verdict"] in ("model better", "tie within one SE", "use the baseline")
