@@ -171,7 +171,7 @@ def real_series(root: Path, extra: list[Path]) -> dict[str, np.ndarray]:
 
 def real(a) -> None:
     from acmemodel.models.forecast_backtest import backtest_series
-    from acmemodel.models.forecast_methods import verdict
+    from acmemodel.models.forecast_methods import backtest_settings, verdict
     from acmemodel.models.forecast_models import CANDIDATES, weekly_structure
 
     root = Path(a.root)
@@ -180,13 +180,11 @@ def real(a) -> None:
         if any(k in name for k in a.skip):
             continue
         n = len(y)
-        short = n < 120
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             bt = backtest_series(y, methods=tuple(a.candidates or CANDIDATES), weeks=min(a.weeks, (n - 14) // 7),
-                                 min_train=14 if short else 28, min_prior=1 if short else 2,
-                                 min_prior_days=1 if short else 14)
+                                 **backtest_settings(n))
         dt = time.perf_counter() - t
         sc = bt.scores.assign(series=name, n_days=n, seconds=dt)
         rows.append(sc)

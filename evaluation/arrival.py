@@ -35,7 +35,14 @@ use — ``training_mean_rate`` (the training period's jobs per second, constant)
   is scored by the errors only);
 * ``hourly_abs_err`` and ``daily_abs_err`` — ``|o − μ|`` per hour bin and per local day (jobs);
 
-and the demand forecasts (``ets`` against ``seasonal_naive``, ``daily_abs_err_jobs`` /
+the same scores for ``nhpp_forecast``, the model's forecast of the held-out hours
+(:meth:`~acmemodel.models.arrival.ArrivalModel.forecast_counts`: each held-out day's total forecast
+from the training days' jobs per day by the daily forecasters' median ensemble, spread over the hours
+by the NHPP's hour-of-week profile), against the seasonal naive and the NHPP's own intensity (whose
+level beyond the training period is the fitted trend held at its last value);
+
+and the demand forecasts (``auto`` — the forecaster's time-honest choice, with the interval kind its
+backtest found nearer the level — and ``ets``, each against ``seasonal_naive``, ``daily_abs_err_jobs`` /
 ``daily_abs_err_gpu_hours`` of the cluster's total series per held-out day), paired per hour / day with
 the standard error and verdict of :func:`~acmemodel.evaluation.card.paired`. Intervals: the forecasts'
 90 % intervals per held-out day (calibrated: coverage in 0.85–0.95). The arrival model gives no
@@ -206,7 +213,11 @@ def evaluate_arrival(trace_or_jobs, *, timezones: Mapping[str, str] | None = Non
             n_tr = len(tr_fresh) if ty == "ALL" else int((tr_fresh["type"].astype(str) == ty).sum())
             flat = np.full(len(lam), n_tr / tr_span * 3600.0) * _bin_fraction(cut, t1, off)
             if ty == "ALL":
-                _card_units(units, o_t, np.sort(tr_fresh["submit_s"].to_numpy(dtype=float)), lam, flat, cut, t1, off)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    mu_fc = fitted.forecast_counts(cut, t1, cluster=cl)["jobs"].to_numpy()
+                _card_units(units, o_t, np.sort(tr_fresh["submit_s"].to_numpy(dtype=float)), lam, flat, cut, t1, off,
+                            mu_fc)
             f_hod, f_dow = _profile(None, flat, off, cut, t1)
             add("compound_nhpp", "hourly_profile_err", cell, _rel_l1(o_hod, m_hod))
             add("homogeneous_poisson", "hourly_profile_err", cell, _rel_l1(o_hod, f_hod))
@@ -233,17 +244,25 @@ CARD = (
      (("hourly_logscore", "training_mean_rate", True), ("hourly_abs_err", "training_mean_rate", False),
       ("hourly_abs_err", "seasonal_naive", False), ("daily_abs_err", "training_mean_rate", False),
       ("daily_abs_err", "seasonal_naive", False))),
+    ("ArrivalModel.forecast_counts (daily level forecast × NHPP hour shares): expected jobs per held-out "
+     "hour / day", "nhpp_forecast",
+     (("hourly_logscore", "training_mean_rate", True), ("hourly_logscore", "compound_nhpp", True),
+      ("hourly_abs_err", "seasonal_naive", False), ("daily_abs_err", "seasonal_naive", False),
+      ("hourly_abs_err", "compound_nhpp", False))),
+    ("Demand forecast (auto: the time-honest choice), cluster total per held-out day", "auto",
+     (("daily_abs_err_jobs", "seasonal_naive", False), ("daily_abs_err_gpu_hours", "seasonal_naive", False))),
     ("Demand forecast (ETS), cluster total per held-out day", "ets",
      (("daily_abs_err_jobs", "seasonal_naive", False), ("daily_abs_err_gpu_hours", "seasonal_naive", False))),
 )
 #: short names of the card's columns
-SHORT = {"compound_nhpp": "NHPP", "training_mean_rate": "mean rate", "seasonal_naive": "seas. naive",
+SHORT = {"compound_nhpp": "NHPP", "nhpp_forecast": "NHPP fc", "training_mean_rate": "mean rate", "seasonal_naive": "seas. naive",
          "hourly_logscore": "logscore/h", "hourly_abs_err": "abs err/h", "daily_abs_err": "abs err/d",
-         "daily_abs_err_jobs": "jobs/d err", "daily_abs_err_gpu_hours": "GPU-h/d err", "ets": "ETS"}
+         "daily_abs_err_jobs": "jobs/d err", "daily_abs_err_gpu_hours": "GPU-h/d err", "ets": "ETS",
+         "auto": "auto"}
 
 
 def _card_units(units: dict, o_t: np.ndarray, tr_t: np.ndarray, lam: np.ndarray, flat: np.ndarray,
-                cut: float, t1: float, off: int) -> None:
+                cut: float, t1: float, off: int, mu_fc: np.ndarray | None = None) -> None:
     """Per held-out hour bin and local day: the observed jobs, the model's and the baselines' expected
     jobs (module docstring), appended to ``units``."""
     from acmemodel.models.arrival_glm import hour_bins
@@ -259,6 +278,8 @@ def _card_units(units: dict, o_t: np.ndarray, tr_t: np.ndarray, lam: np.ndarray,
     naive = counts(tr_t, lo - back, hi - back)
     mu = {"compound_nhpp": np.asarray(lam, float), "training_mean_rate": np.asarray(flat, float),
           "seasonal_naive": naive}
+    if mu_fc is not None:
+        mu["nhpp_forecast"] = np.asarray(mu_fc, float)
     day = ((lo - cut) // DAY).astype(np.int64)
     o_day = np.bincount(day, weights=o)
     for name, m in mu.items():
@@ -329,7 +350,7 @@ def _forecast_rows(jc: pd.DataFrame, cl: str, tzs, cut: float, level: float, uni
             continue
         for met in METRICS:
             y = te[met].to_numpy()
-            for method in ("ets", "seasonal_naive"):
+            for method in ("ets", "seasonal_naive") + (("auto",) if ty == "ALL" else ()):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     fc = forecast_series(tr[met].to_numpy(), len(te), method=method, level=level)

@@ -262,6 +262,12 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
                 "n_hours": int(n_hours), "t_ref": float(t_ref), "d_lo": float(days[0]),
                 "d_hi": float(days[-1])}
         cell.update(self._fit_glm(y, how, days))
+        # jobs per local day of the fit window (the history of :meth:`forecast_counts`' daily level)
+        day0, day1 = int(h0 // 24), int((h1 - 1) // 24)
+        dj = np.floor((submit + off) / 86400.0).astype(np.int64) - day0
+        cell["day0"] = day0
+        cell["daily_jobs"] = np.bincount(dj[(dj >= 0) & (dj <= day1 - day0)], minlength=day1 - day0 + 1
+                                         ).astype(float)
         # empirical profile of jobs per hour-of-week
         nb = np.bincount(how, minlength=HOURS_PER_WEEK)
         cell["emp_jobs_per_how"] = np.where(nb > 0, np.bincount(how, weights=yj, minlength=HOURS_PER_WEEK)
@@ -336,6 +342,29 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
             raise ValueError(f"end must be after start (start={start!r}, end={end!r})")
         return float(sum(self._cell_bins(c, s, e)[2].sum() * self.cells_[c]["mean_batch_size"]
                          for c in self._cells(key)))
+
+    def forecast_counts(self, start, end, *, method: str = "ensemble", **key) -> pd.DataFrame:
+        """Expected jobs per local hour bin of ``[start, end)`` as a forecast from the fit data: after
+        the fit window each local day's total is forecast from the cell's jobs per day by
+        :func:`~acmemodel.models.forecast_methods.forecast_series` (``method``; the default, the
+        median ensemble of the daily forecasters, needs no backtest) and spread over the day's hours
+        in proportion to the NHPP intensity (its hour-of-week profile); inside the fit window, the
+        intensity itself (:mod:`.arrival_forecast`). Summed over the cells matching ``key``.
+        Returns ``start_s, end_s, jobs`` (Unix s UTC, expected jobs) per bin."""
+        from acmemodel.models.arrival_forecast import forecast_bins
+
+        s, e = float(to_unix_seconds(start)), float(to_unix_seconds(end))
+        if not e > s:
+            raise ValueError(f"end must be after start (start={start!r}, end={end!r})")
+        cells = self._cells(key)
+        offs = {utc_offset_seconds(self.timezones_[c[0]]) for c in cells}
+        if len(offs) > 1:
+            raise ValueError("forecast_counts: the cells span clusters of different time zones; pass cluster=")
+        out = None
+        for c in cells:
+            lo, hi, mu = forecast_bins(self, c, s, e, method)
+            out = mu if out is None else out + mu
+        return pd.DataFrame({"start_s": lo, "end_s": hi, "jobs": out})
 
     def _mix_factors(self, cells, s, e, mix) -> dict:
         if mix is None:
@@ -530,7 +559,7 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
 
     # ------------------------------------------------------------------ serialisation
     _ARRAYS = ("log_rate", "log_rate_se", "emp_jobs_per_how", "emp_hours_per_how", "bs_values",
-               "bs_counts", "gap_q", "user_shares")
+               "bs_counts", "gap_q", "user_shares", "daily_jobs")
     _FLOATS = ("restart_prob", "t_ref", "d_lo", "d_hi", "alpha", "dispersion_alpha_hat", "dispersion_alpha_se",
                "dispersion_stat",
                "dispersion_p", "trend_per_day", "trend_se", "hourly_dispersion_index", "mean_batch_size")

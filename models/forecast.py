@@ -45,7 +45,7 @@ from acmemodel.clusters import cluster_info, cluster_timezones, utc_offset_secon
 from acmemodel.models.base import BaseModel, register
 from acmemodel.models.forecast_backtest import backtest_series
 from acmemodel.models.forecast_methods import (  # noqa: F401  (re-exported)
-    forecast_fixed, forecast_series, select_method, selection_horizon,
+    backtest_settings, forecast_fixed, forecast_series, select_method, selection_horizon,
 )
 from acmemodel.models.forecast_models import BASELINES, CANDIDATES, HORIZONS, METHODS, SEASON  # noqa: F401
 
@@ -267,7 +267,7 @@ class DemandForecaster(BaseModel):
         cells = list(self._cells())
         for i, (cell, _cl, _ty, _met, y) in enumerate(cells):
             bt = backtest_series(y, methods=self._candidates(), horizons=HORIZONS, weeks=int(self.weeks),
-                                 level=float(self.level), log=self.log)
+                                 level=float(self.level), log=self.log, **backtest_settings(len(y)))
             hs = selection_horizon(28, len(y))
             hs = hs if hs in bt.choice else 1
             self.choice_[cell] = bt.choice[hs]
@@ -402,8 +402,9 @@ class DemandForecaster(BaseModel):
                     bt = self.selection_[self.selection_["cell"] == cell]
                 else:
                     ms = tuple(dict.fromkeys((self.method,) + BASELINES))
-                    bt = backtest_series(g[met].to_numpy(), methods=ms, horizons=HORIZONS, weeks=int(self.weeks),
-                                         level=float(self.level), log=self.log).scores
+                    y = g[met].to_numpy()
+                    bt = backtest_series(y, methods=ms, horizons=HORIZONS, weeks=int(self.weeks),
+                                         level=float(self.level), log=self.log, **backtest_settings(len(y))).scores
                     bt = bt[bt["method"].isin(ms)]
                 for r in bt.itertuples(index=False):
                     if int(r.windows) == 0:
@@ -417,15 +418,16 @@ class DemandForecaster(BaseModel):
         """A one-line note when the history is too short for a 4-week backtest window (or any), else None."""
         self._check_fitted()
         n = int(self.series_.groupby(["cluster", "type"]).size().max())
-        need1, need28 = 28 + 3 * SEASON, 28 + 28 + 2 * SEASON
+        mt = backtest_settings(n)["min_train"]
+        need1, need28 = (mt + 3 * SEASON, mt + 28 + 2 * SEASON) if mt == 28 else (mt + SEASON, mt + 28 + SEASON)
         if n >= need28:
             return None
         if n >= need1:
             return (f"4-week backtest skipped: the history has {n} day(s), a 4-week backtest needs {need28}; "
                     "the choice is made on the 1-day-ahead backtest")
         return (f"backtest skipped: the history has {n} complete day(s); a rolling-origin backtest needs at least "
-                f"{need1} (28 to train, 3 weeks of 1-day forecasts)"
-                + ("; 'auto' uses seasonal naive" if self.method == "auto" else ""))
+                f"{need1} ({mt} to train, a week of 1-day forecasts)"
+                + ("; 'auto' uses the ensemble" if self.method == "auto" else ""))
 
     def summary(self) -> pd.DataFrame:
         """One row per series: days of history, mean per day over the whole history and the last

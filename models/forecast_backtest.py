@@ -10,7 +10,8 @@ Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` day
 
 Time-honest choice. At a window starting at ``o`` (horizon ``h``) the *prior* windows are those that
 ended by then (``o' + h <= o``). ``ensemble`` is the median (on ``z``, day by day) of every candidate's
-forecast: it needs no choice, so it exists at every window. ``combo`` at ``o`` is the mean of the 3
+forecast, anchored to the weekday median at the 4-week horizon
+(:func:`~acmemodel.models.forecast_models.ensemble_z`): it needs no choice, so it exists at every window. ``combo`` at ``o`` is the mean of the 3
 methods with the lowest WAPE on the prior windows. ``auto`` at ``o`` is ``ensemble``, replaced by the
 single method (naive baseline or model) with the lowest WAPE on the prior windows only when that beats
 it by more than one standard error of the paired WAPE difference (``one_se=True``, default; the plain
@@ -51,7 +52,7 @@ import pandas as pd
 
 from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE, HORIZONS, METHODS, SEASON,
                                               _back, _Fitted,
-                                              _has_own_interval)
+                                              _has_own_interval, anchor_weight, ensemble_z)
 
 __all__ = ["backtest_series", "SeriesBacktest", "wape_and_se", "paired_diff_se"]
 
@@ -109,6 +110,7 @@ class _Horizon:
     Fz: dict = field(default_factory=dict)   # method -> (windows, h) forecasts on z
     Lz: dict = field(default_factory=dict)   # own lower
     Hz: dict = field(default_factory=dict)   # own upper
+    Zhist: np.ndarray | None = None          # the whole series on z (a window at o may look at [:o] only)
 
 
 @dataclass
@@ -159,7 +161,7 @@ def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequenc
         idx = starts[:, None] + np.arange(h)[None, :] if len(starts) else np.zeros((0, h), int)
         Y = y[idx] if len(starts) else np.zeros((0, h))
         sc = np.array([_mase_scale(y[:s]) for s in starts]) if len(starts) else np.zeros(0)
-        H[h] = _Horizon(h, starts, Y, z_all[idx] if len(starts) else np.zeros((0, h)), sc)
+        H[h] = _Horizon(h, starts, Y, z_all[idx] if len(starts) else np.zeros((0, h)), sc, Zhist=z_all)
         for m in methods:
             H[h].Fz[m] = np.full((len(starts), h), np.nan)
             H[h].Lz[m] = np.full((len(starts), h), np.nan)
@@ -278,7 +280,10 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
         Lz[nm] = np.full((W, h), np.nan)
         Hz[nm] = np.full((W, h), np.nan)
     if W:
-        Fz["ensemble"] = np.median(np.stack([Fz[m] for m in methods]), axis=0)
+        Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False)
+        if h > 1 and "weekday_median" in methods:   # anchored per window, from the data before its origin
+            w = np.array([anchor_weight(hz.Zhist[:o]) for o in hz.origins])[:, None]
+            Fz["ensemble"] = (1.0 - w) * Fz["ensemble"] + w * Fz["weekday_median"]
     singles = list(methods) + ["ensemble"]
     # conformal intervals of every single method at each window, from its prior windows' residuals
     Cq = {m: np.full((W, h), np.inf) for m in names}
@@ -354,8 +359,8 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     allw = np.ones(W, dtype=bool)
     fc = {m: _back(Fz[m], log) for m in names}
     fc["_pick"] = auto_pick
-    if W == 0:
-        return rows, "seasonal_naive", [], {"kind": "model", "q": []}, fc
+    if W == 0:  # no evidence: the default, the ensemble (its interval borrows seasonal naive's width)
+        return rows, "ensemble", list(methods), {"kind": "model", "q": []}, fc
     ranked = _rank(hz, order, allw, log)
     top = [m for _, _, m in ranked[:COMBO_SIZE]]
     choice = _choose(hz, Fz, order, allw, ev, log, one_se)

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 
 from acmemodel.models.forecast_backtest import SeriesBacktest, _blocks, backtest_series
-from acmemodel.models.forecast_models import CANDIDATES, COMBO_SIZE, METHODS, SEASON, _back, _Fitted
+from acmemodel.models.forecast_models import CANDIDATES, COMBO_SIZE, METHODS, SEASON, _back, _Fitted, ensemble_z
 
-__all__ = ["forecast_series", "forecast_fixed", "selection_horizon", "verdict", "select_method"]
+__all__ = ["forecast_series", "forecast_fixed", "selection_horizon", "backtest_settings", "verdict", "select_method",
+           "SHORT_DAYS"]
 
 
 # ---------------------------------------------------------------------- forecasting one series
@@ -24,7 +25,7 @@ def _forecast_z(z: np.ndarray, h: int, method: str, level: float, log: bool, mem
         parts = [_Fitted(m, z, level, log).predict(h) for m in members]
         return tuple(np.mean([p[i] for p in parts], axis=0) for i in range(3))
     if method == "ensemble":  # its interval: conformal, else seasonal naive's width (forecast_fixed)
-        f = np.median([_Fitted(m, z, level, log).predict(h)[0] for m in members], axis=0)
+        f = ensemble_z({m: _Fitted(m, z, level, log).predict(h)[0] for m in members}, h > 1, z)
         return f, np.full(h, np.nan), np.full(h, np.nan)
     return _Fitted(method, z, level, log).predict(h)
 
@@ -48,10 +49,26 @@ def _validate(method, level, h):
         raise ValueError(f"horizon (days) must be >= 1, got {h}")
 
 
-def selection_horizon(h: int, n: int, min_train: int = 28) -> int:
+#: a history shorter than this (days) is backtested from day 14 (:func:`backtest_settings`)
+SHORT_DAYS = 120
+
+
+def backtest_settings(n: int) -> dict:
+    """The backtest's settings for a history of ``n`` days: the defaults of :func:`backtest_series`
+    (28 training days; auto/combo need 2 earlier 4-week windows or 14 earlier days) from
+    :data:`SHORT_DAYS` days on; a shorter series trains from day 14 and lets auto/combo choose from the
+    first window with one earlier window (auto's default, the ensemble, needs none)."""
+    if n >= SHORT_DAYS:
+        return {"min_train": 28, "min_prior": 2, "min_prior_days": 14}
+    return {"min_train": 14, "min_prior": 1, "min_prior_days": 1}
+
+
+def selection_horizon(h: int, n: int, min_train: int | None = None) -> int:
     """The backtest horizon a forecast of ``h`` days is chosen on: 28 (4 weeks) when the history
-    allows two 4-week windows and ``h > 1``, else 1."""
-    return 28 if h > 1 and n >= min_train + 28 + SEASON else 1
+    allows two 4-week windows and ``h > 1``, else 1 (``min_train``: by default that of
+    :func:`backtest_settings`)."""
+    mt = backtest_settings(n)["min_train"] if min_train is None else int(min_train)
+    return 28 if h > 1 and n >= mt + 28 + SEASON else 1
 
 
 def _forecast(y, h: int, *, method: str, level: float, log: bool, candidates=CANDIDATES,
@@ -69,7 +86,7 @@ def _forecast(y, h: int, *, method: str, level: float, log: bool, candidates=CAN
             if method in ("window_average", "weekday_mean", "weekday_median"):  # no interval of their own
                 cands = (method,)
             selection = backtest_series(y, methods=cands, level=level, log=log,
-                                        horizons=(selection_horizon(h, len(y)),))
+                                        horizons=(selection_horizon(h, len(y)),), **backtest_settings(len(y)))
         if selection is not None:
             hs = selection_horizon(h, len(y))
             hs = hs if hs in selection.choice else next(iter(selection.choice))

@@ -22,7 +22,15 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
 * ``"glm"`` — statsmodels: a negative-binomial GLM (job counts) or log-linear least squares (other
   series) with weekday effects and a linear trend (held flat beyond one history length ahead);
 * ``"ensemble"`` — the median (on ``z``, day by day) of every candidate's forecast: no choice to make,
-  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default;
+  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default. A
+  forecast of more than one day is *anchored*: ``ẑ = (1 − w) · median + w · ẑ_weekday_median`` with
+  ``w`` = :data:`ANCHOR_WEIGHT` = 1/2 (equal weights, not tuned), when ``weekday_median`` is a member
+  and the last week's level agrees with the 8 weeks before it (:func:`anchor_weight`), else ``w = 0``.
+  Weeks ahead, the weekday profile over the last 8 weeks is the forecast a noisy, stable series
+  regresses to, while the median of the candidates still carries the last days' level and the noisier
+  members' weekly shapes (on the LANL failures per day the 8-week weekday median beat the plain
+  median ensemble at 4 weeks: WAPE 0.310 vs 0.320 over 32 windows); after a level shift (a cluster
+  ramping up) the 8-week profile is the wrong level, and the anchor is dropped;
 * ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
 * ``"auto"`` — per series, the ensemble, a single method or the combination, chosen by the
   time-honest backtest (:mod:`acmemodel.models.forecast_backtest`; a single method or combo must beat
@@ -48,8 +56,8 @@ import warnings
 import numpy as np
 from scipy import stats
 
-__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "clean_outliers",
-           "weekly_structure"]
+__all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "ANCHOR_WEIGHT", "clean_outliers",
+           "weekly_structure", "ensemble_z", "anchor_weight"]
 
 #: every ``method`` value
 METHODS = ("auto", "ets", "arima", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean",
@@ -68,6 +76,10 @@ COMBO_SIZE = 3
 _PARAMETER_FREE = ("seasonal_naive", "naive", "window_average", "weekday_mean", "weekday_median")
 #: weeks of the robust seasonal baseline ``weekday_median``
 MEDIAN_WEEKS = 8
+#: weight of the weekday median in the ensemble of a multi-day forecast (:func:`ensemble_z`)
+ANCHOR_WEIGHT = 0.5
+#: a last week further than this many standard errors from the weeks before it is a level shift
+LEVEL_SHIFT_SD = 2.0
 #: an outlier day lies more than this many robust SDs from the weekday profile (:func:`clean_outliers`)
 OUTLIER_K = 4.0
 
@@ -219,6 +231,41 @@ def weekly_structure(y, *, log: bool = True, alpha: float = 0.05) -> dict:
     v = float(np.var(s + e))
     strength = max(0.0, 1.0 - float(np.var(e)) / v) if v > 0 else 0.0
     return {"f": float(f), "p": float(p), "strength": strength, "weekly": bool(p < alpha), "days": int(n)}
+
+
+def anchor_weight(z: np.ndarray, k_sd: float = LEVEL_SHIFT_SD) -> float:
+    """The weekday median's weight in a multi-day ensemble forecast from the history ``z`` (on the
+    log scale): :data:`ANCHOR_WEIGHT`, or 0 after a level shift — when the mean of the last 7 days
+    differs from the anchor's level (the mean over the weekdays of the weekday-median profile of the
+    last ``k`` ≤ 8 weeks) by more than ``k_sd`` robust standard errors, ``1.4826 · MAD(weekly means) ·
+    √(1 + 1/k)``. Robust because the history that holds a shift also inflates a plain standard
+    deviation of its weekly means (3 busy weeks after 5 empty ones). Fewer than 3 full weeks:
+    :data:`ANCHOR_WEIGHT` (no test possible)."""
+    z = np.asarray(z, dtype=float)
+    n = len(z)
+    k = min(MEDIAN_WEEKS, n // SEASON)
+    if k < 3:
+        return ANCHOR_WEIGHT
+    X = z[n - k * SEASON:].reshape(k, SEASON)
+    w = X.mean(axis=1)
+    level = float(np.median(X, axis=0).mean())
+    se = 1.4826 * float(np.median(np.abs(w - np.median(w)))) * np.sqrt(1.0 + 1.0 / k)
+    d = abs(float(w[-1]) - level)
+    if not se > 0:
+        return ANCHOR_WEIGHT if d == 0 else 0.0
+    return ANCHOR_WEIGHT if d <= k_sd * se else 0.0
+
+
+def ensemble_z(members: dict, multi_day: bool, z: np.ndarray | None = None) -> np.ndarray:
+    """The ``ensemble`` forecast on ``z`` from its members' forecasts ``{method: array}`` (the same
+    shape each): their median, day by day; for a forecast of more than one day (``multi_day``) averaged
+    with the weekday median's forecast, weight :func:`anchor_weight` of the history ``z`` (module
+    docstring; :data:`ANCHOR_WEIGHT` when ``z`` is None)."""
+    med = np.median(np.stack(list(members.values())), axis=0)
+    if multi_day and "weekday_median" in members:
+        w = ANCHOR_WEIGHT if z is None else anchor_weight(z)
+        return (1.0 - w) * med + w * np.asarray(members["weekday_median"], float)
+    return med
 
 
 def clean_outliers(z: np.ndarray, k: float = OUTLIER_K) -> np.ndarray:

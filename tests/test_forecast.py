@@ -207,14 +207,22 @@ def _write_trace(jobs, path):
 
 
 def test_short_trace_cli_skips_backtest_with_a_note(tmp_path):
-    """Issue 18: a 30-day trace crashed with KeyError ('mape', 'ets') and --json wrote null values."""
+    """Issue 18: a 30-day trace crashed with KeyError ('mape', 'ets') and --json wrote null values. A
+    history under 120 days trains its backtest from day 14: 30 days get a 1-day backtest (the 4-week one
+    is skipped, said in the note), 18 days none (auto: the ensemble, its default)."""
     import json
 
     from typer.testing import CliRunner
 
     from acmemodel.cli import app
 
-    path = _write_trace(_two_type_jobs(30, seed=2), tmp_path / "trace_seren.csv")
+    p30 = _write_trace(_two_type_jobs(30, seed=2), tmp_path / "trace_seren.csv")
+    r = CliRunner().invoke(app, ["forecast", str(p30), "--days", "30", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert "4-week backtest skipped" in doc["backtest_note"]
+    assert doc["backtest"] and {x["horizon"] for x in doc["backtest"]} == {1}
+    path = _write_trace(_two_type_jobs(18, seed=2), tmp_path / "short" / "trace_seren.csv")
     r = CliRunner().invoke(app, ["forecast", str(path), "--days", "30"])
     assert r.exit_code == 0, r.output
     assert "backtest skipped" in r.output and "Traceback" not in r.output
@@ -224,7 +232,7 @@ def test_short_trace_cli_skips_backtest_with_a_note(tmp_path):
     assert doc["backtest"] == [] and "backtest skipped" in doc["backtest_note"]
     assert len(doc["forecast"]) == 30 * 3 * 2
     assert all(x[k] is not None for x in doc["forecast"] for k in ("forecast", "lower", "upper"))
-    assert set(doc["choice"].values()) == {"seasonal_naive"}  # no origin to choose on
+    assert set(doc["choice"].values()) == {"ensemble"}  # no origin to choose on: the default
     for m in ("ets", "glm"):
         r = CliRunner().invoke(app, ["forecast", str(path), "--days", "7", "--method", m, "--json"])
         assert r.exit_code == 0 and json.loads(r.output)["backtest"] == []
@@ -285,7 +293,8 @@ def _ar_mix(n, seed):
     return np.expm1(z)
 
 
-@pytest.mark.parametrize("cands", [("naive", "seasonal_naive", "weekday_mean"), ("ets", "seasonal_naive")])
+@pytest.mark.parametrize("cands", [("naive", "seasonal_naive", "weekday_mean"), ("ets", "seasonal_naive"),
+                                   ("naive", "seasonal_naive", "weekday_median")])
 def test_selection_is_causal_shuffle_the_future(cands):
     """Every backtest forecast made at an origin (and auto's and combo's choice there) is unchanged when
     the data from that origin on are shuffled."""
@@ -437,3 +446,27 @@ def test_auto_defaults_to_the_ensemble_without_evidence():
     parts = [w[w["method"] == m].set_index(["origin", "step"])["forecast"]
              for m in ("naive", "seasonal_naive", "weekday_mean")]
     assert np.allclose(ens.to_numpy(), np.expm1(np.median(np.log1p([p.to_numpy() for p in parts]), axis=0)))
+
+
+def test_multi_day_ensemble_anchored_to_the_weekday_median_unless_the_level_shifted():
+    """A multi-day ensemble forecast is the equal-weight mean (on log(1 + y)) of the candidates' median
+    and the weekday median when the last week agrees with the 8 before it; after a level shift (3 busy
+    weeks after 5 quiet ones) the anchor is dropped. The 1-day forecast is never anchored."""
+    from acmemodel.models.forecast_methods import forecast_fixed
+    from acmemodel.models.forecast_models import ANCHOR_WEIGHT, _Fitted, anchor_weight
+
+    rng = np.random.default_rng(3)
+    week = np.array([1.0, 1.1, 1.2, 1.1, 1.0, 0.4, 0.3])
+    stable = rng.poisson(np.tile(200 * week, 10)).astype(float)
+    shifted = np.r_[rng.poisson(np.tile(3 * week, 7)), rng.poisson(np.tile(200 * week, 3))].astype(float)
+    assert anchor_weight(np.log1p(stable)) == ANCHOR_WEIGHT == 0.5
+    assert anchor_weight(np.log1p(shifted)) == 0.0
+    members = ("naive", "seasonal_naive", "weekday_mean", "weekday_median")
+    for y, w in ((stable, 0.5), (shifted, 0.0)):
+        z = np.log1p(y)
+        parts = {m: _Fitted(m, z, 0.9, True).predict(28)[0] for m in members}
+        want = (1 - w) * np.median([parts[m] for m in members], axis=0) + w * parts["weekday_median"]
+        got = forecast_fixed(y, 28, method="ensemble", members=members)["forecast"].to_numpy()
+        assert np.allclose(got, np.expm1(want))
+        one = forecast_fixed(y, 1, method="ensemble", members=members)["forecast"].to_numpy()
+        assert np.allclose(one, np.expm1(np.median([parts[m][:1] for m in members], axis=0)))
