@@ -471,10 +471,15 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
 
             # a run part takes ~10-100 ms: parts go to the workers in chunks so that the per-task overhead
             # of the scheduler (a few ms of client, scheduler and worker CPU per task) does not dominate:
-            # about 8 chunks per worker (enough to balance the load), of at most 50 parts
+            # about 8 chunks per worker (enough to balance the load), of at most 50 parts. A cluster part
+            # (a workload simulation, ~1 s) is a task of its own, submitted first: the long tasks start
+            # at once on different workers and the short chunks fill in behind them (a long one last
+            # would leave the other workers idle at the end)
             n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-            size = max(1, min(50, -(-len(order) // (8 * n_workers))))
-            chunks = [order[j:j + size] for j in range(0, len(order), size)]
+            runs = [tk for tk in order if tk[0] != "cluster"]
+            size = max(1, min(50, -(-len(runs) // (8 * n_workers))))
+            chunks = [[tk] for tk in order if tk[0] == "cluster"] + [runs[j:j + size]
+                                                                      for j in range(0, len(runs), size)]
             futs = {client.submit(evaluate_parts, [args(tk) for tk in ch],
                                   key=f"acmemodel-sweep-{_hash([list(tk) for tk in ch])[:24]}", pure=False): ch
                     for ch in chunks}
