@@ -31,6 +31,12 @@ def test_the_map_names_every_registered_command_in_order():
     for names, owner in ((COMMANDS, app), (EVALUATE_COMMANDS, evaluate_app)):
         for info in owner.registered_commands:
             assert info.callback.__module__ == f"acmemodel.cli.{names[info.name]}", info.name
+    # commands typer built from modules imported before the group: their examples still end their help
+    from typer.testing import CliRunner
+
+    for argv in (["convert", "-h"], ["evaluate", "runtime", "-h"]):
+        r = CliRunner().invoke(app, argv)
+        assert r.exit_code == 0 and "Examples:" in r.output and "$ acmemodel" in r.output, argv
 
 
 def test_help_lists_every_command_and_a_typo_gets_a_suggestion():

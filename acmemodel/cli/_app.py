@@ -34,6 +34,9 @@ class _LazyCommands(MutableMapping):
         self._owner, self._lazy, self._markup = owner, dict(lazy), markup
         self._built: dict[str, Any] = {}
         self._names = list(dict.fromkeys([*self._lazy, *eager]))
+        for name, cmd in eager.items():  # (modules imported before the group was built: typer built them)
+            if name in self._lazy and not getattr(cmd, "epilog", None) and _example_text(name):
+                cmd.epilog = _example_text(name)
         self._built.update(eager)
 
     def __getitem__(self, name: str) -> Any:
@@ -125,12 +128,17 @@ EXAMPLES: dict[str, list[str]] = {
 }
 
 
+def _example_text(name: str) -> str | None:
+    """The help epilog of command ``name``: its :data:`EXAMPLES`, or None."""
+    ex = EXAMPLES.get(name)
+    return "Examples:\n\n" + "\n\n".join(f"  $ {e}" for e in ex) if ex else None
+
+
 def _add_example(info) -> None:
     """Append :data:`EXAMPLES` to the help of a registered command that has none (an epilog)."""
     name = info.name or (info.callback.__name__ if info.callback else None)
-    ex = EXAMPLES.get(name or "")
-    if ex and not info.epilog:
-        info.epilog = "Examples:\n\n" + "\n\n".join(f"  $ {e}" for e in ex)
+    if not info.epilog:
+        info.epilog = _example_text(name or "")
 
 
 app.add_typer(evaluate_app, name="evaluate")
