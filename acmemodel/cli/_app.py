@@ -1,7 +1,9 @@
 """The typer application objects shared by the command modules.
 
 Each command module (``describe.py``, ``fit.py``, ``evaluate_*.py``, ``plan.py``, ``synth.py``,
-``export.py``...) imports ``app`` or ``evaluate_app`` from here and registers its commands.
+``export.py``...) imports ``app`` or ``evaluate_app`` from here and registers its commands. The groups
+import a command's module when the command is first looked up (:data:`COMMANDS`), so a new command
+module is also added there.
 """
 from __future__ import annotations
 
