@@ -37,7 +37,7 @@ Prints::
     [forkserver] ...
 
 Measured (issue 34; a 2-core machine shared with other jobs, load 5-9: the wall ratios vary with the load,
-the CPU ratios are the figures), three runs, in-process 9.3-10.1 s of CPU:
+the CPU ratios are the figures), four runs, in-process 9.1-10.1 s of CPU:
 
 =========================== ============ ============ ============
 run                         spawn ideal  fork. ideal  fork. cold
@@ -45,9 +45,11 @@ run                         spawn ideal  fork. ideal  fork. cold
 1 (chunks of 32)            1.53         1.69         1.66
 2 (chunks of 32)            1.71         1.79         1.76
 3 (guided chunks)           1.58         1.65         1.70
+4 (guided chunks)           1.58         1.81         1.86
 =========================== ============ ============ ============
 
-Per-point overhead: spawn 2.6-4.7 ms, forkserver 0.3-3.1 ms. In run 3 (the quietest: in-process 14.5 s
+Per-point overhead: spawn 2.6-4.7 ms, forkserver 0.3-3.1 ms. Run 4: forkserver workers 4.67 / 5.04 s
+(balanced 1.88x), wall 20.3 s against 23.7 s in-process (load ~10). In run 3 (the quietest: in-process 14.5 s
 wall) the forkserver workers took 3.21 / 5.65 s of CPU (the total 8.86 s, below the in-process 9.31 s;
 balanced speed-up 2.10) and the wall speed-up was 1.49 (1.51 with each side's start).
 """
