@@ -12,6 +12,11 @@ under the same load.
 
     python benchmarks/bench_import_slurm.py [--jobs 1000000] [--steps 0.5] [--repeat 3] [--file PATH]
                                             [--baseline-src DIR]
+
+Measured (issue 34; 1M jobs, 1.5M lines, 278 MB; 2-core machine shared with other jobs, load 6-9, 4 rounds):
+pyarrow 2.26 s wall / 0.91 s CPU, the import 4.75 s / 2.02 s: 2.11x of the best wall times (paired median
+1.56x), CPU 2.21x (paired median 1.66x). The last step: the log's partitions from the column's distinct
+values, not by stripping every row as a Python string (about 1 s of CPU at 1M jobs).
 """
 from __future__ import annotations
 

@@ -6,19 +6,10 @@ import sys
 
 import typer
 
+# Command modules register their commands on ``app`` / ``evaluate_app`` when imported, which the app's
+# groups do on first use of a command (``acmemodel.cli._app.COMMANDS``): start-up imports only the command run.
 from acmemodel.cli._app import app, evaluate_app  # noqa: F401
 from acmemodel.errors import AcmeModelError
-
-# Command modules register their commands on ``app`` / ``evaluate_app`` when imported.
-from acmemodel.cli import (  # noqa: F401,E402
-    calibrate, checkpoint, convert, describe, evalplan, evaluate_arrival, evaluate_failure, evaluate_runtime, export, fit,
-    forecast, plan, reproduce, sweep, synth,
-)
-
-from acmemodel.cli._app import add_examples  # noqa: E402
-
-add_examples(app)
-add_examples(evaluate_app)
 
 #: OSError covers unwritable/missing output directories, a file where a directory is expected, etc.
 USER_ERRORS = (AcmeModelError, OSError, ValueError)

@@ -1,18 +1,95 @@
 """The typer application objects shared by the command modules.
 
 Each command module (``describe.py``, ``fit.py``, ``evaluate_*.py``, ``plan.py``, ``synth.py``,
-``export.py``...) imports ``app`` or ``evaluate_app`` from here and registers its commands.
+``export.py``...) imports ``app`` or ``evaluate_app`` from here and registers its commands. The groups
+import a command's module when the command is first looked up (:data:`COMMANDS`), so a new command
+module is also added there.
 """
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import MutableMapping
+from typing import Any, Callable
 
 import typer
+import typer.core
 
 #: ``-h`` as well as ``--help`` on every command
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+#: command name -> the module of ``acmemodel.cli`` that registers it, in the order of ``--help``; a command
+#: module is imported when its command runs (or ``--help`` lists it), not at start-up: ``acmemodel
+#: checkpoint`` does not pay for the other commands' imports (tests/test_cli_lazy.py checks this map
+#: against the commands the modules register)
+COMMANDS = {name: name for name in ("calibrate", "checkpoint", "convert", "describe", "evalplan", "export", "fit",
+                                    "forecast", "plan", "reproduce", "sweep", "synth")}
+EVALUATE_COMMANDS = {"arrival": "evaluate_arrival", "failure": "evaluate_failure", "runtime": "evaluate_runtime"}
+
+
+class _LazyCommands(MutableMapping):
+    """The click commands of a group, built on first access: ``lazy`` maps a command name to the module of
+    ``acmemodel.cli`` that registers it on the Typer app ``owner``; ``eager`` holds the commands typer has
+    built (sub-groups). Names (and so ``--help``'s order and "did you mean") are known without imports."""
+
+    def __init__(self, owner: Callable[[], Any], lazy: dict[str, str], eager: MutableMapping, markup: Any) -> None:
+        self._owner, self._lazy, self._markup = owner, dict(lazy), markup
+        self._built: dict[str, Any] = {}
+        self._names = list(dict.fromkeys([*self._lazy, *eager]))
+        for name, cmd in eager.items():  # (modules imported before the group was built: typer built them)
+            if name in self._lazy and not getattr(cmd, "epilog", None) and _example_text(name):
+                cmd.epilog = _example_text(name)
+        self._built.update(eager)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in self._lazy:
+                raise KeyError(name)
+            import importlib
+
+            from typer.main import get_command_from_info
+
+            importlib.import_module(f"acmemodel.cli.{self._lazy[name]}")
+            info = next((i for i in self._owner().registered_commands if (i.name or i.callback.__name__) == name),
+                        None)
+            if info is None:  # (tests/test_cli_lazy.py keeps the map and the modules in step)
+                raise KeyError(name)
+            _add_example(info)
+            self._built[name] = get_command_from_info(
+                info, pretty_exceptions_short=self._owner().pretty_exceptions_short, rich_markup_mode=self._markup)
+        return self._built[name]
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._built[name] = cmd
+        if name not in self._names:
+            self._names.append(name)
+
+    def __delitem__(self, name: str) -> None:
+        self._built.pop(name, None)
+        self._lazy.pop(name, None)
+        self._names.remove(name)
+
+    def __iter__(self):
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+
+def _lazy_group(owner: Callable[[], Any], lazy: dict[str, str]) -> type:
+    """A :class:`typer.core.TyperGroup` whose commands are :class:`_LazyCommands` (``owner``: the Typer app
+    the command modules register on; ``lazy``: command name -> module)."""
+
+    class LazyGroup(typer.core.TyperGroup):
+        def __init__(self, *args: Any, commands: Any = None, **kwargs: Any) -> None:
+            super().__init__(*args, commands=commands, **kwargs)
+            self.commands = _LazyCommands(owner, lazy, self.commands, self.rich_markup_mode)
+
+    return LazyGroup
+
 
 app = typer.Typer(
     name="acmemodel",
@@ -21,13 +98,15 @@ app = typer.Typer(
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     context_settings=CONTEXT,
+    cls=_lazy_group(lambda: app, COMMANDS),
 )
 evaluate_app = typer.Typer(
     help="Backtest models on a time-ordered holdout.", no_args_is_help=True,
     pretty_exceptions_enable=False, context_settings=CONTEXT,
+    cls=_lazy_group(lambda: evaluate_app, EVALUATE_COMMANDS),
 )
 
-#: examples shown at the end of each command's ``--help`` (:func:`add_examples`)
+#: examples shown at the end of each command's ``--help`` (:func:`_add_example`)
 EXAMPLES: dict[str, list[str]] = {
     "describe": ["acmemodel describe", "acmemodel describe seren.csv.gz --json"],
     "fit": ["acmemodel fit seren.csv.gz kalos.csv.gz -o my-bundle", "acmemodel fit trace.csv -o b.zip --model runtime"],
@@ -51,13 +130,19 @@ EXAMPLES: dict[str, list[str]] = {
 }
 
 
-def add_examples(typer_app) -> None:
-    """Append :data:`EXAMPLES` to the help of the registered commands that have none (an epilog)."""
-    for info in typer_app.registered_commands:
-        name = info.name or (info.callback.__name__ if info.callback else None)
-        ex = EXAMPLES.get(name or "")
-        if ex and not info.epilog:
-            info.epilog = "Examples:\n\n" + "\n\n".join(f"  $ {e}" for e in ex)
+def _example_text(name: str) -> str | None:
+    """The help epilog of command ``name``: its :data:`EXAMPLES`, or None."""
+    ex = EXAMPLES.get(name)
+    return "Examples:\n\n" + "\n\n".join(f"  $ {e}" for e in ex) if ex else None
+
+
+def _add_example(info) -> None:
+    """Append :data:`EXAMPLES` to the help of a registered command that has none (an epilog)."""
+    name = info.name or (info.callback.__name__ if info.callback else None)
+    if not info.epilog:
+        info.epilog = _example_text(name or "")
+
+
 app.add_typer(evaluate_app, name="evaluate")
 
 

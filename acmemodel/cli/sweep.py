@@ -12,6 +12,10 @@ from acmemodel.cli._app import app, print_json
 from acmemodel.cli._common import SEED_MAX, console
 from acmemodel.cli._dask import close_client, dask_client
 
+#: what a sweep's tasks import on a worker (the planner, the models, the workload sampler: about 1 s of CPU),
+#: imported once in the process the local workers are forked from (:func:`acmemodel.cli._dask.dask_client`)
+WORKER_MODULES = ("acmemodel.planner.sweep.runner", "acmemodel.synth")
+
 @app.command("sweep")
 def sweep_cmd(
     config: Path = typer.Argument(..., help="Planner configuration (.yaml/.yml/.toml), the base of every point."),
@@ -49,7 +53,7 @@ def sweep_cmd(
     reliability = preset_spec(reliability)
     plan = plan_sweep(config, grid, seed=seed, allow_large=yes, reliability=reliability)  # bad grid: one error line, before any work
     _check_workload_size(config, plan, bundle, reliability, yes)
-    client, cluster = dask_client(workers, scheduler, trim_memory=False)
+    client, cluster = dask_client(workers, scheduler, trim_memory=False, preload=WORKER_MODULES)
     t0 = time.perf_counter()
     try:
         from acmemodel.synth import sample_workload

@@ -241,8 +241,8 @@ def _file_spec(spec, name: str, tz: str, imported, extra: pd.DataFrame, jobs: pd
     parts: tuple = ()
     for col in ("partition", "vc"):
         if extra is not None and col in extra.columns:
-            v = pd.unique(extra[col].dropna().astype(str).str.strip())
-            v = [x for x in v if x]
+            # (distinct values first: a column of a million job rows holds a few partitions)
+            v = {str(x).strip() for x in pd.unique(extra[col].dropna())} - {""}
             if 0 < len(v) <= MAX_PARTITIONS:
                 parts = tuple(sorted(v))
                 break

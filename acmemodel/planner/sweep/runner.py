@@ -470,11 +470,19 @@ def sweep(config, grid, *, client=None, bundle=None, seed: int | None = None, ou
             from dask.distributed import as_completed
 
             # a run part takes ~10-100 ms: parts go to the workers in chunks so that the per-task overhead
-            # of the scheduler (a few ms of client, scheduler and worker CPU per task) does not dominate:
-            # about 8 chunks per worker (enough to balance the load), of at most 50 parts
+            # of the scheduler (a few ms of client, scheduler and worker CPU per task) does not dominate.
+            # A cluster part (a workload simulation, ~1 s) is a task of its own, submitted first: the long
+            # tasks start at once and the run chunks fill in behind them. The chunks shrink as the parts
+            # left do (a quarter of the remaining parts' share per worker, at most 50 and at least 4
+            # parts): few tasks, and the workers finish together (the last chunk is short)
             n_workers = max(1, len(client.scheduler_info().get("workers", {})))
-            size = max(1, min(50, -(-len(order) // (8 * n_workers))))
-            chunks = [order[j:j + size] for j in range(0, len(order), size)]
+            runs = [tk for tk in order if tk[0] != "cluster"]
+            chunks = [[tk] for tk in order if tk[0] == "cluster"]
+            j = 0
+            while j < len(runs):
+                size = max(4, min(50, -(-(len(runs) - j) // (4 * n_workers))))
+                chunks.append(runs[j:j + size])
+                j += size
             futs = {client.submit(evaluate_parts, [args(tk) for tk in ch],
                                   key=f"acmemodel-sweep-{_hash([list(tk) for tk in ch])[:24]}", pure=False): ch
                     for ch in chunks}
