@@ -339,12 +339,12 @@ class RuntimePredictor(BaseModel):
         cat_idx = [i for i, f in enumerate(self.features_) if f in CATEGORICAL]
 
         def train(rows):
-            out = {}
-            for q in self.quantiles:
-                ds = lgb.Dataset(X[rows], y[rows], feature_name=list(self.features_),
-                                 categorical_feature=cat_idx, free_raw_data=True, params={"verbose": -1})
-                out[_q_name(q)] = lgb.train(self._lgb_params(q), ds, num_boost_round=int(self.n_estimators))
-            return out
+            # one binned Dataset for every quantile's booster: the bins depend on the rows and the dataset
+            # settings only (the same for every quantile), not on the objective's alpha
+            ds = lgb.Dataset(X[rows], y[rows], feature_name=list(self.features_),
+                             categorical_feature=cat_idx, free_raw_data=True, params={"verbose": -1})
+            return {_q_name(q): lgb.train(self._lgb_params(q), ds, num_boost_round=int(self.n_estimators))
+                    for q in self.quantiles}
 
         self.offsets_ = (0.0, 0.0)
         self.offsets_by_ = {"model": (0.0, 0.0)}

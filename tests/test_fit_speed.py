@@ -60,3 +60,57 @@ def test_cell_table_groups_categorical_keys_like_strings():
     for (cl, ty), sub in frame.groupby(["cluster", "type"]):
         assert t.resolve(cluster=cl, type=ty).value == sub["v"].sum()
     assert t.resolve().value == frame["v"].sum()
+
+
+def test_pruned_ks_is_the_full_supremum():
+    # ks_distance(monotone=True) evaluates the CDF at a fraction of a large sample's values: same supremum
+    from acmemodel.models.distributions import LogNormal
+    from acmemodel.models.gof import KS_PRUNE_MIN, ecdf_steps
+
+    rng = np.random.default_rng(3)
+    n = 4 * KS_PRUNE_MIN
+    cases = [(rng.lognormal(3, 1, n), None, LogNormal(mu=3.05, sigma=0.97).cdf),              # continuous
+             (np.round(rng.lognormal(3, 1, n)), None, LogNormal(mu=3.0, sigma=1.0).cdf),      # ties
+             (rng.lognormal(3, 1, n), rng.random(n) < 0.2, LogNormal(mu=2.9, sigma=1.1).cdf),  # censored (KM)
+             (rng.normal(5, 3, n), None, Empirical(atoms=np.sort(rng.normal(5, 2, 200)), h=0.3)._cdf_y)]
+    for x, c, cdf in cases:
+        full = ks_distance(x, cdf, c)
+        assert ks_distance(x, cdf, c, monotone=True) == full
+        assert ks_distance(x, cdf, c, steps=ecdf_steps(x, c), monotone=True) == full
+    # a hurdle cell (an atom: the CDF jumps) through the left-limit reuse of _OnceCdf
+    x = np.where(rng.random(n) < 0.3, 0.0, rng.lognormal(5, 2, n))
+    cell = fit_duration_cell(x, None, threshold=1.0, families=("lognormal",))
+    xk = np.where(x <= 1.0, cell.atom_value, x)
+    assert cell.ks == ks_distance(xk, _OnceCdf.of_cell(cell))  # (the unpruned computation of the fit)
+
+
+def test_bandwidth_cv_in_blocks_equals_whole_matrix():
+    from acmemodel.models.distributions_mix import _cv_scores, _lse_rows
+    from acmemodel.models.family import _LOG_2PI
+
+    rng = np.random.default_rng(4)
+    atoms = np.sort(rng.normal(3, 2, 200))
+    for n, frac in ((1000, 0.0), (1000, 0.1), (37, 0.3)):
+        d, ch = rng.normal(3, 2, n)[:, None] - atoms, rng.random(n) < frac
+        for h in (0.05, 0.4):
+            z = d / h
+            ll = np.empty(n)
+            ll[~ch] = _lse_rows(-0.5 * z[~ch] ** 2) - np.log(atoms.size * h) - 0.5 * _LOG_2PI
+            if ch.any():
+                ll[ch] = _lse_rows(special.log_ndtr(-z[ch])) - np.log(atoms.size)
+            assert _cv_scores(d, ch, [h], atoms.size) == [float(ll.mean())]
+
+
+def test_predictor_boosters_share_one_dataset():
+    # the quantiles' boosters are trained on one binned Dataset: the same trees as one Dataset each
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 4))
+    y = X[:, 0] + rng.normal(size=3000)
+    params = {"objective": "quantile", "num_leaves": 15, "min_data_in_leaf": 20, "num_threads": 1, "seed": 0,
+              "verbose": -1, "deterministic": True, "force_row_wise": True}
+    shared = lgb.Dataset(X, y, free_raw_data=True, params={"verbose": -1})
+    for a in (0.1, 0.5, 0.9):
+        own = lgb.train({**params, "alpha": a}, lgb.Dataset(X, y, free_raw_data=True, params={"verbose": -1}), 30)
+        assert lgb.train({**params, "alpha": a}, shared, 30).model_to_string() == own.model_to_string()
