@@ -363,7 +363,9 @@ class RestartModel(RestartReportsMixin, BaseModel):
         return p
 
     def _fit_lgbm(self, X: pd.DataFrame, y: np.ndarray):
-        import lightgbm as lgb
+        from acmemodel.models.lgbm_text import import_lightgbm
+
+        lgb = import_lightgbm()
 
         params = self._lgbm_params()
         rng = np.random.default_rng(self.random_state)

@@ -114,3 +114,20 @@ def test_predictor_boosters_share_one_dataset():
     for a in (0.1, 0.5, 0.9):
         own = lgb.train({**params, "alpha": a}, lgb.Dataset(X, y, free_raw_data=True, params={"verbose": -1}), 30)
         assert lgb.train({**params, "alpha": a}, shared, 30).model_to_string() == own.model_to_string()
+
+
+def test_lightgbm_threads_wait_passively():
+    # the predictor's default 2 LightGBM threads: idle OpenMP threads sleep (spinning ones cost many times
+    # the fit's CPU on a shared machine); a setting of the user's is kept
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os; from acmemodel.models.lgbm_text import import_lightgbm; import_lightgbm(); "
+            "print(os.environ['OMP_WAIT_POLICY'])")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PASSIVE"
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ACTIVE"
