@@ -131,3 +131,12 @@ def test_lightgbm_threads_wait_passively():
     out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ACTIVE"
+
+
+def test_failure_normal_logpdf_is_scipys():
+    from scipy import stats
+
+    from acmemodel.models.failure_mle import _norm_logpdf
+
+    z = np.r_[np.random.default_rng(6).normal(0, 3, 10_000), 0.0, -0.0, 40.0, -40.0, np.inf, -np.inf, np.nan]
+    np.testing.assert_array_equal(_norm_logpdf(z), stats.norm.logpdf(z))
