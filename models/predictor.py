@@ -129,7 +129,7 @@ def submission_features(jobs: pd.DataFrame, timezones: dict[str, str] | None = N
     need_name = [c for c in _NAME if c in features and c not in jobs.columns and "job_name" in jobs.columns]
     if not need_cal and not need_hist and not need_name:
         return jobs
-    out = jobs.copy()
+    out = jobs.copy(deep=False)  # (new columns only: the job table's own are shared, not copied)
     if need_name:
         from acmemodel.features.names import name_history, name_token
 
