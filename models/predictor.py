@@ -321,7 +321,7 @@ class RuntimePredictor(BaseModel):
                              f"(min_child_samples={self.min_child_samples})")
         # features before filtering: a user's history includes their CPU and unfinished jobs
         feats = submission_features(jobs, tz, self.features)
-        jobs = self._capped(feats.loc[mask])
+        jobs = self._capped(feats, mask)
         still = feats.loc[running]
         if auto:
             extra = []
@@ -391,23 +391,24 @@ class RuntimePredictor(BaseModel):
         self.n_fit_ = len(jobs)
         return self
 
-    def _capped(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        """The training jobs, or their sample stratified by cluster × type when there are more than
-        ``max_train_jobs`` (class docstring); sets ``train_sample_``."""
-        n, cap = len(jobs), self.max_train_jobs
+    def _capped(self, feats: pd.DataFrame, mask: pd.Series) -> pd.DataFrame:
+        """The training jobs (rows ``mask`` of ``feats``), or their sample stratified by cluster × type when
+        there are more than ``max_train_jobs`` (class docstring); sets ``train_sample_``. Only the kept rows
+        are copied out of ``feats``."""
+        n, cap = int(mask.sum()), self.max_train_jobs
         self.train_sample_ = {"cap": None if cap is None else int(cap), "jobs": int(n), "of": int(n)}
         if cap is None or n <= int(cap):
-            return jobs
+            return feats.loc[mask]
         rng = np.random.default_rng(self.random_state)
-        keys = [c for c in ("cluster", "type") if c in jobs.columns]
-        codes = (jobs.groupby(keys, sort=True, observed=True).ngroup().to_numpy() if keys
+        keys = [c for c in ("cluster", "type") if c in feats.columns]
+        codes = (feats.loc[mask, keys].groupby(keys, sort=True, observed=True).ngroup().to_numpy() if keys
                  else np.zeros(n, dtype=np.int64))
         keep = np.zeros(n, dtype=bool)
         for g in np.unique(codes):
             rows = np.flatnonzero(codes == g)
             k = max(1, int(round(len(rows) * int(cap) / n)))
             keep[rng.choice(rows, size=min(k, len(rows)), replace=False)] = True
-        out = jobs[keep]
+        out = feats.iloc[np.flatnonzero(mask.to_numpy(bool))[keep]]  # (mask: on feats' rows, in their order)
         self.train_sample_["jobs"] = int(len(out))
         return out
 

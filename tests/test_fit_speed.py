@@ -140,3 +140,21 @@ def test_failure_normal_logpdf_is_scipys():
 
     z = np.r_[np.random.default_rng(6).normal(0, 3, 10_000), 0.0, -0.0, 40.0, -40.0, np.inf, -np.inf, np.nan]
     np.testing.assert_array_equal(_norm_logpdf(z), stats.norm.logpdf(z))
+
+
+def test_predictor_capped_sample_copies_only_the_kept_rows():
+    # the stratified sample drawn from the mask's rows (only those copied) is the sample of the masked frame
+    from acmemodel.evaluation.synthetic import synthetic_jobs
+    from acmemodel.models.predictor import RuntimePredictor
+
+    jobs = synthetic_jobs(8000, 5)
+    mask = jobs["started"].fillna(False).astype(bool) & jobs["run_s"].notna() & (jobs["gpu_num"] > 0)
+    got = RuntimePredictor(max_train_jobs=1500)._capped(jobs, mask)
+    sub = jobs.loc[mask]
+    rng, n = np.random.default_rng(0), len(sub)
+    codes = sub.groupby(["cluster", "type"], sort=True, observed=True).ngroup().to_numpy()
+    keep = np.zeros(n, bool)
+    for g in np.unique(codes):
+        rows = np.flatnonzero(codes == g)
+        keep[rng.choice(rows, size=min(max(1, int(round(len(rows) * 1500 / n))), len(rows)), replace=False)] = True
+    assert got.equals(sub[keep])
