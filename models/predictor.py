@@ -106,6 +106,9 @@ _NAME = ("name_token", "name_prior_jobs", "name_prior_median_run_s")
 MAX_LEVELS = 64
 #: rolling calibration windows (module docstring)
 CAL_WINDOWS = 2
+#: fewest training rows for ``n_jobs`` LightGBM threads; smaller training sets use one (the threads' wake-ups
+#: cost more than they save there: a test suite of small fits spent 1.7× the CPU with 2 threads)
+PARALLEL_MIN_ROWS = 50_000
 #: the point predictors the calibration window chooses from (module docstring)
 CHOICES = ("model", "user_median", "name_median", "cell_median", "blend")
 
@@ -170,8 +173,9 @@ class RuntimePredictor(BaseModel):
     gpu_only : train on GPU jobs only (default True).
     conformal : share of the (latest) training jobs used to calibrate the outer interval by CQR
         (default 0.2; ``None`` = raw LightGBM quantiles).
-    n_jobs : LightGBM threads (default 2). The trees depend on it (histogram sums in another order), not
-        on the machine: the same setting gives the same bundle anywhere. Idle threads wait passively
+    n_jobs : LightGBM threads (default 2) for a training set of at least :data:`PARALLEL_MIN_ROWS` jobs
+        (smaller ones: one thread). The trees depend on the thread count (histogram sums in another
+        order), not on the machine: the same setting gives the same bundle anywhere. Idle threads wait passively
         (``OMP_WAIT_POLICY=PASSIVE`` unless set, :func:`~acmemodel.models.lgbm_text.import_lightgbm`): on a
         busy machine spinning threads cost many times the fit's CPU.
     random_state : seed.
@@ -268,11 +272,12 @@ class RuntimePredictor(BaseModel):
                 cols.append(pd.to_numeric(jobs[f], errors="coerce").to_numpy(dtype=float))
         return np.column_stack(cols) if cols else np.empty((len(jobs), 0))
 
-    def _lgb_params(self, alpha: float) -> dict[str, Any]:
+    def _lgb_params(self, alpha: float, rows: int) -> dict[str, Any]:
+        threads = int(self.n_jobs) if rows >= PARALLEL_MIN_ROWS else 1
         return {
             "objective": "quantile", "alpha": float(alpha), "learning_rate": float(self.learning_rate),
             "num_leaves": int(self.num_leaves), "min_data_in_leaf": int(self.min_child_samples),
-            "num_threads": int(self.n_jobs), "seed": int(self.random_state), "verbose": -1,
+            "num_threads": threads, "seed": int(self.random_state), "verbose": -1,
             "deterministic": True, "force_row_wise": True,
         }
 
@@ -351,7 +356,7 @@ class RuntimePredictor(BaseModel):
             # settings only (the same for every quantile), not on the objective's alpha
             ds = lgb.Dataset(X[rows], y[rows], feature_name=list(self.features_),
                              categorical_feature=cat_idx, free_raw_data=True, params={"verbose": -1})
-            return {_q_name(q): lgb.train(self._lgb_params(q), ds, num_boost_round=int(self.n_estimators))
+            return {_q_name(q): lgb.train(self._lgb_params(q, len(rows)), ds, num_boost_round=int(self.n_estimators))
                     for q in self.quantiles}
 
         self.offsets_ = (0.0, 0.0)

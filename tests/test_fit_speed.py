@@ -158,3 +158,14 @@ def test_predictor_capped_sample_copies_only_the_kept_rows():
         rows = np.flatnonzero(codes == g)
         keep[rng.choice(rows, size=min(max(1, int(round(len(rows) * 1500 / n))), len(rows)), replace=False)] = True
     assert got.equals(sub[keep])
+
+
+def test_predictor_small_training_sets_train_on_one_thread():
+    # below PARALLEL_MIN_ROWS the boosters train on one thread whatever n_jobs: the trees of n_jobs=1
+    from acmemodel.evaluation.synthetic import synthetic_jobs
+    from acmemodel.models.predictor import PARALLEL_MIN_ROWS, RuntimePredictor
+
+    jobs = synthetic_jobs(3000, 7)
+    assert len(jobs) < PARALLEL_MIN_ROWS
+    one = RuntimePredictor(n_estimators=20, n_jobs=1).fit(jobs).artifacts()
+    assert RuntimePredictor(n_estimators=20, n_jobs=2).fit(jobs).artifacts() == one
