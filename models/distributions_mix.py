@@ -194,6 +194,34 @@ def _cv_scores(d: np.ndarray, ch: np.ndarray, hs, m: int) -> list[float]:
     return [float(r.mean()) if np.all(np.isfinite(r)) else -np.inf for r in ll]
 
 
+#: rows of points × atoms the kernel family's log-density evaluates at a time (cache-sized blocks)
+_ROW_BLOCK = 256
+
+
+def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """``scipy.special.logsumexp(a, axis=-1)`` of a 2-d float array, the same arithmetic (SciPy 1.17: the
+    maximum's entries taken out of the shifted sum, ``log1p(s/m) + log m + max``; a row whose result is not
+    finite gets ``log Σ exp(a)``, SciPy's fallback) without its second full pass of ``exp`` over every
+    element for that fallback and its copies: about 2× faster on the kernel family's points × atoms."""
+    a_max = a.max(axis=1, keepdims=True)
+    top = a == a_max
+    m = top.sum(axis=1, keepdims=True, dtype=a.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.exp(np.where(top, -np.inf, a) - a_max)
+        s = e.sum(axis=1, keepdims=True)
+        s = np.where(s == 0, s, s / m)
+        sgn = np.sign(s + 1) * np.sign(m)
+        s = np.where(s < -1, -s - 2, s)
+        out = np.log1p(s) + np.log(np.abs(m)) + a_max
+    out[sgn < 0] = np.nan
+    out = out[:, 0]
+    bad = ~np.isfinite(out)
+    if bad.any():
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out[bad] = np.log(np.exp(a[bad]).sum(axis=1))
+    return out
+
+
 class Empirical(Family):
     """Kernel-smoothed empirical distribution on the log scale (nonparametric fallback).
 
@@ -244,8 +272,13 @@ class Empirical(Family):
         return f"Empirical(m={self.atoms.size}, h={self.h:.4g}, median={self.median():.4g})"
 
     def _logpdf_y(self, y):
-        z = (y[..., None] - self.atoms) / self.h
-        return special.logsumexp(-0.5 * z * z, axis=-1) - math.log(self.atoms.size * self.h) - 0.5 * _LOG_2PI
+        y = np.asarray(y, dtype=float)
+        flat = y.ravel()
+        out = np.empty(flat.size)
+        for i in range(0, flat.size, _ROW_BLOCK):  # (row blocks: the same values as all rows at once)
+            z = (flat[i:i + _ROW_BLOCK, None] - self.atoms) / self.h
+            out[i:i + _ROW_BLOCK] = _logsumexp_rows(-0.5 * z * z)
+        return (out - math.log(self.atoms.size * self.h) - 0.5 * _LOG_2PI).reshape(y.shape)
 
     def logpdf(self, x):
         x = np.asarray(x, dtype=float)
@@ -298,8 +331,11 @@ class Empirical(Family):
         y = np.where(x > 0, _safe_log(np.where(x > 0, x, 1.0)), -np.inf)
 
         def f(v):
-            return special.logsumexp(special.log_ndtr(-(v[..., None] - self.atoms) / self.h), axis=-1) \
-                - math.log(self.atoms.size)
+            out = np.empty(v.size)
+            for i in range(0, v.size, _ROW_BLOCK):
+                out[i:i + _ROW_BLOCK] = _logsumexp_rows(special.log_ndtr(-(v[i:i + _ROW_BLOCK, None] - self.atoms)
+                                                                         / self.h))
+            return out - math.log(self.atoms.size)
         return self._chunked(f, y)
 
     def sf(self, x):

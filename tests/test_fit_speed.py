@@ -169,3 +169,27 @@ def test_predictor_small_training_sets_train_on_one_thread():
     assert len(jobs) < PARALLEL_MIN_ROWS
     one = RuntimePredictor(n_estimators=20, n_jobs=1).fit(jobs).artifacts()
     assert RuntimePredictor(n_estimators=20, n_jobs=2).fit(jobs).artifacts() == one
+
+
+def test_logsumexp_rows_is_scipys_and_the_kernel_law_unchanged():
+    from acmemodel.models.distributions_mix import _logsumexp_rows
+    from acmemodel.models.family import _LOG_2PI
+
+    rng = np.random.default_rng(8)
+    a = rng.normal(0, 30, (600, 200))
+    a[1, :] = -np.inf                       # every term zero
+    a[2, 5] = np.inf                        # an infinite term
+    a[3, 7] = np.nan                        # a missing term
+    a[4, :] = 3.0                           # every term the maximum
+    a[5, [1, 9, 40]] = a[5].max() + 1.0     # a tied maximum
+    a[6, :] = np.where(rng.random(200) < 0.5, -np.inf, a[6])
+    np.testing.assert_array_equal(_logsumexp_rows(a), special.logsumexp(a, axis=-1))
+    e = Empirical(atoms=np.sort(rng.normal(5, 2, 200)), h=0.2)
+    x = np.r_[rng.lognormal(5, 2, 5000), 0.0, -1.0, np.inf]
+    y = np.log(np.where(x > 0, x, 1.0))
+    z = (y[:, None] - e.atoms) / e.h
+    dens = special.logsumexp(-0.5 * z * z, axis=-1) - np.log(e.atoms.size * e.h) - 0.5 * _LOG_2PI - y
+    np.testing.assert_array_equal(e.logpdf(x), np.where(x > 0, dens, -np.inf))
+    ys = np.where(x > 0, y, -np.inf)
+    sf = special.logsumexp(special.log_ndtr(-(ys[:, None] - e.atoms) / e.h), axis=-1) - np.log(e.atoms.size)
+    np.testing.assert_array_equal(e.logsf(x), sf)
