@@ -58,7 +58,8 @@ else:
     out = {"rows": len(trace.jobs), "load_s": t_load, "load_cpu_s": cpu_load, "load_peak_rss_mb": rss_load,
            "fit_seconds": b.provenance["fit_seconds"], "cpu_s": cpu(),
            "model_cpu_s": {m: c1 - c0 for (m, c0, _), (_, c1, _) in zip(marks, marks[1:])},
-           "model_peak_rss_mb": {m: r1 for (m, _, _), (_, _, r1) in zip(marks, marks[1:])}}
+           "model_peak_rss_mb": {m: r1 for (m, _, _), (_, _, r1) in zip(marks, marks[1:])},
+           "predictor_sample": getattr(b.models.get("predictor"), "train_sample_", None)}
 out["wall_s"] = time.perf_counter() - t0
 out["peak_rss_mb"] = peak_rss()
 print(json.dumps(out))
@@ -129,6 +130,10 @@ def main(argv=None) -> None:
             print("    per model (s): " + ", ".join(f"{k} {v:.1f}" for k, v in fit["fit_seconds"].items()))
             print(f"    CPU (s): {fit['cpu_s']:.1f} in all, load {fit['load_cpu_s']:.1f}; per model: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in fit["model_cpu_s"].items()))
+            ps = fit.get("predictor_sample")
+            if ps:
+                print(f"    predictor trained on {ps['jobs']:,} of {ps['of']:,} training jobs (cap "
+                      + (f"{ps['cap']:,})" if ps["cap"] is not None else "none)"))
             print(f"    peak RSS (MB) after: load {fit['load_peak_rss_mb']:.0f}, "
                   + ", ".join(f"{k} {v:.0f}" for k, v in fit["model_peak_rss_mb"].items()))
             print(f"    load average (1 min) {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall figures "

@@ -151,9 +151,11 @@ class ArrivalModel(ArrivalFitMixin, ArrivalRatesMixin, BaseModel):
         for col in ("cluster", "type", "submit_s", "gpu_num"):
             if col not in jobs.columns:
                 raise ValueError(f"jobs lack the column {col!r}")
-        jobs = jobs[np.isfinite(jobs["submit_s"].to_numpy(dtype=float))]
+        keep = np.isfinite(jobs["submit_s"].to_numpy(dtype=float))
         if "left_truncated" in jobs.columns:  # existed before the trace began: not arrivals in its window
-            jobs = jobs[~jobs["left_truncated"].fillna(False).to_numpy(dtype=bool)]
+            keep &= ~jobs["left_truncated"].fillna(False).to_numpy(dtype=bool)
+        if not keep.all():  # (a copy of the job table only when rows are dropped)
+            jobs = jobs[keep]
         if len(jobs) == 0:
             raise ValueError("ArrivalModel.fit: no jobs with a submit time")
         jobs = self._drop_restarts(jobs)

@@ -169,6 +169,59 @@ def _lse_rows(e: np.ndarray) -> np.ndarray:
         return np.log(np.exp(e - m).sum(axis=1)) + m[:, 0]
 
 
+#: rows of the held-out × atoms distance matrix scored at a time by :func:`_cv_scores` (a block of 128 × 200
+#: atoms stays in the CPU cache across the bandwidth factors; the values are those of the whole matrix at once)
+_CV_BLOCK = 128
+
+
+def _cv_scores(d: np.ndarray, ch: np.ndarray, hs, m: int) -> list[float]:
+    """Mean held-out log-likelihood (without the Jacobian ``−log x``, the same for every bandwidth) of the
+    kernel law with bandwidth ``h`` for each ``h`` of ``hs``; ``d``: held-out log values minus the ``m`` atoms
+    (rows × atoms), ``ch``: censored rows (they score ``log S``). ``−inf`` when a value has no likelihood."""
+    ll = np.empty((len(hs), len(d)))
+    anyc = bool(ch.any())
+    for i in range(0, len(d), _CV_BLOCK):
+        db, cb = d[i:i + _CV_BLOCK], ch[i:i + _CV_BLOCK]
+        for k, hf in enumerate(hs):
+            z = db / hf
+            out = ll[k, i:i + _CV_BLOCK]
+            if not anyc:
+                out[:] = _lse_rows(-0.5 * z ** 2) - math.log(m * hf) - 0.5 * _LOG_2PI
+                continue
+            out[~cb] = _lse_rows(-0.5 * z[~cb] ** 2) - math.log(m * hf) - 0.5 * _LOG_2PI
+            if cb.any():
+                out[cb] = _lse_rows(special.log_ndtr(-z[cb])) - math.log(m)
+    return [float(r.mean()) if np.all(np.isfinite(r)) else -np.inf for r in ll]
+
+
+#: rows of points × atoms the kernel family's log-density evaluates at a time (cache-sized blocks)
+_ROW_BLOCK = 256
+
+
+def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """``scipy.special.logsumexp(a, axis=-1)`` of a 2-d float array, the same arithmetic (SciPy 1.17: the
+    maximum's entries taken out of the shifted sum, ``log1p(s/m) + log m + max``; a row whose result is not
+    finite gets ``log Σ exp(a)``, SciPy's fallback) without its second full pass of ``exp`` over every
+    element for that fallback and its copies: about 2× faster on the kernel family's points × atoms."""
+    a_max = a.max(axis=1, keepdims=True)
+    top = a == a_max
+    m = top.sum(axis=1, keepdims=True, dtype=a.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.exp(np.where(top, -np.inf, a) - a_max)
+        s = e.sum(axis=1, keepdims=True)
+        s = np.where(s == 0, s, s / m)
+        sgn = np.sign(s + 1) * np.sign(m)
+        s = np.where(s < -1, -s - 2, s)
+        out = np.log1p(s) + np.log(np.abs(m)) + a_max
+    out[sgn < 0] = np.nan
+    out = out[:, 0]
+    bad = ~np.isfinite(out)
+    if bad.any():
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out[bad] = np.log(np.exp(a[bad]).sum(axis=1))
+    return out
+
+
 class Empirical(Family):
     """Kernel-smoothed empirical distribution on the log scale (nonparametric fallback).
 
@@ -219,8 +272,13 @@ class Empirical(Family):
         return f"Empirical(m={self.atoms.size}, h={self.h:.4g}, median={self.median():.4g})"
 
     def _logpdf_y(self, y):
-        z = (y[..., None] - self.atoms) / self.h
-        return special.logsumexp(-0.5 * z * z, axis=-1) - math.log(self.atoms.size * self.h) - 0.5 * _LOG_2PI
+        y = np.asarray(y, dtype=float)
+        flat = y.ravel()
+        out = np.empty(flat.size)
+        for i in range(0, flat.size, _ROW_BLOCK):  # (row blocks: the same values as all rows at once)
+            z = (flat[i:i + _ROW_BLOCK, None] - self.atoms) / self.h
+            out[i:i + _ROW_BLOCK] = _logsumexp_rows(-0.5 * z * z)
+        return (out - math.log(self.atoms.size * self.h) - 0.5 * _LOG_2PI).reshape(y.shape)
 
     def logpdf(self, x):
         x = np.asarray(x, dtype=float)
@@ -273,8 +331,11 @@ class Empirical(Family):
         y = np.where(x > 0, _safe_log(np.where(x > 0, x, 1.0)), -np.inf)
 
         def f(v):
-            return special.logsumexp(special.log_ndtr(-(v[..., None] - self.atoms) / self.h), axis=-1) \
-                - math.log(self.atoms.size)
+            out = np.empty(v.size)
+            for i in range(0, v.size, _ROW_BLOCK):
+                out[i:i + _ROW_BLOCK] = _logsumexp_rows(special.log_ndtr(-(v[i:i + _ROW_BLOCK, None] - self.atoms)
+                                                                         / self.h))
+            return out - math.log(self.atoms.size)
         return self._chunked(f, y)
 
     def sf(self, x):
@@ -332,19 +393,9 @@ class Empirical(Family):
             # likelihood cross-validation of the bandwidth factor (class docstring)
             t_atoms, t_h = cls._atoms(x[~hold], c[~hold], max_atoms)
             d, ch = np.log(x[hold])[:, None] - t_atoms, c[hold]
-
-            def score(fac):
-                # mean held-out log-likelihood without the Jacobian −log x (the same for every
-                # factor); the distances to the atoms are computed once for all factors
-                hf = max(fac * t_h, h_floor)
-                z = d / hf
-                ll = np.empty(len(d))
-                e = -0.5 * z[~ch] ** 2
-                ll[~ch] = _lse_rows(e) - math.log(t_atoms.size * hf) - 0.5 * _LOG_2PI
-                if ch.any():
-                    ll[ch] = _lse_rows(special.log_ndtr(-z[ch])) - math.log(t_atoms.size)
-                return float(ll.mean()) if np.all(np.isfinite(ll)) else -np.inf
-            f = max(cls.CV_FACTORS, key=score)
+            score = dict(zip(cls.CV_FACTORS, _cv_scores(d, ch, [max(f * t_h, h_floor) for f in cls.CV_FACTORS],
+                                                        t_atoms.size)))
+            f = max(cls.CV_FACTORS, key=score.get)
         out = cls(atoms=atoms, h=max(f * h, h_floor))
         out.factor_ = f
         return out

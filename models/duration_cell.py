@@ -65,7 +65,7 @@ import numpy as np
 from acmemodel.models.base import unjson_float
 from acmemodel.models.distributions import Empirical, KaplanMeierTail, LogNormal, get_family
 from acmemodel.models.family import Family, family_from_dict
-from acmemodel.models.gof import ks_distance
+from acmemodel.models.gof import ecdf_steps, ks_distance
 
 __all__ = ["DurationCell", "fit_duration_cell", "EMPIRICAL_LEVELS", "MIN_FAMILY_JOBS", "DEGENERATE_SIGMA"]
 
@@ -346,7 +346,8 @@ def _select_family(x: np.ndarray, c: np.ndarray, families: Sequence[str], select
         # goodness-of-fit gate: a candidate whose KS distance to all the cell's values exceeds the
         # smallest candidate's by more than KS_GATE / sqrt(n) misfits the shape where another fits
         # (the held-out likelihood barely weighs the upper tail, which holds the GPU time)
-        ok = gof_eligible({nm: ks_distance(x, _OnceCdf(fitted[nm].cdf), c if c.any() else None) for nm in lls},
+        steps = ecdf_steps(x, c if c.any() else None)  # (the sample's ECDF, once for every candidate)
+        ok = gof_eligible({nm: ks_distance(x, _OnceCdf(fitted[nm].cdf), steps=steps, monotone=True) for nm in lls},
                           ok, n)
         # the parent's family when this cell cannot tell it from the others (module docstring)
         if parent_family in ok:
@@ -479,7 +480,7 @@ def fit_duration_cell(x: np.ndarray, censored: np.ndarray | None, *, threshold: 
     xs, cs = np.maximum(x[keep], 0.0), c[keep]
     if diagnostics and xs.size and not cs.all():
         xk = np.where(xs <= threshold, atom_value, xs)
-        cell.ks = ks_distance(xk, _OnceCdf.of_cell(cell), cs if cs.any() else None)
+        cell.ks = ks_distance(xk, _OnceCdf.of_cell(cell), cs if cs.any() else None, monotone=True)
         cell.quantiles = _empirical_quantiles(xs, cs)
     return cell
 

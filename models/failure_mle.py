@@ -20,6 +20,14 @@ from acmemodel.models.failure_laws import LateRegime, late_regime
 #: fixed log-spaced time grid (s) on which Kaplan–Meier and cumulative incidence curves are stored
 CURVE_GRID_S: np.ndarray = np.unique(np.round(np.geomspace(1.0, 2.0 ** 23, 93)))
 _LOG2PI_2 = 0.5 * math.log(2 * math.pi)
+#: ``scipy.stats.norm``'s log-density constant: :func:`_norm_logpdf` is its standard-normal ``logpdf`` without
+#: the argument checks of the distribution object (25 ms per call on 700,000 rows, the formula 1 ms)
+_NORM_PDF_LOGC = np.log(np.sqrt(2 * np.pi))
+
+
+def _norm_logpdf(z: np.ndarray) -> np.ndarray:
+    """``scipy.stats.norm.logpdf(z)``, the same arithmetic (``−z²/2 − log √(2π)``)."""
+    return -z ** 2 / 2.0 - _NORM_PDF_LOGC
 #: rows of the multi-start stage of the two-regime MLE (the best start is then refined on all rows)
 WARM_ROWS = 40_000
 #: the pooled level of types with fewer than ``min_level_jobs`` jobs
@@ -279,7 +287,7 @@ class _Mixture:
         ll = np.logaddexp(a, b)
         r = np.exp(a - ll)
         p = np.exp(c["logp"])
-        lam = np.exp(stats.norm.logpdf(z) - c["lS_E"])  # inverse Mills ratio
+        lam = np.exp(_norm_logpdf(z) - c["lS_E"])  # inverse Mills ratio
         dE_mu = np.where(E, z / s, lam / s)
         dE_ls = np.where(E, z * z - 1.0, lam * z)
         Zg = Z.T @ (r - p)

@@ -186,7 +186,8 @@ class RuntimeModel(DurationModel):
             fine = [k for k in self.keys if k in frame.columns]
             y_all = np.log2(frame["x"].to_numpy(float) + 1.0)
             lg_all = frame["_lg"].to_numpy(float)
-            grp = frame.groupby(fine, sort=False).ngroup().to_numpy() if fine else np.zeros(len(frame), int)
+            grp = (frame.groupby(fine, sort=False, observed=True).ngroup().to_numpy() if fine
+                   else np.zeros(len(frame), int))
             yc = y_all - pd.Series(y_all).groupby(grp).transform("mean").to_numpy()
             lc = lg_all - pd.Series(lg_all).groupby(grp).transform("mean").to_numpy()
             for (cl, ty), idx in frame.groupby(["_cl", "_ty"], sort=True).indices.items():
