@@ -548,14 +548,15 @@ def test_ranks_are_the_stable_double_argsort_and_rankdata():
 # ------------------------------------------------------------------------------ reproducible default
 def test_calibrate_twice_gives_byte_identical_bundles(tmp_path):
     """Two calibrations with equal inputs (a small scale, the hurdle queue) write byte-identical bundles,
-    as a directory and as a zip: no fit times, no creation time, fixed zip member dates."""
+    as a directory and as a zip: no fit times, no creation time, fixed zip member dates; one in this
+    process, one with 2 worker processes (the clusters' pseudo-traces drawn in parallel)."""
     from acmemodel.calibrate import Assumptions, calibrate
 
     outs = []
     for k in range(2):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            b = calibrate(scale=0.002, seed=7, assumptions=Assumptions(queue_policy=False))
+            b = calibrate(scale=0.002, seed=7, assumptions=Assumptions(queue_policy=False), workers=1 + k)
         d = b.save(tmp_path / f"run{k}")
         z = b.save(tmp_path / f"run{k}.zip")
         outs.append(({p.name: p.read_bytes() for p in sorted(d.iterdir())}, z.read_bytes()))
