@@ -95,7 +95,7 @@ import numpy as np
 import pandas as pd
 from acmemodel.clusters import CLUSTER_TZ, published_duration_includes_queue, utc_offset_seconds
 from acmemodel.calibrate_inputs import (
-    Assumptions, _summary, _to_contract, TARGET_OFFSET_MAX, TYPE_SHARE,
+    Assumptions, Workers, _summary, _to_contract, TARGET_OFFSET_MAX, TYPE_SHARE,
 )
 from acmemodel.calibrate_pseudo import (
     assign_gpu_counts, cpu_jobs, draw_jobs, final_states, gpu_submissions, hurdle_queue, infrastructure_failures,
@@ -114,7 +114,7 @@ START = "2023-03-01"
 def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                    assumptions: Assumptions | None = None,
                    queue_calibration: dict | None = None,
-                   target_offsets: dict[str, float] | None = None) -> tuple[pd.DataFrame, dict]:
+                   target_offsets: dict[str, float] | None = None, workers=None) -> tuple[pd.DataFrame, dict]:
     """The calibrated pseudo-trace of one cluster (jobs contract columns) and a calibration report.
 
     ``scale`` multiplies the published job counts (1.0 = the real six-month volume).
@@ -126,6 +126,8 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
     of the types that the copula's ρ targets (renormalised to sum to 1)
     (:func:`acmemodel.calibrate_inputs.fixed_point_offsets`, the calibration's fixed-point step; default
     none). The steps are those of :mod:`acmemodel.calibrate_pseudo`, in this order (one generator).
+    ``workers`` (:class:`acmemodel.calibrate_inputs.Workers`): processes for the policy search's simulations
+    (the same result with any number).
     """
     if cluster not in CLUSTER_TZ:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTER_TZ)}; got {cluster!r}")
@@ -173,7 +175,7 @@ def published_jobs(cluster: str, *, scale: float = 1.0, seed: int = 2023,
                         "uid": np.arange(n, dtype=np.int64), "prev_uid": -1, "attempt": 1})
     gpu = restart_chains(gpu, a, report, rng)
     gpu = simulated_waits(gpu, cluster, seed=seed, includes_queue=includes_queue,
-                          queue_calibration=queue_calibration, a=a, report=report)
+                          queue_calibration=queue_calibration, a=a, report=report, workers=workers)
 
     # --- CPU jobs; everything in the trace contract
     cpu = cpu_jobs(cluster, n_cpu, a, summ, t0, off, int(gpu["uid"].max()) + 1, rng)
@@ -201,17 +203,24 @@ FAILURE_LATE_COVARIATES = ("cluster",)
 
 def published_trace(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED,
                     assumptions: Assumptions | None = None, queue_calibration: dict | None = None,
-                    target_offsets: dict | None = None):
+                    target_offsets: dict | None = None, workers=None):
     """The calibrated pseudo-trace of both clusters as a :class:`~acmemodel.trace.Trace` + reports
     (``queue_calibration``: {cluster: {"policy", "latency"}} to impose instead of choosing them;
     ``target_offsets``: {cluster: offsets of the state rates and type shares}, :func:`published_jobs`)."""
     from acmemodel.trace import Trace
 
     frames, reports, links = [], {}, []
-    for cluster in CLUSTER_TZ:
-        j, rep = published_jobs(cluster, scale=scale, seed=seed, assumptions=assumptions,
-                                queue_calibration=(queue_calibration or {}).get(cluster),
-                                target_offsets=(target_offsets or {}).get(cluster))
+    qc = {cl: (queue_calibration or {}).get(cl) for cl in CLUSTER_TZ}
+    a = assumptions or Assumptions()
+    if workers is not None and workers.n > 1 and not (a.queue_policy and any(v is None for v in qc.values())):
+        # no policy search inside (the policies are given, or none is searched): one worker per cluster
+        done = workers.map(published_jobs, [(cl,) for cl in CLUSTER_TZ], kwargs=[
+            dict(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc[cl],
+                 target_offsets=(target_offsets or {}).get(cl)) for cl in CLUSTER_TZ])
+    else:  # the policy searches' simulations use the workers
+        done = [published_jobs(cl, scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc[cl],
+                               target_offsets=(target_offsets or {}).get(cl), workers=workers) for cl in CLUSTER_TZ]
+    for cluster, (j, rep) in zip(CLUSTER_TZ, done):
         links.append(rep.pop("restart_of"))
         frames.append(j)
         reports[cluster] = rep
@@ -305,7 +314,7 @@ def calibration_stages(assumptions: Assumptions | None = None, models=DEFAULT_MO
 
 
 def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumptions: Assumptions | None = None,
-              models=DEFAULT_MODELS, log=None, progress=None):
+              models=DEFAULT_MODELS, log=None, progress=None, workers: int | None = None):
     """Fit the default bundle to the published statistics (module docstring); returns the Bundle.
 
     ``scale`` is the fraction of the real job volume materialised for fitting (1.0 for the shipped
@@ -315,8 +324,18 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
     end; ``log(message)`` gets the details (search lines, fixed-point scores).
 
     Deterministic: equal inputs (:func:`calibration_inputs`) give a byte-identical saved bundle — the
-    provenance holds no fit times and the bundle no creation time (``created_utc`` null).
+    provenance holds no fit times and the bundle no creation time (``created_utc`` null) — whatever the
+    number of ``workers`` (processes for the policy searches' simulations and the fixed point's synthetic
+    traces, each with its own seed, merged in a fixed order; default
+    :func:`acmemodel.calibrate_inputs.default_workers`, 1: all in this process).
     """
+    with Workers(workers) as pool:
+        return _calibrate(scale=scale, seed=seed, assumptions=assumptions, models=models, log=log,
+                          progress=progress, workers=pool)
+
+
+def _calibrate(*, scale, seed, assumptions, models, log, progress, workers):
+    """:func:`calibrate` with its worker pool."""
     from acmemodel.pipeline import fit_bundle
 
     a = assumptions or Assumptions()
@@ -330,7 +349,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
         stage[0] += 1
 
     step()
-    trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions)
+    trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, workers=workers)
     digest = calibration_inputs(scale=scale, seed=seed, assumptions=a, models=models)
     params = estimator_settings(a, models)
     from acmemodel.features.names import jobs_with_extras
@@ -366,13 +385,13 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
                  if two_pass else models)
     if two_pass:
         step()
-        qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log)
+        qc = synthetic_queue_calibration(bundle, reports, days=a.days, seed=seed, log=log, workers=workers)
         offsets, history, best = None, [], None
         steps = a.fixed_point_iterations if any(v > 0 for v in a.fixed_point_traces.values()) else 0
         for it in range(steps + 1):
             step()
             trace, reports = published_trace(scale=scale, seed=seed, assumptions=assumptions, queue_calibration=qc,
-                                             target_offsets=offsets)
+                                             target_offsets=offsets, workers=workers)
             for cl, q in qc.items():
                 reports[cl]["policy_score_terms"] = q["terms"]
                 reports[cl]["policy_workload"] = (f"synthetic workload of the first-pass bundle ({a.days:g} days, "
@@ -385,7 +404,7 @@ def calibrate(*, scale: float = DEFAULT_SCALE, seed: int = DEFAULT_SEED, assumpt
             # as reproduce draws it and the one nearest the published values is kept (the synthetic shares
             # respond to the targets through a few large jobs' states, so the iteration need not settle)
             states = synthetic_state_calibration(bundle, days=a.days, seed=seed + 1000 * it, traces=a.fixed_point_traces,
-                                                 step=a.fixed_point_step, log=log)
+                                                 step=a.fixed_point_step, log=log, workers=workers)
             score = fixed_point_score(states)
             history.append({cl: {"offsets": dict((offsets or {}).get(cl, {})), "synthetic": st["synthetic"],
                                  "score": score} for cl, st in states.items()})

@@ -474,15 +474,16 @@ def restart_chains(gpu: pd.DataFrame, a, report: dict, rng) -> pd.DataFrame:
 
 
 def simulated_waits(gpu: pd.DataFrame, cluster: str, *, seed: int, includes_queue: bool,
-                    queue_calibration: dict | None, a, report: dict) -> pd.DataFrame:
+                    queue_calibration: dict | None, a, report: dict, workers=None) -> pd.DataFrame:
     """The GPU jobs' waits from the cluster simulator on the calibrated policy + start-up latency
     (:mod:`acmemodel.calibrate_queue`; the policy chosen on the pseudo-trace itself when none is given and
-    ``Assumptions.queue_policy``); unchanged (the hurdle draw) otherwise."""
+    ``Assumptions.queue_policy``; ``workers`` simulate its candidates); unchanged (the hurdle draw) otherwise."""
     from acmemodel.calibrate_queue import calibrate_queue_jobs, simulate_pseudo_waits
 
     if queue_calibration is None and a.queue_policy:
         # reservation sizes and best effort (the evaluation quotas are searched on the synthetic workload)
-        queue_calibration = calibrate_queue_jobs(gpu.reset_index(drop=True), cluster, seed=seed, lanes=())
+        queue_calibration = calibrate_queue_jobs(gpu.reset_index(drop=True), cluster, seed=seed, lanes=(),
+                                                 workers=workers)
     gpu = gpu.reset_index(drop=True)
     if queue_calibration is None:
         return gpu

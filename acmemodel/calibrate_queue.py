@@ -48,6 +48,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special
 
+from acmemodel.calibrate_inputs import Workers
+
 __all__ = ["policy_candidates", "calibrate_queue_jobs", "latency_sample", "latency_cdf", "fit_latency",
            "simulate_pseudo_waits", "deconvolve_run", "TYPES_PRIORITY", "place_pretrain", "chain_ids"]
 
@@ -267,6 +269,18 @@ def _run_policy(d: pd.DataFrame, cluster: str, total: int, policy: dict, latency
     return res.jobs
 
 
+def _contention(jobs: pd.DataFrame) -> dict:
+    """{type: contention waits (s)} of a simulation's jobs."""
+    return {t: g.to_numpy(float) for t, g in jobs.groupby("type")["contention_s"]}
+
+
+def _candidate_contention(d: pd.DataFrame, heavy: pd.DataFrame | None, cluster: str, total: int, policy: dict,
+                          seed: int):
+    """One candidate's contention waits on the workload ``d`` and on its ``heavy`` variant (None: not simulated)."""
+    c = _contention(_run_policy(d, cluster, total, policy, None, seed))
+    return c, (_contention(_run_policy(heavy, cluster, total, policy, None, seed)) if heavy is not None else None)
+
+
 def chain_ids(d: pd.DataFrame) -> np.ndarray:
     """One restart-chain id per row: ``chain_id`` when present; else the root ``uid`` of the
     ``prev_uid`` links (the calibration's pseudo-trace; −1 = no predecessor); else the row itself."""
@@ -347,7 +361,7 @@ def _latency_draws(contention: dict, latency: dict, seed: int) -> dict:
 def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, log=None,
                          candidates: list[dict] | None = None, stress: float = STRESS,
                          search_sample: int = 1000, latency_guess: dict | None = None, refit_top: int = 5,
-                         lanes=None) -> dict:
+                         lanes=None, workers=None) -> dict:
     """Choose the policy and fit the latency (module docstring) on a job list of one cluster (``submit_s,
     run_s, gpu_num, type``: the pseudo-trace's GPU jobs, or a synthetic workload of a fitted bundle).
 
@@ -362,7 +376,8 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     term ≤ 1) on which every non-pretraining type may use every idle GPU (all best effort, no lane) is
     preferred to the others: the queue model estimates the latency from jobs submitted while enough of
     the cluster's GPUs were idle, which is the latency only where a job may use any idle GPU, so on
-    such a policy the refitted bundle gives back the waits simulated here. Returns ``{"policy", "latency": {type: {a, mu, sigma,
+    such a policy the refitted bundle gives back the waits simulated here. ``workers``
+    (:class:`acmemodel.calibrate_inputs.Workers`) simulates the candidates in parallel (the same result). Returns ``{"policy", "latency": {type: {a, mu, sigma,
     shift}}, "search": [rows], "contention_mean_s": {type: s}, "score", "terms"}``."""
     from acmemodel.clusters import cluster_gpus
     from acmemodel.datasets.published import load_reference
@@ -380,9 +395,6 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
     best, rows = None, []
     heavy = d.assign(run_s=np.where(d["type"].astype(str) == "Pretrain", d["run_s"], d["run_s"] * (1 + stress)))
 
-    def contention(jobs):
-        return {t: g.to_numpy(float) for t, g in jobs.groupby("type")["contention_s"]}
-
     def scored(c, ch, lat):
         score, terms = policy_score(_latency_draws(c, lat, seed), targets, mean_target=mean_target,
                                     median_target=median_target, weights=weights)
@@ -393,11 +405,10 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
                 score, terms = sh, th
         return score, terms
 
-    sims = []
-    for pol in (candidates if candidates is not None else policy_candidates(cluster, total, types, lanes=lanes)):
-        c = contention(_run_policy(d, cluster, total, pol, None, seed))
-        ch = contention(_run_policy(heavy, cluster, total, pol, None, seed)) if stress > 0 else None
-        sims.append((pol, c, ch))
+    pols = candidates if candidates is not None else policy_candidates(cluster, total, types, lanes=lanes)
+    # every candidate's simulations are independent (the same seed): the workers run them, in the candidates' order
+    sims = [(pol, c, ch) for pol, (c, ch) in zip(pols, (workers or Workers(1)).map(
+        _candidate_contention, [(d, heavy if stress > 0 else None, cluster, total, pol, seed) for pol in pols]))]
     if latency_guess:
         pre = [scored(c, ch, latency_guess)[0] for _, c, ch in sims]
         refit = set(np.argsort(pre, kind="stable")[:max(int(refit_top), 1)].tolist())

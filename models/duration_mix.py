@@ -58,22 +58,49 @@ class DurationMixture:
         lo, hi = np.broadcast_to(lo, q.shape).copy(), np.broadcast_to(hi, q.shape).copy()
         # inf{x : F(x) >= q} lies in [lo, hi]. Many levels at once (a stratified draw): the brackets are
         # first narrowed on one shared grid of F (one cdf call of _GRID points instead of a bisection
-        # step per level), then bisected (on the log scale where positive) until each bracket is
-        # relatively 1e-12 wide or absolutely 1e-9 s, at most 80 steps.
+        # step per level), then shrunk (on the log scale where positive) until each bracket is
+        # relatively 1e-12 wide or absolutely 1e-9 s: by the Illinois variant of regula falsi (the
+        # point where the chord of F crosses q; the end kept twice has its miss halved), every third
+        # step a bisection, a chord point kept 0.4 tolerance from the ends, at most 240 steps (at least the 80 halvings of a plain bisection; a smooth F
+        # closes in about a dozen steps instead of ~40). Each step is one cdf call, as a bisection step.
         out = hi.copy()
         finite = np.isfinite(hi) & np.isfinite(lo)
         if finite.sum() > _GRID // 4:
             lo, hi = self._grid_brackets(q, lo, hi, finite)
-        for _ in range(80):
+        flo, fhi, side = np.full(q.shape, np.nan), np.full(q.shape, np.nan), np.zeros(q.shape, dtype=np.int8)
+        for it in range(240):
             pos = finite & (lo > 0)
             open_ = finite & ((hi - lo) > np.maximum(1e-12 * np.abs(hi), 1e-9))
             if not open_.any():
                 break
+            if it == 0:  # F − q at both ends
+                flo[open_] = self.cdf(lo[open_]) - q[open_]
+                fhi[open_] = self.cdf(hi[open_]) - q[open_]
             mid = np.where(pos, np.sqrt(np.where(pos, lo * hi, 1.0)), 0.5 * (lo + hi))
-            ok = np.ones(q.shape, dtype=bool)
-            ok[open_] = self.cdf(mid[open_]) >= q[open_]
-            hi = np.where(open_ & ok, mid, hi)
-            lo = np.where(open_ & ~ok, mid, lo)
+            if it % 3 != 2:  # the chord's crossing, where it is strictly inside the bracket
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t = -flo / (fhi - flo)
+                    sl = np.log(np.where(pos, lo, 1.0))
+                    chord = np.where(pos, np.exp(sl + t * (np.log(np.where(pos, hi, 1.0)) - sl)), lo + t * (hi - lo))
+                good = (flo < 0) & (fhi >= 0) & np.isfinite(chord)
+                # at least 0.4 of the tolerance from either end: a chord that lands on the end it converges
+                # to closes the bracket at the next step (F's rounding noise cannot hold it open)
+                tol = 0.4 * np.maximum(1e-12 * np.abs(hi), 1e-9)
+                mid = np.where(good, np.clip(chord, lo + tol, hi - tol), mid)
+                illinois = good
+            else:
+                illinois = np.zeros(q.shape, dtype=bool)
+            fx = np.zeros(q.shape)
+            fx[open_] = self.cdf(mid[open_]) - q[open_]
+            ok = fx >= 0
+            up, down = open_ & ok, open_ & ~ok
+            halve_lo = up & illinois & (side == 1)
+            halve_hi = down & illinois & (side == -1)
+            flo = np.where(halve_lo, 0.5 * flo, np.where(down, fx, flo))
+            fhi = np.where(halve_hi, 0.5 * fhi, np.where(up, fx, fhi))
+            side = np.where(up, np.where(illinois, 1, 0), np.where(down, np.where(illinois, -1, 0), side)).astype(np.int8)
+            hi = np.where(up, mid, hi)
+            lo = np.where(down, mid, lo)
         out = np.where(finite, np.where(self.cdf(lo) >= q, lo, hi), out)
         return out
 

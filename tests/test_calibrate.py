@@ -548,14 +548,15 @@ def test_ranks_are_the_stable_double_argsort_and_rankdata():
 # ------------------------------------------------------------------------------ reproducible default
 def test_calibrate_twice_gives_byte_identical_bundles(tmp_path):
     """Two calibrations with equal inputs (a small scale, the hurdle queue) write byte-identical bundles,
-    as a directory and as a zip: no fit times, no creation time, fixed zip member dates."""
+    as a directory and as a zip: no fit times, no creation time, fixed zip member dates; one in this
+    process, one with 2 worker processes (the clusters' pseudo-traces drawn in parallel)."""
     from acmemodel.calibrate import Assumptions, calibrate
 
     outs = []
     for k in range(2):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            b = calibrate(scale=0.002, seed=7, assumptions=Assumptions(queue_policy=False))
+            b = calibrate(scale=0.002, seed=7, assumptions=Assumptions(queue_policy=False), workers=1 + k)
         d = b.save(tmp_path / f"run{k}")
         z = b.save(tmp_path / f"run{k}.zip")
         outs.append(({p.name: p.read_bytes() for p in sorted(d.iterdir())}, z.read_bytes()))
@@ -603,3 +604,21 @@ def test_calibrate_cli_reports_stages_and_no_raw_warning(tmp_path):
     assert "wrote calibrated bundle" in out and "pseudo-trace:" in out and "fitting:" in out
     assert "note(s) from the fits" in out  # the fits warned: collected, one sentence each
     assert "Warning:" not in out and "warnings.warn" not in out and "Traceback" not in out
+
+
+def test_latency_quantile_inverts_the_pooled_law():
+    """The start-up latency law the calibration's synthetic traces invert (a pooled mixture of cells, the default's
+    Kalos evaluation): each returned x is inf{x : F(x) >= q} to the documented tolerance (relative 1e-12 or 1e-9 s),
+    i.e. F(x) >= q > F(x - tol), for 2,000 levels at once (shared grid, then Illinois steps) and for a few alone."""
+    from acmemodel import load_default
+
+    lat = load_default().get("queue").latency_
+    law = lat.resolve(cluster="Kalos", type="Eval").value
+    # (not at 1 − 1e-9: out there F is flat to within its rounding, and the infimum is the rounding's)
+    q = np.r_[np.random.default_rng(3).random(2000), 0.0, 1e-9, 0.5, 1 - 1e-6]
+    for levels in (q, q[:5]):
+        x = np.asarray(law.quantile(levels), float)
+        fin = np.isfinite(x) & (levels > 0)
+        tol = 2 * np.maximum(1e-12 * np.abs(x[fin]), 1e-9)
+        assert np.all(law.cdf(x[fin]) >= levels[fin])
+        assert np.all(law.cdf(x[fin] - tol) < levels[fin])

@@ -41,6 +41,9 @@ def calibrate_cmd(
     assume: Optional[List[str]] = typer.Option(None, "--set", help="Override an assumption: name=value."),
     json_out: bool = typer.Option(False, "--json", help="Print the calibration report as JSON."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Also print every step's details on stderr."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1, max=64,
+                                          help="Worker processes (default: the CPUs available, at most 2); "
+                                               "the bundle is the same with any number."),
 ) -> None:
     """Fit the default bundle (acme-2023) to the published AcmeTrace statistics, reproducibly: the same
     seed, scale, assumptions and version give a byte-identical bundle (the shipped one is
@@ -70,7 +73,7 @@ def calibrate_cmd(
                 stages.append({"stage": description, "_t": now})
             upd(done, total, description)
 
-        bundle = calibrate(scale=scale, seed=seed, assumptions=a, progress=on_progress,
+        bundle = calibrate(scale=scale, seed=seed, assumptions=a, progress=on_progress, workers=workers,
                            log=(lambda m: err_console.print(m)) if verbose and not json_out else None)
     for st in stages:
         st.pop("_t", None)
