@@ -295,10 +295,12 @@ def _fit_one(model, trace):
 #: batches, GPU-count frequencies, restart chains), each on only the columns it reads (:data:`EXACT_COLUMNS`)
 EXACT_MODELS = ("arrival", "gpu_counts", "restart")
 #: the columns the exact models (and the restart chains and batches they derive) read
-EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "state", "analysis_state", "gpu_num", "node_num",
-                 "submit_s", "start_s", "end_s", "started", "run_s", "queue_s", "queue_censored", "run_censored",
-                 "left_truncated", "entry_age_s", "job_name", "restart_of", "attempt", "prev_job_id", "chain_id",
+EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "analysis_state", "gpu_num", "submit_s", "end_s", "queue_s",
+                 "left_truncated", "failure_category", "job_name", "restart_of", "attempt", "prev_job_id", "chain_id",
                  "restart_gap_s")
+#: the columns :func:`whole_trace_columns` reads (user history, job-name history, free at submit)
+WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "submit_s", "start_s", "end_s",
+                       "run_s", "run_censored", "job_name")
 #: memory of a streamed fit, per job of the trace (bytes): the compact table (about 110), the whole-trace
 #: columns of the sampled models (user history, free-at-submit: 33) and the exact models' fits on every job
 #: (their columns as object strings and the chains' and batches' work arrays)
@@ -393,7 +395,8 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
 def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None = None, seed: int = 0,
                  models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
                  params: dict[str, dict] | None = None, log: Callable[[str], None] | None = None,
-                 progress: Callable[..., None] | None = None, client=None) -> Bundle:
+                 progress: Callable[..., None] | None = None, client=None,
+                 read_seconds: float | None = None) -> Bundle:
     """Fit a bundle on a streamed trace (:class:`acmemodel.trace.stream.StreamedTrace`) in bounded memory.
 
     The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on :data:`EXACT_COLUMNS` only. The
@@ -401,7 +404,9 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
     (:func:`stratified_sample`) of ``sample_rows`` jobs (default: what ``memory`` bytes allow,
     :func:`sample_rows_for`; every job when the trace fits), carrying the columns they compute across jobs from
     the whole trace (:func:`whole_trace_columns`). The bundle's ``provenance["sample"]`` records the design:
-    trace and sample sizes, fraction, strata, seed, which models were sampled and the seconds of each stage.
+    trace and sample sizes, fraction, strata, seed, which models were sampled, and the seconds and peak
+    resident memory after each stage (``read_seconds``: the caller's ``time.perf_counter()`` when it began
+    reading the trace, to count the reading as the first stage).
 
     With ``client`` (Dask) the models are fitted as in :func:`fit_bundle`; the sample depends only on the table
     and the seed, so the bundle is the in-process one.
@@ -409,7 +414,9 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
     from acmemodel.limits import SizeError, human_bytes
     from acmemodel.trace.stream import expand
 
-    stage: dict[str, float] = {}
+    stage: dict[str, float] = {} if read_seconds is None else {"read": time.perf_counter() - read_seconds}
+    peaks: dict[str, float | None] = {"read": _peak_rss_mb()}
+    cpus: dict[str, float] = {"read": _cpu_seconds()}
     t0 = time.perf_counter()
     builders = _builders()
     names = list(models) if models is not None else list(builders)
@@ -421,24 +428,30 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
 
         mem = float(memory if memory is not None else memory_budget())
         sample_rows = sample_rows_for(mem, n)
-        if sample_rows < min(n, MIN_SAMPLE_ROWS):
+        least = min(n, MIN_SAMPLE_ROWS)
+        if sample_rows < least:
+            need = STREAM_BASE_BYTES + n * STREAM_BYTES_PER_JOB + least * SAMPLE_BYTES_PER_JOB
             raise SizeError(f"--memory {human_bytes(mem)}: a streamed fit of {n:,} jobs needs at least "
-                            f"{human_bytes(STREAM_BASE_BYTES + n * STREAM_BYTES_PER_JOB + MIN_SAMPLE_ROWS * SAMPLE_BYTES_PER_JOB)}"
-                            f" ({n:,} jobs x {STREAM_BYTES_PER_JOB} bytes for the whole-trace part, a sample of at "
-                            f"least {MIN_SAMPLE_ROWS:,} jobs x {SAMPLE_BYTES_PER_JOB:,} bytes)")
+                            f"{human_bytes(need)} ({human_bytes(STREAM_BASE_BYTES)} base, {STREAM_BYTES_PER_JOB} "
+                            f"bytes per job of the trace, {SAMPLE_BYTES_PER_JOB:,} per sampled job, a sample of at "
+                            f"least {least:,} jobs)")
     sampled = [m for m in names if m not in EXACT_MODELS]
     exact = [m for m in names if m in EXACT_MODELS]
     idx, design = stratified_sample(jobs, int(sample_rows), seed)
     stage["sample draw"] = time.perf_counter() - t0
+    peaks["sample draw"] = _peak_rss_mb()
+    cpus["sample draw"] = _cpu_seconds()
     t = time.perf_counter()
     frames: dict[str, pd.DataFrame] = {}
     sample = None
     if sampled:
         # the whole-trace columns need the cross-job columns of every job (not the GPU-count/resource columns)
-        whole = whole_trace_columns(expand(jobs, [c for c in jobs.columns if c not in
-                                                  ("cpu_num", "mem_per_pod_GB", "fail_time_s", "node_num")]),
-                                    sampled, params)
+        # (on the compact columns as they are: these functions group on the string columns' values, and a
+        # categorical groups like its strings)
+        whole = whole_trace_columns(jobs[[c for c in WHOLE_TRACE_COLUMNS if c in jobs.columns]], sampled, params)
         stage["whole-trace columns"] = time.perf_counter() - t
+        peaks["whole-trace columns"] = _peak_rss_mb()
+        cpus["whole-trace columns"] = _cpu_seconds()
         t = time.perf_counter()
         sample = expand(jobs.iloc[idx]).reset_index(drop=True) if len(idx) < n else expand(jobs)
         for c in whole.columns:
@@ -446,6 +459,8 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         del whole
         _release_memory()
         stage["sample table"] = time.perf_counter() - t
+        peaks["sample table"] = _peak_rss_mb()
+        cpus["sample table"] = _cpu_seconds()
     if exact:
         full = expand(jobs, EXACT_COLUMNS)
         for m in exact:
@@ -459,6 +474,28 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
     bundle = fit_bundle(sample, trace.timezones, models=models, provenance=provenance, name=name, params=params,
                         log=log, progress=progress, clusters=trace.cluster_specs, client=client, frames=frames)
     stage["model fits"] = time.perf_counter() - t
+    peaks["model fits"] = _peak_rss_mb()
+    cpus["model fits"] = _cpu_seconds()
     design["stage_seconds"] = {k: round(v, 3) for k, v in stage.items()}
+    design["stage_peak_rss_mb"] = peaks
+    marks = list(cpus.values())
+    design["stage_cpu_seconds"] = {k: round(c - (marks[i - 1] if i else 0.0), 3) for i, (k, c) in enumerate(cpus.items())}
     bundle.provenance["sample"] = design
     return bundle
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident memory so far (MB; Linux ``VmHWM``), None where it cannot be read."""
+    try:
+        with open("/proc/self/status") as f:
+            return round(next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024, 1)
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime

@@ -183,6 +183,7 @@ def _fit_streamed(paths, out, models, cluster, workers, scheduler, json_out, lik
                   seed) -> None:
     """``fit`` of a trace read file by file (:func:`acmemodel.trace.stream.stream_trace`,
     :func:`acmemodel.pipeline.fit_streamed`)."""
+    import time
     import warnings
 
     from acmemodel.cli._dask import close_client, dask_client
@@ -205,6 +206,7 @@ def _fit_streamed(paths, out, models, cluster, workers, scheduler, json_out, lik
                 def map_fn(fn, args):
                     return client.gather(client.map(fn, args, pure=False))
             upd(0, 1, "reading files")
+            t_read = time.perf_counter()
             trace = stream_trace(paths, cluster, drop=UNUSED_COLUMNS, map_fn=map_fn,
                                  progress=lambda i, n: upd(i, n, "reading files"))
             check_trace_span(trace, "fit")
@@ -216,7 +218,7 @@ def _fit_streamed(paths, out, models, cluster, workers, scheduler, json_out, lik
                 prov["estimators_from"] = str(like)
             bundle = fit_streamed(trace, memory=memory, sample_rows=sample, seed=seed, models=models,
                                   provenance=prov, name=out.stem, params=use,
-                                  progress=lambda i, n, d: upd(i, n, d), client=client)
+                                  progress=lambda i, n, d: upd(i, n, d), client=client, read_seconds=t_read)
     finally:
         close_client(client, cluster_)
     _report(bundle, out, json_out)
