@@ -396,7 +396,7 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
                  models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
                  params: dict[str, dict] | None = None, log: Callable[[str], None] | None = None,
                  progress: Callable[..., None] | None = None, client=None,
-                 read_seconds: float | None = None) -> Bundle:
+                 read_seconds: float | None = None, release: bool = False) -> Bundle:
     """Fit a bundle on a streamed trace (:class:`acmemodel.trace.stream.StreamedTrace`) in bounded memory.
 
     The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on :data:`EXACT_COLUMNS` only. The
@@ -406,7 +406,8 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
     the whole trace (:func:`whole_trace_columns`). The bundle's ``provenance["sample"]`` records the design:
     trace and sample sizes, fraction, strata, seed, which models were sampled, and the seconds and peak
     resident memory after each stage (``read_seconds``: the caller's ``time.perf_counter()`` when it began
-    reading the trace, to count the reading as the first stage).
+    reading the trace, to count the reading as the first stage). ``release=True`` sets ``trace.jobs`` to None
+    once the models' tables are made (the compact table is then freed before the fits: ``acmemodel fit``).
 
     With ``client`` (Dask) the models are fitted as in :func:`fit_bundle`; the sample depends only on the table
     and the seed, so the bundle is the in-process one.
@@ -462,9 +463,14 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         peaks["sample table"] = _peak_rss_mb()
         cpus["sample table"] = _cpu_seconds()
     if exact:
-        full = expand(jobs, EXACT_COLUMNS)
+        cols = [c for c in EXACT_COLUMNS if c != "job_id" or {"restart_of", "prev_job_id"} & set(jobs.columns)]
+        full = expand(jobs, cols)  # (job ids only where chains are linked by them)
         for m in exact:
             frames[m] = full
+    if release:
+        trace.jobs = None
+        del jobs
+        _release_memory()
     if sample is None:
         sample = frames[exact[0]]
     design.update({"design": "proportional stratified by cluster x UTC month x type x analysis state x GPU bucket; "

@@ -11,6 +11,7 @@ from acmemodel.trace.stream import expand, stream_trace
 
 #: the models of the stream tests: two exact, three sampled (the predictor and failure model cost most)
 MODELS = ["runtime", "queue", "gpu_counts", "arrival", "restart"]
+DASK_MODELS = ["runtime", "queue", "gpu_counts"]
 
 
 def _models_doc(bundle) -> str:
@@ -122,25 +123,28 @@ def test_unsampled_streamed_fit_is_the_in_memory_fit(fleet, streamed):
     assert st.provenance["sample"]["exact_models"] == ["gpu_counts", "arrival", "restart"]
 
 
-def test_sampled_fit_on_a_local_cluster_is_the_in_process_fit(fleet):
-    distributed = pytest.importorskip("dask.distributed")
-    local_trace = stream_trace([fleet], drop=UNUSED_COLUMNS)
-    local = fit_streamed(local_trace, sample_rows=2000, seed=7, models=MODELS)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        def map_fn(fn, args):
-            return client.gather(client.map(fn, args, pure=False))
+def test_sampled_fit_on_a_local_cluster_is_the_in_process_fit(tmp_path, fleet):
+    """``fit --workers 2`` (files read and models fitted on a 2-worker LocalCluster) against the in-process
+    streamed fit, both sampled: the same bundle."""
+    pytest.importorskip("dask.distributed")
+    from acmemodel.cli import main
+    from acmemodel.models.bundle import Bundle
 
-        remote_trace = stream_trace([fleet], drop=UNUSED_COLUMNS, map_fn=map_fn)
-        remote = fit_streamed(remote_trace, sample_rows=2000, seed=7, models=MODELS, client=client)
+    base = ["fit", str(fleet), "--sample", "2000", "--seed", "7", "--json"] + sum((["--model", m] for m in DASK_MODELS), [])
+    for out, extra in (("local", []), ("remote", ["--workers", "2"])):
+        with pytest.raises(SystemExit) as e:
+            main(base + ["-o", str(tmp_path / out)] + extra)
+        assert e.value.code in (0, None)
+    local, remote = Bundle.load(tmp_path / "local"), Bundle.load(tmp_path / "remote")
     assert _models_doc(remote) == _models_doc(local)
     s = local.provenance["sample"]
     assert s["rows"] == 6000 and s["seed"] == 7 and s["fraction"] == pytest.approx(2000 / 6000)
     assert abs(s["rows_sampled"] - 2000) < 50
-    assert s["sampled_models"] == ["runtime", "queue"]
+    assert s["sampled_models"] == ["runtime", "queue"] and s["exact_models"] == ["gpu_counts"]
     # exact models are fitted on every job: the GPU-count model counts all 6,000
     assert local.get("gpu_counts").n_fit_ == 6000
     assert remote.provenance["sample"]["rows_sampled"] == s["rows_sampled"]
+    assert remote.provenance["files"] == local.provenance["files"]
 
 
 def test_sampled_runtime_medians_agree_with_the_whole_trace(streamed):

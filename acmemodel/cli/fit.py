@@ -218,7 +218,8 @@ def _fit_streamed(paths, out, models, cluster, workers, scheduler, json_out, lik
                 prov["estimators_from"] = str(like)
             bundle = fit_streamed(trace, memory=memory, sample_rows=sample, seed=seed, models=models,
                                   provenance=prov, name=out.stem, params=use,
-                                  progress=lambda i, n, d: upd(i, n, d), client=client, read_seconds=t_read)
+                                  progress=lambda i, n, d: upd(i, n, d), client=client, read_seconds=t_read,
+                                  release=True)
     finally:
         close_client(client, cluster_)
     _report(bundle, out, json_out)

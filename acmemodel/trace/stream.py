@@ -157,7 +157,10 @@ def stream_trace(paths, cluster: str | Sequence[str] | None = None, *, extracted
             for i, p in zip(again, read_all(again, float(t_x))):
                 parts[i] = p
             reread = [str(files[i]) for i in again]
-    jobs = _concat([p.jobs for p in parts])
+    frames = [p.jobs for p in parts]
+    for p in parts:
+        p.jobs = None
+    jobs = _concat(frames)
     rejected: dict[str, int] = {}
     for p in parts:
         for k, v in p.rejected.items():
@@ -188,24 +191,35 @@ def stream_trace(paths, cluster: str | Sequence[str] | None = None, *, extracted
 
 
 def _concat(frames: list) -> pd.DataFrame:
-    """Concatenate the parts' compact tables keeping the categoricals categorical (one union of the categories
-    per column: concatenating different categories would give object columns, 4 to 8 times the memory); a
-    column categorical in some parts only (missing values elsewhere) becomes object, as in one read."""
+    """Concatenate the parts' compact tables column by column, each part's column freed once it is copied (the
+    peak is the table plus one column, not twice the table), keeping the categoricals categorical (one union of
+    the categories per column: concatenating different categories would give object columns, 4 to 8 times the
+    memory); a column categorical in some parts only (missing values elsewhere) becomes object, as in one read.
+    Empties ``frames``."""
     if len(frames) == 1:
-        return frames[0]
-    cols = frames[0].columns
+        return frames.pop()
+    cols = list(frames[0].columns)
+    for f in frames[1:]:
+        cols += [c for c in f.columns if c not in cols]
+    n = sum(len(f) for f in frames)
+    out = {}
     for c in cols:
-        kinds = {isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames if c in f.columns}
+        parts = [f[c] if c in f.columns else pd.Series([None] * len(f), dtype=object) for f in frames]
+        kinds = {isinstance(p.dtype, pd.CategoricalDtype) for p in parts}
         if kinds == {True}:
-            cats = pd.Index(sorted(set().union(*(f[c].cat.categories for f in frames))))
-            dtype = pd.CategoricalDtype(cats)
-            for f in frames:
-                f[c] = f[c].cat.set_categories(cats) if f[c].dtype != dtype else f[c]
+            cats = pd.Index(sorted(set().union(*(p.cat.categories for p in parts))))
+            parts = [p.cat.set_categories(cats) for p in parts]
         elif True in kinds:
-            for f in frames:
-                if isinstance(f[c].dtype, pd.CategoricalDtype):
-                    f[c] = f[c].astype(object)
-    return pd.concat(frames, ignore_index=True)
+            parts = [p.astype(object) if isinstance(p.dtype, pd.CategoricalDtype) else p for p in parts]
+        out[c] = pd.concat(parts, ignore_index=True)
+        del parts
+        for f in frames:
+            if c in f.columns:
+                del f[c]
+    frames.clear()
+    jobs = pd.DataFrame(out, copy=False)
+    assert len(jobs) == n
+    return jobs
 
 
 def _read_part_args(args) -> Part:
