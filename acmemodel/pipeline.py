@@ -301,22 +301,40 @@ EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "analysis_state", "gpu_num
 #: the columns :func:`whole_trace_columns` reads (user history, job-name history, free at submit)
 WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "submit_s", "start_s", "end_s",
                        "run_s", "run_censored", "job_name")
-#: memory of a streamed fit, per job of the trace (bytes): the compact table (about 110), the whole-trace
-#: columns of the sampled models (user history, free-at-submit: 33) and the exact models' fits on every job
-#: (their columns as object strings and the chains' and batches' work arrays)
-STREAM_BYTES_PER_JOB = 450
+#: memory of a streamed fit per job of the trace (bytes) until the sample is drawn: the compact table (about
+#: 110) and the whole-trace columns with their work arrays (measured: 3M jobs, 1.26 GB peak with 350 MB base)
+STREAM_READ_BYTES_PER_JOB = 300
+#: ... and while the models are fitted (the compact table freed): the exact models' columns as object strings
+#: (about 65) and their fits' work arrays (restart chains, batches)
+STREAM_FIT_BYTES_PER_JOB = 200
 #: memory per sampled job (bytes): the in-memory fit's peak per job (966 MB for 1M jobs)
 SAMPLE_BYTES_PER_JOB = 1_000
 #: the interpreter and the libraries a fit imports (bytes)
 STREAM_BASE_BYTES = 350e6
+#: the default largest sample (jobs): the sampled models' fit time grows with it (about 60 CPU s per million
+#: jobs), their sampling error shrinks as 1/sqrt(rows); ``--sample`` sets another
+DEFAULT_SAMPLE_ROWS = 1_000_000
+#: jobs per chunk of the whole-trace user history (:func:`whole_trace_columns`)
+HISTORY_CHUNK_ROWS = 1_000_000
 #: the smallest sample a streamed fit accepts (below it the memory setting is refused)
 MIN_SAMPLE_ROWS = 20_000
 
 
 def sample_rows_for(memory: float, n_jobs: int) -> int:
     """The sample size the memory setting allows for a streamed fit of ``n_jobs`` jobs:
-    ``(memory − STREAM_BASE_BYTES − n_jobs × STREAM_BYTES_PER_JOB) / SAMPLE_BYTES_PER_JOB`` (module constants)."""
-    return int(max(0.0, memory - STREAM_BASE_BYTES - n_jobs * STREAM_BYTES_PER_JOB) // SAMPLE_BYTES_PER_JOB)
+    ``(memory − STREAM_BASE_BYTES − n_jobs × STREAM_FIT_BYTES_PER_JOB) / SAMPLE_BYTES_PER_JOB``, at most
+    :data:`DEFAULT_SAMPLE_ROWS`; 0 when the whole-trace part alone (``STREAM_BASE_BYTES + n_jobs ×
+    STREAM_READ_BYTES_PER_JOB``) exceeds it (module constants, measured)."""
+    if STREAM_BASE_BYTES + n_jobs * STREAM_READ_BYTES_PER_JOB > memory:
+        return 0
+    rows = max(0.0, memory - STREAM_BASE_BYTES - n_jobs * STREAM_FIT_BYTES_PER_JOB) // SAMPLE_BYTES_PER_JOB
+    return int(min(rows, DEFAULT_SAMPLE_ROWS))
+
+
+def stream_memory_needed(n_jobs: int, rows: int) -> float:
+    """Bytes a streamed fit of ``n_jobs`` jobs with a sample of ``rows`` needs (:func:`sample_rows_for`)."""
+    return STREAM_BASE_BYTES + max(n_jobs * STREAM_READ_BYTES_PER_JOB,
+                                   n_jobs * STREAM_FIT_BYTES_PER_JOB + rows * SAMPLE_BYTES_PER_JOB)
 
 
 def sample_strata(jobs: pd.DataFrame):
@@ -369,13 +387,32 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
     the predictor's user history (and job-name history when there are names), the queue model's
     free-at-submit (:data:`acmemodel.models.queue.FREE_COLUMN`). A model fitted on a sample reads them as given,
     so each sampled job carries the value the whole-trace fit gives it."""
+    import numpy as np
+
     out = pd.DataFrame(index=jobs.index)
     if "predictor" in names:
         from acmemodel.features.history import user_history
 
-        h = user_history(jobs)
-        for c in h.columns:
-            out[c] = h[c].to_numpy()
+        # a job's user history reads only the jobs of its (cluster, user, type): computed on chunks of whole
+        # (cluster, user) groups of at most about HISTORY_CHUNK_ROWS jobs, the same values in a fraction of the
+        # memory (the history's sort keys and medians of all jobs at once: about 170 bytes per job)
+        k = -(-len(jobs) // HISTORY_CHUNK_ROWS)
+        if k <= 1:
+            h = user_history(jobs)
+            for c in h.columns:
+                out[c] = h[c].to_numpy()
+        else:
+            chunk = jobs.groupby(["cluster", "user"], sort=False, observed=True).ngroup().to_numpy() % k
+            cols: dict = {}
+            for i in range(k):
+                rows = np.flatnonzero(chunk == i)
+                h = user_history(jobs.iloc[rows])
+                for c in h.columns:
+                    cols.setdefault(c, np.zeros(len(jobs), dtype=h[c].dtype))[rows] = h[c].to_numpy()
+                del h
+                _release_memory()
+            for c, v in cols.items():
+                out[c] = v
         if "job_name" in jobs.columns:
             from acmemodel.features.names import name_history
 
@@ -387,8 +424,19 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
 
         q = _builders()["queue"](**params.get("queue", {}))
         if getattr(q, "latency", False) and {"start_s", "end_s", "submit_s"} <= set(jobs.columns):
-            out[FREE_COLUMN] = free_at_submit(jobs, cluster_gpus=q.cluster_gpus,
-                                              margin_gpus=int(q.free_margin_gpus))
+            from acmemodel.trace.stream import expand
+
+            # one cluster at a time (a cluster's occupancy reads only its jobs; the same values), on object
+            # strings: free_at_submit turns the cluster and type columns into strings per call, which for a
+            # categorical of every job makes a string object per job (about 200 bytes per job at its peak)
+            free = np.zeros(len(jobs), dtype=bool)
+            cl_codes, _ = pd.factorize(jobs["cluster"])
+            for i in range(int(cl_codes.max(initial=-1)) + 1):
+                rows = np.flatnonzero(cl_codes == i)
+                sub = expand(jobs.iloc[rows], ["cluster", "type", "gpu_num", "submit_s", "start_s", "end_s"])
+                free[rows] = free_at_submit(sub, cluster_gpus=q.cluster_gpus, margin_gpus=int(q.free_margin_gpus))
+                del sub
+            out[FREE_COLUMN] = free
     return out
 
 
@@ -431,11 +479,9 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         sample_rows = sample_rows_for(mem, n)
         least = min(n, MIN_SAMPLE_ROWS)
         if sample_rows < least:
-            need = STREAM_BASE_BYTES + n * STREAM_BYTES_PER_JOB + least * SAMPLE_BYTES_PER_JOB
             raise SizeError(f"--memory {human_bytes(mem)}: a streamed fit of {n:,} jobs needs at least "
-                            f"{human_bytes(need)} ({human_bytes(STREAM_BASE_BYTES)} base, {STREAM_BYTES_PER_JOB} "
-                            f"bytes per job of the trace, {SAMPLE_BYTES_PER_JOB:,} per sampled job, a sample of at "
-                            f"least {least:,} jobs)")
+                            f"{human_bytes(stream_memory_needed(n, least))} (a sample of at least {least:,} "
+                            f"jobs; docs/fit_scale.md)")
     sampled = [m for m in names if m not in EXACT_MODELS]
     exact = [m for m in names if m in EXACT_MODELS]
     idx, design = stratified_sample(jobs, int(sample_rows), seed)

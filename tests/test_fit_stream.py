@@ -74,6 +74,36 @@ def test_duplicate_ids_across_files_are_counted_like_the_whole_read(tmp_path, fl
     assert [f.accepted for f in st.files] == [f.accepted for f in whole.files]
 
 
+def test_whole_trace_columns_in_chunks_and_per_cluster_are_the_whole_computation(streamed, monkeypatch):
+    """The user history in chunks of whole (cluster, user) groups and free-at-submit one cluster at a time give
+    the values of one computation on every job."""
+    import acmemodel.pipeline as P
+    from acmemodel.features.history import user_history
+    from acmemodel.models.queue import FREE_COLUMN, free_at_submit
+
+    jobs = streamed.jobs[[c for c in P.WHOLE_TRACE_COLUMNS if c in streamed.jobs.columns]]
+    monkeypatch.setattr(P, "HISTORY_CHUNK_ROWS", 1000)
+    got = P.whole_trace_columns(jobs, ["predictor", "queue"], {})
+    full = expand(jobs)
+    want = user_history(full)
+    for c in want.columns:
+        np.testing.assert_array_equal(got[c].to_numpy(), want[c].to_numpy())
+    np.testing.assert_array_equal(got[FREE_COLUMN].to_numpy(), free_at_submit(full))
+    assert 0 < got[FREE_COLUMN].mean() < 1
+
+
+def test_memory_setting_sizes_the_sample():
+    from acmemodel.pipeline import (DEFAULT_SAMPLE_ROWS, STREAM_BASE_BYTES, STREAM_FIT_BYTES_PER_JOB,
+                                    sample_rows_for, stream_memory_needed)
+
+    assert sample_rows_for(4e9, 10_000_000) == min(DEFAULT_SAMPLE_ROWS, int(
+        (4e9 - STREAM_BASE_BYTES - 10_000_000 * STREAM_FIT_BYTES_PER_JOB) // 1000))
+    assert sample_rows_for(1e9, 10_000_000) == 0  # the whole-trace part alone does not fit
+    rows = sample_rows_for(3.4e9, 10_000_000)
+    assert 0 < rows and stream_memory_needed(10_000_000, rows) <= 3.4e9
+    assert sample_rows_for(3.4e9, 1_000) == 1_000_000  # (the default cap; a trace of fewer jobs uses all)
+
+
 def test_stratified_sample_is_proportional_and_seeded(streamed):
     jobs = streamed.jobs
     n = len(jobs)

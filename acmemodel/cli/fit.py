@@ -50,7 +50,7 @@ def fit_cmd(
         None, "--memory", help="Memory the fit may use, e.g. 4GB (default: half the machine's). A trace too "
                                "large to fit in it is streamed: read file by file, the arrival, GPU-count and "
                                "restart models fitted on every job, the others on a seeded stratified sample "
-                               "(docs/fit_scale.md)."),
+                               "(at most 1,000,000 jobs unless --sample; docs/fit_scale.md)."),
     stream: Optional[bool] = typer.Option(
         None, "--stream/--in-memory", help="Stream the trace (see --memory) or read it whole (default: stream "
                                            "when the whole trace would not fit in --memory)."),

@@ -89,8 +89,44 @@ def expand(jobs: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataF
     return pd.DataFrame(out, index=jobs.index)
 
 
+class _SystemArrowPool:
+    """Arrow's allocations on the system allocator while reading: the default (mimalloc) keeps the memory of
+    every file's read for reuse (measured: 300 MB more resident after 96 files of 31,000 jobs); buffers made
+    here keep their pool, so restoring the default afterwards is safe."""
+
+    def __enter__(self):
+        import pyarrow as pa
+
+        self.old = pa.default_memory_pool()
+        pa.set_memory_pool(pa.system_memory_pool())
+        return self
+
+    def __exit__(self, *exc):
+        import pyarrow as pa
+
+        pa.set_memory_pool(self.old)
+        return False
+
+
+def _trim() -> None:
+    """Hand freed heap memory back to the system (glibc ``malloc_trim``; nothing elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def read_part(path, cluster: str | None = None, *, extracted_at=None, drop: Sequence[str] = ()) -> Part:
     """Read one file with :func:`load_trace` and keep its compact job table (see the module docstring)."""
+    with _SystemArrowPool():
+        part = _read_part(path, cluster, extracted_at=extracted_at, drop=drop)
+    _trim()
+    return part
+
+
+def _read_part(path, cluster, *, extracted_at, drop) -> Part:
     from acmemodel.trace.readers import load_trace
     from acmemodel.trace.schema import UNFINISHED_STATES
 
@@ -160,7 +196,9 @@ def stream_trace(paths, cluster: str | Sequence[str] | None = None, *, extracted
     frames = [p.jobs for p in parts]
     for p in parts:
         p.jobs = None
-    jobs = _concat(frames)
+    with _SystemArrowPool():
+        jobs = _concat(frames)
+    _trim()
     rejected: dict[str, int] = {}
     for p in parts:
         for k, v in p.rejected.items():
