@@ -302,11 +302,13 @@ EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "analysis_state", "gpu_num
 WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "submit_s", "start_s", "end_s",
                        "run_s", "run_censored", "job_name")
 #: memory of a streamed fit per job of the trace (bytes) until the sample is drawn: the compact table (about
-#: 110) and the whole-trace columns with their work arrays (measured: 3M jobs, 1.26 GB peak with 350 MB base)
+#: 110), what the reading leaves resident, the whole-trace columns and their work arrays (measured on the fleet
+#: trace of docs/fit_scale.md: 10M jobs, peak 3.20 GB after the whole-trace columns with a 350 MB base: 285)
 STREAM_READ_BYTES_PER_JOB = 300
 #: ... and while the models are fitted (the compact table freed): the exact models' columns as object strings
-#: (about 65) and their fits' work arrays (restart chains, batches)
-STREAM_FIT_BYTES_PER_JOB = 200
+#: (about 65) and their fits' work arrays (restart chains, batches, hourly counts) on every job (measured: 10M
+#: jobs and a sample of 1M, peak 4.55 GB: 320 with 1,000 per sampled job)
+STREAM_FIT_BYTES_PER_JOB = 330
 #: memory per sampled job (bytes): the in-memory fit's peak per job (966 MB for 1M jobs)
 SAMPLE_BYTES_PER_JOB = 1_000
 #: the interpreter and the libraries a fit imports (bytes)

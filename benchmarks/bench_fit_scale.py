@@ -131,9 +131,11 @@ def main(argv=None) -> None:
                   f"{', '.join(samp.get('sampled_models', []))}; exact on every job: "
                   f"{', '.join(samp.get('exact_models', []))}")
         print("    per model (s): " + ", ".join(f"{k} {v:.1f}" for k, v in doc["provenance"]["fit_seconds"].items()))
-        stages = (doc["provenance"].get("sample") or {}).get("stage_seconds")
-        if stages:
-            print("    stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
+        for key, label, fmt in (("stage_seconds", "stages, wall s", "{:.1f}"), ("stage_cpu_seconds", "stages, CPU s", "{:.1f}"),
+                                ("stage_peak_rss_mb", "peak RSS after each stage, MB", "{:,.0f}")):
+            stages = samp.get(key)
+            if stages:
+                print(f"    {label}: " + ", ".join(f"{k} " + fmt.format(v) for k, v in stages.items() if v is not None))
         shutil.rmtree(out, ignore_errors=True)
         if n <= a.in_memory_max:
             mem = _time_v([exe, "fit", str(folder), "-o", str(out), "--memory", "1TB", "--json"])
