@@ -307,8 +307,8 @@ WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "
 STREAM_READ_BYTES_PER_JOB = 300
 #: ... and while the models are fitted (the compact table freed): the exact models' columns as object strings
 #: (about 65) and their fits' work arrays (restart chains, batches, hourly counts) on every job (measured: 10M
-#: jobs and a sample of 1M, peak 4.55 GB: 320 with 1,000 per sampled job)
-STREAM_FIT_BYTES_PER_JOB = 330
+#: jobs, peak 4.37 GB with a sample of 350,000, 4.55 GB with 1M: the exact models' fits dominate)
+STREAM_FIT_BYTES_PER_JOB = 370
 #: memory per sampled job (bytes): the in-memory fit's peak per job (966 MB for 1M jobs)
 SAMPLE_BYTES_PER_JOB = 1_000
 #: the interpreter and the libraries a fit imports (bytes)

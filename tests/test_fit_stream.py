@@ -96,12 +96,12 @@ def test_memory_setting_sizes_the_sample():
     from acmemodel.pipeline import (DEFAULT_SAMPLE_ROWS, STREAM_BASE_BYTES, STREAM_FIT_BYTES_PER_JOB,
                                     sample_rows_for, stream_memory_needed)
 
-    assert sample_rows_for(4e9, 10_000_000) == min(DEFAULT_SAMPLE_ROWS, int(
-        (4e9 - STREAM_BASE_BYTES - 10_000_000 * STREAM_FIT_BYTES_PER_JOB) // 1000))
+    assert sample_rows_for(5e9, 10_000_000) == min(DEFAULT_SAMPLE_ROWS, int(
+        (5e9 - STREAM_BASE_BYTES - 10_000_000 * STREAM_FIT_BYTES_PER_JOB) // 1000))
     assert sample_rows_for(1e9, 10_000_000) == 0  # the whole-trace part alone does not fit
-    rows = sample_rows_for(3.4e9, 10_000_000)
-    assert 0 < rows and stream_memory_needed(10_000_000, rows) <= 3.4e9
-    assert sample_rows_for(3.4e9, 1_000) == 1_000_000  # (the default cap; a trace of fewer jobs uses all)
+    rows = sample_rows_for(4.5e9, 10_000_000)
+    assert 0 < rows and stream_memory_needed(10_000_000, rows) <= 4.5e9
+    assert sample_rows_for(4.5e9, 1_000) == 1_000_000  # (the default cap; a trace of fewer jobs uses all)
 
 
 def test_stratified_sample_is_proportional_and_seeded(streamed):

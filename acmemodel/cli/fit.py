@@ -154,11 +154,9 @@ def parse_size(text: str, option: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
-def _too_large(paths, memory: float | None) -> bool:
-    """Whether reading the trace whole would exceed ``memory`` (default: the machine's budget): its rows
-    (Parquet: the files' metadata; CSV: size / 120 bytes) × the in-memory fit's bytes per job."""
-    from acmemodel.limits import memory_budget
-    from acmemodel.pipeline import SAMPLE_BYTES_PER_JOB, STREAM_BASE_BYTES
+def _estimated_rows(paths) -> int:
+    """Rows of the trace's files without reading them: Parquet from the files' metadata, CSV from their size
+    (120 bytes a row; gzip: 25)."""
     from acmemodel.trace.readers import expand_trace_paths
 
     rows = 0
@@ -175,8 +173,17 @@ def _too_large(paths, memory: float | None) -> bool:
             rows += p.stat().st_size // (120 if not p.name.lower().endswith("gz") else 25)
         except OSError:
             pass
+    return int(rows)
+
+
+def _too_large(paths, memory: float | None) -> bool:
+    """Whether reading the trace whole would exceed ``memory`` (default: the machine's budget): its estimated
+    rows × the in-memory fit's bytes per job."""
+    from acmemodel.limits import memory_budget
+    from acmemodel.pipeline import SAMPLE_BYTES_PER_JOB, STREAM_BASE_BYTES
+
     budget = float(memory if memory is not None else memory_budget())
-    return STREAM_BASE_BYTES + rows * SAMPLE_BYTES_PER_JOB > budget
+    return STREAM_BASE_BYTES + _estimated_rows(paths) * SAMPLE_BYTES_PER_JOB > budget
 
 
 def _fit_streamed(paths, out, models, cluster, workers, scheduler, json_out, like, params, memory, sample,
@@ -197,6 +204,17 @@ def _fit_streamed(paths, out, models, cluster, workers, scheduler, json_out, lik
         paths = sample_paths()
     if any(str(p) == "-" for p in paths):
         raise ValueError("a streamed fit reads files: the trace cannot come from stdin (-)")
+    if sample is None:  # refused before reading when the files' rows alone say the setting is too small
+        from acmemodel.limits import SizeError, human_bytes, memory_budget
+        from acmemodel.pipeline import MIN_SAMPLE_ROWS, sample_rows_for, stream_memory_needed
+
+        mem = float(memory if memory is not None else memory_budget())
+        est = _estimated_rows(paths)
+        least = min(est, MIN_SAMPLE_ROWS)
+        if est and sample_rows_for(mem, est) < least:
+            raise SizeError(f"--memory {human_bytes(mem)}: a streamed fit of about {est:,} jobs needs at least "
+                            f"{human_bytes(stream_memory_needed(est, least))} (a sample of at least {least:,} "
+                            f"jobs; docs/fit_scale.md)")
     client, cluster_ = dask_client(workers, scheduler)
     try:
         with warnings.catch_warnings(), progress("fitting", enabled=not json_out) as upd:
