@@ -42,7 +42,7 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
                params: dict[str, dict] | None = None, subsets: dict[str, "pd.Series"] | None = None,
                log: Callable[[str], None] | None = None,
                progress: Callable[..., None] | None = None, clusters: dict | None = None,
-               client=None) -> Bundle:
+               client=None, frames: dict[str, pd.DataFrame] | None = None) -> Bundle:
     """Fit the named models (default: all) on ``jobs`` (the trace contract) and bundle them.
 
     ``params`` maps a model name to constructor keyword arguments; ``subsets`` maps a model name to a
@@ -57,6 +57,9 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     reason as a note (its fit's ``ValueError``, e.g. a trace without a failed job has no failure model; a
     trace without a recorded wait no queue model); a model named in ``models`` raises instead.
 
+    ``frames`` maps a model name to the jobs table it is fitted on instead of ``jobs`` (the out-of-core fit,
+    :func:`fit_streamed`: every job for the models fitted exactly, a sample for the others).
+
     ``client``: a ``dask.distributed.Client``. The models are then fitted as one task each on its workers
     (the job table scattered once to every worker), the most expensive first, and each fitted model comes
     back as its bundle document (``to_dict`` JSON plus LightGBM text artifacts) and is rebuilt with
@@ -70,8 +73,8 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     bad = [m for m in names if m not in builders]
     if bad:
         raise ValueError(f"models: unknown model(s) {bad}; choose from {', '.join(builders)}")
-    params, subsets = dict(params or {}), dict(subsets or {})
-    unknown = (set(params) | set(subsets)) - set(names)
+    params, subsets, frames = dict(params or {}), dict(subsets or {}), dict(frames or {})
+    unknown = (set(params) | set(subsets) | set(frames)) - set(names)
     if unknown:
         raise ValueError(f"params/subsets name models that are not fitted: {sorted(unknown)}")
     trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(timezones or {}))
@@ -79,11 +82,11 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
 
     from acmemodel.errors import DataWarning
 
-    skips = {"queue": _no_recorded_waits(jobs)} if "queue" in names else {}
+    skips = {"queue": _no_recorded_waits(frames.get("queue", jobs))} if "queue" in names else {}
     skips = {m: why for m, why in skips.items() if why}
     if client is not None:
         return _fit_on_dask(client, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress,
-                            skips, explicit=models is not None, clusters=clusters)
+                            skips, explicit=models is not None, clusters=clusters, frames=frames)
     fitted, seconds, notes = {}, {}, {}
     for i, m in enumerate(names):
         if progress is not None:
@@ -94,8 +97,9 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
             continue
         t = time.perf_counter()
         model = builders[m](**params.get(m, {}))
-        data = trace if m not in subsets else Trace(
-            jobs=jobs[subsets[m]].reset_index(drop=True), rejected=pd.DataFrame(), timezones=trace.timezones)
+        mj = frames.get(m, jobs)
+        data = Trace(jobs=mj, rejected=pd.DataFrame(), timezones=trace.timezones) if m not in subsets else Trace(
+            jobs=mj[subsets[m]].reset_index(drop=True), rejected=pd.DataFrame(), timezones=trace.timezones)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -178,7 +182,7 @@ def _not_fitted(e: Exception) -> str:
 
 
 def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, name, log, progress, skips,
-                 explicit: bool, clusters=None) -> Bundle:
+                 explicit: bool, clusters=None, frames=None) -> Bundle:
     """:func:`fit_bundle` with one Dask task per model (see its ``client``); ``skips``: model -> why it is not
     fitted; ``explicit``: the models were named (a model that cannot be fitted is then an error)."""
     import warnings
@@ -189,9 +193,17 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
     from acmemodel.models.base import BaseModel
 
     order = sorted(names, key=lambda m: _COST_ORDER.index(m) if m in _COST_ORDER else len(_COST_ORDER))
-    shared = client.scatter(jobs, broadcast=True)
-    futures = {client.submit(fit_model_document, m, params.get(m, {}), shared, subsets.get(m), dict(timezones),
-                             pure=False): m for m in order if m not in skips}
+    frames = frames or {}
+    todo = [m for m in order if m not in skips]
+    # each distinct table once: the trace (to every worker) and the per-model frames (where their task runs)
+    shared = client.scatter(jobs, broadcast=True) if any(m not in frames for m in todo) else None
+    own: dict[int, object] = {}
+    for m in todo:
+        if m in frames and id(frames[m]) not in own:
+            own[id(frames[m])] = client.scatter(frames[m])
+    futures = {client.submit(fit_model_document, m, params.get(m, {}),
+                             own[id(frames[m])] if m in frames else shared, subsets.get(m), dict(timezones),
+                             pure=False): m for m in todo}
     docs = {m: {"skipped": why} for m, why in skips.items()}
     for i, fut in enumerate(as_completed(futures)):
         m = futures[fut]
@@ -275,3 +287,269 @@ def _no_recorded_waits(jobs: pd.DataFrame) -> str | None:
 def _fit_one(model, trace):
     """Call ``model.fit`` with the trace (models accept a Trace or its jobs frame)."""
     return model.fit(trace)
+
+
+# --- the out-of-core fit (issue 34) -----------------------------------------------------------------------------
+
+#: models fitted on every job of a streamed trace (their estimates need every job: arrival counts per hour and
+#: batches, GPU-count frequencies, restart chains), each on only the columns it reads (:data:`EXACT_COLUMNS`)
+EXACT_MODELS = ("arrival", "gpu_counts", "restart")
+#: the columns the exact models (and the restart chains and batches they derive) read
+EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "analysis_state", "gpu_num", "submit_s", "end_s", "queue_s",
+                 "left_truncated", "failure_category", "job_name", "restart_of", "attempt", "prev_job_id", "chain_id",
+                 "restart_gap_s")
+#: the columns :func:`whole_trace_columns` reads (user history, job-name history, free at submit)
+WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "submit_s", "start_s", "end_s",
+                       "run_s", "run_censored", "job_name")
+#: memory of a streamed fit per job of the trace (bytes) until the sample is drawn: the compact table (about
+#: 110), what the reading leaves resident, the whole-trace columns and their work arrays (measured on the fleet
+#: trace of docs/fit_scale.md: 10M jobs, peak 3.20 GB after the whole-trace columns with a 350 MB base: 285)
+STREAM_READ_BYTES_PER_JOB = 300
+#: ... and while the models are fitted (the compact table freed): the exact models' columns as object strings
+#: (about 65) and their fits' work arrays (restart chains, batches, hourly counts) on every job (measured: 10M
+#: jobs, peak 4.37 GB with a sample of 350,000, 4.55 GB with 1M: the exact models' fits dominate)
+STREAM_FIT_BYTES_PER_JOB = 370
+#: memory per sampled job (bytes): the in-memory fit's peak per job (966 MB for 1M jobs)
+SAMPLE_BYTES_PER_JOB = 1_000
+#: the interpreter and the libraries a fit imports (bytes)
+STREAM_BASE_BYTES = 350e6
+#: the default largest sample (jobs): the sampled models' fit time grows with it (about 60 CPU s per million
+#: jobs), their sampling error shrinks as 1/sqrt(rows); ``--sample`` sets another
+DEFAULT_SAMPLE_ROWS = 1_000_000
+#: jobs per chunk of the whole-trace user history (:func:`whole_trace_columns`)
+HISTORY_CHUNK_ROWS = 1_000_000
+#: the smallest sample a streamed fit accepts (below it the memory setting is refused)
+MIN_SAMPLE_ROWS = 20_000
+
+
+def sample_rows_for(memory: float, n_jobs: int) -> int:
+    """The sample size the memory setting allows for a streamed fit of ``n_jobs`` jobs:
+    ``(memory − STREAM_BASE_BYTES − n_jobs × STREAM_FIT_BYTES_PER_JOB) / SAMPLE_BYTES_PER_JOB``, at most
+    :data:`DEFAULT_SAMPLE_ROWS`; 0 when the whole-trace part alone (``STREAM_BASE_BYTES + n_jobs ×
+    STREAM_READ_BYTES_PER_JOB``) exceeds it (module constants, measured)."""
+    if STREAM_BASE_BYTES + n_jobs * STREAM_READ_BYTES_PER_JOB > memory:
+        return 0
+    rows = max(0.0, memory - STREAM_BASE_BYTES - n_jobs * STREAM_FIT_BYTES_PER_JOB) // SAMPLE_BYTES_PER_JOB
+    return int(min(rows, DEFAULT_SAMPLE_ROWS))
+
+
+def stream_memory_needed(n_jobs: int, rows: int) -> float:
+    """Bytes a streamed fit of ``n_jobs`` jobs with a sample of ``rows`` needs (:func:`sample_rows_for`)."""
+    return STREAM_BASE_BYTES + max(n_jobs * STREAM_READ_BYTES_PER_JOB,
+                                   n_jobs * STREAM_FIT_BYTES_PER_JOB + rows * SAMPLE_BYTES_PER_JOB)
+
+
+def sample_strata(jobs: pd.DataFrame):
+    """Stratum code per job (0..H−1, strata in sorted key order) for :func:`stratified_sample`: cluster × UTC
+    calendar month of submission × type × analysis state × GPU bucket (0, 1, 2–8, 9–64, 65+ GPUs)."""
+    import numpy as np
+
+    sub = jobs["submit_s"].to_numpy(dtype=float)
+    month = np.where(np.isfinite(sub), sub, 0).astype("datetime64[s]").astype("datetime64[M]").astype(np.int64)
+    g = jobs["gpu_num"].to_numpy(dtype=np.int64)
+    bucket = np.searchsorted(np.array([1, 2, 9, 65]), g, side="right")
+    keys = pd.DataFrame({"cluster": jobs["cluster"], "month": month, "type": jobs["type"],
+                         "state": jobs["analysis_state"], "bucket": bucket})
+    return keys.groupby(list(keys.columns), sort=True, observed=True).ngroup().to_numpy(dtype=np.int64)
+
+
+def stratified_sample(jobs: pd.DataFrame, rows: int, seed: int = 0):
+    """Row positions (sorted) of a seeded proportional stratified sample of about ``rows`` jobs, and its
+    description.
+
+    Strata: :func:`sample_strata`. With the fraction ``f = rows / N``, stratum ``h`` of ``n_h`` jobs keeps
+    ``k_h = ⌊f n_h⌋ + 1[U_h < f n_h − ⌊f n_h⌋]`` jobs (``U_h`` uniform) chosen uniformly without replacement, so
+    every job is kept with probability exactly ``f``: the sample is self-weighting (each kept job stands for
+    ``1/f`` jobs; an unweighted estimate on it is the trace's in expectation) and each stratum's share is the
+    trace's to within one job. ``rows >= N``: every job. The draws come from ``numpy.random.default_rng(seed)``
+    in a fixed order (stratum rounding, then one key per job in table order), so the sample depends only on the
+    table and the seed."""
+    import numpy as np
+
+    n = len(jobs)
+    if rows >= n:
+        return np.arange(n), {"rows": n, "rows_sampled": n, "fraction": 1.0, "strata": None, "seed": seed}
+    f = rows / n
+    codes = sample_strata(jobs)
+    n_h = np.bincount(codes)
+    rng = np.random.default_rng(seed)
+    target = f * n_h
+    k_h = np.floor(target).astype(np.int64)
+    k_h += rng.random(len(n_h)) < (target - k_h)
+    u = rng.random(n)
+    order = np.lexsort((u, codes))
+    starts = np.r_[0, np.cumsum(n_h)[:-1]]
+    rank = np.arange(n) - starts[codes[order]]
+    idx = np.sort(order[rank < k_h[codes[order]]])
+    return idx, {"rows": n, "rows_sampled": int(len(idx)), "fraction": f, "strata": int(len(n_h)), "seed": seed}
+
+
+def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame:
+    """The columns the sampled models compute across jobs, computed on every job of ``jobs`` (expanded trace):
+    the predictor's user history (and job-name history when there are names), the queue model's
+    free-at-submit (:data:`acmemodel.models.queue.FREE_COLUMN`). A model fitted on a sample reads them as given,
+    so each sampled job carries the value the whole-trace fit gives it."""
+    import numpy as np
+
+    out = pd.DataFrame(index=jobs.index)
+    if "predictor" in names:
+        from acmemodel.features.history import user_history
+
+        # a job's user history reads only the jobs of its (cluster, user, type): computed on chunks of whole
+        # (cluster, user) groups of at most about HISTORY_CHUNK_ROWS jobs, the same values in a fraction of the
+        # memory (the history's sort keys and medians of all jobs at once: about 170 bytes per job)
+        k = -(-len(jobs) // HISTORY_CHUNK_ROWS)
+        if k <= 1:
+            h = user_history(jobs)
+            for c in h.columns:
+                out[c] = h[c].to_numpy()
+        else:
+            chunk = jobs.groupby(["cluster", "user"], sort=False, observed=True).ngroup().to_numpy() % k
+            cols: dict = {}
+            for i in range(k):
+                rows = np.flatnonzero(chunk == i)
+                h = user_history(jobs.iloc[rows])
+                for c in h.columns:
+                    cols.setdefault(c, np.zeros(len(jobs), dtype=h[c].dtype))[rows] = h[c].to_numpy()
+                del h
+                _release_memory()
+            for c, v in cols.items():
+                out[c] = v
+        if "job_name" in jobs.columns:
+            from acmemodel.features.names import name_history
+
+            nh = name_history(jobs)
+            for c in nh.columns:
+                out[c] = nh[c].to_numpy()
+    if "queue" in names:
+        from acmemodel.models.queue import FREE_COLUMN, free_at_submit
+
+        q = _builders()["queue"](**params.get("queue", {}))
+        if getattr(q, "latency", False) and {"start_s", "end_s", "submit_s"} <= set(jobs.columns):
+            from acmemodel.trace.stream import expand
+
+            # one cluster at a time (a cluster's occupancy reads only its jobs; the same values), on object
+            # strings: free_at_submit turns the cluster and type columns into strings per call, which for a
+            # categorical of every job makes a string object per job (about 200 bytes per job at its peak)
+            free = np.zeros(len(jobs), dtype=bool)
+            cl_codes, _ = pd.factorize(jobs["cluster"])
+            for i in range(int(cl_codes.max(initial=-1)) + 1):
+                rows = np.flatnonzero(cl_codes == i)
+                sub = expand(jobs.iloc[rows], ["cluster", "type", "gpu_num", "submit_s", "start_s", "end_s"])
+                free[rows] = free_at_submit(sub, cluster_gpus=q.cluster_gpus, margin_gpus=int(q.free_margin_gpus))
+                del sub
+            out[FREE_COLUMN] = free
+    return out
+
+
+def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None = None, seed: int = 0,
+                 models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
+                 params: dict[str, dict] | None = None, log: Callable[[str], None] | None = None,
+                 progress: Callable[..., None] | None = None, client=None,
+                 read_seconds: float | None = None, release: bool = False) -> Bundle:
+    """Fit a bundle on a streamed trace (:class:`acmemodel.trace.stream.StreamedTrace`) in bounded memory.
+
+    The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on :data:`EXACT_COLUMNS` only. The
+    others (runtime, queue, failure, predictor) are fitted on a seeded proportional stratified sample
+    (:func:`stratified_sample`) of ``sample_rows`` jobs (default: what ``memory`` bytes allow,
+    :func:`sample_rows_for`; every job when the trace fits), carrying the columns they compute across jobs from
+    the whole trace (:func:`whole_trace_columns`). The bundle's ``provenance["sample"]`` records the design:
+    trace and sample sizes, fraction, strata, seed, which models were sampled, and the seconds and peak
+    resident memory after each stage (``read_seconds``: the caller's ``time.perf_counter()`` when it began
+    reading the trace, to count the reading as the first stage). ``release=True`` sets ``trace.jobs`` to None
+    once the models' tables are made (the compact table is then freed before the fits: ``acmemodel fit``).
+
+    With ``client`` (Dask) the models are fitted as in :func:`fit_bundle`; the sample depends only on the table
+    and the seed, so the bundle is the in-process one.
+    """
+    from acmemodel.limits import SizeError, human_bytes
+    from acmemodel.trace.stream import expand
+
+    stage: dict[str, float] = {} if read_seconds is None else {"read": time.perf_counter() - read_seconds}
+    peaks: dict[str, float | None] = {"read": _peak_rss_mb()}
+    cpus: dict[str, float] = {"read": _cpu_seconds()}
+    t0 = time.perf_counter()
+    builders = _builders()
+    names = list(models) if models is not None else list(builders)
+    params = dict(params or {})
+    jobs = trace.jobs
+    n = len(jobs)
+    if sample_rows is None:
+        from acmemodel.limits import memory_budget
+
+        mem = float(memory if memory is not None else memory_budget())
+        sample_rows = sample_rows_for(mem, n)
+        least = min(n, MIN_SAMPLE_ROWS)
+        if sample_rows < least:
+            raise SizeError(f"--memory {human_bytes(mem)}: a streamed fit of {n:,} jobs needs at least "
+                            f"{human_bytes(stream_memory_needed(n, least))} (a sample of at least {least:,} "
+                            f"jobs; docs/fit_scale.md)")
+    sampled = [m for m in names if m not in EXACT_MODELS]
+    exact = [m for m in names if m in EXACT_MODELS]
+    idx, design = stratified_sample(jobs, int(sample_rows), seed)
+    stage["sample draw"] = time.perf_counter() - t0
+    peaks["sample draw"] = _peak_rss_mb()
+    cpus["sample draw"] = _cpu_seconds()
+    t = time.perf_counter()
+    frames: dict[str, pd.DataFrame] = {}
+    sample = None
+    if sampled:
+        # the whole-trace columns need the cross-job columns of every job (not the GPU-count/resource columns)
+        # (on the compact columns as they are: these functions group on the string columns' values, and a
+        # categorical groups like its strings)
+        whole = whole_trace_columns(jobs[[c for c in WHOLE_TRACE_COLUMNS if c in jobs.columns]], sampled, params)
+        stage["whole-trace columns"] = time.perf_counter() - t
+        peaks["whole-trace columns"] = _peak_rss_mb()
+        cpus["whole-trace columns"] = _cpu_seconds()
+        t = time.perf_counter()
+        sample = expand(jobs.iloc[idx]).reset_index(drop=True) if len(idx) < n else expand(jobs)
+        for c in whole.columns:
+            sample[c] = whole[c].to_numpy()[idx]
+        del whole
+        _release_memory()
+        stage["sample table"] = time.perf_counter() - t
+        peaks["sample table"] = _peak_rss_mb()
+        cpus["sample table"] = _cpu_seconds()
+    if exact:
+        cols = [c for c in EXACT_COLUMNS if c != "job_id" or {"restart_of", "prev_job_id"} & set(jobs.columns)]
+        full = expand(jobs, cols)  # (job ids only where chains are linked by them)
+        for m in exact:
+            frames[m] = full
+    if release:
+        trace.jobs = None
+        del jobs
+        _release_memory()
+    if sample is None:
+        sample = frames[exact[0]]
+    design.update({"design": "proportional stratified by cluster x UTC month x type x analysis state x GPU bucket; "
+                             "every job kept with probability rows_sampled/rows (self-weighting)",
+                   "sampled_models": sampled, "exact_models": exact})
+    t = time.perf_counter()
+    bundle = fit_bundle(sample, trace.timezones, models=models, provenance=provenance, name=name, params=params,
+                        log=log, progress=progress, clusters=trace.cluster_specs, client=client, frames=frames)
+    stage["model fits"] = time.perf_counter() - t
+    peaks["model fits"] = _peak_rss_mb()
+    cpus["model fits"] = _cpu_seconds()
+    design["stage_seconds"] = {k: round(v, 3) for k, v in stage.items()}
+    design["stage_peak_rss_mb"] = peaks
+    marks = list(cpus.values())
+    design["stage_cpu_seconds"] = {k: round(c - (marks[i - 1] if i else 0.0), 3) for i, (k, c) in enumerate(cpus.items())}
+    bundle.provenance["sample"] = design
+    return bundle
+
+
+def _peak_rss_mb() -> float | None:
+    """This process's peak resident memory so far (MB; Linux ``VmHWM``), None where it cannot be read."""
+    try:
+        with open("/proc/self/status") as f:
+            return round(next(int(x.split()[1]) for x in f if x.startswith("VmHWM")) / 1024, 1)
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process so far."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime

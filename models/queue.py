@@ -64,6 +64,12 @@ POOL_ALPHA = 0.01
 LATENCY_FAMILIES: tuple[str, ...] = ("empirical",)
 
 
+#: a jobs column that, when present, is :func:`free_at_submit` of the rows as given (``QueueModel.fit`` then uses
+#: it): the out-of-core fit (:func:`acmemodel.pipeline.fit_streamed`) computes it on every job of the trace and
+#: fits the queue model on a sample, whose own occupancy would be a fraction of the cluster's
+FREE_COLUMN = "free_at_submit"
+
+
 def free_at_submit(jobs: pd.DataFrame, *, cluster_gpus=None, margin_gpus: int = 8,
                    gpus_per_node: int = 8, empty_queue: bool = True) -> np.ndarray:
     """Boolean per row of ``jobs``: a started GPU job submitted while enough GPUs were free (module
@@ -327,7 +333,10 @@ class QueueModel(DurationModel):
         jobs = self._jobs_of(trace_or_jobs)
         if not self.latency or not {"start_s", "end_s", "submit_s"} <= set(jobs.columns):
             return self
-        free = free_at_submit(jobs, cluster_gpus=self.cluster_gpus, margin_gpus=int(self.free_margin_gpus))
+        if FREE_COLUMN in jobs.columns:  # computed on the whole trace (the out-of-core fit fits on a sample)
+            free = jobs[FREE_COLUMN].to_numpy(dtype=bool)
+        else:
+            free = free_at_submit(jobs, cluster_gpus=self.cluster_gpus, margin_gpus=int(self.free_margin_gpus))
         j = jobs.copy(deep=False)  # (the job table's columns shared, not copied: about 400 MB per million jobs)
         j["free"] = free
         # the latency law of a cell is the kernel-smoothed empirical law of its free jobs' waits: it is drawn
