@@ -609,7 +609,7 @@ def test_calibrate_cli_reports_stages_and_no_raw_warning(tmp_path):
 def test_latency_quantile_inverts_the_pooled_law():
     """The start-up latency law the calibration's synthetic traces invert (a pooled mixture of cells, the default's
     Kalos evaluation): each returned x is inf{x : F(x) >= q} to the documented tolerance (relative 1e-12 or 1e-9 s),
-    i.e. F(x) >= q > F(x - tol), for 2,000 levels at once (shared grid, then Illinois steps) and for a few alone."""
+    i.e. F(x) >= q > F(x - tol) to F's own rounding, for 2,000 levels at once (shared grid, then Illinois steps) and for a few alone."""
     from acmemodel import load_default
 
     lat = load_default().get("queue").latency_
@@ -620,5 +620,8 @@ def test_latency_quantile_inverts_the_pooled_law():
         x = np.asarray(law.quantile(levels), float)
         fin = np.isfinite(x) & (levels > 0)
         tol = 2 * np.maximum(1e-12 * np.abs(x[fin]), 1e-9)
-        assert np.all(law.cdf(x[fin]) >= levels[fin])
-        assert np.all(law.cdf(x[fin] - tol) < levels[fin])
+        # F itself is evaluated to its rounding, which depends on how many points one call holds (NumPy's
+        # summation order): at 1 − 1e-6 the same x gives 0.999999 alone and 0.9999989999999997 among 300
+        rounding = 4 * np.finfo(float).eps
+        assert np.all(law.cdf(x[fin]) >= levels[fin] - rounding)
+        assert np.all(law.cdf(x[fin] - tol) < levels[fin] + rounding)
