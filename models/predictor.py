@@ -335,7 +335,8 @@ class RuntimePredictor(BaseModel):
                     continue
                 v = jobs[f]
                 if f in CATEGORICAL:
-                    if v.astype(str).replace({"": np.nan, "None": np.nan, "nan": np.nan}).nunique() >= 2:
+                    s = v.astype(str)
+                    if s[~s.isin(("", "None", "nan"))].nunique() >= 2:  # distinct recorded values
                         extra.append(f)
                 elif pd.to_numeric(v, errors="coerce").notna().any():
                     extra.append(f)
