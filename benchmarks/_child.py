@@ -14,3 +14,14 @@ def cpu():  # CPU seconds (user + sys) of this process
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 """
+
+
+def print_time_exponent(jobs, walls, cpus) -> None:
+    """Print the exponent k of time ∝ jobs^k between the first and the last size measured (wall and CPU)."""
+    import math
+
+    if len(walls) > 1:
+        n = math.log(jobs[-1] / jobs[0])
+        print(f"time exponent of fit from {jobs[0]:,} to {jobs[-1]:,} jobs: {math.log(walls[-1] / walls[0]) / n:.2f} "
+              f"(wall), {math.log(cpus[-1] / cpus[0]) / n:.2f} (CPU; the wall figure is only meaningful on a "
+              "machine with the same load for both runs)")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _child import MEASURE
+from _child import MEASURE, print_time_exponent
 
 CHILD = MEASURE + r"""
 mode, folder, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -143,11 +142,7 @@ def main(argv=None) -> None:
                 print(f"  fit on a LocalCluster of {a.workers}: {dk['wall_s']:.1f} s = "
                       f"{fit['wall_s'] / dk['wall_s']:.2f}x the in-process speed, peak RSS (coordinator) "
                       f"{dk['peak_rss_mb']:.0f} MB")
-    if len(walls) > 1:
-        k = math.log(walls[-1] / walls[0]) / math.log(a.jobs[-1] / a.jobs[0])
-        kc = math.log(cpus[-1] / cpus[0]) / math.log(a.jobs[-1] / a.jobs[0])
-        print(f"time exponent of fit from {a.jobs[0]:,} to {a.jobs[-1]:,} jobs: {k:.2f} (wall), {kc:.2f} (CPU; "
-              "the wall figure is only meaningful on a machine with the same load for both runs)")
+    print_time_exponent(a.jobs, walls, cpus)
 
 
 if __name__ == "__main__":

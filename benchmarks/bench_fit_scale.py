@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import shutil
@@ -28,6 +27,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _child import print_time_exponent
 
 MONTH_S = 30.44 * 86400.0
 
@@ -149,11 +150,7 @@ def main(argv=None) -> None:
             print(f"  fit --workers {a.workers}: {dk['wall_s']:.1f} s wall, coordinator peak RSS "
                   f"{dk['peak_rss_mb']:,.0f} MB")
             shutil.rmtree(out, ignore_errors=True)
-    if len(walls) > 1:
-        k = math.log(walls[-1] / walls[0]) / math.log(a.jobs[-1] / a.jobs[0])
-        kc = math.log(cpus[-1] / cpus[0]) / math.log(a.jobs[-1] / a.jobs[0])
-        print(f"time exponent of fit from {a.jobs[0]:,} to {a.jobs[-1]:,} jobs: {k:.2f} (wall), {kc:.2f} (CPU; "
-              "the wall figure is only meaningful on a machine with the same load for both runs)")
+    print_time_exponent(a.jobs, walls, cpus)
 
 
 if __name__ == "__main__":
