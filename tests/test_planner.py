@@ -109,12 +109,15 @@ seed = 3
 
 
 @pytest.mark.parametrize("text, seconds", [("90s", 90.0), ("20m", 1200.0), ("1.5h", 5400.0), ("30d", 2592000.0),
-                                           ("2w", 1209600.0), (45, 45.0), ("7", 7.0)])
+                                           ("2w", 1209600.0), (45, 45.0), ("7", 7.0),
+                                           ("10min", 600.0), ("2 hours", 7200.0), ("3Days", 259200.0),
+                                           ("30 sec", 30.0), ("1 week", 604800.0)])
 def test_parse_duration(text, seconds):
     assert parse_duration(text, "x") == seconds
 
 
-@pytest.mark.parametrize("bad", ["abc", "-5s", "5y", "", True, None, 0, float("inf")])
+@pytest.mark.parametrize("bad", ["abc", "-5s", "5y", "5 months", "10mins ago", "", True, None, 0,
+                                 float("inf")])
 def test_parse_duration_rejects(bad):
     with pytest.raises(ConfigError, match="--thing"):
         parse_duration(bad, "--thing")

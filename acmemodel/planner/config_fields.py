@@ -17,12 +17,17 @@ from acmemodel.errors import ConfigError
 
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([smhdw]?)\s*$")
+#: the spelled-out units a user writes (``10min``, ``2 hours``, ``3 days``), case-insensitive, to their letter
+_UNIT_WORDS = {"sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "m", "mins": "m", "minute": "m",
+               "minutes": "m", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "day": "d", "days": "d",
+               "week": "w", "weeks": "w"}
+_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
 def parse_duration(value, field_name: str = "duration", *, allow_zero: bool = False) -> float:
     """Seconds from a number or a string with an optional ``s``/``m``/``h``/``d``/``w`` suffix
-    (``"90s"``, ``"20m"``, ``"1.5h"``, ``"30d"``, ``"2w"``, ``"90"`` = 90 s).
+    (``"90s"``, ``"20m"``, ``"1.5h"``, ``"30d"``, ``"2w"``, ``"90"`` = 90 s) or the unit spelled out
+    (``"10min"``, ``"2 hours"``, ``"3 days"``, :data:`_UNIT_WORDS`; ``m`` is minutes, never months).
 
     The one duration parser of the package (config fields and CLI options). Raises
     :class:`ConfigError` naming ``field_name`` (the field or option) for anything else, negative
@@ -34,9 +39,11 @@ def parse_duration(value, field_name: str = "duration", *, allow_zero: bool = Fa
         sec = float(value)
     elif isinstance(value, str):
         m = _DUR.match(value)
-        if not m:
+        unit = m.group(2).lower() if m else ""
+        unit = _UNIT_WORDS.get(unit, unit) or "s"
+        if not m or unit not in _UNITS:
             raise ConfigError(f"{field_name} must be a duration like 90s, 20m, 8h, 30d or seconds, got {value!r}")
-        sec = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+        sec = float(m.group(1)) * _UNITS[unit]
     else:
         raise ConfigError(f"{field_name} must be a duration like 90s, 20m, 8h, 30d or seconds, got {value!r}")
     if not math.isfinite(sec) or sec < 0 or (sec == 0 and not allow_zero):
