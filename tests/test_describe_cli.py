@@ -95,3 +95,15 @@ def test_state_table_counts_have_thousands_separators():
     counts = [int(m.replace(",", "")) for m in re.findall(r"COMPLETED\s+([\d,]+)", r.stdout)]
     assert counts and max(counts) >= 1000
     assert not re.search(r"COMPLETED\s+\d{4,}\s", r.stdout)
+
+
+def test_describe_summary_numbers_have_thousands_separators():
+    """The per-cluster summary line and the Files table print counts and GPU-hours as 2,125 / 27,473, as the
+    other tables do (a NASA SWF conversion printed '18239 GPU jobs ... 131733 GPU-h')."""
+    import re
+
+    out = CliRunner().invoke(app, ["describe"], env={"COLUMNS": "80"}).output
+    assert re.search(r"\b\d{1,3}(,\d{3})+ CPU jobs; GPU time \d{1,3}(,\d{3})+ GPU-h", out), out[:800]
+    assert not re.search(r"\b\d{4,} (GPU|CPU) jobs|\b\d{4,} GPU-h", out)
+    rows = re.findall(r"\s(\d[\d,]*)\s+(\d[\d,]*)\s+(\d[\d,]*)\s*$", out, flags=re.M)
+    assert rows and all(re.fullmatch(r"\d{1,3}(,\d{3})*", x) for r in rows for x in r)

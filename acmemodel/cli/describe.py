@@ -66,7 +66,7 @@ def _render(doc: dict, by: list[str]) -> None:
     for c in ("path", "cluster", "schema", "rows", "accepted", "rejected"):
         files.add_column(c, justify="right" if c in ("rows", "accepted", "rejected") else "left")
     for f in doc["files"]:
-        files.add_row(escape(f["path"]), escape(f["cluster"]), f["schema"], str(f["rows"]), str(f["accepted"]), str(f["rejected"]))
+        files.add_row(escape(f["path"]), escape(f["cluster"]), f["schema"], f"{f['rows']:,}", f"{f['accepted']:,}", f"{f['rejected']:,}")
     console.print(files)
     rej = doc["rejected"]
     if rej["total"]:
@@ -84,8 +84,8 @@ def _render(doc: dict, by: list[str]) -> None:
     for w in doc["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")  # (data values may look like markup)
     for name, c in doc["clusters"].items():
-        console.print(f"\n[bold]{escape(name)}[/bold]: {c['gpu_jobs']} GPU jobs, {c['cpu_jobs']} CPU jobs; "
-                      f"GPU time {c['gpu_time_s'] / 3600:.0f} GPU-h; median run {_sec(c['median_run_s'])}, "
+        console.print(f"\n[bold]{escape(name)}[/bold]: {c['gpu_jobs']:,} GPU jobs, {c['cpu_jobs']:,} CPU jobs; "
+                      f"GPU time {c['gpu_time_s'] / 3600:,.0f} GPU-h; median run {_sec(c['median_run_s'])}, "
                       f"median queue {_sec(c['median_queue_s'])}, mean GPUs {c['mean_gpus'] or 0:.2f}")
         d = c.get("description")
         if d:
