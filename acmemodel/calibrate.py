@@ -373,7 +373,7 @@ def _calibrate(*, scale, seed, assumptions, models, log, progress, workers):
         }
         b = fit_bundle(jobs_with_extras(trace), trace.timezones, models=models, provenance=provenance,
                        name="acme-2023", params={m: p for m, p in params.items() if m in models}, subsets={},
-                       log=log)
+                       log=log, processes=workers.n)
         b.provenance.pop("fit_seconds", None)  # wall times: not a function of the inputs
         b.created_utc = None
         return b

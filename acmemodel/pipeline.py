@@ -42,7 +42,8 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
                params: dict[str, dict] | None = None, subsets: dict[str, "pd.Series"] | None = None,
                log: Callable[[str], None] | None = None,
                progress: Callable[..., None] | None = None, clusters: dict | None = None,
-               client=None, frames: dict[str, pd.DataFrame] | None = None) -> Bundle:
+               client=None, frames: dict[str, pd.DataFrame] | None = None,
+               processes: int | None = None) -> Bundle:
     """Fit the named models (default: all) on ``jobs`` (the trace contract) and bundle them.
 
     ``params`` maps a model name to constructor keyword arguments; ``subsets`` maps a model name to a
@@ -65,6 +66,12 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     back as its bundle document (``to_dict`` JSON plus LightGBM text artifacts) and is rebuilt with
     ``BaseModel.from_dict``: the models are independent given the trace, so the bundle is the one the
     in-process fit gives (tests/test_pipeline_dask.py), and the wall time is that of the slowest model.
+
+    ``processes``: without a ``client``, the models are fitted in that many processes forked from this one
+    (Linux; the job table is shared with them copy-on-write, not copied), the most expensive first, and come
+    back as their bundle documents like the Dask tasks': the same bundle as one process, in about the slowest
+    model's time. Default :func:`default_processes` (the CPUs this process may use, at most 4; one process
+    below :data:`PARALLEL_MIN_JOBS` jobs, where a fork costs more than it saves, and where there is no fork).
     """
     from acmemodel.trace import Trace
 
@@ -87,6 +94,10 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     if client is not None:
         return _fit_on_dask(client, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress,
                             skips, explicit=models is not None, clusters=clusters, frames=frames)
+    n_proc = default_processes(len(jobs)) if processes is None else max(int(processes), 1)
+    if n_proc > 1 and len([m for m in names if m not in skips]) > 1 and _can_fork():
+        return _fit_forked(n_proc, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress,
+                           skips, explicit=models is not None, clusters=clusters, frames=frames)
     fitted, seconds, notes = {}, {}, {}
     for i, m in enumerate(names):
         if progress is not None:
@@ -125,8 +136,111 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
 
 
-#: models in the order a Dask fit submits them: the slowest first (fit seconds of a 1M-job trace)
-_COST_ORDER = ("predictor", "failure", "runtime", "queue", "arrival", "restart", "gpu_counts")
+#: models in the order a parallel fit submits them: the slowest first (CPU seconds of a 1M-job trace: predictor
+#: 18.8, queue 10.8, runtime 10.3, failure 6.6, arrival 2.3, restart 1.7)
+_COST_ORDER = ("predictor", "queue", "runtime", "failure", "arrival", "restart", "gpu_counts")
+#: the smallest trace (jobs) :func:`default_processes` fits in several processes
+PARALLEL_MIN_JOBS = 50_000
+#: the most processes :func:`default_processes` gives (each holds its own model's work arrays)
+MAX_DEFAULT_PROCESSES = 4
+
+
+def default_processes(n_jobs: int) -> int:
+    """Processes of an in-process :func:`fit_bundle` by default: the CPUs this process may use, at most
+    :data:`MAX_DEFAULT_PROCESSES`, for a trace of at least :data:`PARALLEL_MIN_JOBS` jobs; else 1."""
+    if n_jobs < PARALLEL_MIN_JOBS:
+        return 1
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(int(n), MAX_DEFAULT_PROCESSES))
+
+
+def _can_fork() -> bool:
+    """Whether the models can be fitted in forked processes (Linux: ``fork`` shares the job table with them
+    copy-on-write; elsewhere fork is unavailable or unsafe, and the fit stays in one process)."""
+    import multiprocessing
+    import sys
+
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+#: what the forked fit processes read (set by :func:`_fit_forked` before it forks them: inherited, not sent)
+_FORK_STATE: dict = {}
+
+
+def _fit_forked_document(m: str, params: dict) -> dict:
+    """One model's :func:`fit_model_document` in a forked process, on the table the parent left in
+    :data:`_FORK_STATE`."""
+    st = _FORK_STATE
+    return fit_model_document(m, params, st["frames"].get(m, st["jobs"]), st["subsets"].get(m), st["timezones"])
+
+
+def _fit_forked(n_proc, jobs, timezones, names, params, subsets, provenance, name, log, progress, skips,
+                explicit: bool, clusters=None, frames=None) -> Bundle:
+    """:func:`fit_bundle` with the models fitted in ``n_proc`` forked processes (see its ``processes``)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    todo = [m for m in _by_cost(names) if m not in skips]
+    _FORK_STATE.update(jobs=jobs, frames=dict(frames or {}), subsets=dict(subsets or {}), timezones=dict(timezones))
+    docs = {m: {"skipped": why} for m, why in skips.items()}
+    try:
+        with ProcessPoolExecutor(min(n_proc, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_fit_forked_document, m, params.get(m, {})): m for m in todo}
+            if progress is not None:
+                progress(0, len(names), f"fitting {', '.join(todo)} in {min(n_proc, len(todo))} processes")
+            for i, fut in enumerate(as_completed(futures)):
+                _take_document(docs, futures[fut], fut, explicit, log)
+                if progress is not None:
+                    progress(i + 1, len(names), f"fitted {futures[fut]}")
+    finally:
+        _FORK_STATE.clear()
+    return _bundle_of_documents(docs, names, provenance, jobs, clusters, name)
+
+
+def _by_cost(names) -> list[str]:
+    """``names``, the most expensive model first (:data:`_COST_ORDER`)."""
+    return sorted(names, key=lambda m: _COST_ORDER.index(m) if m in _COST_ORDER else len(_COST_ORDER))
+
+
+def _take_document(docs: dict, m: str, fut, explicit: bool, log) -> None:
+    """Store a finished fit task's document (or, for a model the trace cannot inform, its skip note)."""
+    try:
+        docs[m] = fut.result()
+    except ValueError as e:  # as in-process: the trace cannot inform this model
+        if explicit:
+            raise
+        docs[m] = {"skipped": _not_fitted(e)}
+    if log and "seconds" in docs[m]:
+        log(f"fitted {m} in {docs[m]['seconds']:.1f} s")
+
+
+def _bundle_of_documents(docs: dict, names, provenance, jobs, clusters, name) -> Bundle:
+    """The bundle of the fit tasks' documents, in the in-process order (the same bundle document), their notes
+    re-issued as warnings."""
+    import warnings
+
+    from acmemodel import errors
+    from acmemodel.models.base import BaseModel
+
+    fitted, seconds, notes = {}, {}, {}
+    for m in names:
+        d = docs[m]
+        if "skipped" in d:
+            notes[m] = {d["skipped"]: errors.DataWarning}
+            warnings.warn(f"{m}: {d['skipped']}", errors.DataWarning, stacklevel=3)
+            continue
+        fitted[m] = BaseModel.from_dict(d["model"], d["artifacts"])
+        seconds[m] = d["seconds"]
+        if d["notes"]:
+            notes[m] = {text: getattr(errors, cat, UserWarning) for text, cat in d["notes"]}
+        for text, category in notes.get(m, {}).items():
+            warnings.warn(f"{m}: {text}", category if isinstance(category, type) else UserWarning, stacklevel=3)
+    return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
 
 
 def fit_model_document(m: str, params: dict, jobs: pd.DataFrame, mask, timezones: dict) -> dict:
@@ -185,16 +299,10 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
                  explicit: bool, clusters=None, frames=None) -> Bundle:
     """:func:`fit_bundle` with one Dask task per model (see its ``client``); ``skips``: model -> why it is not
     fitted; ``explicit``: the models were named (a model that cannot be fitted is then an error)."""
-    import warnings
-
     from dask.distributed import as_completed
 
-    from acmemodel import errors
-    from acmemodel.models.base import BaseModel
-
-    order = sorted(names, key=lambda m: _COST_ORDER.index(m) if m in _COST_ORDER else len(_COST_ORDER))
     frames = frames or {}
-    todo = [m for m in order if m not in skips]
+    todo = [m for m in _by_cost(names) if m not in skips]
     # each distinct table once: the trace (to every worker) and the per-model frames (where their task runs)
     shared = client.scatter(jobs, broadcast=True) if any(m not in frames for m in todo) else None
     own: dict[int, object] = {}
@@ -206,31 +314,10 @@ def _fit_on_dask(client, jobs, timezones, names, params, subsets, provenance, na
                              pure=False): m for m in todo}
     docs = {m: {"skipped": why} for m, why in skips.items()}
     for i, fut in enumerate(as_completed(futures)):
-        m = futures[fut]
-        try:
-            docs[m] = fut.result()
-        except ValueError as e:  # as in-process: the trace cannot inform this model
-            if explicit:
-                raise
-            docs[m] = {"skipped": _not_fitted(e)}
+        _take_document(docs, futures[fut], fut, explicit, log)
         if progress is not None:
-            progress(i + 1, len(names), f"fitted {m}")
-        if log:
-            log(f"fitted {m} in {docs[m]['seconds']:.1f} s")
-    fitted, seconds, notes = {}, {}, {}
-    for m in names:  # the in-process order: the bundle document is the same
-        d = docs[m]
-        if "skipped" in d:
-            notes[m] = {d["skipped"]: errors.DataWarning}
-            warnings.warn(f"{m}: {d['skipped']}", errors.DataWarning, stacklevel=3)
-            continue
-        fitted[m] = BaseModel.from_dict(d["model"], d["artifacts"])
-        seconds[m] = d["seconds"]
-        if d["notes"]:
-            notes[m] = {text: getattr(errors, cat, UserWarning) for text, cat in d["notes"]}
-        for text, category in notes.get(m, {}).items():
-            warnings.warn(f"{m}: {text}", category if isinstance(category, type) else UserWarning, stacklevel=3)
-    return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
+            progress(i + 1, len(names), f"fitted {futures[fut]}")
+    return _bundle_of_documents(docs, names, provenance, jobs, clusters, name)
 
 
 def estimators_of(bundle_path) -> dict[str, dict]:

@@ -154,14 +154,75 @@ def _same_latency(q: np.ndarray, codes: np.ndarray, ok: np.ndarray, small: np.nd
 STRATIFIED_EXACT = 8192
 
 
-def _quantiles(ppf, u: np.ndarray) -> np.ndarray:
+#: :func:`_whole_second_quantiles` inverts level by level when its grid would have more than this many points per
+#: draw (an exact inversion costs about 30 cdf evaluations per level, the grid one per point)
+GRID_PER_DRAW = 25
+#: the largest whole-second latency (s) :func:`_whole_second_quantiles` inverts on its grid of half-seconds (above it,
+#: exactly level by level)
+WHOLE_SECOND_GRID_MAX = 200_000
+
+
+def _whole_second_quantiles(ppf, cdf, u: np.ndarray) -> np.ndarray:
+    """``round(max(F⁻¹(u), 0))`` for the generalised inverse ``F⁻¹(u) = inf{x : F(x) >= u}``, exactly, without
+    inverting ``F`` level by level: ``F⁻¹(u) <= h ⟺ u <= F(h)``, so the rounded value is the number of
+    half-seconds ``h = ½, 1½, …`` with ``F(h) < u`` (one ``cdf`` call on that grid, up to the largest draw's
+    whole second, at most :data:`WHOLE_SECOND_GRID_MAX`; draws above it are inverted exactly and rounded).
+    Equal to rounding the exact inverse except for draws within rounding error of a half-second (NumPy's
+    round-half-to-even on an exact tie, an event of probability 0)."""
+    u = np.asarray(u, dtype=float)
+    if not len(u):
+        return np.zeros(0)
+    top = float(np.max(np.asarray(ppf(np.array([np.max(u)])), dtype=float)))
+    k = int(min(max(np.ceil(top), 0.0), WHOLE_SECOND_GRID_MAX)) if np.isfinite(top) else WHOLE_SECOND_GRID_MAX
+    if k + 1 > GRID_PER_DRAW * len(u):  # few draws over a long range: level by level is cheaper
+        return np.round(np.maximum(np.asarray(ppf(u), dtype=float), 0.0))
+    h = np.arange(k + 1, dtype=float) + 0.5
+    F = np.maximum.accumulate(np.asarray(cdf(h), dtype=float))  # (a CDF: monotone; guards rounding)
+    out = np.searchsorted(F, u, side="left").astype(float)  # #{h : F(h) < u}
+    beyond = u > F[-1]
+    if beyond.any():
+        out[beyond] = np.round(np.maximum(np.asarray(ppf(u[beyond]), dtype=float), 0.0))
+    return out
+
+
+#: :func:`_quantiles`' exact values at the stratum midpoints, per law (:func:`_law_fingerprint`): the same law is
+#: inverted for every synthetic trace drawn from one bundle (the calibration's and reproduce's replicas, each a
+#: fresh copy of the bundle in a worker process), at the same levels
+_MIDPOINT_QUANTILES: dict = {}
+_MIDPOINT_CACHE_SIZE = 64
+
+
+def _law_fingerprint(law):
+    """A hashable description of a fitted law (its parameters as saved; a mixture's components and weights), or
+    None for a law that cannot be described (no memo then)."""
+    if hasattr(law, "components") and hasattr(law, "weights"):
+        parts = tuple(_law_fingerprint(c) for c in law.components)
+        return None if None in parts else ("mixture", parts, tuple(float(w) for w in law.weights))
+    to_dict = getattr(law, "to_dict", None)
+    if to_dict is None:
+        return None
+    import json
+
+    return json.dumps(to_dict(), sort_keys=True, default=str)
+
+
+def _quantiles(ppf, u: np.ndarray, law=None) -> np.ndarray:
     """``ppf(u)``, exact for at most :data:`STRATIFIED_EXACT` values, else linear between exact values at the
-    midpoints ``(i + ½)/m`` of ``m = STRATIFIED_EXACT`` strata and exact outside ``[½/m, 1 − ½/m]``."""
+    midpoints ``(i + ½)/m`` of ``m = STRATIFIED_EXACT`` strata and exact outside ``[½/m, 1 − ½/m]`` (the
+    midpoint values remembered per ``law``, the fitted law ``ppf`` inverts, :data:`_MIDPOINT_QUANTILES`)."""
     m = STRATIFIED_EXACT
     if len(u) <= m:
         return np.asarray(ppf(u), dtype=float)
     lv = (np.arange(m) + 0.5) / m
-    out = np.interp(u, lv, np.asarray(ppf(lv), dtype=float))
+    fp = _law_fingerprint(law) if law is not None else None
+    at = _MIDPOINT_QUANTILES.get(fp) if fp is not None else None
+    if at is None:
+        at = np.asarray(ppf(lv), dtype=float)
+        if fp is not None:
+            if len(_MIDPOINT_QUANTILES) >= _MIDPOINT_CACHE_SIZE:
+                _MIDPOINT_QUANTILES.pop(next(iter(_MIDPOINT_QUANTILES)))
+            _MIDPOINT_QUANTILES[fp] = at
+    out = np.interp(u, lv, at)
     tail = (u < lv[0]) | (u > lv[-1])
     if tail.any():
         out[tail] = np.asarray(ppf(u[tail]), dtype=float)
@@ -365,9 +426,12 @@ class QueueModel(DurationModel):
                          "contention_mean_s": max(float(w.mean()) - lm, 0.0)})
         return pd.DataFrame(rows)
 
-    def sample_latency(self, n: int, rng: np.random.Generator, *, stratified: bool = False, **key) -> np.ndarray:
+    def sample_latency(self, n: int, rng: np.random.Generator, *, stratified: bool = False,
+                       whole_seconds: bool = False, **key) -> np.ndarray:
         """``n`` start-up latencies (s) for cell ``key`` (``cluster``, ``type``); zeros if the model has
-        no latency part.
+        no latency part. ``whole_seconds``: rounded to whole seconds (the traces' resolution), the same
+        draws as rounding the latencies afterwards; stratified, at most :data:`STRATIFIED_EXACT` draws are
+        then inverted on a grid of half-seconds (:func:`_whole_second_quantiles`) instead of level by level.
 
         ``stratified``: the ``n`` draws are ``F⁻¹(u_i)`` with one ``u_i`` in each stratum ``[i/n, (i+1)/n)``
         in random order, so each draw still has the latency law ``F`` while their empirical CDF is within
@@ -380,9 +444,14 @@ class QueueModel(DurationModel):
             return np.zeros(int(n))
         key = {k: v for k, v in key.items() if k in ("cluster", "type")}
         if not stratified or n < 2:
-            return np.maximum(self.latency_.sample(n, rng, **key), 0.0)
+            out = np.maximum(self.latency_.sample(n, rng, **key), 0.0)
+            return np.round(out) if whole_seconds else out
         u = uniforms(int(n), rng)
-        return np.maximum(_quantiles(lambda q: self.latency_.quantile(q, **key), u), 0.0)
+        ppf = lambda q: self.latency_.quantile(q, **key)  # noqa: E731
+        if whole_seconds and len(u) <= STRATIFIED_EXACT:
+            return _whole_second_quantiles(ppf, lambda x: self.latency_.cdf(x, **key), u)
+        out = np.maximum(_quantiles(ppf, u, law=self.latency_.resolve(**key).value), 0.0)
+        return np.round(out) if whole_seconds else out
 
     def summary(self) -> pd.DataFrame:
         """The wait cells (:meth:`DurationModel.summary`) with the two parts of the wait per cluster ×

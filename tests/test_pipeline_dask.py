@@ -53,3 +53,41 @@ def test_trace_paths_expand_directories_and_globs(tmp_path):
     (tmp_path / "e").mkdir()
     with pytest.raises(TraceFormatError, match="no trace file"):
         expand_trace_paths([tmp_path / "e"])
+
+
+def test_forked_fit_equals_one_process_fit():
+    """``processes=2`` (models fitted in forked processes, the table shared copy-on-write) gives the bundle one
+    process gives, with the same notes for a model the trace cannot inform and the same fit-seconds keys."""
+    import warnings
+
+    from acmemodel.pipeline import _can_fork, default_processes
+
+    if not _can_fork():
+        pytest.skip("no fork on this platform")
+    jobs = synthetic_jobs(3000, 5, days=40.0)
+    jobs["queue_s"] = float("nan")  # no recorded wait: the queue model is not fitted, with a note
+    tz = {"Seren": "+08:00", "Kalos": "+00:00"}
+    with warnings.catch_warnings(record=True) as one_caught:
+        warnings.simplefilter("always")
+        one = fit_bundle(jobs, tz, processes=1)
+    with warnings.catch_warnings(record=True) as two_caught:
+        warnings.simplefilter("always")
+        two = fit_bundle(jobs, tz, processes=2)
+    assert list(two.models) == list(one.models) and "queue" not in two.models
+    assert _models_doc(two) == _models_doc(one)
+    assert two.provenance["fit_notes"] == one.provenance["fit_notes"]
+    assert set(two.provenance["fit_seconds"]) == set(one.provenance["fit_seconds"])
+    assert sorted(str(w.message) for w in two_caught) == sorted(str(w.message) for w in one_caught)
+    assert default_processes(1000) == 1  # a small trace: one process (a fork costs more than it saves)
+
+
+def test_forked_fit_raises_for_a_named_model_it_cannot_fit():
+    from acmemodel.pipeline import _can_fork
+
+    if not _can_fork():
+        pytest.skip("no fork on this platform")
+    jobs = synthetic_jobs(2000, 3, days=20.0)
+    jobs["state"] = "COMPLETED"
+    jobs["analysis_state"] = "COMPLETED"
+    with pytest.raises(ValueError):
+        fit_bundle(jobs, {"Seren": "+08:00", "Kalos": "+00:00"}, models=["gpu_counts", "failure"], processes=2)

@@ -291,8 +291,9 @@ def sample_latency(queue_model, cluster: str, types: np.ndarray, rng: np.random.
     codes, uniq = pd.factorize(np.asarray(types), sort=True)    # sorted like np.unique: same draws
     for k, ty in enumerate(uniq):
         m = np.flatnonzero(codes == k)
-        out[m] = queue_model.sample_latency(len(m), rng, cluster=cluster, type=str(ty), stratified=True)
-    return np.round(out)
+        out[m] = queue_model.sample_latency(len(m), rng, cluster=cluster, type=str(ty), stratified=True,
+                                            whole_seconds=True)
+    return out
 
 
 def synthesize_cluster(bundle, cluster: str, *, scale: float = 1.0, seed: int = 0, days: float = DAYS,
