@@ -376,7 +376,9 @@ def _calibrate(*, scale, seed, assumptions, models, log, progress, workers):
                        log=log, processes=workers.n)
         b.provenance.pop("fit_seconds", None)  # wall times: not a function of the inputs
         b.created_utc = None
-        return b
+        # measured (the fixed point's synthetic traces) and returned as saved: what reproduce and synth load, the
+        # same whatever number of processes fitted it
+        return b.as_saved()
 
     two_pass = a.queue_policy and a.policy_on_synthetic and {"arrival", "runtime"} <= set(models)
     # the first pass only needs what synth draws a workload from

@@ -66,7 +66,7 @@ class SizeDurationJoint:
 
     def __init__(self, parts: dict, small_max: int | None, large_min: int | None, cut=None):
         self.parts, self.small_max, self.large_min, self.cut = parts, small_max, large_min, cut
-        self._base, self._sums = {}, {}
+        self._base, self._sums, self._grid = {}, {}, {}
 
     def draw(self, t: str, rho: float, small: float = 0.0, large: float = 0.0):
         """(GPU counts, durations s) of type ``t``'s jobs."""
@@ -75,6 +75,9 @@ class SizeDurationJoint:
             b = _copula_base(np.random.default_rng(p["seed"]), p["n"])
             self._base[t] = b, p["g_sorted"][_ranks(stats.norm.cdf(b[0]))]
         b, g = self._base[t]
+        fast = self._draw_on_rank_grid(t, b, g, rho, small, large)
+        if fast is not None:
+            return g, fast
         ud = _copula_second(b, rho)
         use_small = bool(small) and self.small_max is not None
         use_large = bool(large) and self.large_min is not None
@@ -86,6 +89,51 @@ class SizeDurationJoint:
                 zd = zd + large * (g >= self.large_min)
             ud = (_ranks(zd) + 1.0) / (len(zd) + 1.0)
         return g, p["qdur"](ud)
+
+    def _draw_on_rank_grid(self, t: str, b, g, rho: float, small: float, large: float):
+        """The durations :meth:`draw` computes, from tables on the rank grid: without ties every uniform the draw
+        makes is ``(k + 1)/(n + 1)`` for a rank ``k``, so its normal score and its duration are looked up, not
+        recomputed (the same floating-point values), and the ranks of the shifted scores come from merging the
+        size classes' runs (each in the order of the first ranks) instead of a second full sort. None when the
+        scores tie (the general path then ranks them as :func:`acmemodel.calibrate_inputs._ranks` does)."""
+        p = self.parts[t]
+        n = len(g)
+        z1, e = b
+        z2 = rho * z1 + np.sqrt(max(1 - rho * rho, 0.0)) * e  # (as _copula_second)
+        o = np.argsort(z2)
+        if n > 1 and not bool((z2[o][1:] > z2[o][:-1]).all()):
+            return None
+        grid = self._grid.get(t)
+        if grid is None:  # per type: the uniforms of the rank grid, their normal scores and durations
+            u = (np.arange(n, dtype=float) + 1.0) / (n + 1)
+            grid = self._grid[t] = (u, stats.norm.ppf(u), p["qdur"](u))
+        _u, ppf, qd = grid
+        r = np.empty(n, dtype=np.intp)
+        r[o] = np.arange(n)
+        use_small = bool(small) and self.small_max is not None
+        use_large = bool(large) and self.large_min is not None
+        if not (use_small or use_large):
+            return qd[r]
+        gr = g[o]  # GPU counts in the order of the first ranks (rank k: job o[k])
+        zd = ppf  # (the scores in that order: increasing)
+        cls = np.zeros(n, dtype=np.int8)
+        if use_small:
+            zd = zd - small * (gr <= self.small_max)
+            cls[gr <= self.small_max] = 1
+        if use_large:
+            zd = zd + large * (gr >= self.large_min)
+            cls[gr >= self.large_min] = 2
+        runs = [np.flatnonzero(cls == c) for c in (0, 1, 2)]
+        at = np.concatenate(runs)
+        seq = zd[at]
+        if any(len(x) > 1 and not bool((zd[x][1:] > zd[x][:-1]).all()) for x in runs):
+            return None
+        perm = np.argsort(seq, kind="stable")  # (a merge of at most three increasing runs)
+        if n > 1 and not bool((seq[perm][1:] > seq[perm][:-1]).all()):
+            return None
+        second = np.empty(n, dtype=np.intp)
+        second[at[perm]] = np.arange(n)  # rank of the shifted score of the job at first rank k
+        return qd[second[r]]
 
     def sums(self, t: str, rho: float, small: float = 0.0, large: float = 0.0) -> tuple[float, float, float]:
         """GPU time (GPU·s) of type ``t``: total, of its small jobs, of its large jobs (with ``cut``, each job's

@@ -282,6 +282,15 @@ class Bundle:
         }
         return doc, files
 
+    def as_saved(self) -> "Bundle":
+        """The bundle a :meth:`save` and :meth:`load` would give back (every model rebuilt from its saved JSON text
+        and artifacts: the parameters as saved, e.g. rounded where ``to_dict`` rounds), without writing files."""
+        doc, files = self._document()
+        doc = json.loads(json.dumps(doc, allow_nan=False))
+        b = type(self).from_document(doc, files.__getitem__)
+        b.created_utc = self.created_utc
+        return b
+
     def save(self, path: str | Path) -> Path:
         """Write the bundle to a directory, or to a zip file if ``path`` ends in ``.zip``."""
         path = Path(path)

@@ -193,17 +193,39 @@ _MIDPOINT_CACHE_SIZE = 64
 
 
 def _law_fingerprint(law):
-    """A hashable description of a fitted law (its parameters as saved; a mixture's components and weights), or
-    None for a law that cannot be described (no memo then)."""
-    if hasattr(law, "components") and hasattr(law, "weights"):
-        parts = tuple(_law_fingerprint(c) for c in law.components)
-        return None if None in parts else ("mixture", parts, tuple(float(w) for w in law.weights))
-    to_dict = getattr(law, "to_dict", None)
-    if to_dict is None:
-        return None
-    import json
+    """The SHA-256 of a fitted law's exact state (every attribute, recursively: arrays by dtype, shape and bytes,
+    numbers by ``repr``, which round-trips), equal for a copy of the law (e.g. the same bundle sent to a worker
+    process) and different for any other law; None where a part cannot be described (no memo then). Not the
+    saved JSON, which rounds."""
+    import hashlib
 
-    return json.dumps(to_dict(), sort_keys=True, default=str)
+    h = hashlib.sha256()
+
+    def feed(x, depth=0) -> bool:
+        if depth > 12:
+            return False
+        if isinstance(x, np.ndarray):
+            if x.dtype == object:
+                return all(feed(v, depth + 1) for v in x.ravel())
+            h.update(f"a{x.dtype.str}{x.shape}".encode())
+            h.update(np.ascontiguousarray(x).tobytes())
+            return True
+        if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+            h.update(f"{type(x).__name__}:{x!r};".encode())
+            return True
+        if isinstance(x, (list, tuple)):
+            h.update(f"{type(x).__name__}{len(x)}[".encode())
+            return all(feed(v, depth + 1) for v in x)
+        if isinstance(x, dict):
+            h.update(f"d{len(x)}{{".encode())
+            return all(feed(str(k), depth + 1) and feed(v, depth + 1) for k, v in sorted(x.items(), key=lambda kv: str(kv[0])))
+        state = getattr(x, "__dict__", None)
+        if state is None or callable(x) and not hasattr(x, "__dict__"):
+            return False
+        h.update(f"o{type(x).__module__}.{type(x).__qualname__}".encode())
+        return feed(state, depth + 1)
+
+    return h.hexdigest() if feed(law) else None
 
 
 def _quantiles(ppf, u: np.ndarray, law=None) -> np.ndarray:

@@ -625,3 +625,41 @@ def test_latency_quantile_inverts_the_pooled_law():
         rounding = 4 * np.finfo(float).eps
         assert np.all(law.cdf(x[fin]) >= levels[fin] - rounding)
         assert np.all(law.cdf(x[fin] - tol) < levels[fin] + rounding)
+
+
+def test_calibrate_summary_groups_a_models_backoff_notes():
+    """The summary prints a model's back-off notes (cells with too few jobs) as one line with their count and an
+    example; other notes as they are, in first-seen order."""
+    from acmemodel.cli.calibrate import _grouped_notes
+
+    notes = ["RuntimeModel: cell Seren/Debug/FAILED/257-1024 is not fitted (too few jobs); answered from "
+             "Seren/Debug/*/257-1024 (drops state).",
+             "queue: something else happened.",
+             "RuntimeModel: cell Kalos/Eval/FAILED/9-64 is not fitted (too few jobs); answered from Kalos/Eval/*/* "
+             "(drops state, gpu_bucket).",
+             "RuntimeModel state mix: cell Seren/Eval/*/65-256 is not fitted (too few jobs); answered from "
+             "Seren/Eval/*/* (drops gpu_bucket)."]
+    lines = _grouped_notes(notes)
+    assert lines == ["RuntimeModel: 2 cells not fitted (too few jobs), each answered from a coarser cell; e.g. "
+                     "Seren/Debug/FAILED/257-1024 from Seren/Debug/*/257-1024 (drops state).",
+                     "queue: something else happened.", notes[3]]
+
+
+def test_size_duration_draws_on_the_rank_grid_equal_the_general_path(monkeypatch):
+    """SizeDurationJoint.draw's table lookups and run merge (no second sort) give exactly the durations of the
+    general path (ranks by sorting, normal scores and the duration curve recomputed), with the small and large
+    size classes' shifts on; tied scores take the general path."""
+    import acmemodel.calibrate_pseudo as cp
+    from acmemodel.calibrate import published_jobs
+    from acmemodel.calibrate_inputs import Assumptions
+
+    a = Assumptions(queue_policy=False, large_job_gpus={"Seren": 768}, large_job_gt_share={"Seren": 0.28})
+    fast, _ = published_jobs("Seren", scale=0.01, seed=3, assumptions=a)
+    monkeypatch.setattr(cp.SizeDurationJoint, "_draw_on_rank_grid", lambda self, *args: None)
+    general, _ = published_jobs("Seren", scale=0.01, seed=3, assumptions=a)
+    pd.testing.assert_frame_equal(fast, general)
+    monkeypatch.undo()
+    joint = cp.SizeDurationJoint({"A": {"n": 4, "seed": 1, "g_sorted": np.array([1, 1, 8, 8]),
+                                        "qdur": lambda u: np.asarray(u) * 100.0}}, 1, 8)
+    tied = (np.array([0.0, 0.0, 1.0, 2.0]), np.zeros(4))  # z1 with a tie, e = 0: the scores tie
+    assert joint._draw_on_rank_grid("A", tied, np.array([1, 1, 8, 8]), 0.5, 0.0, 0.0) is None

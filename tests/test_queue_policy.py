@@ -85,6 +85,43 @@ def test_stratified_latency_draws_have_the_law_and_its_ecdf():
     assert np.median(np.abs(approx - exact) / np.maximum(exact, 1.0)) < 1e-6
 
 
+def test_whole_second_latency_draws_equal_rounded_exact_draws():
+    """sample_latency(whole_seconds=True) (a grid of half-seconds instead of a root search per level) draws what
+    rounding the exact stratified draws gives, for few and many draws, a fitted law and one read back from its
+    JSON; the memo of the interpolation's midpoint quantiles (above STRATIFIED_EXACT draws) answers a copy of the
+    law with the values it computed for the original, and a different law with its own."""
+    from copy import deepcopy
+
+    from acmemodel.models import queue as qmod
+
+    q = QueueModel(keys=("cluster", "type")).fit(_trace(n_busy=10))
+    key = dict(cluster="Kalos", type="Eval")
+    for n in (2, 7, 250, 3000, qmod.STRATIFIED_EXACT, qmod.STRATIFIED_EXACT + 500):
+        exact = np.round(q.sample_latency(n, np.random.default_rng(n), stratified=True, **key))
+        whole = q.sample_latency(n, np.random.default_rng(n), stratified=True, whole_seconds=True, **key)
+        assert np.array_equal(whole, exact), n
+        assert np.all(whole == np.round(whole)) and whole.min() >= 0
+    # a grid longer than GRID_PER_DRAW points per draw: level by level, the same values
+    u = np.array([0.5, 0.999999])
+    ppf = lambda v: q.latency_.quantile(v, **key)  # noqa: E731
+    cdf = lambda v: q.latency_.cdf(v, **key)  # noqa: E731
+    assert np.array_equal(qmod._whole_second_quantiles(ppf, cdf, u), np.round(np.maximum(ppf(u), 0.0)))
+    qmod._MIDPOINT_QUANTILES.clear()
+    m = qmod.STRATIFIED_EXACT + 10
+    first = q.sample_latency(m, np.random.default_rng(1), stratified=True, **key)
+    assert len(qmod._MIDPOINT_QUANTILES) == 1
+    copy = deepcopy(q)  # (what a worker process receives: the same law)
+    assert np.array_equal(copy.sample_latency(m, np.random.default_rng(1), stratified=True, **key), first)
+    assert len(qmod._MIDPOINT_QUANTILES) == 1  # answered from the memo
+    qmod._MIDPOINT_QUANTILES[next(iter(qmod._MIDPOINT_QUANTILES))] = np.zeros(qmod.STRATIFIED_EXACT)
+    assert not copy.sample_latency(m, np.random.default_rng(1), stratified=True, **key)[first > 1e3].any()
+    # read back from JSON (parameters rounded): another law, its own values
+    saved = QueueModel.from_dict(q.to_dict())
+    assert saved.sample_latency(m, np.random.default_rng(1), stratified=True, **key).max() > 0
+    assert len(qmod._MIDPOINT_QUANTILES) == 2
+    qmod._MIDPOINT_QUANTILES.clear()
+
+
 @pytest.mark.parametrize("extra_s", [0.0, 60.0])
 def test_multi_node_free_jobs_join_the_latency_fit_when_they_wait_alike(extra_s):
     """Idle Kalos, 300 single-node and 300 multi-node (16-64 GPU) free jobs: with the same latency the

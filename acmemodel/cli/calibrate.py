@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -92,9 +93,42 @@ def calibrate_cmd(
     for st in stages:
         console.print(f"  {st['stage']}: {dur(st.get('seconds'))}")
     if notes:
-        console.print(f"{len(notes)} note(s) from the fits (also in the bundle's provenance fit_notes):")
-        for n in notes:
+        console.print(f"{len(notes)} note(s) from the fits (each in the bundle's provenance fit_notes and the "
+                      "--json notes):")
+        for n in _grouped_notes(notes):
             console.print(f"  {n}")
+
+
+#: a back-off note of a cell model (models/cells.py): model, cell asked, cell that answered
+_BACKOFF = re.compile(r"^(?P<model>[\w ]+?): cell (?P<cell>\S+) is not fitted \(too few jobs\); "
+                      r"answered from (?P<used>\S+) \(drops (?P<drops>[^)]*)\)\.$")
+
+
+def _grouped_notes(notes: list[str]) -> list[str]:
+    """The notes to print: a model's back-offs (cells with too few jobs answered from a coarser cell) as one line
+    with their count and first example, the other notes as they are, in first-seen order."""
+    groups: dict[str, list] = {}
+    out: list = []
+    for n in notes:
+        m = _BACKOFF.match(n)
+        if m is None:
+            out.append(n)
+            continue
+        if m["model"] not in groups:
+            groups[m["model"]] = []
+            out.append(groups[m["model"]])
+        groups[m["model"]].append(m)
+    lines = []
+    for item in out:
+        if isinstance(item, str):
+            lines.append(item)
+        elif len(item) == 1:
+            lines.append(item[0].string)
+        else:
+            first = item[0]
+            lines.append(f"{first['model']}: {len(item)} cells not fitted (too few jobs), each answered from a "
+                         f"coarser cell; e.g. {first['cell']} from {first['used']} (drops {first['drops']}).")
+    return lines
 
 
 def _warning_notes(caught) -> list[str]:
