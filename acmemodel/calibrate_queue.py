@@ -414,10 +414,15 @@ def calibrate_queue_jobs(gpu: pd.DataFrame, cluster: str, *, seed: int = 2023, l
         refit = set(np.argsort(pre, kind="stable")[:max(int(refit_top), 1)].tolist())
     else:
         pre, refit = [None] * len(sims), set(range(len(sims)))
+    # the refitted candidates' latency fits are independent too (each on its own contention waits, the same seed)
+    todo = sorted(refit)
+    fitted = dict(zip(todo, (workers or Workers(1)).map(
+        fit_latency, [(sims[i][1], targets) for i in todo],
+        kwargs=[dict(mean_target=mean_target, weights=weights, seed=seed, max_sample=search_sample)] * len(todo))))
     for i, (pol, c, ch) in enumerate(sims):
         score, lat, terms = pre[i], None, None
         if i in refit:
-            lat = fit_latency(c, targets, mean_target=mean_target, weights=weights, seed=seed, max_sample=search_sample)
+            lat = fitted[i]
             score, terms = scored(c, ch, lat)
         row = {"reservation_gpus": int(pol["reservation_gpus"]), "eval_gpus": int(pol.get("eval_gpus") or 0),
                "eval_best_effort": "Eval" in pol["best_effort_types"],
