@@ -252,3 +252,35 @@ def test_chain_column_numbers_are_pandas_to_numeric():
     for s in cases:
         want = pd.to_numeric(s, errors="coerce").to_numpy(float)
         assert np.array_equal(_to_numbers(s).to_numpy(float), want, equal_nan=True), s.head()
+
+
+@pytest.mark.parametrize("values", [
+    ["2023-03-01 08:00:00+08:00", "2024-02-29 23:59:59-05:30", "", None, "1999-12-31 00:00:00+00:00"],
+    ["2023-02-29 10:00:00+00:00", "2023-03-01 08:00:00+08:00"],  # no 29 February in 2023: the general parser
+    ["2023-03-01 24:00:00+00:00"], ["2023-03-01 08:00:00+08:00", "2023-03-01T08:00:00+08:00"],
+    ["1600-01-01 00:00:00+00:00"], ["2023-03-01 08:00:00+24:00"], ["2023-03-01 08:00:00"], ["", None],
+])
+def test_fixed_format_time_reading_equals_the_general_parser(monkeypatch, values):
+    """AcmeTrace's own time format read from the strings' bytes gives the general parser's values and masks; any
+    value it cannot vouch for sends the whole column to the general parser (same result either way)."""
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    import acmemodel.trace.arrow as A
+
+    table = pa.table({"submit_time": pa.array(values, pa.large_string()),
+                      "gpu_num": pa.array([None if v is None else str(i) for i, v in enumerate(values)],
+                                          pa.large_string())})
+    fast = A._parse_columns(table, "+08:00", Path("t.csv"), [])
+    if values[1] == "2024-02-29 23:59:59-05:30":  # (the fixed-format reading is the one used here)
+        assert A._iso_offset_times(table.column("submit_time")) is not None
+    monkeypatch.setattr(A, "_iso_offset_times", lambda col: None)
+    monkeypatch.setattr(A, "_plain_whole_numbers", lambda col: None)
+    general = A._parse_columns(table, "+08:00", Path("t.csv"), [])
+    a, b = fast["submit_time"], general["submit_time"]
+    assert np.array_equal(a.i8, b.i8)
+    for m in ("na", "fail", "oor"):
+        x, y = getattr(a, m), getattr(b, m)
+        assert (x is None or not x.any()) == (y is None or not y.any()) and (x is None or y is None or np.array_equal(x, y))
+    assert np.array_equal(fast["gpu_num"][0], general["gpu_num"][0], equal_nan=True)

@@ -274,6 +274,11 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
                 i8, na = _arrow_i8(col)  # fast path: already UTC ns
                 out[c] = _Time(i8, na, None, None, _or_masks(oor0, _out_of_range(i8, na)))
                 continue
+            fast = _iso_offset_times(col)
+            if fast is not None:  # every value 'YYYY-MM-DD HH:MM:SS±HH:MM' (AcmeTrace's own format)
+                i8, na = fast
+                out[c] = _Time(i8, na, np.zeros(len(i8), dtype=bool), None, _or_masks(oor0, _out_of_range(i8, na)))
+                continue
             s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
             fail = None
             if isinstance(s.dtype, pd.DatetimeTZDtype):
@@ -300,6 +305,8 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
         elif c in NUMERIC_COLUMNS:
             if pa.types.is_floating(col.type) or (pa.types.is_integer(col.type) and not col.null_count):
                 out[c] = (_writable(np.asarray(col.to_numpy(), dtype=float)), None)  # (nulls → NaN)
+            elif (v := _plain_whole_numbers(col)) is not None:  # every value digits, at most a '.0' tail
+                out[c] = (v, np.zeros(len(v), dtype=bool))
             else:
                 s = col.to_pandas(types_mapper={pa.string(): str_dtype, pa.large_string(): str_dtype}.get)
                 if pd.api.types.is_numeric_dtype(s):
@@ -312,6 +319,87 @@ def _parse_columns(table, tz: str, path: Path, warn: list[str]) -> dict:
         elif c == "job_id":
             out[c] = col
     return out
+
+
+#: a time string in AcmeTrace's own format: local time and its UTC offset, to the second
+_ISO_OFFSET = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$"
+#: a number that pandas and Arrow read to the same float: up to 15 digits, at most a '.0…' tail, no sign
+_PLAIN_WHOLE = r"^\d{1,15}(\.0+)?$"
+
+
+def _is_text(col) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+
+
+def _iso_offset_times(col):
+    """``(i8, na)`` of a string column whose every value is empty, null or ``YYYY-MM-DD HH:MM:SS±HH:MM`` with a
+    valid calendar date and time in the years 1678–2261 and an offset under 24 h (empty and null: missing), read
+    from the strings' bytes at their fixed positions: the values the general (pandas) parser gives; None for any
+    other column (the general parser then reads it, with its messages)."""
+    import pyarrow as pa
+
+    if not _is_text(col) or len(col) == 0:
+        return None
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    _, off_buf, data_buf = arr.buffers()
+    if off_buf is None or data_buf is None:
+        return None
+    off = np.frombuffer(off_buf, dtype=np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    off = off[arr.offset: arr.offset + len(arr) + 1].astype(np.int64)
+    lens = np.diff(off)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.ones(len(arr), dtype=bool)
+    present = valid & (lens > 0)
+    if not present.any() or not (lens[present] == 25).all():
+        return None
+    data = np.frombuffer(data_buf, dtype=np.uint8)
+    b = data[off[:-1][present][:, None] + np.arange(25)].astype(np.int64)
+    seps = {4: 45, 7: 45, 10: 32, 13: 58, 16: 58, 22: 58}  # - - ' ' : : :
+    if not all((b[:, k] == v).all() for k, v in seps.items()) or not np.isin(b[:, 19], (43, 45)).all():
+        return None
+    digits = [k for k in range(25) if k not in seps and k != 19]
+    dg = b[:, digits] - 48
+    if not ((dg >= 0) & (dg <= 9)).all():
+        return None
+    b -= 48
+
+    def num(a, n):  # the n-digit number at position a
+        v = np.zeros(len(b), dtype=np.int64)
+        for k in range(a, a + n):
+            v = v * 10 + b[:, k]
+        return v
+
+    y, mo, d, h, mi, sec, oh, om = (num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 2),
+                                    num(23, 2))
+    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
+    dim = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])[np.clip(mo - 1, 0, 11)] + (leap & (mo == 2))
+    if not ((y >= 1678) & (y <= 2261) & (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= dim) & (h <= 23) & (mi <= 59)
+            & (sec <= 59) & (oh <= 23) & (om <= 59)).all():
+        return None
+    days = ((y - 1970) * 12 + mo - 1).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) + d - 1
+    sign = np.where(b[:, 19] == 45 - 48, -1, 1)
+    secs = days * 86400 + h * 3600 + mi * 60 + sec - sign * (oh * 3600 + om * 60)
+    i8 = np.full(len(arr), _NAT, dtype=np.int64)
+    i8[present] = secs * 1_000_000_000
+    na = ~present
+    return i8, (na if na.any() else None)
+
+
+def _plain_whole_numbers(col):
+    """float64 values of a string column whose every value (nulls aside) is :data:`_PLAIN_WHOLE`, by Arrow's
+    cast (exact: whole numbers of at most 15 digits; pandas' reading of them); None otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not _is_text(col) or len(col) == 0 or col.null_count == len(col):
+        return None
+    try:
+        if not pc.all(pc.match_substring_regex(col, _PLAIN_WHOLE)).as_py():
+            return None
+        return _writable(np.asarray(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), dtype=float))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _or_masks(a, b):
