@@ -470,3 +470,105 @@ def test_multi_day_ensemble_anchored_to_the_weekday_median_unless_the_level_shif
         assert np.allclose(got, np.expm1(want))
         one = forecast_fixed(y, 1, method="ensemble", members=members)["forecast"].to_numpy()
         assert np.allclose(one, np.expm1(np.median([parts[m][:1] for m in members], axis=0)))
+
+
+# ---------------------------------------------------------------------- no weekly pattern: the level regime
+def _random_walks(k: int, n: int, seed: int) -> list[np.ndarray]:
+    """``k`` daily series with no weekly pattern: a geometric random walk (5 % a day) around 500 a day,
+    rounded (a running load such as GPU-hours in use); the last value is the optimal forecast."""
+    rng = np.random.default_rng(seed)
+    return [np.round(500 * np.exp(np.cumsum(rng.normal(0, 0.05, n)))) for _ in range(k)]
+
+
+@pytest.fixture(scope="module")
+def walk_backtests():
+    import warnings
+
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for y in _random_walks(8, 70, 100):
+            out.append((y, backtest_series(y, horizons=(1,), weeks=8, min_train=14, min_prior=1, min_prior_days=1)))
+    return out
+
+
+def test_level_regime_follows_the_last_value_on_series_without_weekly_pattern(walk_backtests):
+    """On random walks (no weekly pattern) the baselines' own track record before each origin names a
+    level baseline (naive, mostly) as better than every weekday profile, the 1-day ensemble is that
+    baseline, and auto, pooled over the 8 series (windows as clusters), is not worse than naive by
+    more than one SE once two full weeks of record exist (origins from day 21; before that the record
+    cannot tell, and the median of every candidate is used) — the median of every candidate (the
+    previous ensemble) is worse by more than one SE."""
+    from acmemodel.models.forecast_backtest import paired_diff_se
+    from acmemodel.models.forecast_models import baseline_track_record, level_regime
+
+    a_auto, a_naive, a_med, b, named = [], [], [], [], []
+    for y, bt in walk_backtests:
+        w = bt.windows[bt.windows["step"] == 1]
+        ev = w[(w["method"] == "auto") & (w["pick"] != "")]["origin"].to_numpy()
+        ev = ev[ev >= 21]
+        F = {m: w[w["method"] == m].set_index("origin")["forecast"].loc[ev].to_numpy()
+             for m in ("auto", "naive", "ets", "theta", "mstl", "seasonal_naive", "window_average", "weekday_mean",
+                       "weekday_median")}
+        act = y[ev]
+        rec = baseline_track_record(np.log1p(y))
+        named += [level_regime(rec, o) for o in ev]
+        med = np.expm1(np.median(np.log1p([F[m] for m in F if m != "auto"]), axis=0))
+        a_auto.append(np.abs(F["auto"] - act))
+        a_naive.append(np.abs(F["naive"] - act))
+        a_med.append(np.abs(med - act))
+        b.append(act)
+    a_auto, a_naive, a_med, b = (np.concatenate(v) for v in (a_auto, a_naive, a_med, b))
+    assert np.mean([v == "naive" for v in named]) > 0.8
+    assert np.mean([v is None for v in named]) < 0.1
+    d, se = paired_diff_se(a_auto, a_naive, b)
+    assert d <= se, (d, se)
+    d_med, se_med = paired_diff_se(a_med, a_naive, b)
+    assert d_med > se_med, (d_med, se_med)  # the test can fail: the plain median loses to naive
+
+
+def test_level_regime_keeps_the_weekday_baselines_on_a_weekly_series():
+    """A weekly pattern (weekday effects of ±50 % and noise): no level regime at any origin, so the 1-day
+    ensemble stays the median of every candidate."""
+    from acmemodel.models.forecast_models import baseline_track_record, level_regime
+
+    y = _weekly_series(112, 3)
+    rec = baseline_track_record(np.log1p(y))
+    assert all(level_regime(rec, o) is None for o in range(14, 113))
+
+
+def test_baseline_track_record_is_causal_and_matches_the_baselines():
+    """Day t's entry of the track record is the baseline computed from the days before t alone (the same
+    numbers as the baselines' own forecasts) and does not change when later days do."""
+    from acmemodel.models.forecast_models import LEVEL_BASELINES, WEEKDAY_BASELINES, _baseline, baseline_track_record
+
+    y = _weekly_series(84, 6)
+    z = np.log1p(y)
+    rec = baseline_track_record(z)
+    for t in (7, 8, 20, 35, 83):
+        for m in LEVEL_BASELINES + WEEKDAY_BASELINES:
+            f = _baseline(m, z[:t], 1, 0.9)[0][0]
+            assert np.isclose(rec[m][t], abs(np.expm1(f) - y[t])), (m, t)
+    z2 = z.copy()
+    z2[50:] = z2[50:][::-1] + 1.0
+    rec2 = baseline_track_record(z2)
+    for m in LEVEL_BASELINES + WEEKDAY_BASELINES:
+        assert np.allclose(rec[m][:50], rec2[m][:50], equal_nan=True)
+        assert not np.allclose(rec[m][51:], rec2[m][51:])
+
+
+def test_shift_guard_switches_to_the_last_value_after_two_misses():
+    """An outage (the load drops to zero for a week) in a weekly series: once the 1-day forecast has missed
+    its 90 % conformal interval two days running, on the same side, auto forecasts the last value (0),
+    and not before; the forecast after a history that ends in such a run is the last value too."""
+    y = _weekly_series(140, 8)
+    y[120:127] = 0.0
+    bt = backtest_series(y, horizons=(1,), weeks=10)
+    w = bt.windows[bt.windows["method"] == "auto"].set_index("origin")
+    assert (w.loc[122:124, "pick"] == "naive").all()
+    assert np.allclose(w.loc[122:124, "forecast"], 0.0)
+    assert (w.loc[100:121, "pick"] != "naive").all()
+    assert w.loc[121, "forecast"] > 50  # one miss is not enough
+    fc = forecast_series(y[:123], 1)
+    assert fc["method"].iloc[0] == "naive" and fc["forecast"].iloc[0] == 0.0
+    assert forecast_series(y[:121], 1)["forecast"].iloc[0] > 50
