@@ -27,6 +27,13 @@ windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on t
 exist (the *evaluation* windows); every method's score is reported on the same windows. The forecast
 from the end of the history uses every backtest window, all of which precede it.
 
+At the 1-day horizon the ensemble of a window is, in the level regime of the data before its origin
+(:func:`~acmemodel.models.forecast_models.level_regime`), the median of the candidates other than the
+weekday baselines; and
+``auto`` forecasts the last value (``naive``) when its method's 1-day forecasts of the two days just
+before the origin both missed their conformal radius on the same side (:func:`_shift_guard`: an
+outage or a step in the load), the pick then reading ``naive``.
+
 Scores per method and horizon: ``wape = Σ|ŷ − y| / Σy`` (days pooled over windows) with its standard
 error (ratio estimator, windows as independent clusters: ``SE = √(m/(m−1) Σ(a_i − W b_i)²) / Σb_i``,
 ``a_i``, ``b_i`` the window's absolute errors and actuals); ``mase`` = mean ``|ŷ − y| / s`` with ``s``
@@ -279,7 +286,7 @@ def _shift_guard(origins: np.ndarray, resid: np.ndarray, q: float, day: int, mis
     when independent) and is what an outage or a step in the load looks like: the last value then
     carries the new level, while every fitted model, the cleaned history and the weekday profiles still
     carry the old one for days."""
-    if not np.isfinite(q):
+    if not (np.isfinite(q) and q > 0):  # no radius yet, or a degenerate one (a sparse count forecast 0)
         return False
     idx = [np.flatnonzero(origins == day - j) for j in range(1, misses + 1)]
     if any(len(i) == 0 for i in idx):
@@ -302,11 +309,10 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     if W:
         if h == 1:  # the level regime per window, from the baselines' record before its origin
             rec = baseline_track_record(hz.Zhist, log)
-            lev = [level_regime(rec, o) for o in hz.origins]
+            lev = np.array([level_regime(rec, o) is not None for o in hz.origins])
             Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False, level=None)
-            for lb in set(lev) - {None}:
-                sel = np.array([v == lb for v in lev])
-                Fz["ensemble"][sel] = ensemble_z({m: Fz[m][sel] for m in methods}, False, level=lb)
+            if lev.any():
+                Fz["ensemble"][lev] = ensemble_z({m: Fz[m][lev] for m in methods}, False, level="level")
         else:  # the median; anchored per window below
             Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False, level=None)
         if h > 1 and "weekday_median" in methods:   # anchored per window, from the data before its origin

@@ -30,7 +30,12 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
   regresses to, while the median of the candidates still carries the last days' level and the noisier
   members' weekly shapes (on the LANL failures per day the 8-week weekday median beat the plain
   median ensemble at 4 weeks: WAPE 0.310 vs 0.320 over 32 windows); after a level shift (a cluster
-  ramping up) the 8-week profile is the wrong level, and the anchor is dropped;
+  ramping up) the 8-week profile is the wrong level, and the anchor is dropped. A one-day forecast in
+  the *level regime* (:func:`level_regime`: over the last 8 weeks before the origin the naive
+  baselines' own track record, :func:`baseline_track_record`, has the better of naive and the window
+  average beating every weekday baseline by more than one SE — no usable weekly pattern) is the median
+  of the members other than the weekday baselines, which would pull it towards old days (a running load
+  such as GPU-hours in use, where the last value wins);
 * ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
 * ``"auto"`` — per series, the ensemble, a single method or the combination, chosen by the
   time-honest backtest (:mod:`acmemodel.models.forecast_backtest`; a single method or combo must beat
@@ -327,15 +332,13 @@ def ensemble_z(members: dict, multi_day: bool, z: np.ndarray | None = None, *, l
     shape each): their median, day by day; for a forecast of more than one day (``multi_day``) averaged
     with the weekday median's forecast, weight :func:`anchor_weight` of the history ``z`` (module
     docstring; :data:`ANCHOR_WEIGHT` when ``z`` is None). A one-day forecast in the *level regime* is
-    the level baseline the regime names, when it is a member (else the median of the members that are
-    not weekday baselines): ``level`` is that baseline's name, None for no level regime, or True (the
-    default) to find it with :func:`level_regime` from the history ``z``."""
+    the median of the members that are not weekday baselines (:data:`WEEKDAY_BASELINES`): ``level`` is
+    the level baseline the regime names (any true value), None (no level regime), or True (the default)
+    to decide with :func:`level_regime` from the history ``z``."""
     if not multi_day:
         if level is True:
             level = level_regime(baseline_track_record(z, log)) if z is not None else None
         if level:
-            if level in members:
-                return np.asarray(members[level], dtype=float)
             members = {m: v for m, v in members.items() if m not in WEEKDAY_BASELINES} or members
     med = np.median(np.stack(list(members.values())), axis=0)
     if multi_day and "weekday_median" in members:
