@@ -19,7 +19,16 @@ public Alibaba files read as submissions per day — ``lora_request_trace.csv``
 (``alibaba/clusterdata`` ``cluster-trace-v2026-GenAI/``: LoRA inference requests, by ``gmt_create``)
 and ``openb_pod_list_default.csv`` (``cluster-trace-gpu-v2023/csv/``: pod creations by
 ``creation_time``, from the first day with at least 10, the earlier days holding a handful of
-long-lived pods). Per series: the weekly-structure test (weekday F-test, seasonal strength), then per
+long-lived pods). With them, unless ``--no-running``, the running-load series of the same files
+(series without a weekly pattern): NASA node-hours and DLRM GPU-hours in use per day
+(``daily_series``, type ``ALL``; DLRM read by the k8s importer, left-truncated instances included),
+openb GPU-hours in use per day (same days as its pods), LoRA execution seconds per day, and NASA's
+distinct users per day; ``--lanl-systems 18 20 …`` adds those LANL systems' failures per day;
+``--only``/``--skip`` select series by name. A summary table (one line per series and horizon:
+auto, seasonal naive, the best naive baseline, the paired differences ± SE) ends the output:
+
+    python benchmarks/bench_forecast.py --real --series lora_request_trace.csv \
+        openb_pod_list_default.csv --lanl-systems 18 20 2 19 16 23 --out real.csv Per series: the weekly-structure test (weekday F-test, seasonal strength), then per
 method WAPE ± SE, MASE, interval coverage, the paired difference to seasonal naive and to the best
 naive baseline. Series shorter than 120 days use 14 training days and let auto/combo score from the
 first window with one earlier window (auto's default, the ensemble, needs no earlier window).
@@ -130,37 +139,70 @@ def _daily_counts(t_s: np.ndarray, day0: float | None = None) -> np.ndarray:
     return np.bincount(d, minlength=int(d1 - d0)).astype(float)
 
 
-def real_series(root: Path, extra: list[Path]) -> dict[str, np.ndarray]:
+def real_series(root: Path, extra: list[Path], lanl_systems=(), running: bool = True) -> dict[str, np.ndarray]:
+    """The real daily series (module docstring). ``running``: also the running-load series of the same
+    files (GPU/node-hours in use per day, ``daily_series`` type ``ALL``; LoRA execution seconds per
+    day) and NASA's distinct users per day; ``lanl_systems``: failures per day of those LANL systems
+    (days from the system's first to its last failure)."""
+    from acmemodel.models.forecast import daily_series
+    from acmemodel.trace import load_trace
+
     out = {}
     swf = root / "NASA-iPSC-1993-3.1-cln.swf"
     if swf.exists():
-        from acmemodel.models.forecast import daily_series
-        from acmemodel.trace import load_trace
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tr = load_trace(swf, format="swf")
             s = daily_series(tr)
-        out["NASA iPSC jobs/day"] = s[s["type"] == "ALL"]["jobs"].to_numpy()
+        s = s[s["type"] == "ALL"]
+        out["NASA iPSC jobs/day"] = s["jobs"].to_numpy()
+        if running:
+            out["NASA iPSC node-hours/day"] = s["gpu_hours"].to_numpy()
+            j = tr.jobs  # distinct users per day (US/Pacific standard time), first/last day partial
+            day = np.floor((j["submit_s"].to_numpy(float) - 8 * 3600) / 86400)
+            u = pd.DataFrame({"d": day, "u": j["user"].astype(str)}).groupby("d")["u"].nunique()
+            u = u.reindex(np.arange(u.index.min(), u.index.max() + 1), fill_value=0)
+            out["NASA iPSC distinct users/day"] = u.to_numpy(float)[1:-1]
     dl = root / "disaggregated_DLRM_trace.csv"
     if dl.exists():
         c = pd.read_csv(dl, usecols=["creation_time"])["creation_time"].to_numpy(dtype=float)
         out["DLRM instances created/day"] = _daily_counts(c[np.isfinite(c)], day0=0.0)
+        if running:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                s = daily_series(load_trace(dl, format="k8s"))
+            out["DLRM GPU-hours/day"] = s[s["type"] == "ALL"]["gpu_hours"].to_numpy()
     la = root / "LA-UR-05-7318-failure-data-1996-2005.csv.xz"
     if la.exists():
-        f = pd.read_csv(la, usecols=["Prob Started"])
-        t = pd.to_datetime(f["Prob Started"], format="%m/%d/%Y %H:%M", errors="coerce").dropna()
-        out["LANL failures/day"] = _daily_counts(t.astype("int64").to_numpy() / 1e9)
+        f = pd.read_csv(la, usecols=["System", "Prob Started"])
+        f["t"] = pd.to_datetime(f["Prob Started"], format="%m/%d/%Y %H:%M", errors="coerce")
+        f = f.dropna(subset=["t"])
+        out["LANL failures/day"] = _daily_counts(f["t"].astype("int64").to_numpy() / 1e9)
+        for sy in lanl_systems:
+            t = f[f["System"] == int(sy)]["t"].astype("int64").to_numpy() / 1e9
+            if len(t):
+                out[f"LANL system {sy} failures/day"] = _daily_counts(t)
     for p in extra:
         if p.name == "lora_request_trace.csv":  # alibaba/clusterdata cluster-trace-v2026-GenAI
-            t = pd.to_datetime(pd.read_csv(p, usecols=["gmt_create"])["gmt_create"], errors="coerce").dropna()
-            c = t.dt.floor("D").value_counts().sort_index()
-            c = c.reindex(pd.date_range(c.index.min(), c.index.max(), freq="D"), fill_value=0)
+            d = pd.read_csv(p, usecols=["gmt_create", "exec_time_seconds"])
+            d["day"] = pd.to_datetime(d["gmt_create"], errors="coerce").dt.floor("D")
+            d = d.dropna(subset=["day"])
+            full = pd.date_range(d["day"].min(), d["day"].max(), freq="D")
+            c = d["day"].value_counts().reindex(full, fill_value=0)
             out["Alibaba GenAI LoRA requests/day"] = c.to_numpy(dtype=float)[1:-1]  # first/last day partial
+            if running:
+                e = d.groupby("day")["exec_time_seconds"].sum().reindex(full, fill_value=0)
+                out["Alibaba GenAI LoRA exec-seconds/day"] = e.to_numpy(dtype=float)[1:-1]
         elif p.name == "openb_pod_list_default.csv":  # alibaba/clusterdata cluster-trace-gpu-v2023
             c = pd.read_csv(p, usecols=["creation_time"])["creation_time"].to_numpy(dtype=float)
             v = _daily_counts(c[np.isfinite(c)], day0=0.0)
-            out["Alibaba openb pods created/day"] = v[int(np.argmax(v >= 10)):]
+            first = int(np.argmax(v >= 10))
+            out["Alibaba openb pods created/day"] = v[first:]
+            if running:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    s = daily_series(load_trace(p, format="k8s"))
+                out["Alibaba openb GPU-hours/day"] = s[s["type"] == "ALL"]["gpu_hours"].to_numpy()[first:]
         else:
             from acmemodel.cli.forecast import read_daily_series
 
@@ -176,8 +218,9 @@ def real(a) -> None:
 
     root = Path(a.root)
     rows, verdicts = [], {}
-    for name, y in real_series(root, [Path(p) for p in a.series]).items():
-        if any(k in name for k in a.skip):
+    summary = []
+    for name, y in real_series(root, [Path(p) for p in a.series], a.lanl_systems, not a.no_running).items():
+        if any(k in name for k in a.skip) or (a.only and not any(k in name for k in a.only)):
             continue
         n = len(y)
         t = time.perf_counter()
@@ -201,9 +244,30 @@ def real(a) -> None:
             print(show.round(3).to_string(index=False))
         for h in (1, 28):
             print(f"  {h}d: {verdicts[name][f'{h}d']}")
+        summary += _summary_lines(name, bt, ws)
+    print("\nsummary (WAPE; Δ = paired difference ± SE, < 0 favours auto):")
+    print("\n".join(summary))
     if a.out:
         pd.concat(rows).to_csv(a.out, index=False)
         Path(a.out).with_suffix(".verdicts.json").write_text(json.dumps(verdicts, indent=1))
+
+
+def _summary_lines(name: str, bt, ws: dict) -> list[str]:
+    """One line per horizon: auto, seasonal naive, the best naive baseline, the differences ± SE."""
+    sc = bt.scores.set_index(["horizon", "method"])
+    out = []
+    for h in (1, 28):
+        if (h, "auto") not in sc.index or int(sc.loc[(h, "auto"), "windows"]) == 0:
+            continue
+        r, sn = sc.loc[(h, "auto")], sc.loc[(h, "seasonal_naive")]
+        rel = (r["wape"] / sn["wape"] - 1) * 100 if sn["wape"] > 0 else float("nan")
+        loses = r["diff_best_naive"] > r["diff_best_naive_se"]
+        out.append(f"  {name[:36]:36s} {'1 d ' if h == 1 else '4 wk'} W={int(r['windows']):3d} "
+                   f"weekly={'yes' if ws['weekly'] else 'no '} auto {r['wape']:.3f}±{r['wape_se']:.3f} "
+                   f"s-naive {sn['wape']:.3f} ({rel:+.0f} %, {r['diff_snaive']:+.3f}±{r['diff_snaive_se']:.3f}) "
+                   f"best naive {r['best_naive']} {sc.loc[(h, r['best_naive']), 'wape']:.3f} "
+                   f"Δ {r['diff_best_naive']:+.3f}±{r['diff_best_naive_se']:.3f}{'  BASELINE WINS' if loses else ''}")
+    return out
 
 
 def main(argv=None) -> None:
@@ -221,6 +285,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--candidates", nargs="*", default=None, help="--real: methods (default: auto's candidates)")
     ap.add_argument("--skip", nargs="*", default=[], help="--real: series names to leave out (substrings)")
+    ap.add_argument("--only", nargs="*", default=[], help="--real: only the series whose names hold one of these")
+    ap.add_argument("--lanl-systems", nargs="*", default=[], help="--real: also these LANL systems' failures/day")
+    ap.add_argument("--no-running", action="store_true", help="--real: leave out the running-load series")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if a.real:

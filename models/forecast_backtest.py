@@ -27,6 +27,13 @@ windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on t
 exist (the *evaluation* windows); every method's score is reported on the same windows. The forecast
 from the end of the history uses every backtest window, all of which precede it.
 
+At the 1-day horizon the ensemble of a window is, in the level regime of the data before its origin
+(:func:`~acmemodel.models.forecast_models.level_regime`), the median of the candidates other than the
+weekday baselines; and
+``auto`` forecasts the last value (``naive``) when its method's 1-day forecasts of the two days just
+before the origin both missed their conformal radius on the same side (:func:`_shift_guard`: an
+outage or a step in the load), the pick then reading ``naive``.
+
 Scores per method and horizon: ``wape = Σ|ŷ − y| / Σy`` (days pooled over windows) with its standard
 error (ratio estimator, windows as independent clusters: ``SE = √(m/(m−1) Σ(a_i − W b_i)²) / Σb_i``,
 ``a_i``, ``b_i`` the window's absolute errors and actuals); ``mase`` = mean ``|ŷ − y| / s`` with ``s``
@@ -52,13 +59,16 @@ import pandas as pd
 
 from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE, HORIZONS, METHODS, SEASON,
                                               _back, _Fitted,
-                                              _has_own_interval, anchor_weight, ensemble_z)
+                                              _has_own_interval, anchor_weight, baseline_track_record,
+                                              ensemble_z, level_regime)
 
 __all__ = ["backtest_series", "SeriesBacktest", "wape_and_se", "paired_diff_se"]
 
 #: independent blocks of prior evidence (weeks of 1-day forecasts; 4-week stretches of 4-week windows)
 #: a switch away from the ensemble needs
 MIN_BLOCKS = 4
+#: consecutive same-side misses of the 1-day forecast that switch ``auto`` to the last value (:func:`_shift_guard`)
+SHIFT_MISSES = 2
 
 
 def _window_scores(F: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -268,6 +278,23 @@ def _choose(hz, Fz, order, mask, mask_combo, log, one_se) -> str:
     return pick
 
 
+def _shift_guard(origins: np.ndarray, resid: np.ndarray, q: float, day: int, misses: int = SHIFT_MISSES) -> bool:
+    """The 1-day level-shift guard: True when the 1-day forecasts of the ``misses`` days just before
+    ``day`` (windows at origins ``day − misses .. day − 1``) all missed their conformal radius ``q`` on
+    the same side (``resid`` = forecast − actual on ``z``, one row per window). Two misses in a row
+    beyond a 90 % radius, both too high or both too low, is rare for a calibrated forecast (≈ 0.25 %
+    when independent) and is what an outage or a step in the load looks like: the last value then
+    carries the new level, while every fitted model, the cleaned history and the weekday profiles still
+    carry the old one for days."""
+    if not (np.isfinite(q) and q > 0):  # no radius yet, or a degenerate one (a sparse count forecast 0)
+        return False
+    idx = [np.flatnonzero(origins == day - j) for j in range(1, misses + 1)]
+    if any(len(i) == 0 for i in idx):
+        return False
+    r = np.array([resid[i[0], 0] for i in idx])
+    return bool(np.all(np.isfinite(r)) and np.all(np.abs(r) > q) and (np.all(r > 0) or np.all(r < 0)))
+
+
 def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     h, W = hz.h, len(hz.origins)
     order = _tie_order(methods)
@@ -280,7 +307,14 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
         Lz[nm] = np.full((W, h), np.nan)
         Hz[nm] = np.full((W, h), np.nan)
     if W:
-        Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False)
+        if h == 1:  # the level regime per window, from the baselines' record before its origin
+            rec = baseline_track_record(hz.Zhist, log)
+            lev = np.array([level_regime(rec, o) is not None for o in hz.origins])
+            Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False, level=None)
+            if lev.any():
+                Fz["ensemble"][lev] = ensemble_z({m: Fz[m][lev] for m in methods}, False, level="level")
+        else:  # the median; anchored per window below
+            Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False, level=None)
         if h > 1 and "weekday_median" in methods:   # anchored per window, from the data before its origin
             w = np.array([anchor_weight(hz.Zhist[:o]) for o in hz.origins])[:, None]
             Fz["ensemble"] = (1.0 - w) * Fz["ensemble"] + w * Fz["weekday_median"]
@@ -316,6 +350,8 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
             continue
         prior = _prior_mask(hz.origins, h, k)
         best_m = _choose(hz, Fz, order, prior, prior & evaluable, log, one_se)
+        if h == 1 and "naive" in methods and _shift_guard(hz.origins, resid[best_m], Cq[best_m][k, 0], hz.origins[k]):
+            best_m = "naive"
         auto_pick[k] = best_m
         Fz["auto"][k], Lz["auto"][k], Hz["auto"][k] = Fz[best_m][k], Lz[best_m][k], Hz[best_m][k]
         Cq["auto"][k] = Cq[best_m][k]
@@ -364,6 +400,11 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
     ranked = _rank(hz, order, allw, log)
     top = [m for _, _, m in ranked[:COMBO_SIZE]]
     choice = _choose(hz, Fz, order, allw, ev, log, one_se)
+    if h == 1 and "naive" in methods:
+        r_c = resid[choice] if choice != "combo" else np.where(ev[:, None], resid["combo"], np.nan)
+        if _shift_guard(hz.origins, r_c, _conformal_q(r_c[np.isfinite(r_c[:, 0])].ravel(), level),
+                        int(hz.origins[-1]) + 1):
+            choice = "naive"
     # interval kind: the one whose coverage (of the chosen method, evaluation windows) is nearer the level
     row = next(r for r in rows if r["method"] == choice)
     cov_c, cov_m = row["coverage_conformal"], row["coverage_model"]

@@ -25,7 +25,7 @@ def _forecast_z(z: np.ndarray, h: int, method: str, level: float, log: bool, mem
         parts = [_Fitted(m, z, level, log).predict(h) for m in members]
         return tuple(np.mean([p[i] for p in parts], axis=0) for i in range(3))
     if method == "ensemble":  # its interval: conformal, else seasonal naive's width (forecast_fixed)
-        f = ensemble_z({m: _Fitted(m, z, level, log).predict(h)[0] for m in members}, h > 1, z)
+        f = ensemble_z({m: _Fitted(m, z, level, log).predict(h)[0] for m in members}, h > 1, z, log=log)
         return f, np.full(h, np.nan), np.full(h, np.nan)
     return _Fitted(method, z, level, log).predict(h)
 

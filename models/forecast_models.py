@@ -30,7 +30,12 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
   regresses to, while the median of the candidates still carries the last days' level and the noisier
   members' weekly shapes (on the LANL failures per day the 8-week weekday median beat the plain
   median ensemble at 4 weeks: WAPE 0.310 vs 0.320 over 32 windows); after a level shift (a cluster
-  ramping up) the 8-week profile is the wrong level, and the anchor is dropped;
+  ramping up) the 8-week profile is the wrong level, and the anchor is dropped. A one-day forecast in
+  the *level regime* (:func:`level_regime`: over the last 8 weeks before the origin the naive
+  baselines' own track record, :func:`baseline_track_record`, has the better of naive and the window
+  average beating every weekday baseline by more than one SE — no usable weekly pattern) is the median
+  of the members other than the weekday baselines, which would pull it towards old days (a running load
+  such as GPU-hours in use, where the last value wins);
 * ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
 * ``"auto"`` — per series, the ensemble, a single method or the combination, chosen by the
   time-honest backtest (:mod:`acmemodel.models.forecast_backtest`; a single method or combo must beat
@@ -57,7 +62,8 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["METHODS", "CANDIDATES", "BASELINES", "SEASON", "HORIZONS", "COMBO_SIZE", "ANCHOR_WEIGHT", "clean_outliers",
-           "weekly_structure", "ensemble_z", "anchor_weight"]
+           "weekly_structure", "ensemble_z", "anchor_weight", "LEVEL_BASELINES", "WEEKDAY_BASELINES",
+           "baseline_track_record", "level_regime"]
 
 #: every ``method`` value
 METHODS = ("auto", "ets", "arima", "theta", "mstl", "seasonal_naive", "naive", "window_average", "weekday_mean",
@@ -80,6 +86,12 @@ MEDIAN_WEEKS = 8
 ANCHOR_WEIGHT = 0.5
 #: a last week further than this many standard errors from the weeks before it is a level shift
 LEVEL_SHIFT_SD = 2.0
+#: the naive baselines that follow the level (no weekly pattern) and those that repeat a weekday profile,
+#: compared by :func:`level_regime`
+LEVEL_BASELINES = ("naive", "window_average")
+WEEKDAY_BASELINES = ("seasonal_naive", "weekday_mean", "weekday_median")
+#: weeks of history :func:`level_regime` compares them on
+REGIME_WEEKS = 8
 #: an outlier day lies more than this many robust SDs from the weekday profile (:func:`clean_outliers`)
 OUTLIER_K = 4.0
 
@@ -256,11 +268,78 @@ def anchor_weight(z: np.ndarray, k_sd: float = LEVEL_SHIFT_SD) -> float:
     return ANCHOR_WEIGHT if d <= k_sd * se else 0.0
 
 
-def ensemble_z(members: dict, multi_day: bool, z: np.ndarray | None = None) -> np.ndarray:
+def baseline_track_record(z: np.ndarray, log: bool = True) -> dict:
+    """The naive baselines' one-day-ahead absolute errors over the history itself: for every day ``t``
+    from day 7 on, ``|ŷ_t − y_t|`` on the original scale where ``ŷ_t`` is the baseline computed from
+    ``z[:t]`` alone (the same definitions as :func:`_baseline`: the last value, the mean of the last 7
+    days, the value 7 days before, the mean of the same weekday over the last ≤ 4 weeks, its median
+    over the last ≤ 8 weeks). Returns ``{method: errors}`` for :data:`LEVEL_BASELINES` and
+    :data:`WEEKDAY_BASELINES` plus ``"_y"`` (the actuals), arrays of length ``len(z)`` (NaN before day
+    7). Day ``t``'s entry uses nothing after ``t``: a window at origin ``o`` may read entries ``< o``."""
+    z = np.asarray(z, dtype=float)
+    n = len(z)
+    y = _back(z, log)
+    out = {m: np.full(n, np.nan) for m in LEVEL_BASELINES + WEEKDAY_BASELINES}
+    out["_y"] = y
+    if n <= SEASON:
+        return out
+    t = np.arange(SEASON, n)
+    lag = np.full((MEDIAN_WEEKS, len(t)), np.nan)   # z[t − 7j], j = 1..8 (NaN before the series)
+    for j in range(1, MEDIAN_WEEKS + 1):
+        ok = t - SEASON * j >= 0
+        lag[j - 1, ok] = z[t[ok] - SEASON * j]
+    cs = np.concatenate([[0.0], np.cumsum(z)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = {"naive": z[t - 1], "window_average": (cs[t] - cs[t - SEASON]) / SEASON, "seasonal_naive": lag[0],
+             "weekday_mean": np.nanmean(lag[:4], axis=0), "weekday_median": np.nanmedian(lag, axis=0)}
+    for m, v in f.items():
+        out[m][t] = np.abs(_back(v, log) - y[t])
+    return out
+
+
+def level_regime(record: dict, o: int | None = None, weeks: int = REGIME_WEEKS) -> str | None:
+    """Does the history before day ``o`` (the whole record when None) say a level baseline forecasts it
+    better than any weekday profile — no usable weekly pattern? From :func:`baseline_track_record`
+    over the last ``weeks`` weeks before ``o`` (weeks counted back from ``o``, at least two, the last
+    may be partial): the best of :data:`LEVEL_BASELINES` (lowest WAPE there) when it beats the best of
+    :data:`WEEKDAY_BASELINES` by more than one standard error of the paired WAPE difference, the weeks
+    as independent clusters (:func:`~acmemodel.models.forecast_backtest.wape_and_se`'s formula); else
+    None. A series with a weekly pattern keeps its weekday baselines ahead (or within one SE); a running
+    load that drifts from day to day (GPU-hours in use) does not."""
+    y = record["_y"]
+    o = len(y) if o is None else int(o)
+    lo = max(SEASON, o - SEASON * int(weeks))
+    if o - lo <= SEASON:  # one week and a day at least: two blocks
+        return None
+    blk = (o - 1 - np.arange(lo, o)) // SEASON
+    b = np.bincount(blk, weights=y[lo:o])
+    if not b.sum() > 0:
+        return None
+    tot = {m: np.bincount(blk, weights=record[m][lo:o]) for m in LEVEL_BASELINES + WEEKDAY_BASELINES}
+    bl = min(LEVEL_BASELINES, key=lambda m: tot[m].sum())
+    bw = min(WEEKDAY_BASELINES, key=lambda m: tot[m].sum())
+    d = tot[bl] - tot[bw]
+    m = len(d)
+    w = d.sum() / b.sum()
+    se = np.sqrt(m / (m - 1) * np.sum((d - w * b) ** 2)) / b.sum()
+    return bl if w + se < 0 else None
+
+
+def ensemble_z(members: dict, multi_day: bool, z: np.ndarray | None = None, *, level: str | None | bool = True,
+               log: bool = True) -> np.ndarray:
     """The ``ensemble`` forecast on ``z`` from its members' forecasts ``{method: array}`` (the same
     shape each): their median, day by day; for a forecast of more than one day (``multi_day``) averaged
     with the weekday median's forecast, weight :func:`anchor_weight` of the history ``z`` (module
-    docstring; :data:`ANCHOR_WEIGHT` when ``z`` is None)."""
+    docstring; :data:`ANCHOR_WEIGHT` when ``z`` is None). A one-day forecast in the *level regime* is
+    the median of the members that are not weekday baselines (:data:`WEEKDAY_BASELINES`): ``level`` is
+    the level baseline the regime names (any true value), None (no level regime), or True (the default)
+    to decide with :func:`level_regime` from the history ``z``."""
+    if not multi_day:
+        if level is True:
+            level = level_regime(baseline_track_record(z, log)) if z is not None else None
+        if level:
+            members = {m: v for m, v in members.items() if m not in WEEKDAY_BASELINES} or members
     med = np.median(np.stack(list(members.values())), axis=0)
     if multi_day and "weekday_median" in members:
         w = ANCHOR_WEIGHT if z is None else anchor_weight(z)
