@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
+import numpy as np
 import pandas as pd
 
 from acmemodel.models.bundle import Bundle
@@ -442,6 +443,183 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
     return out
 
 
+#: the columns the restart model reads of a job (besides its chain columns)
+RESTART_COLUMNS = ("cluster", "type", "analysis_state", "gpu_num", "end_s", "failure_category")
+#: the columns the arrival model reads of a job (besides its chain and batch columns; GPU counts: the first three)
+ARRIVAL_COLUMNS = ("cluster", "type", "gpu_num", "user", "submit_s", "left_truncated", "analysis_state")
+#: the chain columns the restart model takes from its table when present (then it infers no chain)
+RESTART_CHAIN_COLUMNS = ("attempt", "next_restart_gap_s", "next_queue_s")
+
+
+def _smallest_int(values: np.ndarray) -> np.ndarray:
+    """``values`` (integers) in the smallest of int8/int16/int32/int64 that holds them all (the same numbers)."""
+    lo, hi = (int(values.min()), int(values.max())) if len(values) else (0, 0)
+    for dt in (np.int8, np.int16, np.int32):
+        if np.iinfo(dt).min <= lo and hi <= np.iinfo(dt).max:
+            return values.astype(dt)
+    return values.astype(np.int64)
+
+
+def exact_frames(jobs: pd.DataFrame, exact, params: dict) -> dict[str, pd.DataFrame]:
+    """The table each exact model (:data:`EXACT_MODELS` in ``exact``) is fitted on, from the compact trace table
+    ``jobs`` (:func:`acmemodel.trace.stream.stream_trace`), with what the models would compute across every job
+    computed **one cluster at a time** (the same values; the work arrays of one cluster's jobs, not of all):
+
+    * ``restart``: the FAILED jobs only (the only rows the model reads: its resubmission counts and its chains'
+      targets) and their chain columns (:data:`RESTART_CHAIN_COLUMNS`) from
+      :func:`acmemodel.features.chains.restart_chains` of their cluster's jobs (every link joins two jobs of one
+      cluster); the model then infers no chain;
+    * ``arrival``: every job, its :data:`ARRIVAL_COLUMNS`, integers in the smallest type that holds them,
+      with ``attempt`` and ``next_index`` (:func:`restart_chains` of the cluster's arrivals, as
+      ``ArrivalModel._drop_restarts`` computes them) and ``batch_id`` (:func:`acmemodel.features.chains.batches`
+      of the cluster's arrivals that are not dropped restarts, unique across clusters; -1 on the rows the model
+      leaves out before it reads them) where the model would infer them (:func:`_arrival_inputs`);
+    * ``gpu_counts``: cluster, type and GPU count of every job (the ``arrival`` table's arrays).
+
+    String columns are object arrays of the categories' own strings (one object per distinct value: 8 bytes per
+    job; the models' ``astype(str)`` keeps them, where on a categorical it makes a string per job). Each model
+    reads these columns as given (documented inputs of ``ArrivalModel.fit`` / ``RestartModel.fit``), so the
+    bundle is the one a fit on the whole table gives (tests/test_fit_stream.py)."""
+    from acmemodel.features.chains import restart_chains
+    from acmemodel.trace.stream import expand
+
+    n = len(jobs)
+    out: dict[str, pd.DataFrame] = {}
+    cols = set(jobs.columns)
+    chain_cols = [c for c in EXACT_COLUMNS if c in cols and (
+        c != "job_id" or {"restart_of", "prev_job_id"} & cols)]  # (job ids only where chains are linked by them)
+    cl_codes = jobs["cluster"].cat.codes.to_numpy() if isinstance(jobs["cluster"].dtype, pd.CategoricalDtype) \
+        else pd.factorize(jobs["cluster"])[0]
+    clusters = [np.flatnonzero(cl_codes == i) for i in range(int(cl_codes.max(initial=-1)) + 1)]
+    clusters = [r for r in clusters if len(r)]
+    del cl_codes
+
+    frame = None
+    if "arrival" in exact or "gpu_counts" in exact:
+        keep = [c for c in ARRIVAL_COLUMNS + ("attempt", "next_index", "batch_id", "prev_job_id") if c in cols]
+        frame = expand(jobs, keep)
+        for c in keep:
+            if frame[c].dtype.kind == "i":
+                frame[c] = _smallest_int(frame[c].to_numpy())
+    inputs = _ArrivalInputs(jobs, params.get("arrival", {})) if "arrival" in exact else None
+    restart = "restart" in exact
+    failed = (jobs["analysis_state"] == "FAILED").to_numpy() if "analysis_state" in cols else np.zeros(n, bool)
+    have = set(RESTART_CHAIN_COLUMNS) <= cols
+    rcols = [c for c in RESTART_COLUMNS if c in cols] + (list(RESTART_CHAIN_COLUMNS) if have else [])
+    infer_restart = restart and not have and n > 0
+    parts = []
+    for rows in clusters:
+        if not (infer_restart or (inputs is not None and inputs.needed)):
+            break
+        sub = expand(jobs.iloc[rows], chain_cols)
+        ch = restart_chains(sub) if infer_restart else None
+        if infer_restart:
+            f = failed[rows]
+            part = expand(jobs.iloc[rows[f]], rcols)
+            for c in RESTART_CHAIN_COLUMNS:
+                part[c] = ch[c].to_numpy()[f]
+            parts.append(part)
+        if inputs is not None and inputs.needed:
+            inputs.add(rows, sub, ch)
+        del sub, ch
+        _release_memory()
+    if restart:
+        if infer_restart:
+            out["restart"] = pd.concat(parts) if len(parts) > 1 else parts[0]
+            out["restart"] = out["restart"].iloc[np.argsort(out["restart"].index.to_numpy(), kind="stable")]
+        else:
+            out["restart"] = expand(jobs.iloc[np.flatnonzero(failed)], rcols)
+    if frame is not None:
+        if "gpu_counts" in exact:
+            out["gpu_counts"] = frame[["cluster", "type", "gpu_num"]]
+        if inputs is not None:
+            inputs.finish(frame)
+            out["arrival"] = frame
+    return out
+
+
+class _ArrivalInputs:
+    """The arrival model's chain (``attempt``, ``next_index``) and batch (``batch_id``) columns where
+    ``ArrivalModel.fit`` would compute them on the whole table (the branches of its ``_drop_restarts`` and
+    ``_batch_ids``), computed one cluster at a time the way it computes them (:func:`exact_frames`): ``add``
+    per cluster, then ``finish`` adds them to the arrival table. ``needed`` is False where the model reads the
+    data's own columns or warns and infers its batches itself (the table is then left as it is)."""
+
+    def __init__(self, jobs: pd.DataFrame, params: dict):
+        from acmemodel.models.arrival import ArrivalModel
+
+        model = ArrivalModel(**params)
+        model._validate()
+        self.gap_s = float(model.batch_gap_s)
+        n = len(jobs)
+        cols = set(jobs.columns)
+        self.needed = False
+        if "submit_s" not in cols or not n:
+            return
+        keep = np.isfinite(jobs["submit_s"].to_numpy(dtype=float))
+        if "left_truncated" in cols:
+            keep &= ~jobs["left_truncated"].fillna(False).to_numpy(dtype=bool)
+        self.keep = keep
+        self.rtypes = None if model.restart_types is None else tuple(model.restart_types)
+        if self.rtypes is not None and (not self.rtypes or not jobs["type"][keep].isin(self.rtypes).any()):
+            self.infer, self.drops = False, False  # no restart is dropped: the batches of every kept job
+        elif "attempt" in cols and not ("next_index" not in cols and "prev_job_id" in cols):
+            self.infer, self.drops = False, True  # the data's own attempt (and next_index), read as they are
+        elif "attempt" not in cols and not {"user", "analysis_state", "end_s", "queue_s"} <= cols:
+            return  # the model warns that restarts are not excluded and infers its batches itself
+        else:
+            self.infer, self.drops = True, True
+        if "batch_id" in cols and not self.infer:
+            return  # every input is the data's own
+        self.needed = True
+        self.own_attempt = jobs["attempt"].to_numpy(dtype=float) if "attempt" in cols and not self.infer else None
+        self.attempt = np.ones(n, dtype=np.int64) if self.infer else None
+        self.nxt = np.full(n, -1, dtype=np.int64) if self.infer else None
+        self.bid = np.full(n, -1, dtype=np.int64) if "batch_id" not in cols else None
+        self.offset = 0
+
+    def add(self, rows: np.ndarray, sub: pd.DataFrame, chains: pd.DataFrame | None) -> None:
+        """One cluster: ``rows`` (positions), ``sub`` its jobs (object strings), ``chains`` the
+        :func:`restart_chains` of all of them (None: not computed)."""
+        from acmemodel.features.chains import batches, restart_chains
+
+        k = self.keep[rows]
+        if not k.any():
+            return
+        if not k.all():
+            sub, chains = sub[k], None
+        rows = rows[k]
+        a = None
+        if self.infer:
+            ch = chains if chains is not None else restart_chains(sub)
+            a = ch["attempt"].to_numpy()
+            self.attempt[rows], self.nxt[rows] = a, ch["next_index"].to_numpy()
+            a = a.astype(float)
+            del ch
+        elif self.own_attempt is not None:
+            a = self.own_attempt[rows]
+        if self.drops and a is not None:
+            is_r = np.ones(len(rows), bool) if self.rtypes is None else sub["type"].isin(self.rtypes).to_numpy()
+            stay = ~(is_r & (np.nan_to_num(a, nan=1.0) > 1))
+        else:
+            stay = np.ones(len(rows), bool)
+        if self.bid is not None:
+            b = batches(sub[stay], gap_s=self.gap_s)["batch_id"].to_numpy()
+            self.bid[rows[stay]] = b + self.offset
+            self.offset += int(b.max(initial=-1)) + 1
+
+    def finish(self, frame: pd.DataFrame) -> None:
+        if not self.needed:
+            return
+        if self.infer:
+            frame["attempt"] = _smallest_int(self.attempt)
+            frame["next_index"] = _smallest_int(self.nxt)
+            if "prev_job_id" in frame.columns:
+                del frame["prev_job_id"]
+        if self.bid is not None:
+            frame["batch_id"] = _smallest_int(self.bid)
+
+
 def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None = None, seed: int = 0,
                  models: Iterable[str] | None = None, provenance: dict | None = None, name: str = "bundle",
                  params: dict[str, dict] | None = None, log: Callable[[str], None] | None = None,
@@ -511,10 +689,10 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         peaks["sample table"] = _peak_rss_mb()
         cpus["sample table"] = _cpu_seconds()
     if exact:
-        cols = [c for c in EXACT_COLUMNS if c != "job_id" or {"restart_of", "prev_job_id"} & set(jobs.columns)]
-        full = expand(jobs, cols)  # (job ids only where chains are linked by them)
-        for m in exact:
-            frames[m] = full
+        frames.update(exact_frames(jobs, exact, params))
+        stage["exact tables"] = time.perf_counter() - t
+        peaks["exact tables"] = _peak_rss_mb()
+        cpus["exact tables"] = _cpu_seconds()
     if release:
         trace.jobs = None
         del jobs
