@@ -385,14 +385,15 @@ def stratified_sample(jobs: pd.DataFrame, rows: int, seed: int = 0):
     return idx, {"rows": n, "rows_sampled": int(len(idx)), "fraction": f, "strata": int(len(n_h)), "seed": seed}
 
 
-def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame:
+def whole_trace_columns(jobs: pd.DataFrame, names, params: dict, rows: np.ndarray | None = None) -> pd.DataFrame:
     """The columns the sampled models compute across jobs, computed on every job of ``jobs`` (expanded trace):
     the predictor's user history (and job-name history when there are names), the queue model's
     free-at-submit (:data:`acmemodel.models.queue.FREE_COLUMN`). A model fitted on a sample reads them as given,
-    so each sampled job carries the value the whole-trace fit gives it."""
-    import numpy as np
-
-    out = pd.DataFrame(index=jobs.index)
+    so each sampled job carries the value the whole-trace fit gives it. ``rows`` (sorted positions, e.g. the
+    sample's): only those rows' values are returned (one row each, in that order; computed on every job all the
+    same), so the stage holds the sample's values rather than every job's."""
+    sel = np.arange(len(jobs)) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = pd.DataFrame(index=jobs.index[sel])
     if "predictor" in names:
         from acmemodel.features.history import user_history
 
@@ -403,15 +404,18 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
         if k <= 1:
             h = user_history(jobs)
             for c in h.columns:
-                out[c] = h[c].to_numpy()
+                out[c] = h[c].to_numpy()[sel]
         else:
             chunk = jobs.groupby(["cluster", "user"], sort=False, observed=True).ngroup().to_numpy() % k
             cols: dict = {}
             for i in range(k):
-                rows = np.flatnonzero(chunk == i)
-                h = user_history(jobs.iloc[rows])
+                at = np.flatnonzero(chunk == i)
+                h = user_history(jobs.iloc[at])
+                # the chunk's rows among ``sel``: their place there
+                pos = np.minimum(np.searchsorted(sel, at), max(len(sel) - 1, 0))
+                hit = (sel[pos] == at) if len(sel) else np.zeros(len(at), bool)
                 for c in h.columns:
-                    cols.setdefault(c, np.zeros(len(jobs), dtype=h[c].dtype))[rows] = h[c].to_numpy()
+                    cols.setdefault(c, np.zeros(len(sel), dtype=h[c].dtype))[pos[hit]] = h[c].to_numpy()[hit]
                 del h
                 _release_memory()
             for c, v in cols.items():
@@ -421,7 +425,7 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
 
             nh = name_history(jobs)
             for c in nh.columns:
-                out[c] = nh[c].to_numpy()
+                out[c] = nh[c].to_numpy()[sel]
     if "queue" in names:
         from acmemodel.models.queue import FREE_COLUMN, free_at_submit
 
@@ -435,11 +439,11 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
             free = np.zeros(len(jobs), dtype=bool)
             cl_codes, _ = pd.factorize(jobs["cluster"])
             for i in range(int(cl_codes.max(initial=-1)) + 1):
-                rows = np.flatnonzero(cl_codes == i)
-                sub = expand(jobs.iloc[rows], ["cluster", "type", "gpu_num", "submit_s", "start_s", "end_s"])
-                free[rows] = free_at_submit(sub, cluster_gpus=q.cluster_gpus, margin_gpus=int(q.free_margin_gpus))
+                at = np.flatnonzero(cl_codes == i)
+                sub = expand(jobs.iloc[at], ["cluster", "type", "gpu_num", "submit_s", "start_s", "end_s"])
+                free[at] = free_at_submit(sub, cluster_gpus=q.cluster_gpus, margin_gpus=int(q.free_margin_gpus))
                 del sub
-            out[FREE_COLUMN] = free
+            out[FREE_COLUMN] = free[sel]
     return out
 
 
@@ -573,9 +577,10 @@ class _ArrivalInputs:
             return  # every input is the data's own
         self.needed = True
         self.own_attempt = jobs["attempt"].to_numpy(dtype=float) if "attempt" in cols and not self.infer else None
-        self.attempt = np.ones(n, dtype=np.int64) if self.infer else None
-        self.nxt = np.full(n, -1, dtype=np.int64) if self.infer else None
-        self.bid = np.full(n, -1, dtype=np.int64) if "batch_id" not in cols else None
+        it = np.int32 if n < 2**31 - 1 else np.int64  # (row positions, attempts and batch numbers < n: exact)
+        self.attempt = np.ones(n, dtype=it) if self.infer else None
+        self.nxt = np.full(n, -1, dtype=it) if self.infer else None
+        self.bid = np.full(n, -1, dtype=it) if "batch_id" not in cols else None
         self.offset = 0
 
     def add(self, rows: np.ndarray, sub: pd.DataFrame, chains: pd.DataFrame | None) -> None:
@@ -675,14 +680,15 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         # the whole-trace columns need the cross-job columns of every job (not the GPU-count/resource columns)
         # (on the compact columns as they are: these functions group on the string columns' values, and a
         # categorical groups like its strings)
-        whole = whole_trace_columns(jobs[[c for c in WHOLE_TRACE_COLUMNS if c in jobs.columns]], sampled, params)
+        whole = whole_trace_columns(jobs[[c for c in WHOLE_TRACE_COLUMNS if c in jobs.columns]], sampled, params,
+                                    rows=idx)
         stage["whole-trace columns"] = time.perf_counter() - t
         peaks["whole-trace columns"] = _peak_rss_mb()
         cpus["whole-trace columns"] = _cpu_seconds()
         t = time.perf_counter()
         sample = expand(jobs.iloc[idx]).reset_index(drop=True) if len(idx) < n else expand(jobs)
         for c in whole.columns:
-            sample[c] = whole[c].to_numpy()[idx]
+            sample[c] = whole[c].to_numpy()
         del whole
         _release_memory()
         stage["sample table"] = time.perf_counter() - t

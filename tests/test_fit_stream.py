@@ -90,6 +90,12 @@ def test_whole_trace_columns_in_chunks_and_per_cluster_are_the_whole_computation
         np.testing.assert_array_equal(got[c].to_numpy(), want[c].to_numpy())
     np.testing.assert_array_equal(got[FREE_COLUMN].to_numpy(), free_at_submit(full))
     assert 0 < got[FREE_COLUMN].mean() < 1
+    # only some rows' values (a sample's): those rows of the whole computation
+    rows = np.sort(np.random.default_rng(0).choice(len(jobs), 700, replace=False))
+    some = P.whole_trace_columns(jobs, ["predictor", "queue"], {}, rows=rows)
+    assert list(some.columns) == list(got.columns) and len(some) == 700
+    for c in got.columns:
+        np.testing.assert_array_equal(some[c].to_numpy(), got[c].to_numpy()[rows])
 
 
 def test_memory_setting_sizes_the_sample():
