@@ -302,14 +302,16 @@ EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "analysis_state", "gpu_num
 #: the columns :func:`whole_trace_columns` reads (user history, job-name history, free at submit)
 WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "submit_s", "start_s", "end_s",
                        "run_s", "run_censored", "job_name")
-#: memory of a streamed fit per job of the trace (bytes) until the sample is drawn: the compact table (about
-#: 110), what the reading leaves resident, the whole-trace columns and their work arrays (measured on the fleet
-#: trace of docs/fit_scale.md: 10M jobs, peak 3.20 GB after the whole-trace columns with a 350 MB base: 285)
-STREAM_READ_BYTES_PER_JOB = 300
-#: ... and while the models are fitted (the compact table freed): the exact models' columns as object strings
-#: (about 65) and their fits' work arrays (restart chains, batches, hourly counts) on every job (measured: 10M
-#: jobs, peak 4.37 GB with a sample of 350,000, 4.55 GB with 1M: the exact models' fits dominate)
-STREAM_FIT_BYTES_PER_JOB = 370
+#: memory of a streamed fit per job of the trace (bytes) until the compact table is freed: the compact table
+#: (about 110), what the reading leaves resident, the whole-trace columns' work arrays, then the exact models'
+#: tables (:func:`exact_frames`: about 60) and the chain inference of one cluster (measured on the fleet trace
+#: of docs/fit_scale.md, 10M jobs of 4 clusters: peak 3,330 MiB after the exact tables with a 350 MB base and
+#: the 1M-job sample table: 314)
+STREAM_READ_BYTES_PER_JOB = 320
+#: ... and while the models are fitted (the compact table freed): the exact models' tables and their fits' work
+#: arrays on every job (arrival: hourly counts, batch order; the chains and batches are already columns)
+#: (measured: 10M jobs, peak 3,392 MiB with a sample of 1,000,015: (3.556e9 - 350e6 - 1e9) / 1e7 = 221)
+STREAM_FIT_BYTES_PER_JOB = 230
 #: memory per sampled job (bytes): the in-memory fit's peak per job (966 MB for 1M jobs)
 SAMPLE_BYTES_PER_JOB = 1_000
 #: the interpreter and the libraries a fit imports (bytes)

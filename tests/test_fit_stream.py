@@ -108,6 +108,9 @@ def test_memory_setting_sizes_the_sample():
     rows = sample_rows_for(4.5e9, 10_000_000)
     assert 0 < rows and stream_memory_needed(10_000_000, rows) <= 4.5e9
     assert sample_rows_for(4.5e9, 1_000) == 1_000_000  # (the default cap; a trace of fewer jobs uses all)
+    # the fleet trace of docs/fit_scale.md (10M jobs) in 4 GB: the default sample
+    assert sample_rows_for(4e9, 10_000_000) == DEFAULT_SAMPLE_ROWS
+    assert stream_memory_needed(10_000_000, DEFAULT_SAMPLE_ROWS) <= 4e9
 
 
 def test_stratified_sample_is_proportional_and_seeded(streamed):
