@@ -634,7 +634,8 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
                  read_seconds: float | None = None, release: bool = False) -> Bundle:
     """Fit a bundle on a streamed trace (:class:`acmemodel.trace.stream.StreamedTrace`) in bounded memory.
 
-    The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on :data:`EXACT_COLUMNS` only. The
+    The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on its own table with the restart chains
+    and batches computed one cluster at a time (:func:`exact_frames`: the whole table's fits, bit for bit). The
     others (runtime, queue, failure, predictor) are fitted on a seeded proportional stratified sample
     (:func:`stratified_sample`) of ``sample_rows`` jobs (default: what ``memory`` bytes allow,
     :func:`sample_rows_for`; every job when the trace fits), carrying the columns they compute across jobs from
