@@ -413,23 +413,27 @@ def summarise_csv(paths, cluster: str | None = None, *, min_bytes: int = DESCRIB
 
 
 def _summarise(files, names, tmp: Path, chunk_bytes: int, sniff) -> TraceSummary:
+    from acmemodel.clusters import CLUSTER_TZ
+
     chunks = []  # (file index, chunk path, Part-like record)
     k = 0
     for i, (f, cl) in enumerate(zip(files, names)):
         off = sniff(f)
+        size = f.stat().st_size
         with open(f, "rb") as src:
             header = src.readline()
             rest = b""
             while True:
                 block = src.read(chunk_bytes)
                 data = rest + block
-                cut = data.rfind(b"\n") + 1 if block else len(data)
+                # whole lines; the file's last chunk takes its end (a last line without a newline included)
+                cut = data.rfind(b"\n") + 1 if block and src.tell() < size else len(data)
                 rest = data[cut:]
                 if cut:
                     p = tmp / f"chunk{k:05d}.csv"
                     p.write_bytes(header + data[:cut])
-                    if sniff(p) != off:  # (a naive timestamp's zone as the whole file's: sniffed from its head)
-                        raise _WholeRead
+                    if cl not in CLUSTER_TZ and sniff(p) != off:
+                        raise _WholeRead  # (a naive timestamp's zone as the whole file's: sniffed from its head)
                     chunks.append([i, p, _read_chunk(p, f, cl, None)])
                     k += 1
                 del data
@@ -440,16 +444,17 @@ def _summarise(files, names, tmp: Path, chunk_bytes: int, sniff) -> TraceSummary
     for c in chunks:
         if c[2]["unfinished"] and c[2]["latest"] < t_x:
             c[2] = _read_chunk(c[1], files[c[0]], names[c[0]], float(t_x))
-    # a job id in two chunks: the whole read quarantines the later one (not done here)
-    seen: dict = {}
-    for c in chunks:
-        cl, h = names[c[0]], c[2]["ids"]
-        prev = seen.get(cl)
-        if prev is not None and np.isin(h, prev).any():
+    # a job id in two chunks of a cluster: the whole read quarantines the later one (not done here). Each
+    # chunk's hashed ids are distinct (a duplicate inside a chunk is its read's): one sort of them all
+    for cl in set(names):
+        ids = [c[2]["ids"] for c in chunks if names[c[0]] == cl]
+        n_ids = sum(len(h) for h in ids)
+        ids = np.sort(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
+        if len(ids) != n_ids or (len(ids) > 1 and not (ids[1:] != ids[:-1]).all()):
             raise _WholeRead
-        seen[cl] = h if prev is None else np.union1d(prev, h)
+        del ids
+    for c in chunks:
         c[2]["ids"] = None
-    del seen
     from acmemodel.trace.schema import FileInfo
 
     infos, by_reason, incons, problems, warn = [], {}, {}, {}, []
