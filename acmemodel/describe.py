@@ -86,7 +86,9 @@ def _by(codes: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ``labels`` (:func:`_strings`); missing keys: code -1, as groupby drops them."""
     codes = np.asarray(codes)
     uniq = np.unique(codes[codes >= 0])
-    remap = np.full(len(labels) + 1, -1, dtype=np.int64)
+    small = np.int8 if len(uniq) < 127 else np.int16 if len(uniq) < 32767 else np.int32 if len(uniq) < 2**31 - 1 \
+        else np.int64  # (a code per job: the smallest type that holds them)
+    remap = np.full(len(labels) + 1, -1, dtype=small)
     remap[uniq] = np.arange(len(uniq))
     return remap[codes], np.asarray(labels)[uniq]
 
@@ -103,16 +105,28 @@ def _strings(col) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.asarray(keys, dtype=object)
 
 
+def _bucket_codes(gpus: np.ndarray, edges, names) -> np.ndarray:
+    """Code of each job's GPU bucket in ``names`` (:func:`gpu_bucket` of each distinct GPU count, then looked
+    up: no string per job)."""
+    uniq = np.sort(pd.unique(np.asarray(gpus)))
+    if not len(uniq):
+        return np.zeros(0, dtype=np.int8)
+    code_of = np.asarray(pd.Categorical(gpu_bucket(uniq, edges), categories=names).codes)
+    return code_of[np.searchsorted(uniq, gpus)]
+
+
 def _values(codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """The strings of ``codes`` (None where missing)."""
     return np.append(np.asarray(labels, dtype=object), None)[codes]
 
 
 def _quantiles(x) -> dict:
-    x = pd.Series(x).dropna()
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]  # (a copy of its own: np.quantile may partition it in place)
     if len(x) == 0:
         return {}
-    return {f"p{int(round(q * 100))}": _num(v) for q, v in zip(QUANTILES, np.quantile(x, QUANTILES))}
+    return {f"p{int(round(q * 100))}": _num(v)
+            for q, v in zip(QUANTILES, np.quantile(x, QUANTILES, overwrite_input=True))}
 
 
 def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
@@ -168,7 +182,7 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
         g["finished"] = g["started"] & ~rc[is_gpu] & ~lt[is_gpu]
         n = int(is_gpu.sum())
         total = float(pd.Series(g["gpu_time_s"]).sum())
-        bucket = pd.Categorical(gpu_bucket(g["gpu_num"], gpu_edges), categories=bucket_names)
+        bucket = _bucket_codes(g["gpu_num"], gpu_edges, bucket_names)
         c_run = pick(col["run_s"], cmask)[~is_gpu]
         c_queue = pick(col["queue_s"], cmask)[~is_gpu]
         c_started = started_c[~is_gpu]
@@ -189,7 +203,7 @@ def describe(trace: Trace, *, gpu_edges=DEFAULT_GPU_EDGES) -> dict:
             "by_state": _group_stats(g, *_by(g["state"], labels["state"]), n, total, False),
             "by_analysis_state": _group_stats(g, *_by(g["analysis_state"], labels["analysis_state"]), n, total,
                                               False),
-            "by_gpu_bucket": _group_stats(g, np.asarray(bucket.codes), bucket_names, n, total, True),
+            "by_gpu_bucket": _group_stats(g, bucket, bucket_names, n, total, True),
             "cpu": {
                 "jobs": int(len(is_gpu) - n),
                 "median_run_s": _median(c_run[c_started & ~lt[~is_gpu]]) if c_started.any() else None,

@@ -382,7 +382,7 @@ def summarise_csv(paths, cluster: str | None = None, *, min_bytes: int = DESCRIB
     import tempfile
 
     from acmemodel.errors import AcmeModelError
-    from acmemodel.trace.csvbytes import _has_quote, _is_gzip
+    from acmemodel.trace.csvbytes import _is_gzip
     from acmemodel.trace.files import _cluster_from_name, _cluster_name, _sniff_offset, file_cluster_spec
     from acmemodel.trace.readers import expand_trace_paths
 
@@ -398,7 +398,7 @@ def summarise_csv(paths, cluster: str | None = None, *, min_bytes: int = DESCRIB
         return None
     names = []
     for f in files:
-        if _is_gzip(f) or _has_quote(f, None) or file_cluster_spec(f) is not None:
+        if _is_gzip(f) or _holds_quote(f) or file_cluster_spec(f) is not None:
             return None
         cl = _cluster_name(cluster) if cluster is not None else _cluster_from_name(f)
         if cl is None:
@@ -410,6 +410,18 @@ def summarise_csv(paths, cluster: str | None = None, *, min_bytes: int = DESCRIB
     except _WholeRead:
         _trim()
         return None
+
+
+def _holds_quote(path: Path, block: int = 1 << 24) -> bool:
+    """Whether the file holds a ``"``, read in blocks of 16 MiB (a memory map of the whole file would count
+    every page of it in the resident memory)."""
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(block)
+            if not b:
+                return False
+            if b'"' in b:
+                return True
 
 
 def _summarise(files, names, tmp: Path, chunk_bytes: int, sniff) -> TraceSummary:
