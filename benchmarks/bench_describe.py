@@ -16,13 +16,12 @@ export of main) in the same rounds, for before/after under the same load.
 
     python benchmarks/bench_describe.py [--rows 3000000] [--repeat 1] [--file PATH] [--baseline-src DIR]
 
-Measured (issue 34; 3M rows, 360 MB CSV; 2-core machine shared with other jobs): the Arrow table
-``table_mb`` 314 MB, the raw read's peak RSS 1,111 MB; describe's peak RSS 1,501 MB (141 MB of it
-imports): 1.35x the raw read's peak (the issue's own baseline: its "2.6 GB, 2.3x the raw Arrow table"
-is 2.3x a 1.13 GB raw read), 4.78x ``Table.nbytes``. The peak is ``load_trace``'s full pandas frame
-(about 610 MB of columns for 3M jobs, the repeated strings already shared) plus what the allocator keeps
-from the read; describe itself adds about 180 MB. Within 1.5x of ``Table.nbytes`` would need describe
-to stream the file in record batches rather than load the trace.
+Measured (issue 34; 3M rows, 360 MB CSV; 2-core machine shared with other jobs), before the chunked read:
+``table_mb`` 314 MB, the raw read's peak RSS 1,134 MB; describe's peak RSS 1,638 MB (141 MB of it imports):
+5.21x ``Table.nbytes``, 1.44x the raw read's peak. The peak was ``load_trace``'s full pandas frame plus
+what the allocator keeps from the read. Now (``summarise_csv``: 23 chunks of 16 MiB, each through
+``load_trace``, only describe's columns kept: about 37 bytes per job): peak RSS 440 MB = 1.40x
+``Table.nbytes`` (0.39x the raw read's peak), 9.5 CPU s (the whole read: 1,556 MB = 4.95x, 7.7 CPU s).
 """
 from __future__ import annotations
 
