@@ -698,6 +698,7 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         peaks["sample table"] = _peak_rss_mb()
         cpus["sample table"] = _cpu_seconds()
     if exact:
+        t = time.perf_counter()
         frames.update(exact_frames(jobs, exact, params))
         stage["exact tables"] = time.perf_counter() - t
         peaks["exact tables"] = _peak_rss_mb()
