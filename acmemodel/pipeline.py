@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
+import numpy as np
 import pandas as pd
 
 from acmemodel.models.bundle import Bundle
@@ -388,14 +389,16 @@ EXACT_COLUMNS = ("cluster", "job_id", "user", "type", "analysis_state", "gpu_num
 #: the columns :func:`whole_trace_columns` reads (user history, job-name history, free at submit)
 WHOLE_TRACE_COLUMNS = ("cluster", "user", "type", "analysis_state", "gpu_num", "submit_s", "start_s", "end_s",
                        "run_s", "run_censored", "job_name")
-#: memory of a streamed fit per job of the trace (bytes) until the sample is drawn: the compact table (about
-#: 110), what the reading leaves resident, the whole-trace columns and their work arrays (measured on the fleet
-#: trace of docs/fit_scale.md: 10M jobs, peak 3.20 GB after the whole-trace columns with a 350 MB base: 285)
-STREAM_READ_BYTES_PER_JOB = 300
-#: ... and while the models are fitted (the compact table freed): the exact models' columns as object strings
-#: (about 65) and their fits' work arrays (restart chains, batches, hourly counts) on every job (measured: 10M
-#: jobs, peak 4.37 GB with a sample of 350,000, 4.55 GB with 1M: the exact models' fits dominate)
-STREAM_FIT_BYTES_PER_JOB = 370
+#: memory of a streamed fit per job of the trace (bytes) until the compact table is freed: the compact table
+#: (about 110), what the reading leaves resident, the whole-trace columns' work arrays, then the exact models'
+#: tables (:func:`exact_frames`: about 60) and the chain inference of one cluster (measured on the fleet trace
+#: of docs/fit_scale.md, 10M jobs of 4 clusters: peak 3,330 MiB after the exact tables with a 350 MB base and
+#: the 1M-job sample table: 314)
+STREAM_READ_BYTES_PER_JOB = 320
+#: ... and while the models are fitted (the compact table freed): the exact models' tables and their fits' work
+#: arrays on every job (arrival: hourly counts, batch order; the chains and batches are already columns)
+#: (measured: 10M jobs, peak 3,392 MiB with a sample of 1,000,015: (3.556e9 - 350e6 - 1e9) / 1e7 = 221)
+STREAM_FIT_BYTES_PER_JOB = 230
 #: memory per sampled job (bytes): the in-memory fit's peak per job (966 MB for 1M jobs)
 SAMPLE_BYTES_PER_JOB = 1_000
 #: the interpreter and the libraries a fit imports (bytes)
@@ -471,14 +474,15 @@ def stratified_sample(jobs: pd.DataFrame, rows: int, seed: int = 0):
     return idx, {"rows": n, "rows_sampled": int(len(idx)), "fraction": f, "strata": int(len(n_h)), "seed": seed}
 
 
-def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame:
+def whole_trace_columns(jobs: pd.DataFrame, names, params: dict, rows: np.ndarray | None = None) -> pd.DataFrame:
     """The columns the sampled models compute across jobs, computed on every job of ``jobs`` (expanded trace):
     the predictor's user history (and job-name history when there are names), the queue model's
     free-at-submit (:data:`acmemodel.models.queue.FREE_COLUMN`). A model fitted on a sample reads them as given,
-    so each sampled job carries the value the whole-trace fit gives it."""
-    import numpy as np
-
-    out = pd.DataFrame(index=jobs.index)
+    so each sampled job carries the value the whole-trace fit gives it. ``rows`` (sorted positions, e.g. the
+    sample's): only those rows' values are returned (one row each, in that order; computed on every job all the
+    same), so the stage holds the sample's values rather than every job's."""
+    sel = np.arange(len(jobs)) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = pd.DataFrame(index=jobs.index[sel])
     if "predictor" in names:
         from acmemodel.features.history import user_history
 
@@ -489,15 +493,18 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
         if k <= 1:
             h = user_history(jobs)
             for c in h.columns:
-                out[c] = h[c].to_numpy()
+                out[c] = h[c].to_numpy()[sel]
         else:
             chunk = jobs.groupby(["cluster", "user"], sort=False, observed=True).ngroup().to_numpy() % k
             cols: dict = {}
             for i in range(k):
-                rows = np.flatnonzero(chunk == i)
-                h = user_history(jobs.iloc[rows])
+                at = np.flatnonzero(chunk == i)
+                h = user_history(jobs.iloc[at])
+                # the chunk's rows among ``sel``: their place there
+                pos = np.minimum(np.searchsorted(sel, at), max(len(sel) - 1, 0))
+                hit = (sel[pos] == at) if len(sel) else np.zeros(len(at), bool)
                 for c in h.columns:
-                    cols.setdefault(c, np.zeros(len(jobs), dtype=h[c].dtype))[rows] = h[c].to_numpy()
+                    cols.setdefault(c, np.zeros(len(sel), dtype=h[c].dtype))[pos[hit]] = h[c].to_numpy()[hit]
                 del h
                 _release_memory()
             for c, v in cols.items():
@@ -507,7 +514,7 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
 
             nh = name_history(jobs)
             for c in nh.columns:
-                out[c] = nh[c].to_numpy()
+                out[c] = nh[c].to_numpy()[sel]
     if "queue" in names:
         from acmemodel.models.queue import FREE_COLUMN, free_at_submit
 
@@ -521,12 +528,190 @@ def whole_trace_columns(jobs: pd.DataFrame, names, params: dict) -> pd.DataFrame
             free = np.zeros(len(jobs), dtype=bool)
             cl_codes, _ = pd.factorize(jobs["cluster"])
             for i in range(int(cl_codes.max(initial=-1)) + 1):
-                rows = np.flatnonzero(cl_codes == i)
-                sub = expand(jobs.iloc[rows], ["cluster", "type", "gpu_num", "submit_s", "start_s", "end_s"])
-                free[rows] = free_at_submit(sub, cluster_gpus=q.cluster_gpus, margin_gpus=int(q.free_margin_gpus))
+                at = np.flatnonzero(cl_codes == i)
+                sub = expand(jobs.iloc[at], ["cluster", "type", "gpu_num", "submit_s", "start_s", "end_s"])
+                free[at] = free_at_submit(sub, cluster_gpus=q.cluster_gpus, margin_gpus=int(q.free_margin_gpus))
                 del sub
-            out[FREE_COLUMN] = free
+            out[FREE_COLUMN] = free[sel]
     return out
+
+
+#: the columns the restart model reads of a job (besides its chain columns)
+RESTART_COLUMNS = ("cluster", "type", "analysis_state", "gpu_num", "end_s", "failure_category")
+#: the columns the arrival model reads of a job (besides its chain and batch columns; GPU counts: the first three)
+ARRIVAL_COLUMNS = ("cluster", "type", "gpu_num", "user", "submit_s", "left_truncated", "analysis_state")
+#: the chain columns the restart model takes from its table when present (then it infers no chain)
+RESTART_CHAIN_COLUMNS = ("attempt", "next_restart_gap_s", "next_queue_s")
+
+
+def _smallest_int(values: np.ndarray) -> np.ndarray:
+    """``values`` (integers) in the smallest of int8/int16/int32/int64 that holds them all (the same numbers)."""
+    lo, hi = (int(values.min()), int(values.max())) if len(values) else (0, 0)
+    for dt in (np.int8, np.int16, np.int32):
+        if np.iinfo(dt).min <= lo and hi <= np.iinfo(dt).max:
+            return values.astype(dt)
+    return values.astype(np.int64)
+
+
+def exact_frames(jobs: pd.DataFrame, exact, params: dict) -> dict[str, pd.DataFrame]:
+    """The table each exact model (:data:`EXACT_MODELS` in ``exact``) is fitted on, from the compact trace table
+    ``jobs`` (:func:`acmemodel.trace.stream.stream_trace`), with what the models would compute across every job
+    computed **one cluster at a time** (the same values; the work arrays of one cluster's jobs, not of all):
+
+    * ``restart``: the FAILED jobs only (the only rows the model reads: its resubmission counts and its chains'
+      targets) and their chain columns (:data:`RESTART_CHAIN_COLUMNS`) from
+      :func:`acmemodel.features.chains.restart_chains` of their cluster's jobs (every link joins two jobs of one
+      cluster); the model then infers no chain;
+    * ``arrival``: every job, its :data:`ARRIVAL_COLUMNS`, integers in the smallest type that holds them,
+      with ``attempt`` and ``next_index`` (:func:`restart_chains` of the cluster's arrivals, as
+      ``ArrivalModel._drop_restarts`` computes them) and ``batch_id`` (:func:`acmemodel.features.chains.batches`
+      of the cluster's arrivals that are not dropped restarts, unique across clusters; -1 on the rows the model
+      leaves out before it reads them) where the model would infer them (:func:`_arrival_inputs`);
+    * ``gpu_counts``: cluster, type and GPU count of every job (the ``arrival`` table's arrays).
+
+    String columns are object arrays of the categories' own strings (one object per distinct value: 8 bytes per
+    job; the models' ``astype(str)`` keeps them, where on a categorical it makes a string per job). Each model
+    reads these columns as given (documented inputs of ``ArrivalModel.fit`` / ``RestartModel.fit``), so the
+    bundle is the one a fit on the whole table gives (tests/test_fit_stream.py)."""
+    from acmemodel.features.chains import restart_chains
+    from acmemodel.trace.stream import expand
+
+    n = len(jobs)
+    out: dict[str, pd.DataFrame] = {}
+    cols = set(jobs.columns)
+    chain_cols = [c for c in EXACT_COLUMNS if c in cols and (
+        c != "job_id" or {"restart_of", "prev_job_id"} & cols)]  # (job ids only where chains are linked by them)
+    cl_codes = jobs["cluster"].cat.codes.to_numpy() if isinstance(jobs["cluster"].dtype, pd.CategoricalDtype) \
+        else pd.factorize(jobs["cluster"])[0]
+    clusters = [np.flatnonzero(cl_codes == i) for i in range(int(cl_codes.max(initial=-1)) + 1)]
+    clusters = [r for r in clusters if len(r)]
+    del cl_codes
+
+    frame = None
+    if "arrival" in exact or "gpu_counts" in exact:
+        keep = [c for c in ARRIVAL_COLUMNS + ("attempt", "next_index", "batch_id", "prev_job_id") if c in cols]
+        frame = expand(jobs, keep)
+        for c in keep:
+            if frame[c].dtype.kind == "i":
+                frame[c] = _smallest_int(frame[c].to_numpy())
+    inputs = _ArrivalInputs(jobs, params.get("arrival", {})) if "arrival" in exact else None
+    restart = "restart" in exact
+    failed = (jobs["analysis_state"] == "FAILED").to_numpy() if "analysis_state" in cols else np.zeros(n, bool)
+    have = set(RESTART_CHAIN_COLUMNS) <= cols
+    rcols = [c for c in RESTART_COLUMNS if c in cols] + (list(RESTART_CHAIN_COLUMNS) if have else [])
+    infer_restart = restart and not have and n > 0
+    parts = []
+    for rows in clusters:
+        if not (infer_restart or (inputs is not None and inputs.needed)):
+            break
+        sub = expand(jobs.iloc[rows], chain_cols)
+        ch = restart_chains(sub) if infer_restart else None
+        if infer_restart:
+            f = failed[rows]
+            part = expand(jobs.iloc[rows[f]], rcols)
+            for c in RESTART_CHAIN_COLUMNS:
+                part[c] = ch[c].to_numpy()[f]
+            parts.append(part)
+        if inputs is not None and inputs.needed:
+            inputs.add(rows, sub, ch)
+        del sub, ch
+        _release_memory()
+    if restart:
+        if infer_restart:
+            out["restart"] = pd.concat(parts) if len(parts) > 1 else parts[0]
+            out["restart"] = out["restart"].iloc[np.argsort(out["restart"].index.to_numpy(), kind="stable")]
+        else:
+            out["restart"] = expand(jobs.iloc[np.flatnonzero(failed)], rcols)
+    if frame is not None:
+        if "gpu_counts" in exact:
+            out["gpu_counts"] = frame[["cluster", "type", "gpu_num"]]
+        if inputs is not None:
+            inputs.finish(frame)
+            out["arrival"] = frame
+    return out
+
+
+class _ArrivalInputs:
+    """The arrival model's chain (``attempt``, ``next_index``) and batch (``batch_id``) columns where
+    ``ArrivalModel.fit`` would compute them on the whole table (the branches of its ``_drop_restarts`` and
+    ``_batch_ids``), computed one cluster at a time the way it computes them (:func:`exact_frames`): ``add``
+    per cluster, then ``finish`` adds them to the arrival table. ``needed`` is False where the model reads the
+    data's own columns or warns and infers its batches itself (the table is then left as it is)."""
+
+    def __init__(self, jobs: pd.DataFrame, params: dict):
+        from acmemodel.models.arrival import ArrivalModel
+
+        model = ArrivalModel(**params)
+        model._validate()
+        self.gap_s = float(model.batch_gap_s)
+        n = len(jobs)
+        cols = set(jobs.columns)
+        self.needed = False
+        if "submit_s" not in cols or not n:
+            return
+        keep = np.isfinite(jobs["submit_s"].to_numpy(dtype=float))
+        if "left_truncated" in cols:
+            keep &= ~jobs["left_truncated"].fillna(False).to_numpy(dtype=bool)
+        self.keep = keep
+        self.rtypes = None if model.restart_types is None else tuple(model.restart_types)
+        if self.rtypes is not None and (not self.rtypes or not jobs["type"][keep].isin(self.rtypes).any()):
+            self.infer, self.drops = False, False  # no restart is dropped: the batches of every kept job
+        elif "attempt" in cols and not ("next_index" not in cols and "prev_job_id" in cols):
+            self.infer, self.drops = False, True  # the data's own attempt (and next_index), read as they are
+        elif "attempt" not in cols and not {"user", "analysis_state", "end_s", "queue_s"} <= cols:
+            return  # the model warns that restarts are not excluded and infers its batches itself
+        else:
+            self.infer, self.drops = True, True
+        if "batch_id" in cols and not self.infer:
+            return  # every input is the data's own
+        self.needed = True
+        self.own_attempt = jobs["attempt"].to_numpy(dtype=float) if "attempt" in cols and not self.infer else None
+        it = np.int32 if n < 2**31 - 1 else np.int64  # (row positions, attempts and batch numbers < n: exact)
+        self.attempt = np.ones(n, dtype=it) if self.infer else None
+        self.nxt = np.full(n, -1, dtype=it) if self.infer else None
+        self.bid = np.full(n, -1, dtype=it) if "batch_id" not in cols else None
+        self.offset = 0
+
+    def add(self, rows: np.ndarray, sub: pd.DataFrame, chains: pd.DataFrame | None) -> None:
+        """One cluster: ``rows`` (positions), ``sub`` its jobs (object strings), ``chains`` the
+        :func:`restart_chains` of all of them (None: not computed)."""
+        from acmemodel.features.chains import batches, restart_chains
+
+        k = self.keep[rows]
+        if not k.any():
+            return
+        if not k.all():
+            sub, chains = sub[k], None
+        rows = rows[k]
+        a = None
+        if self.infer:
+            ch = chains if chains is not None else restart_chains(sub)
+            a = ch["attempt"].to_numpy()
+            self.attempt[rows], self.nxt[rows] = a, ch["next_index"].to_numpy()
+            a = a.astype(float)
+            del ch
+        elif self.own_attempt is not None:
+            a = self.own_attempt[rows]
+        if self.drops and a is not None:
+            is_r = np.ones(len(rows), bool) if self.rtypes is None else sub["type"].isin(self.rtypes).to_numpy()
+            stay = ~(is_r & (np.nan_to_num(a, nan=1.0) > 1))
+        else:
+            stay = np.ones(len(rows), bool)
+        if self.bid is not None:
+            b = batches(sub[stay], gap_s=self.gap_s)["batch_id"].to_numpy()
+            self.bid[rows[stay]] = b + self.offset
+            self.offset += int(b.max(initial=-1)) + 1
+
+    def finish(self, frame: pd.DataFrame) -> None:
+        if not self.needed:
+            return
+        if self.infer:
+            frame["attempt"] = _smallest_int(self.attempt)
+            frame["next_index"] = _smallest_int(self.nxt)
+            if "prev_job_id" in frame.columns:
+                del frame["prev_job_id"]
+        if self.bid is not None:
+            frame["batch_id"] = _smallest_int(self.bid)
 
 
 def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None = None, seed: int = 0,
@@ -536,7 +721,8 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
                  read_seconds: float | None = None, release: bool = False) -> Bundle:
     """Fit a bundle on a streamed trace (:class:`acmemodel.trace.stream.StreamedTrace`) in bounded memory.
 
-    The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on :data:`EXACT_COLUMNS` only. The
+    The exact models (:data:`EXACT_MODELS`) are fitted on every job, each on its own table with the restart chains
+    and batches computed one cluster at a time (:func:`exact_frames`: the whole table's fits, bit for bit). The
     others (runtime, queue, failure, predictor) are fitted on a seeded proportional stratified sample
     (:func:`stratified_sample`) of ``sample_rows`` jobs (default: what ``memory`` bytes allow,
     :func:`sample_rows_for`; every job when the trace fits), carrying the columns they compute across jobs from
@@ -584,24 +770,26 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
         # the whole-trace columns need the cross-job columns of every job (not the GPU-count/resource columns)
         # (on the compact columns as they are: these functions group on the string columns' values, and a
         # categorical groups like its strings)
-        whole = whole_trace_columns(jobs[[c for c in WHOLE_TRACE_COLUMNS if c in jobs.columns]], sampled, params)
+        whole = whole_trace_columns(jobs[[c for c in WHOLE_TRACE_COLUMNS if c in jobs.columns]], sampled, params,
+                                    rows=idx)
         stage["whole-trace columns"] = time.perf_counter() - t
         peaks["whole-trace columns"] = _peak_rss_mb()
         cpus["whole-trace columns"] = _cpu_seconds()
         t = time.perf_counter()
         sample = expand(jobs.iloc[idx]).reset_index(drop=True) if len(idx) < n else expand(jobs)
         for c in whole.columns:
-            sample[c] = whole[c].to_numpy()[idx]
+            sample[c] = whole[c].to_numpy()
         del whole
         _release_memory()
         stage["sample table"] = time.perf_counter() - t
         peaks["sample table"] = _peak_rss_mb()
         cpus["sample table"] = _cpu_seconds()
     if exact:
-        cols = [c for c in EXACT_COLUMNS if c != "job_id" or {"restart_of", "prev_job_id"} & set(jobs.columns)]
-        full = expand(jobs, cols)  # (job ids only where chains are linked by them)
-        for m in exact:
-            frames[m] = full
+        t = time.perf_counter()
+        frames.update(exact_frames(jobs, exact, params))
+        stage["exact tables"] = time.perf_counter() - t
+        peaks["exact tables"] = _peak_rss_mb()
+        cpus["exact tables"] = _cpu_seconds()
     if release:
         trace.jobs = None
         del jobs

@@ -5,7 +5,10 @@ Target (issue 34): describe of a 3M-job trace within 1.5x of the Arrow table's m
 fresh subprocess (peak RSS from ``resource.getrusage``, so every copy made on the way counts):
 
 * ``arrow``: ``pyarrow.csv.read_csv`` of the file; ``table_mb`` = ``Table.nbytes``, and the child's peak RSS;
-* ``describe``: ``load_trace(path)`` then ``describe(trace)``; peak RSS, and the RSS after the imports.
+* ``describe``: the trace as ``acmemodel describe`` reads it (:func:`acmemodel.trace.stream.summarise_csv`: a
+  large CSV in chunks of lines, only describe's columns kept; else ``load_trace(path)``) then
+  ``describe(trace)``; peak RSS, and the RSS after the imports;
+* ``whole``: ``load_trace(path)`` then ``describe(trace)`` (the whole read: the figure before the chunked read).
 
 Printed ratios: describe's peak RSS / ``table_mb`` (the issue's figure) and / the raw read's own peak RSS.
 ``--baseline-src DIR`` also runs the describe child from another source tree (``PYTHONPATH=DIR``, e.g. an
@@ -13,13 +16,12 @@ export of main) in the same rounds, for before/after under the same load.
 
     python benchmarks/bench_describe.py [--rows 3000000] [--repeat 1] [--file PATH] [--baseline-src DIR]
 
-Measured (issue 34; 3M rows, 360 MB CSV; 2-core machine shared with other jobs): the Arrow table
-``table_mb`` 314 MB, the raw read's peak RSS 1,111 MB; describe's peak RSS 1,501 MB (141 MB of it
-imports): 1.35x the raw read's peak (the issue's own baseline: its "2.6 GB, 2.3x the raw Arrow table"
-is 2.3x a 1.13 GB raw read), 4.78x ``Table.nbytes``. The peak is ``load_trace``'s full pandas frame
-(about 610 MB of columns for 3M jobs, the repeated strings already shared) plus what the allocator keeps
-from the read; describe itself adds about 180 MB. Within 1.5x of ``Table.nbytes`` would need describe
-to stream the file in record batches rather than load the trace.
+Measured (issue 34; 3M rows, 360 MB CSV; 2-core machine shared with other jobs), before the chunked read:
+``table_mb`` 314 MB, the raw read's peak RSS 1,134 MB; describe's peak RSS 1,638 MB (141 MB of it imports):
+5.21x ``Table.nbytes``, 1.44x the raw read's peak. The peak was ``load_trace``'s full pandas frame plus
+what the allocator keeps from the read. Now (``summarise_csv``: 23 chunks of 16 MiB, each through
+``load_trace``, only describe's columns kept: about 37 bytes per job): peak RSS 440 MB = 1.40x
+``Table.nbytes`` (0.39x the raw read's peak), 9.5 CPU s (the whole read: 1,556 MB = 4.95x, 7.7 CPU s).
 """
 from __future__ import annotations
 
@@ -46,10 +48,18 @@ else:
     import warnings
     from acmemodel.describe import describe
     from acmemodel.trace import load_trace
+    from acmemodel.trace.stream import summarise_csv
     warnings.simplefilter("ignore")
     rss0 = rss_now(); c0 = cpu()
     t = time.perf_counter()
-    doc = describe(load_trace(path))
+    if mode == "whole":  # the whole read (every job's full row), as before issue 34
+        trace = load_trace(path)
+    else:  # as `acmemodel describe` reads it: in chunks of lines when the input is large
+        trace = summarise_csv(path)
+        out["chunks"] = getattr(trace, "chunks", 0)
+        if trace is None:
+            trace = load_trace(path)
+    doc = describe(trace)
     dt = time.perf_counter() - t
     out["jobs"] = sum(c["jobs"] for c in doc["clusters"].values())
 out.update(seconds=dt, cpu_s=cpu() - c0, import_rss_mb=rss0,
@@ -62,7 +72,7 @@ def run(path: Path, mode: str, src: str | None = None) -> dict:
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "describe" if mode == "baseline" else mode],
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "whole" if mode == "baseline" else mode],
                          check=True, capture_output=True, text=True, env=env, cwd=src or None)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -77,7 +87,7 @@ def main() -> None:
     ap.add_argument("--file", default=None, help="reuse this Seren CSV (written there first if missing)")
     ap.add_argument("--baseline-src", default=None, help="also run describe from this source tree")
     a = ap.parse_args()
-    modes = ["arrow", "describe"] + (["baseline"] if a.baseline_src else [])
+    modes = ["arrow", "describe", "whole"] + (["baseline"] if a.baseline_src else [])
     with tempfile.TemporaryDirectory() as d:
         path = Path(a.file) if a.file else Path(d) / "seren_jobs.csv"
         if not path.exists():
@@ -92,11 +102,12 @@ def main() -> None:
     print(f"file rows={a.rows} size_mb={path.stat().st_size / 2**20 if a.file else float('nan'):.0f}")
     print(f"arrow read_csv table_mb={table_mb:.0f} peak_rss_mb={raw_peak:.0f} "
           f"seconds={min(r['seconds'] for r in arrow):.2f}")
-    for m, label in (("describe", "describe"), ("baseline", "baseline describe")):
+    for m, label in (("describe", "describe"), ("whole", "describe of the whole read"),
+                     ("baseline", "baseline describe")):
         if m not in got:
             continue
         peak = min(r["peak_rss_mb"] for r in got[m])
-        print(f"{label} jobs={got[m][0]['jobs']} peak_rss_mb={peak:.0f} "
+        print(f"{label} jobs={got[m][0]['jobs']} chunks={got[m][0].get('chunks', 0)} peak_rss_mb={peak:.0f} "
               f"import_rss_mb={got[m][0]['import_rss_mb']:.0f} seconds={min(r['seconds'] for r in got[m]):.2f} "
               f"cpu_s={min(r['cpu_s'] for r in got[m]):.2f}")
         print(f"  peak / arrow table = {peak / table_mb:.2f} (target <= 1.5); "

@@ -90,6 +90,12 @@ def test_whole_trace_columns_in_chunks_and_per_cluster_are_the_whole_computation
         np.testing.assert_array_equal(got[c].to_numpy(), want[c].to_numpy())
     np.testing.assert_array_equal(got[FREE_COLUMN].to_numpy(), free_at_submit(full))
     assert 0 < got[FREE_COLUMN].mean() < 1
+    # only some rows' values (a sample's): those rows of the whole computation
+    rows = np.sort(np.random.default_rng(0).choice(len(jobs), 700, replace=False))
+    some = P.whole_trace_columns(jobs, ["predictor", "queue"], {}, rows=rows)
+    assert list(some.columns) == list(got.columns) and len(some) == 700
+    for c in got.columns:
+        np.testing.assert_array_equal(some[c].to_numpy(), got[c].to_numpy()[rows])
 
 
 def test_memory_setting_sizes_the_sample():
@@ -102,6 +108,9 @@ def test_memory_setting_sizes_the_sample():
     rows = sample_rows_for(4.5e9, 10_000_000)
     assert 0 < rows and stream_memory_needed(10_000_000, rows) <= 4.5e9
     assert sample_rows_for(4.5e9, 1_000) == 1_000_000  # (the default cap; a trace of fewer jobs uses all)
+    # the fleet trace of docs/fit_scale.md (10M jobs) in 4 GB: the default sample
+    assert sample_rows_for(4e9, 10_000_000) == DEFAULT_SAMPLE_ROWS
+    assert stream_memory_needed(10_000_000, DEFAULT_SAMPLE_ROWS) <= 4e9
 
 
 def test_stratified_sample_is_proportional_and_seeded(streamed):
@@ -234,3 +243,53 @@ def test_cli_streamed_fit_bad_settings_are_one_error_line(tmp_path, fleet, capsy
     assert e.value.code == 2 and len(err) == 1 and err[0].startswith("error:")
     assert all(w in err[0] for w in words), err[0]
     assert not (tmp_path / "b").exists()
+
+
+@pytest.fixture(scope="module")
+def chain_fleet():
+    """Two clusters of tests/chain_trace.py (restart chains, bursts of evaluations) and a few left-truncated rows
+    (left out of the arrivals): the branches of the exact models' cross-job columns. (Every row has a submit
+    time: the reader quarantines a row without one.)"""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from chain_trace import chain_trace
+    finally:
+        sys.path.pop(0)
+    parts = []
+    for k, (name, seed) in enumerate((("Seren", 0), ("Kalos", 1))):
+        d = chain_trace(days=20.0, users=25, seed=seed).drop(columns="true_prev")
+        d["cluster"] = name
+        d["job_id"] = [f"{name}{i}" for i in range(len(d))]
+        parts.append(d)
+    # interleaved in time (a file per month holds both clusters' jobs in submission order)
+    jobs = pd.concat(parts, ignore_index=True).sort_values("submit_s", kind="stable").reset_index(drop=True)
+    jobs["left_truncated"] = False
+    jobs.loc[jobs.index[::97], "left_truncated"] = True
+    return jobs
+
+
+@pytest.mark.parametrize("params", [{}, {"arrival": {"restart_types": ("Pretrain",)}}])
+def test_exact_tables_per_cluster_give_the_whole_table_fits(chain_fleet, params):
+    """The exact models fitted on :func:`exact_frames` (chains and batches one cluster at a time, compact
+    dtypes, the restart model on the failed jobs only) are the models fitted on the whole table."""
+    from acmemodel.models import MODELS
+    from acmemodel.pipeline import exact_frames
+    from acmemodel.trace.stream import compact
+
+    tz = {"Seren": "+08:00", "Kalos": "+00:00"}
+    whole = chain_fleet
+    frames = exact_frames(compact(whole.copy()), ["restart", "arrival", "gpu_counts"], params)
+    assert len(frames["restart"]) == int((whole["analysis_state"] == "FAILED").sum())
+    assert frames["arrival"]["user"].dtype == object and frames["arrival"]["batch_id"].dtype.itemsize < 8
+    for m in ("restart", "arrival", "gpu_counts"):
+        want = MODELS[m](**params.get(m, {})).fit(whole, timezones=tz)
+        got = MODELS[m](**params.get(m, {})).fit(frames[m], timezones=tz)
+        assert json.dumps(got.to_dict(), sort_keys=True) == json.dumps(want.to_dict(), sort_keys=True), m
+        assert got.artifacts() == want.artifacts(), m
+    r = MODELS["restart"]().fit(whole, timezones=tz)
+    assert r.n_chains_ > 100 and not r.fallback_  # (the chains are exercised)
+    a = MODELS["arrival"]().fit(whole, timezones=tz)
+    assert a.n_restarts_excluded_ > 100 and any(c["bursty"] for c in a.cells_.values())

@@ -47,7 +47,14 @@ def describe_cmd(
 
     if rejects is not None and any(rejects.resolve() == Path(p).resolve() for p in (paths or [])):
         raise ValueError(f"--rejects: {rejects} is one of the input trace files; it would be overwritten")
-    trace = load_traces(paths, cluster)
+    trace = None
+    if rejects is None and paths and all(str(p) != "-" for p in paths):
+        from acmemodel.trace.stream import summarise_csv
+
+        # a large CSV input: read in chunks of lines, only describe's columns kept (the same document)
+        trace = summarise_csv(paths, cluster)
+    if trace is None:
+        trace = load_traces(paths, cluster)
     doc = describe(trace)
     for name, c in doc["clusters"].items():
         spec = trace.cluster_specs.get(name)

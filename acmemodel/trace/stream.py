@@ -320,3 +320,227 @@ def _concat(parts: list, n_rows: list) -> pd.DataFrame:
 def _read_part_args(args) -> Part:
     path, cluster, ext, drop = args
     return read_part(path, cluster, extracted_at=ext, drop=drop)
+
+
+# --- describe of a large CSV file, read in chunks of lines (issue 34) ----------------------------------------------
+
+#: ``describe`` reads the CSV files of an input of at least this many bytes in chunks (:func:`summarise_csv`);
+#: a smaller input is read whole (the same output)
+DESCRIBE_STREAM_BYTES = 64 << 20
+#: bytes of a CSV file per chunk (whole lines: about 130,000 AcmeTrace rows)
+CHUNK_BYTES = 16 << 20
+#: the job columns ``describe`` reads (:data:`acmemodel.describe._USED`)
+DESCRIBE_COLUMNS = ("cluster", "type", "state", "analysis_state", "gpu_num", "gpu_time_s", "is_gpu", "started",
+                    "run_censored", "run_s", "queue_s", "left_truncated")
+
+
+@dataclass
+class TraceSummary:
+    """What :func:`acmemodel.describe.describe` reads of a trace, as :func:`summarise_csv` gathers it chunk by
+    chunk: ``jobs`` (only :data:`DESCRIBE_COLUMNS`, the strings categorical with sorted categories), ``files``
+    (:class:`~acmemodel.trace.schema.FileInfo` per file), ``rejected_by_reason()`` and ``n_rejected`` (the
+    quarantine's counts; not its rows), ``inconsistencies``, ``value_problems``, ``warnings``,
+    ``extracted_at_s``, ``timezones``, ``cluster_specs``."""
+
+    jobs: pd.DataFrame
+    files: list
+    by_reason: dict
+    inconsistencies: dict
+    value_problems: dict
+    warnings: list
+    extracted_at_s: float | None
+    timezones: dict
+    cluster_specs: dict
+    chunks: int = 0
+
+    @property
+    def n_rejected(self) -> int:
+        return int(sum(self.by_reason.values()))
+
+    def rejected_by_reason(self) -> dict:
+        return dict(sorted(self.by_reason.items()))
+
+
+class _WholeRead(Exception):
+    """The input needs the whole read (something a chunk's read cannot give as the whole read does)."""
+
+
+def summarise_csv(paths, cluster: str | None = None, *, min_bytes: int = DESCRIBE_STREAM_BYTES,
+                  chunk_bytes: int = CHUNK_BYTES):
+    """The :class:`TraceSummary` of plain CSV trace files read in chunks of whole lines, each chunk through
+    :func:`acmemodel.trace.load_trace` (the same parsing, validation, quarantine and censoring), keeping of
+    each chunk's accepted jobs only :data:`DESCRIBE_COLUMNS` in compact dtypes: the memory of one chunk's read
+    plus about 40 bytes per job, not the whole job table. None when the input is better read whole (then
+    ``describe`` does that, with the same output): smaller than ``min_bytes``, a file that is not a plain
+    ``.csv``, that holds a quote (a quoted field may span lines), that has a cluster description (sidecar) or
+    no cluster known from ``cluster`` or its name; or when a chunk's read tells something that only the whole
+    read words the same way: a warning other than absent optional columns (blank lines, unknown types,
+    unusable values, ...), a job id seen in an earlier chunk (a duplicate across chunks), a chunk that cannot
+    be read. What is done across chunks is done as the whole read does it: the counts are summed; unfinished
+    jobs are censored at the latest timestamp of all files (a chunk with unfinished jobs whose own latest
+    timestamp is earlier is read again with it)."""
+    import tempfile
+
+    from acmemodel.errors import AcmeModelError
+    from acmemodel.trace.csvbytes import _is_gzip
+    from acmemodel.trace.files import _cluster_from_name, _cluster_name, _sniff_offset, file_cluster_spec
+    from acmemodel.trace.readers import expand_trace_paths
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    try:
+        files = expand_trace_paths([Path(p) for p in paths])
+    except (AcmeModelError, OSError, ValueError):
+        return None
+    if not files or any(not f.is_file() or f.suffix.lower() != ".csv" for f in files):
+        return None
+    if sum(f.stat().st_size for f in files) < min_bytes:
+        return None
+    names = []
+    for f in files:
+        if _is_gzip(f) or _holds_quote(f) or file_cluster_spec(f) is not None:
+            return None
+        cl = _cluster_name(cluster) if cluster is not None else _cluster_from_name(f)
+        if cl is None:
+            return None
+        names.append(cl)
+    try:
+        with tempfile.TemporaryDirectory(prefix="acmemodel_describe_") as tmp, _ReadAllocators():
+            return _summarise(files, names, Path(tmp), chunk_bytes, _sniff_offset)
+    except _WholeRead:
+        _trim()
+        return None
+
+
+def _holds_quote(path: Path, block: int = 1 << 24) -> bool:
+    """Whether the file holds a ``"``, read in blocks of 16 MiB (a memory map of the whole file would count
+    every page of it in the resident memory)."""
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(block)
+            if not b:
+                return False
+            if b'"' in b:
+                return True
+
+
+def _summarise(files, names, tmp: Path, chunk_bytes: int, sniff) -> TraceSummary:
+    from acmemodel.clusters import CLUSTER_TZ
+
+    chunks = []  # (file index, chunk path, Part-like record)
+    k = 0
+    for i, (f, cl) in enumerate(zip(files, names)):
+        off = sniff(f)
+        size = f.stat().st_size
+        with open(f, "rb") as src:
+            header = src.readline()
+            rest = b""
+            while True:
+                block = src.read(chunk_bytes)
+                data = rest + block
+                # whole lines; the file's last chunk takes its end (a last line without a newline included)
+                cut = data.rfind(b"\n") + 1 if block and src.tell() < size else len(data)
+                rest = data[cut:]
+                if cut:
+                    p = tmp / f"chunk{k:05d}.csv"
+                    p.write_bytes(header + data[:cut])
+                    if cl not in CLUSTER_TZ and sniff(p) != off:
+                        raise _WholeRead  # (a naive timestamp's zone as the whole file's: sniffed from its head)
+                    chunks.append([i, p, _read_chunk(p, f, cl, None)])
+                    k += 1
+                del data
+                if not block:
+                    break
+    # unfinished jobs are censored at the latest timestamp of the whole input
+    t_x = max((c[2]["latest"] for c in chunks), default=-np.inf)
+    for c in chunks:
+        if c[2]["unfinished"] and c[2]["latest"] < t_x:
+            c[2] = _read_chunk(c[1], files[c[0]], names[c[0]], float(t_x))
+    # a job id in two chunks of a cluster: the whole read quarantines the later one (not done here). Each
+    # chunk's hashed ids are distinct (a duplicate inside a chunk is its read's): one sort of them all
+    for cl in set(names):
+        ids = [c[2]["ids"] for c in chunks if names[c[0]] == cl]
+        n_ids = sum(len(h) for h in ids)
+        ids = np.sort(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
+        if len(ids) != n_ids or (len(ids) > 1 and not (ids[1:] != ids[:-1]).all()):
+            raise _WholeRead
+        del ids
+    for c in chunks:
+        c[2]["ids"] = None
+    from acmemodel.trace.schema import FileInfo
+
+    infos, by_reason, incons, problems, warn = [], {}, {}, {}, []
+    tzs: dict = {}
+    specs: dict = {}
+    for i, (f, cl) in enumerate(zip(files, names)):
+        mine = [c[2] for c in chunks if c[0] == i]
+        first = mine[0]["info"]
+        info = FileInfo(path=str(f), cluster=first.cluster, schema=first.schema,
+                        extra_columns=list(first.extra_columns), missing_optional=list(first.missing_optional),
+                        fast_path=all(m["info"].fast_path for m in mine))
+        for m in mine:
+            info.rows += m["info"].rows
+            info.accepted += m["info"].accepted
+            info.rejected += m["info"].rejected
+            for c, d in m["info"].value_problems.items():
+                for key, v in d.items():
+                    info.value_problems.setdefault(c, {})[key] = info.value_problems.get(c, {}).get(key, 0) + v
+        infos.append(info)
+        for w in mine[0]["warnings"]:
+            warn.append(w)
+        tzs.setdefault(info.cluster, mine[0]["timezone"])
+        # what the log says of its cluster (e.g. the partitions of an unknown cluster's jobs): the same in every
+        # chunk, else only the whole read words it as the whole file's
+        if any(m["spec"] != mine[0]["spec"] for m in mine):
+            raise _WholeRead
+        if mine[0]["spec"] is not None:
+            specs.setdefault(info.cluster, mine[0]["spec"])
+        for m in mine:
+            for key, v in m["by_reason"].items():
+                by_reason[key] = by_reason.get(key, 0) + v
+            for key, v in m["inconsistencies"].items():
+                incons[key] = incons.get(key, 0) + v
+    for info in infos:
+        for c, d in info.value_problems.items():
+            for key, v in d.items():
+                problems.setdefault(c, {})[key] = problems.get(c, {}).get(key, 0) + v
+    t_ext = max((c[2]["extracted_at_s"] for c in chunks if c[2]["extracted_at_s"] is not None), default=None)
+    parts, n_rows = [c[2]["jobs"] for c in chunks], [c[2]["n"] for c in chunks]
+    for c in chunks:
+        c[2]["jobs"] = None
+    jobs = _concat(parts, n_rows)
+    _trim()
+    return TraceSummary(jobs=jobs, files=infos, by_reason=by_reason, inconsistencies=incons,
+                        value_problems=problems, warnings=warn, extracted_at_s=t_ext, timezones=tzs,
+                        cluster_specs=specs, chunks=len(chunks))
+
+
+def _read_chunk(chunk: Path, original: Path, cluster: str, extracted_at) -> dict:
+    """One chunk through :func:`load_trace`: its compact :data:`DESCRIBE_COLUMNS` (:func:`_columns`), counts,
+    warnings (the chunk's file name replaced by the original's; :class:`_WholeRead` for any but absent optional
+    columns), hashed job ids, and what the censoring across chunks needs."""
+    from acmemodel.errors import AcmeModelError
+    from acmemodel.trace.readers import load_trace
+    from acmemodel.trace.schema import UNFINISHED_STATES
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = load_trace([chunk], cluster=cluster, extracted_at=extracted_at)
+    except AcmeModelError:
+        raise _WholeRead from None
+    warn = [w.replace(str(chunk), str(original)) for w in t.warnings]
+    if any(not (w.startswith(f"{original}: optional column(s) ") and w.count(str(original)) == 1) for w in warn):
+        raise _WholeRead
+    jobs = t.jobs
+    ids = pd.util.hash_array(jobs["job_id"].astype(str).to_numpy(object)) if len(jobs) else np.zeros(0, np.uint64)
+    has_unf = bool(jobs["state"].isin(UNFINISHED_STATES).any()) if len(jobs) else False
+    latest = float(np.nanmax(jobs[["submit_s", "start_s", "end_s"]].to_numpy(float))) if len(jobs) else -np.inf
+    out = {"jobs": _columns(compact(jobs[[c for c in DESCRIBE_COLUMNS if c in jobs.columns]].copy())),
+           "n": len(jobs), "info": t.files[0], "by_reason": t.rejected_by_reason(),
+           "inconsistencies": dict(t.inconsistencies), "warnings": warn, "timezone": t.timezones.get(cluster),
+           "spec": t.cluster_specs.get(cluster),
+           "extracted_at_s": t.extracted_at_s, "unfinished": has_unf, "latest": latest, "ids": np.unique(ids)}
+    del t, jobs
+    _trim()
+    return out
