@@ -800,8 +800,10 @@ def fit_streamed(trace, *, memory: float | None = None, sample_rows: int | None 
                              "every job kept with probability rows_sampled/rows (self-weighting)",
                    "sampled_models": sampled, "exact_models": exact})
     t = time.perf_counter()
+    # (one process: the memory setting bounds this process, and forked fits would add their work arrays beside it)
     bundle = fit_bundle(sample, trace.timezones, models=models, provenance=provenance, name=name, params=params,
-                        log=log, progress=progress, clusters=trace.cluster_specs, client=client, frames=frames)
+                        log=log, progress=progress, clusters=trace.cluster_specs, client=client, frames=frames,
+                        processes=1)
     stage["model fits"] = time.perf_counter() - t
     peaks["model fits"] = _peak_rss_mb()
     cpus["model fits"] = _cpu_seconds()
