@@ -69,12 +69,16 @@ def _normalise_job_ids(table):
     trim is skipped for them.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     col = table.column("job_id")
 
     def as_int(c):
         if c.null_count:
             return None
+        first = c.slice(0, 1)
+        if len(first) and not pc.all(pc.match_substring_regex(first, r"^[+-]?[0-9]+$")).as_py():
+            return None  # (not an integer literal: the cast below would fail, after reading every id)
         try:
             return np.asarray(c.cast(pa.int64()).to_numpy())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -354,20 +358,19 @@ def _iso_offset_times(col):
     if not present.any() or not (lens[present] == 25).all():
         return None
     data = np.frombuffer(data_buf, dtype=np.uint8)
-    b = data[off[:-1][present][:, None] + np.arange(25)].astype(np.int64)
+    b = data[off[:-1][present][:, None] + np.arange(25)]  # (uint8: one row of 25 bytes per value)
     seps = {4: 45, 7: 45, 10: 32, 13: 58, 16: 58, 22: 58}  # - - ' ' : : :
-    if not all((b[:, k] == v).all() for k, v in seps.items()) or not np.isin(b[:, 19], (43, 45)).all():
+    if not all((b[:, k] == v).all() for k, v in seps.items()) or not ((b[:, 19] == 43) | (b[:, 19] == 45)).all():
         return None
     digits = [k for k in range(25) if k not in seps and k != 19]
-    dg = b[:, digits] - 48
-    if not ((dg >= 0) & (dg <= 9)).all():
+    dg = b[:, digits]
+    if not ((dg >= 48) & (dg <= 57)).all():
         return None
-    b -= 48
 
     def num(a, n):  # the n-digit number at position a
         v = np.zeros(len(b), dtype=np.int64)
         for k in range(a, a + n):
-            v = v * 10 + b[:, k]
+            v = v * 10 + (b[:, k].astype(np.int64) - 48)
         return v
 
     y, mo, d, h, mi, sec, oh, om = (num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2), num(20, 2),
@@ -378,7 +381,7 @@ def _iso_offset_times(col):
             & (sec <= 59) & (oh <= 23) & (om <= 59)).all():
         return None
     days = ((y - 1970) * 12 + mo - 1).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64) + d - 1
-    sign = np.where(b[:, 19] == 45 - 48, -1, 1)
+    sign = np.where(b[:, 19] == 45, -1, 1)
     secs = days * 86400 + h * 3600 + mi * 60 + sec - sign * (oh * 3600 + om * 60)
     i8 = np.full(len(arr), _NAT, dtype=np.int64)
     i8[present] = secs * 1_000_000_000
