@@ -69,9 +69,8 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     in-process fit gives (tests/test_pipeline_dask.py), and the wall time is that of the slowest model.
 
     ``processes``: without a ``client``, the models are fitted in that many processes forked from this one
-    (Linux; the job table is shared with them copy-on-write, not copied), the most expensive first, and come
-    back as their bundle documents like the Dask tasks': the same bundle as one process, in about the slowest
-    model's time. Default :func:`default_processes` (the CPUs this process may use, at most 4; one process
+    (Linux; the job table is shared with them copy-on-write, not copied), the most expensive first, each fitted
+    model sent back whole: the same bundle as one process (in memory too), in about the slowest model's time. Default :func:`default_processes` (the CPUs this process may use, at most 4; one process
     below :data:`PARALLEL_MIN_JOBS` jobs, where a fork costs more than it saves, and where there is no fork).
     """
     from acmemodel.trace import Trace
@@ -174,10 +173,12 @@ _FORK_STATE: dict = {}
 
 
 def _fit_forked_document(m: str, params: dict) -> dict:
-    """One model's :func:`fit_model_document` in a forked process, on the table the parent left in
-    :data:`_FORK_STATE`."""
+    """One model's fit in a forked process, on the table the parent left in :data:`_FORK_STATE`: as
+    :func:`fit_model_document`, but the fitted model itself comes back (``"fitted"``, through the pool's pipe, at
+    full precision: the bundle in memory is the one-process fit's, not its saved and rounded document)."""
     st = _FORK_STATE
-    return fit_model_document(m, params, st["frames"].get(m, st["jobs"]), st["subsets"].get(m), st["timezones"])
+    model, out = _fit_task(m, params, st["frames"].get(m, st["jobs"]), st["subsets"].get(m), st["timezones"])
+    return {"fitted": model, **out}
 
 
 def _fit_forked(n_proc, jobs, timezones, names, params, subsets, provenance, name, log, progress, skips,
@@ -235,7 +236,7 @@ def _bundle_of_documents(docs: dict, names, provenance, jobs, clusters, name) ->
             notes[m] = {d["skipped"]: errors.DataWarning}
             warnings.warn(f"{m}: {d['skipped']}", errors.DataWarning, stacklevel=3)
             continue
-        fitted[m] = BaseModel.from_dict(d["model"], d["artifacts"])
+        fitted[m] = d["fitted"] if "fitted" in d else BaseModel.from_dict(d["model"], d["artifacts"])
         seconds[m] = d["seconds"]
         if d["notes"]:
             notes[m] = {text: getattr(errors, cat, UserWarning) for text, cat in d["notes"]}
@@ -247,6 +248,13 @@ def _bundle_of_documents(docs: dict, names, provenance, jobs, clusters, name) ->
 def fit_model_document(m: str, params: dict, jobs: pd.DataFrame, mask, timezones: dict) -> dict:
     """One model's fit as a worker task: the model's bundle document (``to_dict`` JSON and LightGBM text
     artifacts), its fit seconds and its warnings as ``(sentence, category name)`` pairs."""
+    model, out = _fit_task(m, params, jobs, mask, timezones)
+    return {"model": model.to_dict(), "artifacts": model.artifacts(), **out}
+
+
+def _fit_task(m: str, params: dict, jobs: pd.DataFrame, mask, timezones: dict):
+    """(fitted model, {"seconds", "notes"}) of one model fitted on ``jobs`` (rows ``mask``), its warnings recorded
+    as ``(sentence, category name)`` pairs."""
     import warnings
 
     from acmemodel.trace import Trace
@@ -257,9 +265,8 @@ def fit_model_document(m: str, params: dict, jobs: pd.DataFrame, mask, timezones
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _fit_one(model, Trace(jobs=data, rejected=pd.DataFrame(), timezones=dict(timezones)))
-    seconds = round(time.perf_counter() - t, 3)
-    return {"model": model.to_dict(), "artifacts": model.artifacts(), "seconds": seconds,
-            "notes": [(text, cat.__name__) for text, cat in _warning_sentences(caught).items()]}
+    return model, {"seconds": round(time.perf_counter() - t, 3),
+                   "notes": [(text, cat.__name__) for text, cat in _warning_sentences(caught).items()]}
 
 
 def _release_memory() -> None:

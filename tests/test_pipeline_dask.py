@@ -1,6 +1,7 @@
 """``fit_bundle`` on a Dask cluster (one task per model) gives the bundle the in-process fit gives."""
 import json
 
+import numpy as np
 import pytest
 
 from acmemodel.evaluation.synthetic import synthetic_jobs
@@ -78,6 +79,9 @@ def test_forked_fit_equals_one_process_fit():
         two = fit_bundle(jobs, tz, models=names, processes=2)
     assert list(two.models) == list(one.models) and "queue" not in two.models
     assert _models_doc(two) == _models_doc(one)
+    # in memory too (the fitted models themselves come back, at full precision)
+    levels = np.linspace(0.01, 0.99, 25)
+    assert np.array_equal(two["runtime"].quantile(levels, cluster="Seren"), one["runtime"].quantile(levels, cluster="Seren"))
     assert two.provenance["fit_notes"] == one.provenance["fit_notes"]
     assert set(two.provenance["fit_seconds"]) == set(one.provenance["fit_seconds"])
     assert sorted(str(w.message) for w in two_caught) == sorted(str(w.message) for w in one_caught)
