@@ -85,10 +85,6 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     if unknown:
         raise ValueError(f"params/subsets name models that are not fitted: {sorted(unknown)}")
     trace = Trace(jobs=jobs, rejected=pd.DataFrame(), timezones=dict(timezones or {}))
-    import warnings
-
-    from acmemodel.errors import DataWarning
-
     skips = {"queue": _no_recorded_waits(frames.get("queue", jobs))} if "queue" in names else {}
     skips = {m: why for m, why in skips.items() if why}
     if client is not None:
@@ -98,42 +94,26 @@ def fit_bundle(jobs: pd.DataFrame, timezones: dict[str, str] | None = None, *,
     if n_proc > 1 and len([m for m in names if m not in skips]) > 1 and _can_fork():
         return _fit_forked(n_proc, jobs, trace.timezones, names, params, subsets, provenance, name, log, progress,
                            skips, explicit=models is not None, clusters=clusters, frames=frames)
-    fitted, seconds, notes = {}, {}, {}
+    docs = {m: {"skipped": why} for m, why in skips.items()}  # (e.g. unknown waits are missing, never zeros)
     for i, m in enumerate(names):
         if progress is not None:
             progress(i, len(names), f"fitting {m}")
-        if m in skips:  # e.g. unknown waits are missing, never zeros: nothing to fit
-            notes[m] = {skips[m]: DataWarning}
-            warnings.warn(f"{m}: {skips[m]}", DataWarning, stacklevel=2)
+        if m in skips:
             continue
-        t = time.perf_counter()
-        model = builders[m](**params.get(m, {}))
-        mj = frames.get(m, jobs)
-        data = Trace(jobs=mj, rejected=pd.DataFrame(), timezones=trace.timezones) if m not in subsets else Trace(
-            jobs=mj[subsets[m]].reset_index(drop=True), rejected=pd.DataFrame(), timezones=trace.timezones)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                fitted[m] = _fit_one(model, data)
-            except ValueError as e:  # the trace cannot inform this model (e.g. no failed job)
-                if models is not None:  # asked for by name: the error is the answer
-                    raise
-                why = _not_fitted(e)
-                notes[m] = {why: DataWarning}
-                warnings.warn(f"{m}: {why}", DataWarning, stacklevel=2)
-                continue
-        seconds[m] = round(time.perf_counter() - t, 3)
+        try:
+            model, out = _fit_task(m, params.get(m, {}), frames.get(m, jobs), subsets.get(m), trace.timezones)
+        except ValueError as e:  # the trace cannot inform this model (e.g. no failed job)
+            if models is not None:  # asked for by name: the error is the answer
+                raise
+            docs[m] = {"skipped": _not_fitted(e)}
+            continue
+        docs[m] = {"fitted": model, **out}
         _release_memory()
-        sentences = _warning_sentences(caught)
-        if sentences:
-            notes[m] = sentences
-        for text, category in sentences.items():  # one warning per distinct message, not one per call
-            warnings.warn(f"{m}: {text}", category, stacklevel=2)
         if log:
-            log(f"fitted {m} in {seconds[m]:.1f} s")
+            log(f"fitted {m} in {out['seconds']:.1f} s")
     if progress is not None:
         progress(len(names), len(names), "fitted")
-    return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
+    return _bundle_of_documents(docs, names, provenance, jobs, clusters, name)
 
 
 #: models in the order a parallel fit submits them: the slowest first (CPU seconds of a 1M-job trace: predictor
@@ -238,10 +218,11 @@ def _bundle_of_documents(docs: dict, names, provenance, jobs, clusters, name) ->
             continue
         fitted[m] = d["fitted"] if "fitted" in d else BaseModel.from_dict(d["model"], d["artifacts"])
         seconds[m] = d["seconds"]
-        if d["notes"]:
-            notes[m] = {text: getattr(errors, cat, UserWarning) for text, cat in d["notes"]}
-        for text, category in notes.get(m, {}).items():
-            warnings.warn(f"{m}: {text}", category if isinstance(category, type) else UserWarning, stacklevel=3)
+        if d["notes"]:  # (a category by name from a Dask worker's document)
+            notes[m] = {text: cat if isinstance(cat, type) else getattr(errors, cat, UserWarning)
+                        for text, cat in d["notes"]}
+        for text, category in notes.get(m, {}).items():  # one warning per distinct message, not one per call
+            warnings.warn(f"{m}: {text}", category, stacklevel=3)
     return Bundle(fitted, provenance=_provenance(provenance, seconds, notes, jobs, clusters), name=name)
 
 
@@ -249,12 +230,13 @@ def fit_model_document(m: str, params: dict, jobs: pd.DataFrame, mask, timezones
     """One model's fit as a worker task: the model's bundle document (``to_dict`` JSON and LightGBM text
     artifacts), its fit seconds and its warnings as ``(sentence, category name)`` pairs."""
     model, out = _fit_task(m, params, jobs, mask, timezones)
-    return {"model": model.to_dict(), "artifacts": model.artifacts(), **out}
+    return {"model": model.to_dict(), "artifacts": model.artifacts(), "seconds": out["seconds"],
+            "notes": [(text, cat.__name__) for text, cat in out["notes"]]}
 
 
 def _fit_task(m: str, params: dict, jobs: pd.DataFrame, mask, timezones: dict):
     """(fitted model, {"seconds", "notes"}) of one model fitted on ``jobs`` (rows ``mask``), its warnings recorded
-    as ``(sentence, category name)`` pairs."""
+    as ``(sentence, category)`` pairs, one per distinct message."""
     import warnings
 
     from acmemodel.trace import Trace
@@ -265,8 +247,7 @@ def _fit_task(m: str, params: dict, jobs: pd.DataFrame, mask, timezones: dict):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _fit_one(model, Trace(jobs=data, rejected=pd.DataFrame(), timezones=dict(timezones)))
-    return model, {"seconds": round(time.perf_counter() - t, 3),
-                   "notes": [(text, cat.__name__) for text, cat in _warning_sentences(caught).items()]}
+    return model, {"seconds": round(time.perf_counter() - t, 3), "notes": list(_warning_sentences(caught).items())}
 
 
 def _release_memory() -> None:

@@ -220,7 +220,7 @@ def _law_fingerprint(law):
             h.update(f"d{len(x)}{{".encode())
             return all(feed(str(k), depth + 1) and feed(v, depth + 1) for k, v in sorted(x.items(), key=lambda kv: str(kv[0])))
         state = getattr(x, "__dict__", None)
-        if state is None or callable(x) and not hasattr(x, "__dict__"):
+        if state is None:
             return False
         h.update(f"o{type(x).__module__}.{type(x).__qualname__}".encode())
         return feed(state, depth + 1)

@@ -84,7 +84,7 @@ def _normalise_job_ids(table):
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
 
-    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+    if _is_text(col):
         ints = as_int(col)
         if ints is not None:
             return table, ints

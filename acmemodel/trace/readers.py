@@ -52,6 +52,18 @@ def expand_trace_paths(paths, format: str = "acmetrace") -> list[Path]:
     return out
 
 
+def cluster_per_file(cluster, n_files: int) -> list:
+    """The cluster name of each of ``n_files`` files: ``cluster`` (one name, or None: each file's own) for every
+    file, or one name per file; names checked (``_cluster_name``)."""
+    if cluster is None or isinstance(cluster, str):
+        clusters = [cluster] * n_files
+    else:
+        clusters = list(cluster)
+        if len(clusters) != n_files:
+            raise ValueError(f"cluster: {len(clusters)} names for {n_files} files")
+    return [None if c is None else _cluster_name(c) for c in clusters]
+
+
 def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: str | Sequence[str] | None = None,
                *, format: str = "acmetrace", timezone: str | None = None, extracted_at=None,
                type_map=None, origin=None) -> Trace:
@@ -105,13 +117,7 @@ def load_trace(paths: str | os.PathLike | Iterable[str | os.PathLike], cluster: 
     paths = expand_trace_paths(paths, format)
     if not paths:
         raise TraceFormatError("load_trace: no trace files given")
-    if cluster is None or isinstance(cluster, str):
-        clusters = [cluster] * len(paths)
-    else:
-        clusters = list(cluster)
-        if len(clusters) != len(paths):
-            raise ValueError(f"cluster: {len(clusters)} names for {len(paths)} files")
-    clusters = [None if c is None else _cluster_name(c) for c in clusters]
+    clusters = cluster_per_file(cluster, len(paths))
 
     frames, rejects, infos, extras, type_counts, int_ids = [], [], [], [], [], []
     warn: list[str] = []

@@ -209,21 +209,14 @@ def stream_trace(paths, cluster: str | Sequence[str] | None = None, *, extracted
     ``drop``: columns not kept; ``map_fn(function, paths, clusters)`` → parts in order (default: in this
     process, one file at a time); ``progress(done, total)`` after each file (in-process only)."""
     from acmemodel.errors import TraceFormatError
-    from acmemodel.trace.files import _cluster_name
-    from acmemodel.trace.readers import expand_trace_paths
+    from acmemodel.trace.readers import cluster_per_file, expand_trace_paths
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = expand_trace_paths([Path(p) for p in paths])
     if not files:
         raise TraceFormatError("no trace files given")
-    if cluster is None or isinstance(cluster, str):
-        clusters = [cluster] * len(files)
-    else:
-        clusters = list(cluster)
-        if len(clusters) != len(files):
-            raise ValueError(f"cluster: {len(clusters)} names for {len(files)} files")
-    clusters = [None if c is None else _cluster_name(c) for c in clusters]
+    clusters = cluster_per_file(cluster, len(files))
 
     def read_all(which, ext):
         if map_fn is not None:
