@@ -130,13 +130,17 @@ def default_processes(n_jobs: int) -> int:
     :data:`MAX_DEFAULT_PROCESSES`, for a trace of at least :data:`PARALLEL_MIN_JOBS` jobs; else 1."""
     if n_jobs < PARALLEL_MIN_JOBS:
         return 1
+    return max(1, min(_cpus(), MAX_DEFAULT_PROCESSES))
+
+
+def _cpus() -> int:
+    """The CPUs this process may use."""
     import os
 
     try:
-        n = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(int(n), MAX_DEFAULT_PROCESSES))
+        return os.cpu_count() or 1
 
 
 def _can_fork() -> bool:
@@ -155,8 +159,13 @@ _FORK_STATE: dict = {}
 def _fit_forked_document(m: str, params: dict) -> dict:
     """One model's fit in a forked process, on the table the parent left in :data:`_FORK_STATE`: as
     :func:`fit_model_document`, but the fitted model itself comes back (``"fitted"``, through the pool's pipe, at
-    full precision: the bundle in memory is the one-process fit's, not its saved and rounded document)."""
+    full precision: the bundle in memory is the one-process fit's, not its saved and rounded document). The
+    process's LightGBM threads are capped at its share of the CPUs (:func:`~acmemodel.models.lgbm_text.limit_threads`:
+    the same trees, without two processes' threads contending for the same cores)."""
+    from acmemodel.models.lgbm_text import limit_threads
+
     st = _FORK_STATE
+    limit_threads(max(1, _cpus() // st["processes"]))
     model, out = _fit_task(m, params, st["frames"].get(m, st["jobs"]), st["subsets"].get(m), st["timezones"])
     return {"fitted": model, **out}
 
@@ -168,13 +177,15 @@ def _fit_forked(n_proc, jobs, timezones, names, params, subsets, provenance, nam
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     todo = [m for m in _by_cost(names) if m not in skips]
-    _FORK_STATE.update(jobs=jobs, frames=dict(frames or {}), subsets=dict(subsets or {}), timezones=dict(timezones))
+    n_proc = min(n_proc, len(todo))
+    _FORK_STATE.update(jobs=jobs, frames=dict(frames or {}), subsets=dict(subsets or {}), timezones=dict(timezones),
+                       processes=n_proc)
     docs = {m: {"skipped": why} for m, why in skips.items()}
     try:
-        with ProcessPoolExecutor(min(n_proc, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(n_proc, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = {pool.submit(_fit_forked_document, m, params.get(m, {})): m for m in todo}
             if progress is not None:
-                progress(0, len(names), f"fitting {', '.join(todo)} in {min(n_proc, len(todo))} processes")
+                progress(0, len(names), f"fitting {', '.join(todo)} in {n_proc} processes")
             for i, fut in enumerate(as_completed(futures)):
                 _take_document(docs, futures[fut], fut, explicit, log)
                 if progress is not None:

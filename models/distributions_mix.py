@@ -174,10 +174,24 @@ def _lse_rows(e: np.ndarray) -> np.ndarray:
 _CV_BLOCK = 128
 
 
-def _cv_scores(d: np.ndarray, ch: np.ndarray, hs, m: int) -> list[float]:
+def _cv_scores(y: np.ndarray, ch: np.ndarray, atoms: np.ndarray, hs) -> list[float]:
     """Mean held-out log-likelihood (without the Jacobian ``−log x``, the same for every bandwidth) of the
-    kernel law with bandwidth ``h`` for each ``h`` of ``hs``; ``d``: held-out log values minus the ``m`` atoms
-    (rows × atoms), ``ch``: censored rows (they score ``log S``). ``−inf`` when a value has no likelihood."""
+    kernel law on ``atoms`` with bandwidth ``h`` for each ``h`` of ``hs``; ``y``: held-out log values, ``ch``:
+    censored ones (they score ``log S``). ``−inf`` when a value has no likelihood. Tied values (whole-second
+    data) are scored once and weighted by their count: the same mean up to the order of its sum."""
+    key, cnt = np.unique(np.c_[y, ch], axis=0, return_counts=True)
+    if key.shape[0] < 0.9 * y.size:
+        y, ch, w = key[:, 0], key[:, 1].astype(bool), cnt.astype(float)
+    else:
+        w = None
+    ll = _cv_matrix(y[:, None] - atoms, ch, hs, atoms.size)
+    return [(float(r.mean()) if w is None else float(r @ w) / float(w.sum())) if np.all(np.isfinite(r)) else -np.inf
+            for r in ll]
+
+
+def _cv_matrix(d: np.ndarray, ch: np.ndarray, hs, m: int) -> np.ndarray:
+    """Held-out log-likelihood rows of :func:`_cv_scores` (one per bandwidth of ``hs``): ``d``, the held-out
+    log values minus the ``m`` atoms (rows × atoms); ``ch``, the censored rows."""
     ll = np.empty((len(hs), len(d)))
     anyc = bool(ch.any())
     for i in range(0, len(d), _CV_BLOCK):
@@ -191,7 +205,7 @@ def _cv_scores(d: np.ndarray, ch: np.ndarray, hs, m: int) -> list[float]:
             out[~cb] = _lse_rows(-0.5 * z[~cb] ** 2) - math.log(m * hf) - 0.5 * _LOG_2PI
             if cb.any():
                 out[cb] = _lse_rows(special.log_ndtr(-z[cb])) - math.log(m)
-    return [float(r.mean()) if np.all(np.isfinite(r)) else -np.inf for r in ll]
+    return ll
 
 
 #: rows of points × atoms the kernel family's log-density evaluates at a time (cache-sized blocks)
@@ -392,9 +406,8 @@ class Empirical(Family):
         if cv and x.size >= cls.CV_MIN_N and not c[~hold].all() and not c[hold].all():
             # likelihood cross-validation of the bandwidth factor (class docstring)
             t_atoms, t_h = cls._atoms(x[~hold], c[~hold], max_atoms)
-            d, ch = np.log(x[hold])[:, None] - t_atoms, c[hold]
-            score = dict(zip(cls.CV_FACTORS, _cv_scores(d, ch, [max(f * t_h, h_floor) for f in cls.CV_FACTORS],
-                                                        t_atoms.size)))
+            score = dict(zip(cls.CV_FACTORS, _cv_scores(np.log(x[hold]), c[hold], t_atoms,
+                                                        [max(f * t_h, h_floor) for f in cls.CV_FACTORS])))
             f = max(cls.CV_FACTORS, key=score.get)
         out = cls(atoms=atoms, h=max(f * h, h_floor))
         out.factor_ = f

@@ -1,6 +1,7 @@
 """The shortcuts that keep a large fit cheap give what the direct computations give (docs/performance.md)."""
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import special
 
 from acmemodel.models.cells import CellTable, _key_categorical
@@ -84,21 +85,32 @@ def test_pruned_ks_is_the_full_supremum():
     assert cell.ks == ks_distance(xk, _OnceCdf.of_cell(cell))  # (the unpruned computation of the fit)
 
 
-def test_bandwidth_cv_in_blocks_equals_whole_matrix():
+def test_bandwidth_cv_in_blocks_and_on_tied_values_equals_whole_matrix():
+    """The bandwidth CV's score in cache-sized blocks equals the whole matrix's; on whole-second data (ties,
+    scored once with their counts) it equals the mean over every value to rounding."""
     from acmemodel.models.distributions_mix import _cv_scores, _lse_rows
     from acmemodel.models.family import _LOG_2PI
 
     rng = np.random.default_rng(4)
     atoms = np.sort(rng.normal(3, 2, 200))
-    for n, frac in ((1000, 0.0), (1000, 0.1), (37, 0.3)):
-        d, ch = rng.normal(3, 2, n)[:, None] - atoms, rng.random(n) < frac
+    for n, frac, whole in ((1000, 0.0, False), (1000, 0.1, False), (37, 0.3, False), (3000, 0.0, True),
+                           (3000, 0.2, True)):
+        y = rng.normal(3, 2, n)
+        if whole:
+            y = np.log(np.round(np.exp(y)) + 1.0)
+        ch = rng.random(n) < frac
+        d = y[:, None] - atoms
         for h in (0.05, 0.4):
             z = d / h
             ll = np.empty(n)
             ll[~ch] = _lse_rows(-0.5 * z[~ch] ** 2) - np.log(atoms.size * h) - 0.5 * _LOG_2PI
             if ch.any():
                 ll[ch] = _lse_rows(special.log_ndtr(-z[ch])) - np.log(atoms.size)
-            assert _cv_scores(d, ch, [h], atoms.size) == [float(ll.mean())]
+            got = _cv_scores(y, ch, atoms, [h])
+            if whole:
+                assert got == pytest.approx([float(ll.mean())], rel=1e-12)
+            else:
+                assert got == [float(ll.mean())]
 
 
 def test_predictor_boosters_share_one_dataset():

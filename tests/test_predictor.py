@@ -280,3 +280,22 @@ def test_training_cap_keeps_each_stratum_s_share_and_is_reported():
     assert again.train_sample_ == ts
     with pytest.raises(ValueError, match="max_train_jobs"):
         RuntimePredictor(max_train_jobs=5).fit(jobs)
+
+
+def test_thread_count_and_cap_leave_the_trees_unchanged(data, monkeypatch):
+    """The LightGBM thread count is a resource, not a model setting: 1, 2 and 4 threads (and a process cap of
+    one thread, as the forked fit sets) give the same trees; the cap bounds the threads a training asks for."""
+    import acmemodel.models.predictor as P
+    from acmemodel.models import lgbm_text
+
+    monkeypatch.setattr(P, "PARALLEL_MIN_ROWS", 100)  # (threads on this small training set too)
+    texts = []
+    for n_jobs, cap in ((1, None), (2, None), (4, None), (2, 1)):
+        lgbm_text.limit_threads(cap)
+        try:
+            m = RuntimePredictor(n_estimators=30, n_jobs=n_jobs).fit(data[0])
+            assert m._lgb_params(0.5, 10_000)["num_threads"] == (min(n_jobs, cap) if cap else n_jobs)
+        finally:
+            lgbm_text.limit_threads(None)
+        texts.append({q: b.model_to_string().split("parameters:")[0] for q, b in m.boosters_.items()})
+    assert all(t == texts[0] for t in texts[1:])
