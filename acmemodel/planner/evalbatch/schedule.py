@@ -191,6 +191,8 @@ def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRule
     ``overheads.coupled_packing``:
 
     * ``"submission"`` — one trial per dataset in the batch's order (a toolkit's naive partitioner);
+    * ``"random"`` — one trial per dataset, in the batch's order here; :func:`simulate_coupled` then runs
+      ``overheads.coupled_orders`` random permutations of them (:func:`coupled_submission_orders`);
     * ``"toolkit"`` — datasets with ``generate_s < merge_below_s`` merged shortest first into groups
       reaching it, then every trial by size (its generation time) largest first — the toolkit knows the
       datasets' sizes, not their metric times;
@@ -202,7 +204,7 @@ def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRule
     """
     ds = batch.datasets
     n = len(batch)
-    if overheads.coupled_packing == "submission":
+    if overheads.coupled_packing in ("submission", "random"):
         return [[d] for d in ds]
     if overheads.coupled_packing == "opencompass":
         cap = OPENCOMPASS_MAX_TASK_S
@@ -235,6 +237,20 @@ def coupled_tasks(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRule
     return [[ds[i] for i in t] for t in order]
 
 
+def coupled_submission_orders(batch: EvalBatch, overheads: EvalOverheads, rules: PackingRules | None = None
+                              ) -> list[list[list]]:
+    """The coupled baseline's submissions to simulate: one task list (:func:`coupled_tasks`), or for
+    ``coupled_packing="random"`` ``coupled_orders`` random permutations of the one-dataset trials
+    (``numpy.random.default_rng(0)``; the first is the listing order itself only by chance)."""
+    tasks = coupled_tasks(batch, overheads, rules)
+    if overheads.coupled_packing != "random":
+        return [tasks]
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [[tasks[i] for i in rng.permutation(len(tasks))] for _ in range(overheads.coupled_orders)]
+
+
 def _by_dataset(results: dict) -> dict:
     """Results per dataset: a split dataset is done when its last shard's metric is."""
     out: dict[str, float] = {}
@@ -249,15 +265,38 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
     """The coupled policy (see the module docstring): FIFO to the lowest free GPU, fluid sharing of each
     node's storage link by concurrent loads, the GPU held through all phases. ``overheads`` (default
     :meth:`EvalOverheads.ideal`): the trials' start-up after the load (carved out of the set-up) and
-    the toolkit's packing (:func:`coupled_tasks`; a merged trial loads and starts once, then prepares
-    and generates its datasets in turn, then scores them)."""
+    the baseline's packing (:func:`coupled_tasks`; a merged trial loads and starts once, then prepares
+    and generates its datasets in turn, then scores them).
+
+    With ``coupled_packing="random"`` the batch is run in ``coupled_orders`` random submission orders
+    (:func:`coupled_submission_orders`) and the schedule returned is the order with the median makespan;
+    its ``candidates`` hold the spread over the orders (``orders min/p10/median/mean/p90/max``, seconds).
+    With ``nodes·gpus_per_node >= `` the number of trials every trial starts at once and the order only
+    decides which trials share the last, partly filled node's link, so the listing order alone is run."""
     hw = (hardware or EvalHardware()).validate()
     ov = (overheads or EvalOverheads.ideal()).validate()
     nodes = check_nodes(nodes)
+    if ov.coupled_packing == "random" and nodes * hw.gpus_per_node < len(batch):
+        runs = [_coupled_run(t, nodes, hw, ov) for t in coupled_submission_orders(batch, ov, rules)]
+        spans = sorted(r.makespan_s for r in runs)
+        import numpy as np
+
+        best = sorted(runs, key=lambda r: r.makespan_s)[len(runs) // 2]
+        best.packing = f"random order (median of {len(runs):,})"
+        best.candidates = {"orders min": spans[0], "orders p10": float(np.percentile(spans, 10)),
+                           "orders median": best.makespan_s, "orders mean": float(np.mean(spans)),
+                           "orders p90": float(np.percentile(spans, 90)), "orders max": spans[-1]}
+        return best
+    out = _coupled_run(coupled_tasks(batch, ov, rules), nodes, hw, ov)
+    out.packing = "listing order" if ov.coupled_packing in ("random", "submission") else ov.coupled_packing
+    return out
+
+
+def _coupled_run(tasks: list, nodes: int, hw: EvalHardware, ov: EvalOverheads) -> BatchSchedule:
+    """One coupled run of ``tasks`` (lists of dataset parts) in submission order."""
     gpn = hw.gpus_per_node
     G = nodes * gpn
     B, M = hw.storage_bytes_s, hw.model_bytes
-    tasks = coupled_tasks(batch, ov, rules)
     queue = list(range(len(tasks)))[::-1]          # pop() gives submission order
     free = list(range(G))                            # heap of free GPU ids
     heapq.heapify(free)
@@ -423,7 +462,7 @@ def _run_decoupled(per_gpu: dict[int, list[_Trial]], nodes: int, hw: EvalHardwar
     pools = {n: [0.0] * ov.metric_slots(hw) for n in range(nodes)}
     for ready, n, name, met in sorted(metric_jobs):
         slot_free = heapq.heappop(pools[n])
-        s = max(ready, slot_free)
+        s = max(ready + ov.metric_queue_s, slot_free)   # the cluster's CPU queue, then a node slot
         heapq.heappush(pools[n], s + met)
         intervals.append(Interval(-1, n, name, "metric", s, s + met))
         results[name] = s + met
@@ -448,10 +487,13 @@ def _greedy(trials: list[_Trial], order: list[int], hw: EvalHardware, ov: EvalOv
 
 
 def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None = None,
-                       rules: PackingRules | None = None, overheads: EvalOverheads | None = None) -> BatchSchedule:
+                       rules: PackingRules | None = None, overheads: EvalOverheads | None = None,
+                       coupled: BatchSchedule | None = None) -> BatchSchedule:
     """The decoupled policy (module docstring): precursor per node, GPU held for copy + generation only,
-    metrics on the node's CPU pool; the packing with the shortest predicted makespan among the paper's
-    round-robin rule, greedy list scheduling and the coupled run's assignment."""
+    metrics queued ``metric_queue_s`` for the cluster's CPU pool then run on the node's slots; the
+    packing with the shortest predicted makespan among the paper's round-robin rule, greedy list
+    scheduling and the coupled run's assignment (``coupled``: that run, if already simulated with the
+    same inputs)."""
     hw = (hardware or EvalHardware()).validate()
     ov = (overheads or EvalOverheads.ideal()).validate()
     nodes = check_nodes(nodes)
@@ -468,7 +510,8 @@ def simulate_decoupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | No
         rr[order[k % G]].append(tr)
     cands["round-robin"] = rr
     cands["greedy"] = _greedy(trials, order, hw, ov)
-    coupled = simulate_coupled(batch, nodes, hw, ov, rules)
+    if coupled is None:
+        coupled = simulate_coupled(batch, nodes, hw, ov, rules)
     cands["coupled-assignment"] = {
         g: [_Trial(d.name, [(d.name, d.preprocess_s, d.generate_s, d.metric_s)]) for d in parts]
         for g, parts in coupled.assignment.items()}
