@@ -15,8 +15,8 @@ import pandas as pd
 
 from acmemodel.errors import ConfigError
 from acmemodel.planner.evalbatch.inputs import (
-    Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes,
-    default_batch,
+    OVERHEAD_SOURCES, Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules,
+    check_nodes, default_batch,
 )
 from acmemodel.planner.evalbatch.schedule import (
     BatchSchedule, Interval, coupled_tasks, pack_trials, simulate_coupled, simulate_decoupled,
@@ -38,7 +38,7 @@ class EvalPlanConfig:
         packing: {merge_below: 60s, split_above: auto, long_metric: 5m}
         overheads: {trial_startup_s: 8s, metric_threads: 16, cpu_threads_per_node: 128,
                     metric_queue_s: 88.4s, precursor_efficiency: 1.0, coupled_packing: random,
-                    coupled_orders: 101}   # EvalOverheads (each value's source in its docstring)
+                    coupled_orders: 401}   # EvalOverheads (each value's source in its docstring)
                                       # coupled_packing: random | submission | toolkit | opencompass
         nodes: [1, 4]
         policy: both                  # coupled | decoupled | both
@@ -140,7 +140,9 @@ class EvalPlanResult:
     def to_dict(self) -> dict:
         cfg = self.config
         return {"datasets": len(cfg.batch), "source": cfg.batch.source, "hardware": asdict(cfg.hardware),
-                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads), "nodes": cfg.nodes,
+                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads),
+                "overheads_metric_slots_per_node": cfg.overheads.metric_slots(cfg.hardware),
+                "overheads_sources": dict(OVERHEAD_SOURCES), "nodes": cfg.nodes,
                 "policy": cfg.policy,
                 "schedules": [s.to_dict() for _, s in sorted(self.schedules.items(), key=lambda kv: (kv[0][1],
                                                                                                    kv[0][0]))],

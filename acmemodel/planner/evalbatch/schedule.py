@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from acmemodel.errors import ConfigError
 from acmemodel.planner.evalbatch.inputs import EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes
@@ -178,6 +178,10 @@ def _gpu_node(g: int, gpn: int) -> int:
 OPENCOMPASS_MAX_TASK_S = 40000.0 / (164 * 20) * 113.8
 
 
+#: at most this many (trials × nodes × orders) steps for the ``"random"`` coupled baseline's orders
+COUPLED_ORDER_BUDGET = 700_000
+
+
 def _shard(d, j: int, k: int):
     """Part ``j`` (1-based) of ``k`` equal parts of dataset ``d`` (phase times divided evenly)."""
     if k == 1:
@@ -272,11 +276,19 @@ def simulate_coupled(batch: EvalBatch, nodes: int, hardware: EvalHardware | None
     (:func:`coupled_submission_orders`) and the schedule returned is the order with the median makespan;
     its ``candidates`` hold the spread over the orders (``orders min/p10/median/mean/p90/max``, seconds).
     With ``nodes·gpus_per_node >= `` the number of trials every trial starts at once and the order only
-    decides which trials share the last, partly filled node's link, so the listing order alone is run."""
+    decides which trials share the last, partly filled node's link, so the listing order alone is run.
+    One run costs about 3 µs per trial and node, so at most :data:`COUPLED_ORDER_BUDGET` trial·node
+    steps are spent on the orders (about 2 s): a batch too large for ``coupled_orders`` runs the largest
+    odd number of orders that fits (at least one), named in ``packing``."""
     hw = (hardware or EvalHardware()).validate()
     ov = (overheads or EvalOverheads.ideal()).validate()
     nodes = check_nodes(nodes)
     if ov.coupled_packing == "random" and nodes * hw.gpus_per_node < len(batch):
+        k = ov.coupled_orders
+        budget = COUPLED_ORDER_BUDGET // (len(batch) * nodes)
+        if k > budget:          # a very large batch: fewer orders (odd), named in ``packing``
+            k = max(1, budget - (1 - budget % 2))
+            ov = replace(ov, coupled_orders=k)
         runs = [_coupled_run(t, nodes, hw, ov) for t in coupled_submission_orders(batch, ov, rules)]
         spans = sorted(r.makespan_s for r in runs)
         import numpy as np
@@ -300,7 +312,7 @@ def _coupled_run(tasks: list, nodes: int, hw: EvalHardware, ov: EvalOverheads) -
     queue = list(range(len(tasks)))[::-1]          # pop() gives submission order
     free = list(range(G))                            # heap of free GPU ids
     heapq.heapify(free)
-    loads: dict[int, list] = {n: [] for n in range(nodes)}   # node -> [[remaining bytes, gpu, task, t0]]
+    loads: dict[int, list] = {}      # node with loads in flight -> [[remaining bytes, gpu, task, t0]]
     timers: list = []                                # heap of (end time, seq, gpu)
     seq = 0
     intervals, results = [], {}
@@ -315,7 +327,7 @@ def _coupled_run(tasks: list, nodes: int, hw: EvalHardware, ov: EvalOverheads) -
             k = queue.pop()
             trial_start[g] = now
             assignment.setdefault(g, []).extend(tasks[k])
-            loads[_gpu_node(g, gpn)].append([M, g, k, now])
+            loads.setdefault(_gpu_node(g, gpn), []).append([M, g, k, now])
 
     def run_task(g, k, t_loaded):
         """Phases after the load (no shared resource): start-up, then preprocess + generate of each
@@ -340,22 +352,24 @@ def _coupled_run(tasks: list, nodes: int, hw: EvalHardware, ov: EvalOverheads) -
         return t1
 
     dispatch(0.0)
-    while timers or any(loads.values()):
+    while timers or loads:
         t_next = timers[0][0] if timers else math.inf
         for n, act in loads.items():
-            if act:
-                t_next = min(t_next, t + min(a[0] for a in act) * len(act) / B)
+            t_next = min(t_next, t + min(a[0] for a in act) * len(act) / B)
         dt = t_next - t
         for n, act in loads.items():
-            if act:
-                rate = B / len(act)
-                for a in act:
-                    a[0] -= rate * dt
+            rate = B / len(act)
+            for a in act:
+                a[0] -= rate * dt
         t = t_next
-        for n, act in loads.items():
+        for n, act in list(loads.items()):
             done = [a for a in act if a[0] <= M * _EPS]
             if done:
-                loads[n] = [a for a in act if a[0] > M * _EPS]
+                rest = [a for a in act if a[0] > M * _EPS]
+                if rest:
+                    loads[n] = rest
+                else:
+                    del loads[n]
                 for _, g, k, t0 in done:
                     intervals.append(Interval(g, n, "+".join(d.name for d in tasks[k]), "load",
                                               t0, t))
