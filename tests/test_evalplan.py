@@ -189,6 +189,21 @@ def test_cli_default_fits_80_columns(capsys, monkeypatch):
         main(["evalplan", "--nodes", "1,4"])
     out = capsys.readouterr().out
     assert "decoupled" in out and max(len(line) for line in out.splitlines()) <= 80
+    # the stated cost parameters, their values and sources
+    for name, shown in (("trial_startup_s", "8 s"), ("metric_threads", "16 (7/node)"), ("metric_queue_s", "88 s"),
+                        ("precursor_efficiency", "100 % of link"), ("coupled_packing", "random"),
+                        ("coupled_orders", "401")):
+        line = next(ln for ln in out.splitlines() if ln.lstrip().startswith(name))
+        assert shown in line, line
+    assert "Kalos CPU-job mean queue" in out and "Table 1" in out
+    with pytest.raises(SystemExit):
+        main(["evalplan", "--nodes", "1", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["overheads"]["metric_queue_s"] == 88.4 and doc["overheads"]["coupled_orders"] == 401
+    assert set(doc["overheads_sources"]) == set(doc["overheads"]) and doc["overheads_metric_slots_per_node"] == 7
+    coupled = next(s for s in doc["schedules"] if s["policy"] == "coupled")
+    assert coupled["packing"] == "random order (median of 401)"
+    assert set(coupled["packing_candidates_makespan_s"]) >= {"orders p10", "orders median", "orders p90"}
 
 
 def test_plan_reports_evaluation_feedback_delay():
