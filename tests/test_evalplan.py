@@ -397,6 +397,11 @@ def test_default_speedups_against_the_paper():
     assert s1 == pytest.approx(1.265, abs=3 * 0.016) and s4 == pytest.approx(1.895, abs=3 * 0.013)
     import dataclasses
 
+    # the orders are seeded (the same plan twice), and where the order cannot matter the median is the listing
+    assert plan_batch(b, nodes=(1,)).schedules[("coupled", 1)].makespan_s == c1.makespan_s
+    same = EvalBatch([Dataset(f"x{i}", 10.0, 100.0, 20.0) for i in range(20)])
+    assert simulate_coupled(same, 1, EvalHardware(), ov).makespan_s == pytest.approx(simulate_coupled(
+        same, 1, EvalHardware(), dataclasses.replace(ov, coupled_packing="submission")).makespan_s)
     # the batch's listing order is one order, near the 90th percentile of the sampled ones
     listing = simulate_coupled(b, 1, EvalHardware(), dataclasses.replace(ov, coupled_packing="submission"))
     assert cand["orders median"] < listing.makespan_s <= cand["orders max"]

@@ -39,9 +39,10 @@ The scheduler knows the expected phase times (historical per-dataset times are s
 premise), so it also evaluates two other packings of the same predicted times — greedy list scheduling of
 the sorted trials (each to the GPU that frees first) and the coupled run's own GPU assignment — and runs
 the one with the shortest predicted makespan; the result names the packing used and every candidate's
-makespan. With ``P >= B`` and enough CPU slots, the coupled assignment alone makes decoupled never
-slower than coupled: every phase start is no later than in the coupled schedule (induction over each
-GPU's sequence).
+makespan. With ``P >= B``, enough CPU slots and no overheads, the coupled assignment alone makes
+decoupled never slower than coupled: every phase start is no later than in the coupled schedule
+(induction over each GPU's sequence). The cluster's CPU queue (``metric_queue_s``) is a cost only the
+decoupled policy pays, so with it a batch whose metrics are short can lose.
 
 Outputs (:class:`BatchSchedule`): makespan (batch start to the last metric), time to first result,
 GPU-hours held (GPU allocated to a trial) and used (generation), the GPU idle share ``1 − used/held`` and
