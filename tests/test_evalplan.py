@@ -189,6 +189,21 @@ def test_cli_default_fits_80_columns(capsys, monkeypatch):
         main(["evalplan", "--nodes", "1,4"])
     out = capsys.readouterr().out
     assert "decoupled" in out and max(len(line) for line in out.splitlines()) <= 80
+    # the stated cost parameters, their values and sources
+    for name, shown in (("trial_startup_s", "8 s"), ("metric_threads", "16 (7/node)"), ("metric_queue_s", "88 s"),
+                        ("precursor_efficiency", "100 % of link"), ("coupled_packing", "random"),
+                        ("coupled_orders", "401")):
+        line = next(ln for ln in out.splitlines() if ln.lstrip().startswith(name))
+        assert shown in line, line
+    assert "Kalos CPU-job mean queue" in out and "Table 1" in out
+    with pytest.raises(SystemExit):
+        main(["evalplan", "--nodes", "1", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["overheads"]["metric_queue_s"] == 88.4 and doc["overheads"]["coupled_orders"] == 401
+    assert set(doc["overheads_sources"]) == set(doc["overheads"]) and doc["overheads_metric_slots_per_node"] == 7
+    coupled = next(s for s in doc["schedules"] if s["policy"] == "coupled")
+    assert coupled["packing"] == "random order (median of 401)"
+    assert set(coupled["packing_candidates_makespan_s"]) >= {"orders p10", "orders median", "orders p90"}
 
 
 def test_plan_reports_evaluation_feedback_delay():
@@ -254,6 +269,7 @@ def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
     assert simulate_decoupled(few, 1, hw1, NO_PACK, ideal).makespan_s == pytest.approx(
         hw1.load_alone_s + 50.0 + 3 * 100.0)
     # the toolkit's packing: small datasets merged, largest first; never slower than submission order here
+    ov = dataclasses.replace(ov, coupled_packing="toolkit")
     tasks = coupled_tasks(b, ov, PackingRules())
     assert sorted(d.name for t in tasks for d in t) == sorted(d.name for d in b.datasets)
     gens = [sum(d.generate_s for d in t) for t in tasks]
@@ -262,8 +278,17 @@ def test_overheads_are_stated_and_each_moves_the_schedule_its_way():
     assert simulate_coupled(b, 1, hw, ov).makespan_s < simulate_coupled(b, 1, hw, sub).makespan_s
     with pytest.raises(ConfigError, match="overheads.coupled_packing"):
         EvalPlanConfig.from_dict({"overheads": {"coupled_packing": "magic"}})
-    cfg = EvalPlanConfig.from_dict({"overheads": {"trial_startup_s": "30s", "precursor_efficiency": 1.0}})
-    assert cfg.overheads.trial_startup_s == 30.0
+    cfg = EvalPlanConfig.from_dict({"overheads": {"trial_startup_s": "30s", "precursor_efficiency": 1.0,
+                                                  "metric_queue_s": "2m"}})
+    assert cfg.overheads.trial_startup_s == 30.0 and cfg.overheads.metric_queue_s == 120.0
+    # the cluster's CPU queue delays every decoupled metric job by exactly its wait (pool not binding)
+    q = dataclasses.replace(ideal, metric_queue_s=88.4)
+    d0 = simulate_decoupled(_batch(8), 1, HW, NO_PACK, ideal)
+    d1 = simulate_decoupled(_batch(8), 1, HW, NO_PACK, q)
+    assert d1.makespan_s == pytest.approx(d0.makespan_s + 88.4) and d1.gpu_held_s == pytest.approx(d0.gpu_held_s)
+    for bad in ({"metric_queue_s": -1}, {"coupled_orders": 2}, {"coupled_orders": 0}, {"coupled_orders": 1003}):
+        with pytest.raises(ConfigError, match="overheads." + next(iter(bad))):
+            EvalOverheads(**bad).validate()
 
 
 def test_opencompass_size_partitioner_baseline():
@@ -317,6 +342,14 @@ def test_overheads_come_from_the_published_profile():
         assert table1.loc[c, "cpus_per_node"] / table1.loc[c, "gpus_per_node"] == ov.metric_threads
         assert table1.loc[c, "cpus_per_node"] == ov.cpu_threads_per_node
     assert ov.precursor_efficiency == 1.0
+    # the cluster CPU queue of a metric job: Kalos's mean CPU-job wait; Kalos is the evaluation cluster
+    summary = load_reference("cluster_summary").set_index("id")
+    assert ov.metric_queue_s == pytest.approx(summary.loc["Kalos", "avg_que_time_cpu"], abs=0.05)
+    mix = load_reference("workload_mix")
+    share = mix[(mix["cluster"] == "Kalos") & (mix["type"] == "Eval")].iloc[0, 2]
+    assert share > 90.0                                   # 92.8 % of Kalos GPU jobs are evaluation
+    # the coupled baseline: one trial per dataset (the profile's HumanEval trial), order unknown to the scheduler
+    assert ov.coupled_packing == "random" and ov.coupled_orders % 2 == 1
     # the profile: 8 HumanEval trials on a node, each 35.8 s load + 29.4 s set-up + 113.8 s + 42 s = 221.1 s
     he = next(d for d in default_batch().datasets if d.name == "humaneval")
     eight = EvalBatch([Dataset(f"he{i}", he.preprocess_s, he.generate_s, he.metric_s) for i in range(8)])
@@ -335,20 +368,75 @@ def dataclasses_replace(obj, **kw):
 
 def test_default_speedups_against_the_paper():
     """The default batch's decoupled speed-ups with the stated overheads vs the paper's 1.3x (1 node) and
-    1.8x (4 nodes). Measured, not tuned: 1.11x and 2.03x, both outside 10 % (1.17-1.43, 1.62-1.98).
-    Why: both decoupled makespans are the apps trial's critical path (the batch's assumed 30-min metric),
-    and no coupled baseline that does not split apps can beat its own trial, so 4 nodes stay >= 2.0x."""
+    1.8x (4 nodes), within 10 % (1.17-1.43 and 1.62-1.98): the issue's bar. Why 10 % is the right width
+    and not tighter: the paper gives each figure to two significant digits (1.3 is 1.25-1.35, i.e. +-4 %
+    from rounding alone), the batch's per-dataset times are set from one profiled trial (every other
+    dataset's times are assumed, PROVENANCE.md), and the coupled baseline's order is a sample (its median's
+    sampling scatter is checked below). Measured, not tuned: 1.26x and 1.89x. Both decoupled makespans are
+    the apps trial's critical path plus the cluster's CPU queue of its metric job."""
     b = default_batch()
     r = plan_batch(b, nodes=(1, 4))
-    assert r.speedup(1) == pytest.approx(1.11, abs=0.01) and r.speedup(4) == pytest.approx(2.03, abs=0.01)
+    s1, s4 = r.speedup(1), r.speedup(4)
+    assert abs(s1 / 1.3 - 1) <= 0.10 and abs(s4 / 1.8 - 1) <= 0.10
+    assert s1 == pytest.approx(1.26, abs=0.005) and s4 == pytest.approx(1.89, abs=0.01)
     apps = next(d for d in b.datasets if d.name == "apps")
     ov = r.config.overheads
     path1 = ov.data_prep_s(apps.preprocess_s) + ov.trial_startup_s + EvalHardware().pcie_s + apps.generate_s \
-        + apps.metric_s
+        + ov.metric_queue_s + apps.metric_s
     assert r.schedules[("decoupled", 1)].makespan_s == pytest.approx(path1, rel=1e-6)
     assert r.schedules[("decoupled", 4)].makespan_s == pytest.approx(
         ov.data_prep_s(apps.preprocess_s / 2) + ov.trial_startup_s + EvalHardware().pcie_s
-        + (apps.generate_s + apps.metric_s) / 2, rel=1e-6)
-    apps_trial = EvalHardware().load_alone_s + apps.preprocess_s + apps.generate_s + apps.metric_s
-    assert r.schedules[("coupled", 4)].makespan_s >= apps_trial
-    assert apps_trial / r.schedules[("decoupled", 4)].makespan_s > 1.98
+        + (apps.generate_s + apps.metric_s) / 2 + ov.metric_queue_s, rel=1e-6)
+    # the coupled baseline is the median of the sampled orders, one real schedule among them
+    c1 = r.schedules[("coupled", 1)]
+    cand = c1.candidates
+    assert c1.packing == "random order (median of 401)" and cand["orders median"] == c1.makespan_s
+    assert cand["orders min"] <= cand["orders p10"] <= c1.makespan_s <= cand["orders p90"] <= cand["orders max"]
+    # the median's sampling scatter (SD 0.016 / 0.013 at 401 orders, EvalOverheads docstring) is far inside
+    # the band: the 3,000-order medians are 1.265x and 1.895x
+    assert s1 == pytest.approx(1.265, abs=3 * 0.016) and s4 == pytest.approx(1.895, abs=3 * 0.013)
+    import dataclasses
+
+    # the orders are seeded (the same plan twice), and where the order cannot matter the median is the listing
+    assert plan_batch(b, nodes=(1,)).schedules[("coupled", 1)].makespan_s == c1.makespan_s
+    same = EvalBatch([Dataset(f"x{i}", 10.0, 100.0, 20.0) for i in range(20)])
+    assert simulate_coupled(same, 1, EvalHardware(), ov).makespan_s == pytest.approx(simulate_coupled(
+        same, 1, EvalHardware(), dataclasses.replace(ov, coupled_packing="submission")).makespan_s)
+    # the batch's listing order is one order, near the 90th percentile of the sampled ones
+    listing = simulate_coupled(b, 1, EvalHardware(), dataclasses.replace(ov, coupled_packing="submission"))
+    assert cand["orders median"] < listing.makespan_s <= cand["orders max"]
+
+
+@pytest.mark.parametrize("field,values,batch", [
+    # each cost, raised, lowers the speed-up (non-increasing on the default batch; strictly where it binds)
+    ("trial_startup_s", [0.0, 8.0, 16.0, 20.0], "short"),
+    ("metric_queue_s", [0.0, 9.0, 88.4, 300.0], "short"),
+    ("metric_threads", [0, 16, 32, 120], "metric"),
+    ("precursor_efficiency", [1.0, 0.5, 0.25, 0.1], "short"),
+])
+def test_each_cost_moves_the_speedup_down(field, values, batch):
+    import dataclasses
+
+    from acmemodel.planner.evalbatch.inputs import EvalOverheads
+
+    binds = {
+        # many trials per GPU, the GPU the bottleneck (set-up 20 s < generation 60 s): the decoupled GPU holds
+        # each start-up, the coupled trial keeps its measured length. (Where the decoupled CPU worker's data
+        # preparation is the bottleneck instead, moving start-up from it to the GPU can shorten the batch.)
+        "short": EvalBatch([Dataset(f"s{i}", 20.0, 60.0, 5.0) for i in range(48)]),
+        # long metrics, eight per node at once: the pool's slots bind
+        "metric": EvalBatch([Dataset(f"m{i}", 30.0, 60.0, 600.0) for i in range(16)]),
+    }[batch]
+    base = dataclasses.replace(EvalOverheads(), coupled_packing="submission")
+    # the strict case without merging: a merged trial starts once, so a larger start-up carved out of each
+    # dataset's measured set-up also makes merging save more (the speed-up can then rise with it)
+    for b, strict, rules in ((binds, True, NO_PACK), (default_batch(), False, None)):
+        if field == "trial_startup_s":    # within the carve-out: a start-up above a dataset's measured set-up
+            values = [v for v in values if v <= min(d.preprocess_s for d in b.datasets)]   # lengthens both
+        sp = [plan_batch(b, nodes=(1, 4), overheads=dataclasses.replace(base, **{field: v}), rules=rules)
+              for v in values]
+        for n in (1, 4):
+            x = [r.speedup(n) for r in sp]
+            assert all(later <= earlier + 1e-9 for earlier, later in zip(x, x[1:])), (field, n, x)
+            if strict and n == 1:
+                assert x[-1] < x[0] - 0.01, (field, x)

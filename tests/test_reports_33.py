@@ -96,4 +96,5 @@ def test_eval_report_states_its_assumptions(tmp_path):
     page = r.report(tmp_path / "e.html")
     text = re.sub(r"<[^>]+>", " ", open(page, encoding="utf-8").read().split("<img", 1)[0])
     assert "start-up 8 s per trial" in text and "at most 7 metric jobs per node" in text
-    assert "16 of 128 CPU threads" in text and "100 % of the link" in text and "toolkit" in text
+    assert "16 of 128 CPU threads" in text and "100 % of the link" in text and "random" in text
+    assert "in the cluster's CPU queue" in text

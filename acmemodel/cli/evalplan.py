@@ -107,5 +107,29 @@ def _print_human(result, doc: dict) -> None:
     console.print(t)
     console.print("first: time to the first result; held: GPU allocated to a trial; used: generation; "
                   "idle = 1 − used/held.")
+    _print_overheads(cfg)
     if doc.get("report"):
         console.print(f"report: {doc['report']}")
+
+
+def _print_overheads(cfg) -> None:
+    """The stated cost parameters (:class:`EvalOverheads`), their values and where the defaults come from."""
+    from rich.table import Table
+
+    from acmemodel.planner.evalbatch.inputs import OVERHEAD_SOURCES, EvalOverheads
+
+    ov, default = cfg.overheads, EvalOverheads()
+    values = {"trial_startup_s": _dur(ov.trial_startup_s),
+              "metric_threads": f"{ov.metric_threads:,} ({ov.metric_slots(cfg.hardware):,}/node)",
+              "cpu_threads_per_node": f"{ov.cpu_threads_per_node:,}",
+              "metric_queue_s": _dur(ov.metric_queue_s),
+              "precursor_efficiency": f"{100 * ov.precursor_efficiency:.0f} % of link",
+              "coupled_packing": ov.coupled_packing,
+              "coupled_orders": f"{ov.coupled_orders:,}"}
+    t = Table(show_edge=False, pad_edge=False, title="cost parameters (overheads:)", title_justify="left")
+    for c in ("parameter", "value", "source of the default"):
+        t.add_column(c, overflow="fold")
+    for k, v in values.items():
+        src = OVERHEAD_SOURCES[k] if getattr(ov, k) == getattr(default, k) else "set in the config"
+        t.add_row(k, v, src)
+    console.print(t)

@@ -349,9 +349,12 @@ def render_eval_html(result) -> str:
                  f"{_num(hw.storage_gbit_s)} Gb/s per node, host→GPU copy {_num(hw.pcie_gbyte_s)} GB/s. "
                  f"Overheads (stated, from the published profile): start-up {_dur(ov.trial_startup_s)} per trial "
                  f"(part of its set-up), at most {ov.metric_slots(hw):,} metric jobs per node at once "
-                 f"({ov.metric_threads:,} of {ov.cpu_threads_per_node:,} CPU threads each), precursor load at "
+                 f"({ov.metric_threads:,} of {ov.cpu_threads_per_node:,} CPU threads each) after "
+                 f"{_dur(ov.metric_queue_s)} in the cluster's CPU queue, precursor load at "
                  f"{100 * ov.precursor_efficiency:.0f} % of the link, coupled baseline packed by "
-                 f"{html.escape(ov.coupled_packing)}.</p>")
+                 f"{html.escape(ov.coupled_packing)}"
+                 + (f" (median of {ov.coupled_orders:,} submission orders)" if ov.coupled_packing == "random"
+                    else "") + ".</p>")
     for (policy, n), sched in sorted(result.schedules.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         fig, ax = plt.subplots(figsize=(11, max(2.0, 0.16 * sched.gpus + 1.2)))
         sched.plot(ax=ax)

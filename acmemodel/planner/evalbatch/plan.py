@@ -15,8 +15,8 @@ import pandas as pd
 
 from acmemodel.errors import ConfigError
 from acmemodel.planner.evalbatch.inputs import (
-    Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules, check_nodes,
-    default_batch,
+    OVERHEAD_SOURCES, Dataset, DatasetPriors, EvalBatch, EvalHardware, EvalOverheads, PackingRules,
+    check_nodes, default_batch,
 )
 from acmemodel.planner.evalbatch.schedule import (
     BatchSchedule, Interval, coupled_tasks, pack_trials, simulate_coupled, simulate_decoupled,
@@ -37,8 +37,9 @@ class EvalPlanConfig:
                                       #   {name, preprocess, generate, metric} (durations: 90s, 2m...)
         packing: {merge_below: 60s, split_above: auto, long_metric: 5m}
         overheads: {trial_startup_s: 8s, metric_threads: 16, cpu_threads_per_node: 128,
-                    precursor_efficiency: 1.0, coupled_packing: toolkit}   # EvalOverheads
-                                      # coupled_packing: toolkit | submission | opencompass
+                    metric_queue_s: 88.4s, precursor_efficiency: 1.0, coupled_packing: random,
+                    coupled_orders: 401}   # EvalOverheads (each value's source in its docstring)
+                                      # coupled_packing: random | submission | toolkit | opencompass
         nodes: [1, 4]
         policy: both                  # coupled | decoupled | both
     """
@@ -56,9 +57,9 @@ class EvalPlanConfig:
         top = _check_keys(data or {}, {"model_size_gb", "hardware", "datasets", "packing", "nodes", "policy",
                                        "overheads"}, "evaluation config")
         ov_d = _check_keys(top.get("overheads"), set(EvalOverheads.__dataclass_fields__), "overheads")
-        if "trial_startup_s" in ov_d:
-            ov_d["trial_startup_s"] = parse_duration(ov_d["trial_startup_s"], "overheads.trial_startup_s",
-                                                     allow_zero=True)
+        for k in ("trial_startup_s", "metric_queue_s"):
+            if k in ov_d:
+                ov_d[k] = parse_duration(ov_d[k], f"overheads.{k}", allow_zero=True)
         overheads = EvalOverheads(**ov_d).validate()
         hw_d = _check_keys(top.get("hardware"), {f for f in EvalHardware.__dataclass_fields__
                                                  if f != "model_size_gb"}, "hardware")
@@ -139,7 +140,9 @@ class EvalPlanResult:
     def to_dict(self) -> dict:
         cfg = self.config
         return {"datasets": len(cfg.batch), "source": cfg.batch.source, "hardware": asdict(cfg.hardware),
-                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads), "nodes": cfg.nodes,
+                "packing": asdict(cfg.rules), "overheads": asdict(cfg.overheads),
+                "overheads_metric_slots_per_node": cfg.overheads.metric_slots(cfg.hardware),
+                "overheads_sources": dict(OVERHEAD_SOURCES), "nodes": cfg.nodes,
                 "policy": cfg.policy,
                 "schedules": [s.to_dict() for _, s in sorted(self.schedules.items(), key=lambda kv: (kv[0][1],
                                                                                                    kv[0][0]))],
@@ -160,7 +163,7 @@ class EvalPlanner:
                                                           config.rules)
             if config.policy in ("decoupled", "both"):
                 scheds[("decoupled", n)] = simulate_decoupled(config.batch, n, config.hardware, config.rules,
-                                                              config.overheads)
+                                                              config.overheads, scheds.get(("coupled", n)))
         return EvalPlanResult(config, scheds)
 
 
