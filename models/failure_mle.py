@@ -248,28 +248,32 @@ class _Mixture:
     pen_prec: float = 0.0
 
     #: delayed entry (set by the fit when some rows entered late): ``{"n": rows of the fit, "y": log(a/t_ref),
-    #: "Z", "X": their design rows}``; the log-likelihood then subtracts Σ log S(a_j) (left truncation:
-    #: a row contributes f(T)/S(a) or S(T)/S(a)). Applied when ``nll_grad`` sees the fit's ``n`` rows (the
-    #: multi-start warm stage on a subsample leaves it out: a start only).
+    #: "Z", "X": their design rows, "w": their counts or None}``; the log-likelihood then subtracts Σ log S(a_j)
+    #: (left truncation: a row contributes f(T)/S(a) or S(T)/S(a)). Applied when ``nll_grad`` sees the fit's ``n``
+    #: rows (the multi-start warm stage on a subsample leaves it out: a start only).
     entry: dict | None = None
 
-    def nll_grad(self, th, y, E, Z, X):
+    def nll_grad(self, th, y, E, Z, X, w=None):
         """Mean penalised negative log-likelihood and its gradient (penalty: module docstring; delayed
-        entry: :attr:`entry`)."""
-        f, g = self._nll_grad(th, y, E, Z, X)
+        entry: :attr:`entry`). ``w``: each row's count (rows that stand for that many identical jobs; ``None``:
+        one each): the same mean as the rows repeated."""
+        f, g = self._nll_grad(th, y, E, Z, X, w)
+        n = _rows(y, w)
         ent = self.entry
-        if ent is not None and len(y) == ent["n"]:
-            m = len(ent["y"])
-            fe, ge = self._nll_grad(th, ent["y"], np.zeros(m, dtype=bool), ent["Z"], ent["X"])
-            f, g = f - fe * m / len(y), g - ge * m / len(y)
+        if ent is not None and n == ent["n"]:
+            m = _rows(ent["y"], ent.get("w"))
+            fe, ge = self._nll_grad(th, ent["y"], np.zeros(len(ent["y"]), dtype=bool), ent["Z"], ent["X"],
+                                    ent.get("w"))
+            f, g = f - fe * m / n, g - ge * m / n
         if self.pen_mask is not None and self.pen_prec > 0:
-            w = self.pen_mask * self.pen_prec / len(y)
-            f = f + 0.5 * float(np.sum(w * th * th))
-            g = g + w * th
+            pw = self.pen_mask * self.pen_prec / n
+            f = f + 0.5 * float(np.sum(pw * th * th))
+            g = g + pw * th
         return f, g
 
-    def _nll_grad(self, th, y, E, Z, X):
-        n = len(y)
+    def _nll_grad(self, th, y, E, Z, X, w=None):
+        n = _rows(y, w)
+        wt = 1.0 if w is None else w  # (× 1.0 is exact: unweighted rows give the unweighted sums bit for bit)
         c = self.components(th, y, Z, X)
         k = c["k"]
         ky = k * y
@@ -277,9 +281,8 @@ class _Mixture:
         dL_lk = np.where(E, 1.0 + ky * dL_nu, ky * dL_nu)
         lA_L = np.where(E, c["lf_L"], c["lS_L"])
         if self.regimes == 1:
-            ll = lA_L
-            g = np.concatenate([[dL_lk.sum()], X.T @ dL_nu])
-            return -ll.sum() / n, -g / n
+            g = np.concatenate([[np.sum(wt * dL_lk)], X.T @ (wt * dL_nu)])
+            return -np.sum(wt * lA_L) / n, -g / n
         z, s = c["z"], c["s"]
         lA_E = np.where(E, c["lf_E"], c["lS_E"])
         a = c["logp"] + lA_E
@@ -290,14 +293,16 @@ class _Mixture:
         lam = np.exp(_norm_logpdf(z) - c["lS_E"])  # inverse Mills ratio
         dE_mu = np.where(E, z / s, lam / s)
         dE_ls = np.where(E, z * z - 1.0, lam * z)
-        Zg = Z.T @ (r - p)
-        w = 1.0 - r
-        g = np.concatenate([Zg, [np.sum(r * dE_mu), np.sum(r * dE_ls), np.sum(w * dL_lk)],
-                            X.T @ (w * dL_nu)])
-        return -ll.sum() / n, -g / n
+        Zg = Z.T @ (wt * (r - p))
+        rw = wt * r
+        w1 = wt * (1.0 - r)
+        g = np.concatenate([Zg, [np.sum(rw * dE_mu), np.sum(rw * dE_ls), np.sum(w1 * dL_lk)],
+                            X.T @ (w1 * dL_nu)])
+        return -np.sum(wt * ll) / n, -g / n
 
-    def hessian(self, th, y, E, Z, X) -> np.ndarray:
-        """Observed information (sum over rows) by central differences of the analytic gradient."""
+    def hessian(self, th, y, E, Z, X, w=None) -> np.ndarray:
+        """Observed information (sum over rows; ``w``: row counts as in :meth:`nll_grad`) by central differences
+        of the analytic gradient."""
         P = len(th)
         Hm = np.empty((P, P))
         for j in range(P):
@@ -305,12 +310,33 @@ class _Mixture:
             tp, tm = th.copy(), th.copy()
             tp[j] += h
             tm[j] -= h
-            Hm[:, j] = (self.nll_grad(tp, y, E, Z, X)[1] - self.nll_grad(tm, y, E, Z, X)[1]) / (2 * h)
-        return 0.5 * (Hm + Hm.T) * len(y)
+            Hm[:, j] = (self.nll_grad(tp, y, E, Z, X, w)[1] - self.nll_grad(tm, y, E, Z, X, w)[1]) / (2 * h)
+        return 0.5 * (Hm + Hm.T) * _rows(y, w)
 
 
 
 
+
+
+#: the likelihood's rows are collapsed to distinct ones (:func:`_alike_rows`) when that leaves at most this share
+ALIKE_MAX_SHARE = 0.8
+
+
+def _alike_rows(fr: pd.DataFrame) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(first row of each distinct ``(T, E, cluster, type, gpus, entry)``, in row order; how many rows it stands
+    for) — the failure likelihood's terms depend on those columns only — or ``(None, None)`` when fewer than
+    ``1 − ALIKE_MAX_SHARE`` of the rows would go."""
+    cols = [c for c in ("T", "E", "cluster", "type", "gpus", "entry") if c in fr.columns]
+    codes = fr.groupby(cols, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    _, first, counts = np.unique(codes, return_index=True, return_counts=True)
+    if first.size > ALIKE_MAX_SHARE * len(fr):
+        return None, None
+    return first, counts.astype(float)
+
+
+def _rows(y: np.ndarray, w) -> float:
+    """The jobs a likelihood's rows stand for: ``len(y)``, or the sum of their counts ``w``."""
+    return len(y) if w is None else float(w.sum())
 
 
 def _check_component(component: str) -> str:
@@ -363,10 +389,19 @@ class TwoRegimeFitMixin:
         self._set_penalty(mix)
         self._mix = mix
         ent = fr["entry"].to_numpy(float) > 0 if "entry" in fr.columns else np.zeros(len(fr), bool)
-        if ent.any():  # delayed entry (left truncation with a known age): see _Mixture.entry
-            mix.entry = {"n": len(y), "y": np.log(fr["entry"].to_numpy(float)[ent] / self.t_ref),
-                         "Z": None if Z is None else Z[ent], "X": X[ent]}
         self.n_delayed_entry_ = int(ent.sum())
+        # jobs alike in every term of the likelihood (T, E, cluster, type, GPUs, entry age) as one row with their
+        # count: the same likelihood, its gradient and information (whole-second times tie often: the 300,000
+        # rows of a 1M-job fleet are 79,000 such rows); the multi-start's subsample is drawn from the jobs
+        first, wt = _alike_rows(fr)
+        yc, Ec, Zc, Xc = ((y, E, Z, X) if wt is None else
+                          (y[first], E[first], None if Z is None else Z[first], X[first]))
+        if ent.any():  # delayed entry (left truncation with a known age): see _Mixture.entry
+            ent_c = ent if wt is None else ent[first]
+            mix.entry = {"n": len(y), "y": np.log(fr["entry"].to_numpy(float)[ent if wt is None else first[ent_c]]
+                                                   / self.t_ref),
+                         "Z": None if Zc is None else Zc[ent_c], "X": Xc[ent_c],
+                         "w": None if wt is None else wt[ent_c]}
         mu_max = math.log(self.early_median_max_s / self.t_ref)
         early_cut = math.log(min(1800.0, self.early_median_max_s) / self.t_ref)
         ev_y = y[E]
@@ -399,7 +434,7 @@ class TwoRegimeFitMixin:
             w = np.random.default_rng(warm_seed).choice(len(y), WARM_ROWS, replace=False)
             args_w = (y[w], E[w], None if Z is None else Z[w], X[w])
         else:
-            args_w = (y, E, Z, X)
+            args_w = (yc, Ec, Zc, Xc, wt)
         best = None
         for th0 in starts:
             res = optimize.minimize(mix.nll_grad, th0, args=args_w, jac=True, method="L-BFGS-B",
@@ -407,18 +442,20 @@ class TwoRegimeFitMixin:
             if best is None or res.fun < best.fun:
                 best = res
         if len(y) > WARM_ROWS:
-            best = optimize.minimize(mix.nll_grad, best.x, args=(y, E, Z, X), jac=True,
+            best = optimize.minimize(mix.nll_grad, best.x, args=(yc, Ec, Zc, Xc, wt), jac=True,
                                      method="L-BFGS-B", bounds=bounds, options=opts)
         if not best.success:
             warnings.warn(f"failure-model MLE did not fully converge: {best.message}",
                           ConvergenceWarning, stacklevel=3)
         th = best.x
         self.params_ = th
-        self.loglik_ = float(np.sum(mix.loglik_rows(th, y, E, Z, X)))
+        ones = 1.0 if wt is None else wt
+        self.loglik_ = float(np.sum(ones * mix.loglik_rows(th, yc, Ec, Zc, Xc)))
         if mix.entry is not None:
-            self.loglik_ -= float(np.sum(mix.loglik_rows(th, mix.entry["y"], np.zeros(len(mix.entry["y"]), bool),
-                                                         mix.entry["Z"], mix.entry["X"])))
-        info = mix.hessian(th, y, E, Z, X)
+            me = mix.entry
+            self.loglik_ -= float(np.sum((1.0 if me["w"] is None else me["w"])
+                                         * mix.loglik_rows(th, me["y"], np.zeros(len(me["y"]), bool), me["Z"], me["X"])))
+        info = mix.hessian(th, yc, Ec, Zc, Xc, wt)
         at_bound = np.zeros(len(th), bool)
         for j, (lo, hi) in enumerate(bounds):
             at_bound[j] = ((lo is not None and th[j] - lo < 1e-6) or (hi is not None and hi - th[j] < 1e-6))

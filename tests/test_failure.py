@@ -481,3 +481,45 @@ def test_the_shipped_bundle_is_read_as_a_weibull_late_regime():
     assert fm.late_family == "weibull" and isinstance(fm.late_law(1024), Weibull)
     with pytest.raises(ValueError, match="late_family"):
         FailureModel(late_family="gumbel").fit(simulate(200, seed=9))
+
+
+def test_alike_rows_collapse_gives_the_same_likelihood_and_fit(monkeypatch):
+    """Jobs alike in every likelihood term are one row with their count: the weighted negative log-likelihood,
+    gradient and information equal those of the repeated rows (with delayed entry too), and a fit on
+    whole-second times gives the row-by-row fit's estimates to the optimiser's tolerance."""
+    from acmemodel.models import failure_mle as FM
+    from acmemodel.models.failure_laws import late_regime
+
+    rng = np.random.default_rng(7)
+    n, P = 400, 2
+    y = np.log(np.round(np.exp(rng.normal(0, 1.5, n)) * 100) / 100 + 0.01)
+    E = rng.random(n) < 0.4
+    Z = np.c_[np.ones(n), rng.integers(0, 2, n)].astype(float)
+    X = np.c_[rng.normal(size=n), np.ones(n)]
+    rep = rng.integers(1, 5, n)
+    mix = FM._Mixture(2, P, X.shape[1], 3600.0, late_regime("weibull"))
+    th = np.r_[-0.5, 0.2, -1.0, 0.1, -0.2, 0.3, -2.0]
+    full = tuple(np.repeat(a, rep, axis=0) for a in (y, E, Z, X))
+    ent = rng.random(n) < 0.2
+    for entry in (False, True):
+        if entry:
+            ya = y - 1.0
+            mix.entry = {"n": int(rep.sum()), "y": np.repeat(ya[ent], rep[ent]), "Z": np.repeat(Z[ent], rep[ent], 0),
+                         "X": np.repeat(X[ent], rep[ent], 0), "w": None}
+        f1, g1 = mix.nll_grad(th, *full)
+        h1 = mix.hessian(th, *full)
+        if entry:
+            mix.entry = {"n": int(rep.sum()), "y": ya[ent], "Z": Z[ent], "X": X[ent], "w": rep[ent].astype(float)}
+        f2, g2 = mix.nll_grad(th, y, E, Z, X, rep.astype(float))
+        h2 = mix.hessian(th, y, E, Z, X, rep.astype(float))
+        assert f2 == pytest.approx(f1, rel=1e-12) and np.allclose(g2, g1, rtol=1e-9, atol=1e-12)
+        assert np.allclose(h2, h1, rtol=1e-6, atol=1e-6)
+
+    jobs = simulate(6000, seed=3)
+    jobs["run_s"] = np.maximum(np.round(jobs["run_s"] / 60) * 60, 60.0)  # (minute times: many ties)
+    collapsed = FailureModel().fit(jobs)
+    monkeypatch.setattr(FM, "ALIKE_MAX_SHARE", -1.0)
+    rowwise = FailureModel().fit(jobs)
+    se = np.sqrt(np.diag(rowwise.cov_))
+    assert np.all(np.abs(collapsed.params_ - rowwise.params_) <= 1e-3 * np.maximum(se, 1e-3))
+    assert collapsed.loglik_ == pytest.approx(rowwise.loglik_, abs=1e-3)
