@@ -19,9 +19,16 @@ RESTART_GAP_RANGE_S = (43.0, 5760.0)
 RESUBMIT_GAP_MEDIAN_S = 5400.0
 
 
-def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0) -> pd.DataFrame:
+def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0, *,
+                resubmit_median_s: float = RESUBMIT_GAP_MEDIAN_S, resubmit_sigma: float = 1.3,
+                pretrain_per_key: float = 6.0, p_fail_pretrain: float = 0.35,
+                resubmit_beta: tuple[float, float] = (0.6, 1.6)) -> pd.DataFrame:
     """Jobs (``cluster, job_id, user, type, gpu_num, state, analysis_state, submit_s, start_s, end_s,
-    run_s, queue_s, true_prev``) sorted by submission; see the module docstring."""
+    run_s, queue_s, true_prev``) sorted by submission; see the module docstring. The keywords vary
+    the behaviour for robustness studies: the resubmission gap law of completed configurations
+    (log-normal, median and sigma of its log), fresh Pretrain submissions per key (Poisson mean over
+    the span), the Pretrain failure probability and the Beta law of each user's resubmission
+    probability."""
     rng = np.random.default_rng(seed)
     span = days * 86400.0
     rows = []  # (user, type, gpus, submit, run, queue, state, prev)
@@ -44,7 +51,7 @@ def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0) -> pd.DataFr
             if end + gap < span:
                 attempt(u, ty, g, end + gap, i, p_fail, p_restart, p_resub, depth + 1)
         elif not failed and rng.random() < p_resub:
-            gap = float(rng.lognormal(np.log(RESUBMIT_GAP_MEDIAN_S), 1.3))
+            gap = float(rng.lognormal(np.log(resubmit_median_s), resubmit_sigma))
             if end + gap < span:  # a new logical job of the same configuration: no chain link
                 attempt(u, ty, g, end + gap, -1, p_fail, p_restart, p_resub, depth + 1)
 
@@ -52,11 +59,11 @@ def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0) -> pd.DataFr
     for u in range(users):
         name = f"u{u:03d}"
         # most users rarely resubmit a completed configuration, a few do it often
-        p_resub = float(rng.beta(0.6, 1.6))
+        p_resub = float(rng.beta(*resubmit_beta))
         for g in rng.choice(sizes, size=int(rng.integers(1, 4)), replace=False):
-            n = int(rng.poisson(6))
+            n = int(rng.poisson(pretrain_per_key))
             for t in np.sort(rng.uniform(0, span, n)):
-                attempt(name, "Pretrain", int(g), float(t), -1, 0.35, 0.85, p_resub)
+                attempt(name, "Pretrain", int(g), float(t), -1, p_fail_pretrain, 0.85, p_resub)
         for t in np.sort(rng.uniform(0, span, int(rng.poisson(10)))):
             attempt(name, "SFT", int(rng.choice([1, 4, 8])), float(t), -1, 0.25, 0.6, p_resub)
         for t in np.sort(rng.uniform(0, span, int(rng.poisson(30)))):
