@@ -15,7 +15,14 @@ on purpose (evaluation sweeps, bursts, a user's next experiment, a resubmitted c
 COMPLETED); COMPLETED jobs are never restarted, so their followers measure that rate and its gaps.
 Strata are cluster × type × GPU bucket.
 
-*Mixture rule* (strata with at least ``MIN_MIXTURE_FOLLOWERS`` = 50 failures followed within the window).
+*Rows left out.* A row with no cluster, user, type or analysis state, no or a negative GPU count, a
+missing or non-finite submit or end time, or an end before its submission takes no part (it is neither
+restarted nor a restart); ``attrs["inference"]["excluded"]`` counts them by reason. Rows of an unknown
+user are never put in one key together.
+
+*Mixture rule* (strata with at least ``MIN_MIXTURE_FOLLOWERS`` = 50 failures followed within the window
+and ``MIN_MIXTURE_COMPLETED`` = 50 COMPLETED jobs; the GPU buckets of a (cluster, type) that have fewer
+are pooled into one stratum, which gets the rule if the pool has enough).
 The followers of a stratum's failures are a mixture, in ``x = log Δ``, of restarts (log-normal gaps:
 share π_R of the failures, a normal density φ(x; μ, σ)) and chance followers (share π_0·m_κ, with the
 density g_C(x) of the stratum's COMPLETED followers: a Gaussian kernel estimate plus a quarter of a
@@ -32,25 +39,39 @@ x is a restart is::
 links its candidates with posterior ≥ ½ from the most probable down, as many as keep their mean
 posterior (the estimated precision) ≥ ``min_precision`` (0.95).
 
-*Window rule* (thinner strata, the conservative rule of earlier versions). *f* is linked when Δ is at
-most the window ``w(s)`` of its stratum *s* (strata here also split by activity of the key,
-``⌊log2(jobs of the key)⌋`` capped at 12). With ``r_F(w)`` / ``r_C(w)`` the shares of FAILED /
-COMPLETED jobs of the stratum followed by a job of their key within ``w``::
+*Window rule* (thinner strata, the conservative rule of earlier versions; everywhere with
+``rule="window"``). *f* is linked when Δ is at most the window ``w(s)`` of its stratum *s* (strata
+here also split by activity of the key, ``⌊log2(jobs of the key)⌋`` capped at 12). With ``r_F(w)`` /
+``r_C(w)`` the shares of FAILED / COMPLETED jobs of the stratum followed by a job of their key within
+``w``::
 
     precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C + ¼) / n_C
 
 (``k_C`` of the stratum's ``n_C`` COMPLETED jobs followed within ``w``: the chance rate with a one-sigma
 margin on its count and a quarter of a follower in every stratum, so small strata stay conservative)
 and ``w(s)`` is the largest of 31 log-spaced windows from 1 s to ``window_s`` whose estimated precision
-is at least ``min_precision``; a stratum where no window reaches it gets no links.
+is at least ``min_precision``; a stratum where no window reaches it gets no links (rule ``"none"`` in
+``attrs["inference"]["strata"]``, which also gives every stratum's counts, links and fit).
 
 Each job restarts at most one failure (the latest-ending candidate wins). Restarts after more than
-``window_s`` are never linked. Measured: on the 180-day synthetic Seren trace of
-``tests/test_roundtrip.py`` (default bundle, seed 11) with its chain columns removed, precision 0.996
-and recall 0.978 of the 939 links (window rule alone: 0.979 / 0.958); on the trace of
-``tests/chain_trace.py`` (60 days, users who also resubmit completed configurations; restarts with
-gaps 43 s to 1.6 h, median 9.5 min), Pretrain precision 0.987–0.998 and recall 0.987–0.995 at seeds
-0, 1, 2 (window rule alone: recall 0.43–0.48).
+``window_s`` are never linked.
+
+*Measured* (``tests/test_chain_inference.py``; figures of ``tests/chain_trace.py`` at seeds 0, 1, 2).
+On the 180-day synthetic Seren trace of ``tests/test_roundtrip.py`` (default bundle, seed 11) with its
+chain columns removed: precision 0.986, recall 0.980 of the 791 links. On the trace of
+``tests/chain_trace.py`` (60 days, users who also resubmit completed configurations after a
+log-normal gap of median 1.5 h; restarts with gaps 43 s to 1.6 h, median 9.5 min): Pretrain precision
+0.987–0.998, recall 0.987–0.995 (window rule alone: recall 0.43–0.48); with resubmission gaps of
+median 30 min: recall 0.81–0.99; median 10 min (restarts and resubmissions at the same gaps): recall
+0.51–0.68, precision ≥ 0.99; Pretrain failure probability 0.08 instead of 0.35 (110–145 restarts):
+recall 0.99–1.00; 15 users over 20 days (70–140 restarts): recall 0.98–1.00, precision ≥ 0.968.
+
+*Limits.* The rule cannot tell a restart from a submission that a job's end prompts whatever its
+outcome (a user's next job of a sequence): the gaps after failures are then the gaps after completions
+plus restarts, which the mixture's free π_0 may read as restarts. On the real NASA iPSC/860 log (SWF;
+users who submit the same size again seconds to minutes after a job ends) with 15 % of its jobs made
+FAILED at random and 85 % of those restarted (gaps as above), the mixture links 91–640 of ≈ 2,700
+restarts at precision 0.60–0.75 (the window rule: 0–2 links). Use ``rule="window"`` on such traces.
 
 A ``restart_of`` column (the job id of the previous attempt, from imported traces: SWF
 preceding-job links, Philly attempts, Slurm requeues) gives explicit links, which replace the
@@ -322,7 +343,8 @@ def _eligible(jobs: pd.DataFrame) -> tuple[np.ndarray, dict[str, int]]:
     return ok, excluded
 
 
-def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) -> tuple[np.ndarray, dict]:
+def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float, rule: str = "auto"
+                   ) -> tuple[np.ndarray, dict]:
     """Row position of each failed row's inferred next attempt (−1 if none): the module
     docstring's mixture rule, or the window rule in thin strata; and what the inference did
     (``attrs["inference"]`` of :func:`restart_chains`)."""
@@ -376,24 +398,12 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) ->
     rich_b = rich_of(cty)
     bucket = np.where(rich_b, bucket, "pooled")
     cty = _key_codes(cl, ty, bucket)
-    rich = rich_of(cty)
+    rich = rich_of(cty) & (rule == "auto")
     link, win = _window_links(jobs, g, gap, failed & ~rich, completed, window_s, min_precision)
     fits: dict[int, dict] = {}
     if (failed & rich).any():
         l2, fits = _mixture_links(g, cty, gap, failed & rich, completed, inwin, window_s, min_precision)
         link |= l2
-    for t in np.unique(cty[failed]):
-        s = cty == t
-        i = int(np.flatnonzero(s)[0])
-        row = {"cluster": str(cl[i]), "type": str(ty[i]), "gpu_bucket": str(bucket[i]),
-               "failed": int((failed & s).sum()), "completed": int((completed & s).sum()),
-               "followed": int((failed & s & inwin).sum()), "links": int((link & s).sum())}
-        if int(t) in fits:
-            row.update(rule="mixture", **fits[int(t)])
-        else:
-            w = float(win[failed & s].max())
-            row.update(rule="window" if w > 0 else "none", window_s=w)
-        info["strata"].append(row)
     f_ok, c_ok = np.flatnonzero(link), cand[link]
     # each candidate restarts at most one failure: keep the latest-ending failure
     o = np.lexsort((-end[f_ok], c_ok))
@@ -401,6 +411,20 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) ->
     first = np.ones(len(c_ok), dtype=bool)
     first[1:] = c_ok[1:] != c_ok[:-1]
     nxt_all[rows[f_ok[first]]] = rows[c_ok[first]]
+    linked = np.zeros(n, dtype=bool)
+    linked[f_ok[first]] = True
+    for t in np.unique(cty[failed]):
+        s = cty == t
+        i = int(np.flatnonzero(s)[0])
+        row = {"cluster": str(cl[i]), "type": str(ty[i]), "gpu_bucket": str(bucket[i]),
+               "failed": int((failed & s).sum()), "completed": int((completed & s).sum()),
+               "followed": int((failed & s & inwin).sum()), "links": int((linked & s).sum())}
+        if int(t) in fits:
+            row.update(rule="mixture", **fits[int(t)])
+        else:
+            w = float(win[failed & s].max())
+            row.update(rule="window" if w > 0 else "none", window_s=w)
+        info["strata"].append(row)
     return nxt_all, info
 
 
@@ -426,9 +450,19 @@ def chain_heads(prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
-                   min_precision: float = DEFAULT_MIN_PRECISION, infer: bool | None = None) -> pd.DataFrame:
+                   min_precision: float = DEFAULT_MIN_PRECISION, infer: bool | None = None,
+                   rule: str = "auto") -> pd.DataFrame:
     """Chain columns of the module docstring, aligned on ``jobs.index``; ``attrs["source"]`` is
-    ``"columns"`` (the data's own chain) or ``"inferred"``. ``infer=True`` ignores chain columns."""
+    ``"columns"`` (the data's own chain) or ``"inferred"``. ``infer=True`` ignores chain columns.
+
+    ``rule`` (inference only): ``"auto"`` — the mixture rule where a stratum has the data for it, the
+    window rule elsewhere; ``"window"`` — the window rule everywhere (it assumes users submit after a
+    failure as often as after a completion: right when they do, far fewer links when they restart
+    failures instead; module docstring, *Limits*). An inferred result carries ``attrs["inference"]``:
+    ``excluded`` (rows left out, by reason) and ``strata`` (per cluster × type × GPU bucket: failed,
+    completed and followed jobs, links, the rule used and its fit)."""
+    if rule not in ("auto", "window"):
+        raise ValueError(f"rule must be 'auto' or 'window', got {rule!r}")
     if window_s <= 0:
         raise ValueError(f"window_s must be > 0, got {window_s!r}")
     if not 0 < min_precision < 1:
@@ -443,7 +477,7 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
         hp_ = prev_pos >= 0
         nxt[prev_pos[hp_]] = np.flatnonzero(hp_)
     else:
-        nxt, info = _inferred_next(jobs, float(window_s), float(min_precision))
+        nxt, info = _inferred_next(jobs, float(window_s), float(min_precision), rule)
     if n and "restart_of" in jobs.columns:  # explicit links of imported traces replace the rule
         ro = jobs["restart_of"].astype(object)
         has = (ro.notna() & (ro.astype(str).str.len() > 0)).to_numpy(dtype=bool)
