@@ -127,7 +127,8 @@ def _codes(jobs: pd.DataFrame, cols) -> np.ndarray:
 
 
 def _key_codes(*arrays) -> np.ndarray:
-    """Dense int64 code of each row's combination of ``arrays`` (no missing values)."""
+    """Dense int64 code of each row's combination of ``arrays`` (arrays or Series, no missing
+    values)."""
     code = np.zeros(len(arrays[0]), dtype=np.int64)
     for a in arrays:
         c, u = pd.factorize(a)
@@ -331,7 +332,7 @@ def _eligible(jobs: pd.DataFrame) -> tuple[np.ndarray, dict[str, int]]:
 
     for col in ("cluster", "user", "type"):
         v = jobs[col] if col in jobs.columns else pd.Series(np.nan, index=jobs.index)
-        drop(col, (v.isna() | (v == "")).to_numpy(dtype=bool))
+        drop(col, (v.isna() | ((v == "") & (col != "type"))).to_numpy(dtype=bool))
     gpu = pd.to_numeric(jobs["gpu_num"], errors="coerce").to_numpy(dtype=float)
     drop("gpu_num", ~(np.isfinite(gpu) & (gpu >= 0)))
     sub = jobs["submit_s"].to_numpy(dtype=float)
@@ -353,16 +354,21 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float, ru
     info: dict = {"excluded": {}, "strata": []}
     if not n_all:
         return nxt_all, info
+    if "type" not in jobs.columns:  # no job types: one type
+        jobs = jobs.assign(type="")
     ok, info["excluded"] = _eligible(jobs)
     rows = np.flatnonzero(ok)
-    jobs = jobs.iloc[rows]
+    if not len(rows):
+        return nxt_all, info
+    jobs = jobs[["cluster", "user", "type", "gpu_num", "analysis_state", "submit_s", "end_s"]]
+    if len(rows) < n_all:
+        jobs = jobs.iloc[rows]
     n = len(jobs)
     failed = (jobs["analysis_state"] == "FAILED").to_numpy(dtype=bool)
     if not failed.any():
         return nxt_all, info
     gpu = pd.to_numeric(jobs["gpu_num"], errors="coerce").to_numpy(dtype=float)
-    cl, us, ty = (jobs[c].astype(str).to_numpy(dtype=object) for c in ("cluster", "user", "type"))
-    g = _key_codes(cl, us, ty, gpu)
+    g = _key_codes(jobs["cluster"], jobs["user"], jobs["type"], gpu)
     sub = jobs["submit_s"].to_numpy(dtype=float)
     end = jobs["end_s"].to_numpy(dtype=float)
     t0 = min(float(sub.min()), float(end.min()))
@@ -394,10 +400,11 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float, ru
         n_comp = np.bincount(code, weights=completed, minlength=code.max() + 1)
         return (n_follow[code] >= MIN_MIXTURE_FOLLOWERS) & (n_comp[code] >= MIN_MIXTURE_COMPLETED)
 
-    cty = _key_codes(cl, ty, bucket)
+    ct = _key_codes(jobs["cluster"], jobs["type"])
+    cty = _key_codes(ct, bucket)
     rich_b = rich_of(cty)
     bucket = np.where(rich_b, bucket, "pooled")
-    cty = _key_codes(cl, ty, bucket)
+    cty = _key_codes(ct, bucket)
     rich = rich_of(cty) & (rule == "auto")
     link, win = _window_links(jobs, g, gap, failed & ~rich, completed, window_s, min_precision)
     fits: dict[int, dict] = {}
@@ -416,7 +423,8 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float, ru
     for t in np.unique(cty[failed]):
         s = cty == t
         i = int(np.flatnonzero(s)[0])
-        row = {"cluster": str(cl[i]), "type": str(ty[i]), "gpu_bucket": str(bucket[i]),
+        row = {"cluster": str(jobs["cluster"].iat[i]), "type": str(jobs["type"].iat[i]),
+               "gpu_bucket": str(bucket[i]),
                "failed": int((failed & s).sum()), "completed": int((completed & s).sum()),
                "followed": int((failed & s & inwin).sum()), "links": int((linked & s).sum())}
         if int(t) in fits:
