@@ -70,7 +70,8 @@ recall 0.99–1.00; 15 users over 20 days (70–140 restarts): recall 0.98–1.0
 outcome (a user's next job of a sequence): the gaps after failures are then the gaps after completions
 plus restarts, which the mixture's free π_0 may read as restarts. On the real NASA iPSC/860 log (SWF;
 users who submit the same size again seconds to minutes after a job ends) with 15 % of its jobs made
-FAILED at random and 85 % of those restarted (gaps as above), the mixture links 91–640 of ≈ 2,700
+FAILED at random and 85 % of those restarted (gaps as above; ``inject_restarts`` of
+``tests/chain_trace.py``, seeds 0, 1, 2), the mixture links 91–640 of ≈ 2,700
 restarts at precision 0.60–0.75 (the window rule: 0–2 links). Use ``rule="window"`` on such traces.
 
 A ``restart_of`` column (the job id of the previous attempt, from imported traces: SWF

@@ -90,3 +90,41 @@ def link_scores(true_prev: np.ndarray, inferred_prev: np.ndarray) -> tuple[float
     tp = int(((t == i) & (t >= 0)).sum())
     n_t, n_i = int((t >= 0).sum()), int((i >= 0).sum())
     return tp / max(n_i, 1), tp / max(n_t, 1), n_t, n_i
+
+
+def inject_restarts(jobs: pd.DataFrame, seed: int = 0, p_fail: float = 0.15, p_restart: float = 0.85
+                    ) -> pd.DataFrame:
+    """A real log's jobs (``cluster, user, type, gpu_num, submit_s, run_s``) with failures injected at
+    random: each job (and each restart) fails with ``p_fail`` (its run cut to 5-100 %) and a failed
+    one is restarted with ``p_restart`` after the restart gap law of :func:`chain_trace`, same key.
+    The log's own users then submit after a job ends whatever its outcome (the limit of the chain
+    inference). Columns as :func:`chain_trace`'s, ``true_prev`` the truth."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    lo, hi = RESTART_GAP_RANGE_S
+    for r in jobs[["cluster", "user", "type", "gpu_num", "submit_s", "run_s"]].itertuples(index=False):
+        t, prev = float(r.submit_s), -1
+        for _ in range(9):
+            run = float(r.run_s)
+            failed = rng.random() < p_fail
+            if failed:
+                run *= float(rng.uniform(0.05, 1.0))
+            rows.append((r.cluster, r.user, r.type, r.gpu_num, t, run, "FAILED" if failed else "COMPLETED", prev))
+            if not (failed and rng.random() < p_restart):
+                break
+            prev = len(rows) - 1
+            t = t + run + float(np.clip(rng.lognormal(np.log(RESTART_GAP_MEDIAN_S), 1.0), lo, hi))
+    df = pd.DataFrame(rows, columns=["cluster", "user", "type", "gpu_num", "submit_s", "run_s",
+                                     "analysis_state", "true_prev"])
+    df["state"] = df["analysis_state"]
+    df["queue_s"] = 0.0
+    df["start_s"] = df["submit_s"]
+    df["end_s"] = df["submit_s"] + df["run_s"]
+    order = np.argsort(df["submit_s"].to_numpy(), kind="stable")
+    pos = np.empty(len(df), dtype=np.int64)
+    pos[order] = np.arange(len(df))
+    df = df.iloc[order].reset_index(drop=True)
+    tp = df["true_prev"].to_numpy()
+    df["true_prev"] = np.where(tp >= 0, pos[np.maximum(tp, 0)], -1)
+    df["job_id"] = [f"j{k}" for k in range(len(df))]
+    return df
