@@ -15,7 +15,14 @@ on purpose (evaluation sweeps, bursts, a user's next experiment, a resubmitted c
 COMPLETED); COMPLETED jobs are never restarted, so their followers measure that rate and its gaps.
 Strata are cluster × type × GPU bucket.
 
-*Mixture rule* (strata with at least ``MIN_MIXTURE_FOLLOWERS`` = 50 failures followed within the window).
+*Rows left out.* A row with no cluster, user, type or analysis state, no or a negative GPU count, a
+missing or non-finite submit or end time, or an end before its submission takes no part (it is neither
+restarted nor a restart); ``attrs["inference"]["excluded"]`` counts them by reason. Rows of an unknown
+user are never put in one key together.
+
+*Mixture rule* (strata with at least ``MIN_MIXTURE_FOLLOWERS`` = 50 failures followed within the window
+and ``MIN_MIXTURE_COMPLETED`` = 50 COMPLETED jobs; the GPU buckets of a (cluster, type) that have fewer
+are pooled into one stratum, which gets the rule if the pool has enough).
 The followers of a stratum's failures are a mixture, in ``x = log Δ``, of restarts (log-normal gaps:
 share π_R of the failures, a normal density φ(x; μ, σ)) and chance followers (share π_0·m_κ, with the
 density g_C(x) of the stratum's COMPLETED followers: a Gaussian kernel estimate plus a quarter of a
@@ -32,25 +39,40 @@ x is a restart is::
 links its candidates with posterior ≥ ½ from the most probable down, as many as keep their mean
 posterior (the estimated precision) ≥ ``min_precision`` (0.95).
 
-*Window rule* (thinner strata, the conservative rule of earlier versions). *f* is linked when Δ is at
-most the window ``w(s)`` of its stratum *s* (strata here also split by activity of the key,
-``⌊log2(jobs of the key)⌋`` capped at 12). With ``r_F(w)`` / ``r_C(w)`` the shares of FAILED /
-COMPLETED jobs of the stratum followed by a job of their key within ``w``::
+*Window rule* (thinner strata, the conservative rule of earlier versions; everywhere with
+``rule="window"``). *f* is linked when Δ is at most the window ``w(s)`` of its stratum *s* (strata
+here also split by activity of the key, ``⌊log2(jobs of the key)⌋`` capped at 12). With ``r_F(w)`` /
+``r_C(w)`` the shares of FAILED / COMPLETED jobs of the stratum followed by a job of their key within
+``w``::
 
     precision(w) = 1 − r_C⁺(w) / r_F(w),   r_C⁺ = (k_C + √k_C + ¼) / n_C
 
 (``k_C`` of the stratum's ``n_C`` COMPLETED jobs followed within ``w``: the chance rate with a one-sigma
 margin on its count and a quarter of a follower in every stratum, so small strata stay conservative)
 and ``w(s)`` is the largest of 31 log-spaced windows from 1 s to ``window_s`` whose estimated precision
-is at least ``min_precision``; a stratum where no window reaches it gets no links.
+is at least ``min_precision``; a stratum where no window reaches it gets no links (rule ``"none"`` in
+``attrs["inference"]["strata"]``, which also gives every stratum's counts, links and fit).
 
 Each job restarts at most one failure (the latest-ending candidate wins). Restarts after more than
-``window_s`` are never linked. Measured: on the 180-day synthetic Seren trace of
-``tests/test_roundtrip.py`` (default bundle, seed 11) with its chain columns removed, precision 0.996
-and recall 0.978 of the 939 links (window rule alone: 0.979 / 0.958); on the trace of
-``tests/chain_trace.py`` (60 days, users who also resubmit completed configurations; restarts with
-gaps 43 s to 1.6 h, median 9.5 min), Pretrain precision 0.987–0.998 and recall 0.987–0.995 at seeds
-0, 1, 2 (window rule alone: recall 0.43–0.48).
+``window_s`` are never linked.
+
+*Measured* (``tests/test_chain_inference.py``; figures of ``tests/chain_trace.py`` at seeds 0, 1, 2).
+On the 180-day synthetic Seren trace of ``tests/test_roundtrip.py`` (default bundle, seed 11) with its
+chain columns removed: precision 0.986, recall 0.980 of the 791 links. On the trace of
+``tests/chain_trace.py`` (60 days, users who also resubmit completed configurations after a
+log-normal gap of median 1.5 h; restarts with gaps 43 s to 1.6 h, median 9.5 min): Pretrain precision
+0.987–0.998, recall 0.987–0.995 (window rule alone: recall 0.43–0.48); with resubmission gaps of
+median 30 min: recall 0.81–0.99; median 10 min (restarts and resubmissions at the same gaps): recall
+0.51–0.68, precision ≥ 0.99; Pretrain failure probability 0.08 instead of 0.35 (110–145 restarts):
+recall 0.99–1.00; 15 users over 20 days (70–140 restarts): recall 0.98–1.00, precision ≥ 0.968.
+
+*Limits.* The rule cannot tell a restart from a submission that a job's end prompts whatever its
+outcome (a user's next job of a sequence): the gaps after failures are then the gaps after completions
+plus restarts, which the mixture's free π_0 may read as restarts. On the real NASA iPSC/860 log (SWF;
+users who submit the same size again seconds to minutes after a job ends) with 15 % of its jobs made
+FAILED at random and 85 % of those restarted (gaps as above; ``inject_restarts`` of
+``tests/chain_trace.py``, seeds 0, 1, 2), the mixture links 91–640 of ≈ 2,700
+restarts at precision 0.60–0.75 (the window rule: 0–2 links). Use ``rule="window"`` on such traces.
 
 A ``restart_of`` column (the job id of the previous attempt, from imported traces: SWF
 preceding-job links, Philly attempts, Slurm requeues) gives explicit links, which replace the
@@ -88,6 +110,8 @@ CHANCE_PRIOR_COUNT = 0.25
 WINDOW_GRID_S = tuple(float(w) for w in np.round(np.geomspace(1.0, 86400.0, 31)))
 #: a (cluster, type) with at least this many failures followed within the window gets the mixture rule
 MIN_MIXTURE_FOLLOWERS = 50
+#: ... and at least this many COMPLETED jobs (which estimate the chance followers)
+MIN_MIXTURE_COMPLETED = 50
 #: weight (in COMPLETED jobs) of the stratum's chance rate in each key's chance multiplier
 KEY_PRIOR_COUNT = 2.0
 #: gaps below this (s) count as this in logs (timestamps have a 1 s resolution)
@@ -101,6 +125,16 @@ DEFAULT_BATCH_GAP_S = 60.0
 
 def _codes(jobs: pd.DataFrame, cols) -> np.ndarray:
     return jobs.groupby(list(cols), sort=False, observed=True).ngroup().to_numpy()
+
+
+def _key_codes(*arrays) -> np.ndarray:
+    """Dense int64 code of each row's combination of ``arrays`` (arrays or Series, no missing
+    values)."""
+    code = np.zeros(len(arrays[0]), dtype=np.int64)
+    for a in arrays:
+        c, u = pd.factorize(a)
+        code = pd.factorize(code * (len(u) + 1) + c)[0].astype(np.int64)
+    return code
 
 
 def has_chain_columns(jobs: pd.DataFrame) -> bool:
@@ -139,8 +173,10 @@ def _prev_from_columns(jobs: pd.DataFrame) -> np.ndarray:
 
 
 def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.ndarray, n_c: float,
-                       x_max: float) -> np.ndarray:
-    """Posterior probability that each failed job's follower is its restart (module docstring).
+                       x_max: float) -> tuple[np.ndarray, dict]:
+    """Posterior probability that each failed job's follower is its restart (module docstring), and
+    the fitted mixture: ``pi_restart`` (π_R), ``pi_chance`` (π_0 times the mean key multiplier: chance
+    followers per failure), ``mu`` and ``sigma`` (of the restart log-gap, log s).
 
     ``xf``: log-gap to the follower of each failed job (used where ``has``); ``m``: its key's chance
     multiplier; ``xc``: log-gaps of the COMPLETED jobs' followers within the window (``n_c`` COMPLETED
@@ -153,8 +189,9 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
 
     nf = len(xf)
     out = np.zeros(nf)
+    fit = {"pi_restart": 0.0, "pi_chance": float("nan"), "mu": float("nan"), "sigma": float("nan")}
     if not has.any():
-        return out
+        return out, fit
     xs = xf[has]
     ms = m[has]
     # g_C: a Gaussian kernel density of the COMPLETED followers' log-gaps, with a prior share of a
@@ -183,7 +220,7 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
         r = fr / np.maximum(fr + fc, 1e-300)
         sr = r.sum()
         if sr <= 1e-9:
-            return out
+            return out, fit
         mu_n = float((r * xs).sum() / sr)
         sd_n = max(float(np.sqrt((r * (xs - mu_n) ** 2).sum() / sr)), 0.2)
         pir_n = sr / nf
@@ -195,16 +232,18 @@ def _restart_posterior(xf: np.ndarray, has: np.ndarray, m: np.ndarray, xc: np.nd
     fr = pir * norm_pdf(xs, mu, sd)
     fc = pi0 * ms * g_c
     out[has] = fr / np.maximum(fr + fc, 1e-300)
-    return out
+    fit.update(pi_restart=float(pir), pi_chance=float(pi0 * np.mean(m)), mu=mu, sigma=sd)
+    return out, fit
 
 
-def _window_links(jobs, g, gap, failed, completed, window_s, min_precision) -> np.ndarray:
+def _window_links(jobs, g, gap, failed, completed, window_s, min_precision) -> tuple[np.ndarray, np.ndarray]:
     """Failed rows linked to their follower by the window rule (module docstring) — used for the
-    types with fewer than ``MIN_MIXTURE_FOLLOWERS`` followed failures."""
+    strata with fewer than ``MIN_MIXTURE_FOLLOWERS`` followed failures — and each row's window (s;
+    −1 where no window reaches ``min_precision``)."""
     n = len(jobs)
     link = np.zeros(n, dtype=bool)
     if not failed.any():
-        return link
+        return link, np.full(n, -1.0)
     # strata: (cluster, type) x GPU bucket x activity of the key (log2 of its job count): busy keys get
     # their own, shorter windows without shortening those of quiet keys
     activity = np.minimum(np.floor(np.log2(np.bincount(g)[g])), 12).astype(np.int64)
@@ -224,11 +263,13 @@ def _window_links(jobs, g, gap, failed, completed, window_s, min_precision) -> n
             prec = np.where(r_f > 0, 1.0 - r_c / r_f, 0.0)
         good = np.flatnonzero((prec >= min_precision) & (r_f > 0))
         win[c] = grid[good[-1]] if len(good) else -1.0
-    return failed & (gap <= win[ct])
+    return failed & (gap <= win[ct]), win[ct]
 
 
-def _mixture_links(g, cty, gap, failed, completed, inwin, window_s, min_precision) -> np.ndarray:
-    """Failed rows linked to their follower by the mixture rule (module docstring)."""
+def _mixture_links(g, cty, gap, failed, completed, inwin, window_s, min_precision) -> tuple[np.ndarray, dict]:
+    """Failed rows linked to their follower by the mixture rule (module docstring), and the fit of
+    each stratum (:func:`_restart_posterior`'s, with ``est_precision``: the mean posterior of its
+    links)."""
     n = len(g)
     x = np.log(np.maximum(np.where(inwin, gap, 1.0), GAP_FLOOR_S))  # log-gap of the followers
     # each key's chance multiplier: its COMPLETED jobs' follow rate over its type's, shrunk to 1
@@ -240,11 +281,12 @@ def _mixture_links(g, cty, gap, failed, completed, inwin, window_s, min_precisio
     a = KEY_PRIOR_COUNT
     m_key = (k_key_c[g] + a * r_t[cty]) / ((n_key_c[g] + a) * r_t[cty])
     post = np.zeros(n)
+    fits: dict[int, dict] = {}
     for t in np.unique(cty[failed]):
         f = failed & (cty == t)
         kc = completed & (cty == t) & inwin
-        post[np.flatnonzero(f)] = _restart_posterior(x[f], inwin[f], m_key[f], x[kc],
-                                                     float((completed & (cty == t)).sum()), float(np.log(window_s)))
+        post[np.flatnonzero(f)], fits[int(t)] = _restart_posterior(
+            x[f], inwin[f], m_key[f], x[kc], float((completed & (cty == t)).sum()), float(np.log(window_s)))
     # the links: per type the most probable ones, as many as keep their mean posterior (the estimated
     # precision) >= min_precision
     cand_f = np.flatnonzero(failed & inwin & (post >= MIN_POSTERIOR))
@@ -261,26 +303,81 @@ def _mixture_links(g, cty, gap, failed, completed, inwin, window_s, min_precisio
         good = mean >= min_precision
         last = pd.Series(np.where(good, rank, 0)).groupby(grp).transform("max").to_numpy()
         link[cf[rank <= last]] = True
-    return link
+    for t, fit in fits.items():
+        sel = link & (cty == t)
+        fit["est_precision"] = float(post[sel].mean()) if sel.any() else float("nan")
+    return link, fits
 
 
-def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) -> np.ndarray:
-    """Row position of each failed row's inferred next attempt (−1 if none): the module
-    docstring's mixture rule, or the window rule in thin strata."""
+#: why a row takes no part in the inference (``attrs["inference"]["excluded"]`` of restart_chains)
+_EXCLUSION_REASONS = {
+    "user": "no user", "type": "no type", "gpu_num": "no or negative GPU count", "cluster": "no cluster",
+    "times": "submit or end time missing or not finite", "order": "ends before it is submitted",
+    "state": "no analysis state",
+}
+
+
+def _eligible(jobs: pd.DataFrame) -> tuple[np.ndarray, dict[str, int]]:
+    """Rows the inference can use (key fields present, finite times, end ≥ submit) and how many
+    are left out for each reason (a row counts under its first reason)."""
     n = len(jobs)
-    nxt = np.full(n, -1, dtype=np.int64)
-    failed = (jobs["analysis_state"] == "FAILED").to_numpy() if n else np.zeros(0, bool)
-    if not (n and failed.any()):
-        return nxt
-    g = _codes(jobs, ["cluster", "user", "type", "gpu_num"])
+    ok = np.ones(n, dtype=bool)
+    excluded: dict[str, int] = {}
+
+    def drop(reason, bad):
+        nonlocal ok
+        k = int((bad & ok).sum())
+        if k:
+            excluded[_EXCLUSION_REASONS[reason]] = k
+        ok &= ~bad
+
+    for col in ("cluster", "user", "type"):
+        v = jobs[col] if col in jobs.columns else pd.Series(np.nan, index=jobs.index)
+        drop(col, (v.isna() | ((v == "") & (col != "type"))).to_numpy(dtype=bool))
+    gpu = pd.to_numeric(jobs["gpu_num"], errors="coerce").to_numpy(dtype=float)
+    drop("gpu_num", ~(np.isfinite(gpu) & (gpu >= 0)))
     sub = jobs["submit_s"].to_numpy(dtype=float)
     end = jobs["end_s"].to_numpy(dtype=float)
-    t0 = np.nanmin(np.r_[sub, end])
-    span = np.nanmax(np.r_[sub, end]) - t0 + window_s + 1e6
+    drop("times", ~(np.isfinite(sub) & np.isfinite(end)))
+    with np.errstate(invalid="ignore"):
+        drop("order", end < sub)
+    drop("state", jobs["analysis_state"].isna().to_numpy(dtype=bool))
+    return ok, excluded
+
+
+def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float, rule: str = "auto"
+                   ) -> tuple[np.ndarray, dict]:
+    """Row position of each failed row's inferred next attempt (−1 if none): the module
+    docstring's mixture rule, or the window rule in thin strata; and what the inference did
+    (``attrs["inference"]`` of :func:`restart_chains`)."""
+    n_all = len(jobs)
+    nxt_all = np.full(n_all, -1, dtype=np.int64)
+    info: dict = {"excluded": {}, "strata": []}
+    if not n_all:
+        return nxt_all, info
+    if "type" not in jobs.columns:  # no job types: one type
+        jobs = jobs.assign(type="")
+    ok, info["excluded"] = _eligible(jobs)
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        return nxt_all, info
+    jobs = jobs[["cluster", "user", "type", "gpu_num", "analysis_state", "submit_s", "end_s"]]
+    if len(rows) < n_all:
+        jobs = jobs.iloc[rows]
+    n = len(jobs)
+    failed = (jobs["analysis_state"] == "FAILED").to_numpy(dtype=bool)
+    if not failed.any():
+        return nxt_all, info
+    gpu = pd.to_numeric(jobs["gpu_num"], errors="coerce").to_numpy(dtype=float)
+    g = _key_codes(jobs["cluster"], jobs["user"], jobs["type"], gpu)
+    sub = jobs["submit_s"].to_numpy(dtype=float)
+    end = jobs["end_s"].to_numpy(dtype=float)
+    t0 = min(float(sub.min()), float(end.min()))
+    span = max(float(sub.max()), float(end.max())) - t0 + window_s + 1e6
     order = np.lexsort((sub, g))
     skey = g[order].astype(float) * span + (sub[order] - t0)
     # every job's candidate: the first job of its key submitted at or after its end
-    fkey = g.astype(float) * span + (np.nan_to_num(end, nan=np.inf) - t0)
+    fkey = g.astype(float) * span + (end - t0)
     pos = np.searchsorted(skey, fkey, side="left")
     valid = pos < n
     cand = np.full(n, -1, dtype=np.int64)
@@ -290,28 +387,54 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float) ->
     pos[own] += 1
     valid = pos < n
     cand[own & valid] = order[pos[own & valid]]
-    ok = valid & (g[np.maximum(cand, 0)] == g) & (cand != np.arange(n))
-    gap = np.where(ok, sub[np.maximum(cand, 0)] - end, np.inf)
-    completed = (jobs["analysis_state"] == "COMPLETED").to_numpy()
-    inwin = ok & (gap <= window_s)
+    fol = valid & (g[np.maximum(cand, 0)] == g) & (cand != np.arange(n))
+    gap = np.where(fol, sub[np.maximum(cand, 0)] - end, np.inf)
+    completed = (jobs["analysis_state"] == "COMPLETED").to_numpy(dtype=bool)
+    inwin = fol & (gap <= window_s)
     from acmemodel.features.keys import gpu_bucket
 
-    bucket = np.asarray(gpu_bucket(jobs["gpu_num"].to_numpy(float)), dtype=object).astype(str)
-    cty = _codes(jobs.assign(_bucket=bucket), ["cluster", "type", "_bucket"])
-    # strata with enough followed failures: the mixture rule; the others: the window rule
-    n_follow = np.bincount(cty, weights=failed & inwin, minlength=cty.max() + 1)
-    rich = n_follow[cty] >= MIN_MIXTURE_FOLLOWERS
-    link = _window_links(jobs, g, gap, failed & ~rich, completed, window_s, min_precision)
+    bucket = np.asarray(gpu_bucket(gpu), dtype=object).astype(str)
+    # strata with enough followed failures and COMPLETED jobs: the mixture rule, per GPU bucket where the
+    # bucket has enough, else over the thin buckets of the (cluster, type) together; the others: the window rule
+    def rich_of(code):
+        n_follow = np.bincount(code, weights=failed & inwin, minlength=code.max() + 1)
+        n_comp = np.bincount(code, weights=completed, minlength=code.max() + 1)
+        return (n_follow[code] >= MIN_MIXTURE_FOLLOWERS) & (n_comp[code] >= MIN_MIXTURE_COMPLETED)
+
+    ct = _key_codes(jobs["cluster"], jobs["type"])
+    cty = _key_codes(ct, bucket)
+    rich_b = rich_of(cty)
+    bucket = np.where(rich_b, bucket, "pooled")
+    cty = _key_codes(ct, bucket)
+    rich = rich_of(cty) & (rule == "auto")
+    link, win = _window_links(jobs, g, gap, failed & ~rich, completed, window_s, min_precision)
+    fits: dict[int, dict] = {}
     if (failed & rich).any():
-        link |= _mixture_links(g, cty, gap, failed & rich, completed, inwin, window_s, min_precision)
+        l2, fits = _mixture_links(g, cty, gap, failed & rich, completed, inwin, window_s, min_precision)
+        link |= l2
     f_ok, c_ok = np.flatnonzero(link), cand[link]
     # each candidate restarts at most one failure: keep the latest-ending failure
     o = np.lexsort((-end[f_ok], c_ok))
     f_ok, c_ok = f_ok[o], c_ok[o]
     first = np.ones(len(c_ok), dtype=bool)
     first[1:] = c_ok[1:] != c_ok[:-1]
-    nxt[f_ok[first]] = c_ok[first]
-    return nxt
+    nxt_all[rows[f_ok[first]]] = rows[c_ok[first]]
+    linked = np.zeros(n, dtype=bool)
+    linked[f_ok[first]] = True
+    for t in np.unique(cty[failed]):
+        s = cty == t
+        i = int(np.flatnonzero(s)[0])
+        row = {"cluster": str(jobs["cluster"].iat[i]), "type": str(jobs["type"].iat[i]),
+               "gpu_bucket": str(bucket[i]),
+               "failed": int((failed & s).sum()), "completed": int((completed & s).sum()),
+               "followed": int((failed & s & inwin).sum()), "links": int((linked & s).sum())}
+        if int(t) in fits:
+            row.update(rule="mixture", **fits[int(t)])
+        else:
+            w = float(win[failed & s].max())
+            row.update(rule="window" if w > 0 else "none", window_s=w)
+        info["strata"].append(row)
+    return nxt_all, info
 
 
 def chain_heads(prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,9 +459,19 @@ def chain_heads(prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
-                   min_precision: float = DEFAULT_MIN_PRECISION, infer: bool | None = None) -> pd.DataFrame:
+                   min_precision: float = DEFAULT_MIN_PRECISION, infer: bool | None = None,
+                   rule: str = "auto") -> pd.DataFrame:
     """Chain columns of the module docstring, aligned on ``jobs.index``; ``attrs["source"]`` is
-    ``"columns"`` (the data's own chain) or ``"inferred"``. ``infer=True`` ignores chain columns."""
+    ``"columns"`` (the data's own chain) or ``"inferred"``. ``infer=True`` ignores chain columns.
+
+    ``rule`` (inference only): ``"auto"`` — the mixture rule where a stratum has the data for it, the
+    window rule elsewhere; ``"window"`` — the window rule everywhere (it assumes users submit after a
+    failure as often as after a completion: right when they do, far fewer links when they restart
+    failures instead; module docstring, *Limits*). An inferred result carries ``attrs["inference"]``:
+    ``excluded`` (rows left out, by reason) and ``strata`` (per cluster × type × GPU bucket: failed,
+    completed and followed jobs, links, the rule used and its fit)."""
+    if rule not in ("auto", "window"):
+        raise ValueError(f"rule must be 'auto' or 'window', got {rule!r}")
     if window_s <= 0:
         raise ValueError(f"window_s must be > 0, got {window_s!r}")
     if not 0 < min_precision < 1:
@@ -353,7 +486,7 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
         hp_ = prev_pos >= 0
         nxt[prev_pos[hp_]] = np.flatnonzero(hp_)
     else:
-        nxt = _inferred_next(jobs, float(window_s), float(min_precision))
+        nxt, info = _inferred_next(jobs, float(window_s), float(min_precision), rule)
     if n and "restart_of" in jobs.columns:  # explicit links of imported traces replace the rule
         ro = jobs["restart_of"].astype(object)
         has = (ro.notna() & (ro.astype(str).str.len() > 0)).to_numpy(dtype=bool)
@@ -393,6 +526,8 @@ def restart_chains(jobs: pd.DataFrame, window_s: float = DEFAULT_WINDOW_S, *,
         "next_queue_s": next_queue,
     }, index=jobs.index)
     out.attrs["source"] = "columns" if use_cols else "inferred"
+    if not use_cols:
+        out.attrs["inference"] = info
     return out
 
 

@@ -19,9 +19,16 @@ RESTART_GAP_RANGE_S = (43.0, 5760.0)
 RESUBMIT_GAP_MEDIAN_S = 5400.0
 
 
-def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0) -> pd.DataFrame:
+def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0, *,
+                resubmit_median_s: float = RESUBMIT_GAP_MEDIAN_S, resubmit_sigma: float = 1.3,
+                pretrain_per_key: float = 6.0, p_fail_pretrain: float = 0.35,
+                resubmit_beta: tuple[float, float] = (0.6, 1.6)) -> pd.DataFrame:
     """Jobs (``cluster, job_id, user, type, gpu_num, state, analysis_state, submit_s, start_s, end_s,
-    run_s, queue_s, true_prev``) sorted by submission; see the module docstring."""
+    run_s, queue_s, true_prev``) sorted by submission; see the module docstring. The keywords vary
+    the behaviour for robustness studies: the resubmission gap law of completed configurations
+    (log-normal, median and sigma of its log), fresh Pretrain submissions per key (Poisson mean over
+    the span), the Pretrain failure probability and the Beta law of each user's resubmission
+    probability."""
     rng = np.random.default_rng(seed)
     span = days * 86400.0
     rows = []  # (user, type, gpus, submit, run, queue, state, prev)
@@ -44,7 +51,7 @@ def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0) -> pd.DataFr
             if end + gap < span:
                 attempt(u, ty, g, end + gap, i, p_fail, p_restart, p_resub, depth + 1)
         elif not failed and rng.random() < p_resub:
-            gap = float(rng.lognormal(np.log(RESUBMIT_GAP_MEDIAN_S), 1.3))
+            gap = float(rng.lognormal(np.log(resubmit_median_s), resubmit_sigma))
             if end + gap < span:  # a new logical job of the same configuration: no chain link
                 attempt(u, ty, g, end + gap, -1, p_fail, p_restart, p_resub, depth + 1)
 
@@ -52,11 +59,11 @@ def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0) -> pd.DataFr
     for u in range(users):
         name = f"u{u:03d}"
         # most users rarely resubmit a completed configuration, a few do it often
-        p_resub = float(rng.beta(0.6, 1.6))
+        p_resub = float(rng.beta(*resubmit_beta))
         for g in rng.choice(sizes, size=int(rng.integers(1, 4)), replace=False):
-            n = int(rng.poisson(6))
+            n = int(rng.poisson(pretrain_per_key))
             for t in np.sort(rng.uniform(0, span, n)):
-                attempt(name, "Pretrain", int(g), float(t), -1, 0.35, 0.85, p_resub)
+                attempt(name, "Pretrain", int(g), float(t), -1, p_fail_pretrain, 0.85, p_resub)
         for t in np.sort(rng.uniform(0, span, int(rng.poisson(10)))):
             attempt(name, "SFT", int(rng.choice([1, 4, 8])), float(t), -1, 0.25, 0.6, p_resub)
         for t in np.sort(rng.uniform(0, span, int(rng.poisson(30)))):
@@ -83,3 +90,41 @@ def link_scores(true_prev: np.ndarray, inferred_prev: np.ndarray) -> tuple[float
     tp = int(((t == i) & (t >= 0)).sum())
     n_t, n_i = int((t >= 0).sum()), int((i >= 0).sum())
     return tp / max(n_i, 1), tp / max(n_t, 1), n_t, n_i
+
+
+def inject_restarts(jobs: pd.DataFrame, seed: int = 0, p_fail: float = 0.15, p_restart: float = 0.85
+                    ) -> pd.DataFrame:
+    """A real log's jobs (``cluster, user, type, gpu_num, submit_s, run_s``) with failures injected at
+    random: each job (and each restart) fails with ``p_fail`` (its run cut to 5-100 %) and a failed
+    one is restarted with ``p_restart`` after the restart gap law of :func:`chain_trace`, same key.
+    The log's own users then submit after a job ends whatever its outcome (the limit of the chain
+    inference). Columns as :func:`chain_trace`'s, ``true_prev`` the truth."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    lo, hi = RESTART_GAP_RANGE_S
+    for r in jobs[["cluster", "user", "type", "gpu_num", "submit_s", "run_s"]].itertuples(index=False):
+        t, prev = float(r.submit_s), -1
+        for _ in range(9):
+            run = float(r.run_s)
+            failed = rng.random() < p_fail
+            if failed:
+                run *= float(rng.uniform(0.05, 1.0))
+            rows.append((r.cluster, r.user, r.type, r.gpu_num, t, run, "FAILED" if failed else "COMPLETED", prev))
+            if not (failed and rng.random() < p_restart):
+                break
+            prev = len(rows) - 1
+            t = t + run + float(np.clip(rng.lognormal(np.log(RESTART_GAP_MEDIAN_S), 1.0), lo, hi))
+    df = pd.DataFrame(rows, columns=["cluster", "user", "type", "gpu_num", "submit_s", "run_s",
+                                     "analysis_state", "true_prev"])
+    df["state"] = df["analysis_state"]
+    df["queue_s"] = 0.0
+    df["start_s"] = df["submit_s"]
+    df["end_s"] = df["submit_s"] + df["run_s"]
+    order = np.argsort(df["submit_s"].to_numpy(), kind="stable")
+    pos = np.empty(len(df), dtype=np.int64)
+    pos[order] = np.arange(len(df))
+    df = df.iloc[order].reset_index(drop=True)
+    tp = df["true_prev"].to_numpy()
+    df["true_prev"] = np.where(tp >= 0, pos[np.maximum(tp, 0)], -1)
+    df["job_id"] = [f"j{k}" for k in range(len(df))]
+    return df

@@ -128,9 +128,9 @@ def normalize_jobs(jobs: Any) -> tuple[pd.DataFrame, dict[str, str]]:
 #: how each chain source is named in the writers' READMEs
 CHAIN_SOURCES = {
     "columns": "the trace's own chain columns (chain_id / attempt / prev_job_id or prev_index)",
-    "inferred": "inference: acmemodel.features.chains.restart_chains, the conservative rule (same "
-                "cluster, user, type and GPU count; a window per cluster x type x key activity whose estimated precision, "
-                "measured against COMPLETED jobs, is >= 0.95)",
+    "inferred": "inference: acmemodel.features.chains.restart_chains (same cluster, user, type and GPU count; "
+                "per cluster x type x GPU bucket the likelihood ratio of the gap after the failure against the gap "
+                "after COMPLETED jobs, or in thin strata a window, linking while the estimated precision is >= 0.95)",
     "none": "none (every job a single attempt)",
 }
 
