@@ -4,7 +4,7 @@ the RuntimePredictor's MAE of log run time against each baseline, and its p10–
 
 Usage::
 
-    python tools/runtime_real_31.py [--test-fraction F] [--json] FILE...
+    python tools/runtime_real_31.py [--test-fraction F | --train-share S] [--json] FILE...
 
 A FILE is read by its name: ``*.swf`` as a Standard Workload Format log, ``disaggregated_DLRM_trace.csv``
 (Alibaba cluster-trace-gpu-v2025) as instances = jobs (role = type, app = user, creation → submit,
@@ -64,15 +64,22 @@ def read(path: Path):
         return load_trace(path)
 
 
-def figures(path: Path, test_fraction: float | None, crps_draws: int) -> dict:
+def figures(path: Path, test_fraction: float | None, crps_draws: int, train_share: float | None = None) -> dict:
     from acmemodel.evaluation.backtest import runtime_backtest
 
     trace = read(path)
+    cutoff = None
+    if train_share is not None:  # the cutoff at that share of the jobs in submission order
+        jobs = trace.jobs if hasattr(trace, "jobs") else trace
+        cutoff = float(np.nanquantile(jobs["submit_s"].to_numpy(float), train_share))
     t0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = runtime_backtest(trace, test_fraction=test_fraction, include_queue=False, crps_draws=crps_draws)
-    out = {"trace": path.name, "cpu_s": round(time.process_time() - t0, 1)}
+        res = runtime_backtest(trace, test_fraction=test_fraction, cutoff=cutoff, include_queue=False,
+                               crps_draws=crps_draws)
+    out = {"trace": path.name, "cpu_s": round(time.process_time() - t0, 1), "n_train": res.info.get("n_train"),
+           "n_test": res.info.get("n_test"), "pooling_k": (res.info.get("runtime_pooling") or {}).get("k"),
+           "predictor_error": res.info.get("predictor_error")}
     for c in res.card["comparisons"]:
         if c["model"] == "runtime_model_nostate" and c["baseline"] == "global":
             out[c["metric"]] = {"gain": c["diff"], "se": c["se"], "model": c["model_value"],
@@ -94,6 +101,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--test-fraction", type=float, default=None)
+    ap.add_argument("--train-share", type=float, default=None,
+                    help="cutoff at this share of the jobs in submission order (instead of --test-fraction of the time)")
     ap.add_argument("--crps-draws", type=int, default=2000)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -102,7 +111,7 @@ def main(argv=None) -> int:
         if not f.is_file():
             print(f"error: {f}: no such file", file=sys.stderr)
             return 2
-        rows.append(figures(f, a.test_fraction, a.crps_draws))
+        rows.append(figures(f, a.test_fraction, a.crps_draws, a.train_share))
     if a.json:
         print(json.dumps(rows, indent=1, default=float))
         return 0
@@ -112,7 +121,10 @@ def main(argv=None) -> int:
         ok_mae = all(v["gain"] >= -v["se"] for v in mae.values())
         cov = r.get("coverage")
         ok_cov = cov is not None and 0.75 - cov["se"] <= cov["value"] <= 0.85 + cov["se"]
-        print(f"{r['trace']}  (fit+score {r['cpu_s']} CPU s)")
+        print(f"{r['trace']}  (train {r['n_train']:,}, test {r['n_test']:,} jobs; pooling k {r['pooling_k']};"
+              f" fit+score {r['cpu_s']} CPU s)")
+        if r["predictor_error"]:
+            print(f"  predictor not fitted: {r['predictor_error']}")
         print(f"  RuntimeModel vs global: loglik {_pm(r.get('loglik'))}  CRPS {_pm(r.get('crps_log'))}"
               f"  [{'ok' if ok_dist else 'FAIL'}]")
         if mae:
