@@ -57,7 +57,7 @@ def read(path: Path):
         warnings.simplefilter("ignore")
         if name.endswith(".swf"):
             return load_trace(path, format="swf")
-        if "dlrm" in name:
+        if "dlrm" in name and name.endswith(".csv"):
             return dlrm_jobs(path)
         if name.startswith("openb_pod_list"):
             return load_trace(path, format="k8s", origin="2023-01-01")
