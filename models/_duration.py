@@ -33,8 +33,9 @@ peak but whose cells put the bulk of the later jobs off-centre is not kept); oth
 the log score's choice (strictly proper and local; choosing it by the CRPS as well put NASA iPSC's
 cells at k = 10,000, 0.05 nats worse on its later jobs).
 Last, with the keys chosen, the final ``k`` follows the **one-standard-error rule towards more
-pooling**: the largest ``k`` of the grid whose held-out log-likelihood is within one paired standard
-error of the best ``k``'s — the simplest model the latest training jobs cannot tell from the best.
+pooling**, one grid step at most: the next larger ``k`` of the grid when its held-out log-likelihood
+is within one paired standard error of the best ``k``'s — a more pooled model the latest training
+jobs cannot tell from the best.
 A cell split that is merely as good as its parent on the latest training jobs is the worse bet on
 the jobs after them (Alibaba OpenB pods, default split: the best ``k`` 100 lost the CRPS to the
 global law on the later pods, −0.028 ± 0.008; ``k`` 300, within one SE on the held-out jobs,
@@ -552,16 +553,18 @@ def _best_k(vals: list[np.ndarray]) -> int:
 
 def _choose_k(own: np.ndarray, cnt: np.ndarray, dropped: set[int] | None = None, one_se: bool = False) -> float:
     """The ``k`` of :data:`POOL_K_GRID` with the highest summed held-out log-likelihood; with
-    ``one_se`` the one-standard-error rule towards more pooling: the largest ``k`` above it whose
-    paired per-job loss to it is within one standard error of zero — the simplest model the
-    held-out jobs cannot tell from the best (the rule of the family selection too)."""
+    ``one_se`` the one-standard-error rule towards more pooling, one grid step (about ×3) at most:
+    the next larger ``k`` when its paired per-job loss to the best is within one standard error of
+    zero — a more pooled model the held-out jobs cannot tell from the best (the rule of the family
+    selection too). One step only: on a small or mostly censored held-out window the whole grid can
+    lie within one SE (a 3,250-job queue trace: best k 0, k 3,000 within one SE), and the rule would
+    then pool away cells that the likelihood keeps apart."""
     vals = _k_scores(own, cnt, set() if dropped is None else dropped)
     ib = chosen = _best_k(vals)
-    if one_se:
-        for i in range(ib + 1, len(POOL_K_GRID)):
-            mean, se, n = _paired(vals[i] - vals[ib])
-            if n > 1 and mean >= -se:
-                chosen = i
+    if one_se and ib + 1 < len(POOL_K_GRID):
+        mean, se, n = _paired(vals[ib + 1] - vals[ib])
+        if n > 1 and mean >= -se:
+            chosen = ib + 1
     return float(POOL_K_GRID[chosen])
 
 
