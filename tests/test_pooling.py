@@ -158,3 +158,48 @@ def test_default_bundle_still_loads():
     w = np.array([e.value.pool_w for e in rt.cells_.entries_.values()])
     assert np.all((w > 0) & (w <= 1.0))  # the calibrated default is pooled: w = n / (n + k) per cell
     assert np.isfinite(rt.median(cluster="Seren", type="Eval"))
+
+
+def test_k_by_the_one_se_rule_towards_more_pooling():
+    """``k`` is the next of the grid after the best when its held-out loss to the best is within one
+    paired SE (else the best); the best itself without the rule (``k_best``): on held-out jobs that
+    cannot tell two shrinkages apart, the stronger one — one grid step at most."""
+    from acmemodel.models._duration import POOL_K_GRID, _choose_k, _k_scores, _paired
+
+    rng = np.random.default_rng(3)
+    m = 400
+    # two levels: each job's own cell (300 jobs) and the root; the cell law barely better than the root
+    own = np.c_[rng.normal(-1.00, 0.3, m), rng.normal(-1.02, 0.3, m)]
+    cnt = np.c_[np.full(m, 300.0), np.full(m, 5000.0)]
+    vals = _k_scores(own, cnt, set())
+    ib = int(np.argmax([v.sum() for v in vals]))
+    k_best, k = _choose_k(own, cnt), _choose_k(own, cnt, one_se=True)
+    assert k_best == POOL_K_GRID[ib] and k >= k_best
+    i = POOL_K_GRID.index(k)
+    assert i in (ib, ib + 1)
+    mean, se, _ = _paired(vals[ib + 1] - vals[ib])
+    assert (i == ib + 1) == (mean >= -se)
+
+
+def test_pooling_record_has_both_ks(pooled):
+    p = pooled.pool_
+    assert p["k"] >= p["k_best"] > 0
+
+
+def test_a_cell_with_its_parents_jobs_answers_with_the_parent():
+    """One cluster: the cluster × type cell holds the type cell's jobs; pooled again with it, it would
+    count them twice and undo the type cell's shrinkage — it answers with the type cell's law (w = 0)."""
+    rng = np.random.default_rng(5)
+    run = np.r_[np.exp(rng.normal(7, 1, 600)), np.exp(rng.normal(5, 1, 400))]
+    typ = np.r_[["A"] * 600, ["B"] * 400]
+    jobs = _jobs(np.full(1000, "X", object), typ, np.round(run))
+    m = RuntimeModel(keys=("cluster", "type"), backoff=("cluster", "type"), min_jobs=5, size_law=False,
+                     families=("lognormal",)).fit(jobs)
+    for t in ("A", "B"):
+        inner = m.cells_.entries_[m.resolve(cluster="X", type=t).cell]
+        outer = m.cells_.entries_[m.resolve(type=t).cell]
+        assert inner.n == outer.n and inner.value.pool_w == 0.0
+        xs = np.geomspace(10, 1e5, 30)
+        assert np.allclose(inner.value.cdf(xs), outer.value.cdf(xs))
+        if m.pool_["k"]:
+            assert 0 < outer.value.pool_w < 1

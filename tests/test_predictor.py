@@ -299,3 +299,28 @@ def test_thread_count_and_cap_leave_the_trees_unchanged(data, monkeypatch):
             lgbm_text.limit_threads(None)
         texts.append({q: b.model_to_string().split("parameters:")[0] for q, b in m.boosters_.items()})
     assert all(t == texts[0] for t in texts[1:])
+
+
+def test_online_offsets_narrow_only_on_strong_evidence():
+    """One reading time after 300 ended jobs of a log-normal law (log run time N(5, 1)): a calibrated
+    interval (±1.2816) is left alone; one too wide (upper bound +3) is narrowed to the window's
+    split-conformal offset (misses far below n·0.1 − 3 SE); one too narrow (+0.5) is widened."""
+    from acmemodel.models.predictor_conformal import NARROW_Z, online_offsets
+
+    rng = np.random.default_rng(4)
+    n = 300
+    start = np.arange(n) * 10.0
+    y = rng.normal(5.0, 1.0, n)
+    end = start + np.expm1(y)
+    at = np.array([start[-1] + 1e6])
+    lo = np.full(n, 5.0 - 1.2816)
+    out = {}
+    for name, hi in (("calibrated", 5.0 + 1.2816), ("wide", 8.0), ("narrow", 5.5)):
+        out[name] = online_offsets(start, end, np.ones(n, bool), lo, np.full(n, hi), at, n, 0.9, 0.9)[1][0]
+        misses = int(np.sum(y > hi))
+        excess = (misses - 0.1 * n) / np.sqrt(n * 0.09)
+        assert (np.isnan(out[name])) == (-NARROW_Z <= excess <= 2.0), (name, excess)
+    assert np.isnan(out["calibrated"])
+    assert out["wide"] < -1.0 and out["narrow"] > 0.5
+    # the narrowed bound is the window's own 90 % point of the log run time
+    assert 8.0 + out["wide"] == pytest.approx(np.sort(y)[int(np.ceil(0.9 * (n + 1))) - 1])
