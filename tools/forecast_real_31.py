@@ -191,6 +191,12 @@ def run(a) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _pm(d: float, se: float) -> str:
+    """``d ± se`` with three decimals, four when the standard error is under 0.001."""
+    k = 4 if se < 0.001 else 3
+    return f"{d:+.{k}f} ± {se:.{k}f}"
+
+
 def _flags(r) -> str:
     f = []
     if r["d_best"] > r["d_best_se"]:
@@ -204,7 +210,7 @@ def _line(r) -> str:
     rel = (r["auto"] / r["snaive"] - 1) * 100 if r["snaive"] > 0 else float("nan")
     return (f"{r['series'][:28]:28s} {'1 d ' if r['horizon'] == 1 else '4 wk'} W={r['windows']:3d} "
             f"wk={'y' if r['weekly'] else 'n'} auto {r['auto']:.3f} sn {r['snaive']:.3f} ({rel:+4.0f}%) "
-            f"best {r['best_naive'][:8]} {r['best_naive_wape']:.3f} Δ {r['d_best']:+.3f}±{r['d_best_se']:.3f} "
+            f"best {r['best_naive'][:8]} {r['best_naive_wape']:.3f} Δ {_pm(r['d_best'], r['d_best_se'])} "
             f"{_flags(r)}")
 
 
