@@ -13,8 +13,9 @@ Time-honest choice. At a window starting at ``o`` (horizon ``h``) the *prior* wi
 ended by then (``o' + h <= o``). ``ensemble`` is the median (on ``z``, day by day) of every candidate's
 forecast, anchored to the weekday median at the 4-week horizon
 (:func:`~acmemodel.models.forecast_models.ensemble_z`): it needs no choice, so it exists at every
-window. ``combo`` at ``o`` is the mean of the 3 methods with the lowest WAPE on the prior windows. ``auto`` at ``o`` starts from a naive baseline and
-leaves it only on evidence from before ``o`` (:func:`_choose`):
+window. ``combo`` at ``o`` is the mean of the 3 methods with the lowest WAPE on the prior windows.
+``auto`` at ``o`` starts from a naive baseline and leaves it only on evidence from before ``o``
+(:func:`_choose`):
 
 * the *baseline* (:func:`_base_baseline`): at the 1-day horizon, when over the 8 weeks before ``o`` the
   best naive baseline's one-day-ahead record is a level one (naive or window average: a running load

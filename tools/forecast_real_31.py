@@ -229,9 +229,10 @@ def table(before: Path, after: Path) -> str:
         out.append(f"| {r['set']} | {r['series']} | {hz} | {r['windows']} | "
                    f"{'yes' if r['weekly'] else 'no'} ({r['weekly_p']:.2g}) | "
                    + (f"{bb['auto']:.3f} | " if bb is not None else "– | ")
-                   + f"{r['auto']:.3f} | {r['snaive']:.3f} | {rel:+.0f} % | {r['best_naive']} {r['best_naive_wape']:.3f} | "
-                   + (f"{bb['d_best']:+.3f} ± {bb['d_best_se']:.3f} | " if bb is not None else "– | ")
-                   + f"{r['d_best']:+.3f} ± {r['d_best_se']:.3f} | {_flags(r) or 'ok'} |")
+                   + f"{r['auto']:.3f} | {r['snaive']:.3f} | {rel:+.0f} % | "
+                   + f"{r['best_naive']} {r['best_naive_wape']:.3f} | "
+                   + (f"{_pm(bb['d_best'], bb['d_best_se'])} | " if bb is not None else "– | ")
+                   + f"{_pm(r['d_best'], r['d_best_se'])} | {_flags(r) or 'ok'} |")
     return "\n".join(out)
 
 
