@@ -177,7 +177,7 @@ def run(a) -> pd.DataFrame:
             if (h, "auto") not in sc.index or int(sc.loc[(h, "auto"), "windows"]) == 0:
                 continue
             r, sn = sc.loc[(h, "auto")], sc.loc[(h, "seasonal_naive")]
-            ev = w[(w["horizon"] == h) & (w["method"] == "auto") & np.isfinite(w["forecast"])]
+            ev = w[(w["horizon"] == h) & (w["method"] == "auto") & (w["pick"] != "")]  # the evaluated windows
             o1 = int(ev["origin"].min()) if len(ev) else n
             ws = weekly_before(y, o1)
             picks = ev.loc[ev["step"] == 1, "pick"].value_counts()
