@@ -11,10 +11,11 @@ trace misses at most its first/last two hours):
   submitted that day.
 
 Methods (:mod:`acmemodel.models.forecast_models`): statsforecast's AutoETS, AutoARIMA, AutoTheta,
-MSTL, the naive baselines (naive, seasonal naive, 7-day window average, weekday mean), a count GLM
-(statsmodels), the combination of the best three, and ``"auto"`` (default): per series, the
-candidate or combination with the lowest WAPE in a time-honest rolling-origin backtest (every
-forecast uses only data before its origin), with intervals calibrated on the backtest's held-out
+MSTL, the naive baselines (naive, seasonal naive, 7-day window average, weekday mean and median), a
+count GLM (statsmodels), the median ensemble, the combination of the best three, and ``"auto"``
+(default): per series, a naive baseline unless a model, the ensemble or the combination beats it by
+more than one SE in a time-honest rolling-origin backtest (every forecast uses only data before its
+origin; :mod:`acmemodel.models.forecast_backtest`), with intervals calibrated on the backtest's held-out
 windows (split-conformal or the model's own, whichever covers nearer the level). Series shorter than
 two weeks, or constant, are forecast by seasonal naive.
 
@@ -150,8 +151,8 @@ class DemandForecaster(BaseModel):
 
     Parameters
     ----------
-    method : ``"auto"`` (default: per series, the candidate or combination with the lowest backtest
-        WAPE) or one of :data:`METHODS`.
+    method : ``"auto"`` (default: per series, a naive baseline unless a model, the ensemble or the
+        combination beats it in the time-honest backtest) or one of :data:`METHODS`.
     level : prediction-interval level (default 0.9).
     demand : ``"running"`` (GPU-hours held per day, default) or ``"submitted"``.
     log : model ``log(1 + y)`` (default True).

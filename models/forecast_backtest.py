@@ -1,5 +1,6 @@
 """The time-honest rolling-origin backtest of one daily series, the scores, the causal choice
-of method (the median ensemble, a single method, or the combination) and the conformal radii.
+of method (a naive baseline unless a model, the median ensemble or the combination beats it on earlier
+origins) and the conformal radii.
 
 Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` days ``n − 7k`` (``k =
 1..weeks``) with at least ``min_train`` days before them. At each fit origin every method is fitted on
@@ -11,18 +12,31 @@ Backtest (:func:`backtest_series`). Fit origins ``o`` are the last ``weeks`` day
 Time-honest choice. At a window starting at ``o`` (horizon ``h``) the *prior* windows are those that
 ended by then (``o' + h <= o``). ``ensemble`` is the median (on ``z``, day by day) of every candidate's
 forecast, anchored to the weekday median at the 4-week horizon
-(:func:`~acmemodel.models.forecast_models.ensemble_z`): it needs no choice, so it exists at every window. ``combo`` at ``o`` is the mean of the 3
-methods with the lowest WAPE on the prior windows. ``auto`` at ``o`` is ``ensemble``, replaced by the
-single method (naive baseline or model) with the lowest WAPE on the prior windows only when that beats
-it by more than one standard error of the paired WAPE difference (``one_se=True``, default; the plain
-lowest WAPE otherwise), and by ``combo`` when combo beats that pick the same way on the prior windows
-where combo existed, each switch backed by at least ``MIN_BLOCKS`` = 4 independent blocks of prior
-evidence (weeks for the 1-day horizon; 28-day stretches of origins for the 4-week one, whose weekly
-windows overlap), the SE computed over those blocks. The default is the ensemble, not the best single
-method of a few prior windows, because with few windows that pick is mostly noise while the median of
-the candidates is robust (the
-"forecast combination puzzle": equal-weight combinations are hard to beat, and a median ignores the
-one member whose trend runs away at 4 weeks). ``auto`` and ``combo`` need at least ``min_prior`` prior
+(:func:`~acmemodel.models.forecast_models.ensemble_z`): it needs no choice, so it exists at every
+window. ``combo`` at ``o`` is the mean of the 3 methods with the lowest WAPE on the prior windows.
+``auto`` at ``o`` starts from a naive baseline and leaves it only on evidence from before ``o``
+(:func:`_choose`):
+
+* the *baseline* (:func:`_base_baseline`): at the 1-day horizon, when over the 8 weeks before ``o`` the
+  best naive baseline's one-day-ahead record is a level one (naive or window average: a running load
+  that drifts, no usable weekly pattern), that one; otherwise — and at the 4-week horizon — the 8-week
+  weekday median, the robust weekly baseline (on sparse counts, whose best absolute-error forecast is a
+  median, the only baseline that forecasts the many zero days, where any mean-like forecast loses).
+  No noisy arg-min over the five baselines: picking the best of five on a few earlier windows chases
+  noise and loses to the one that turns out best;
+* a *switch* to a model, ``ensemble`` or ``combo``: the one that beats the baseline by the most on the
+  prior windows among those that beat it by more than one standard error of the paired WAPE
+  difference (``one_se=True``, default; the plain lowest WAPE otherwise), backed by at least
+  :data:`MIN_BLOCKS` = 4 independent blocks of prior evidence (weeks for the 1-day horizon; 28-day
+  stretches of origins for the 4-week one, whose weekly windows overlap), the SE computed over those
+  blocks;
+* with fewer blocks than that (short histories, the first windows) the evidence cannot carry a one-SE
+  test: ``auto`` is ``ensemble`` unless the baseline had the lower WAPE on the prior windows (the
+  ensemble with none): the median of the candidates is the robust default of the "forecast
+  combination puzzle" (equal-weight combinations are hard to beat, and a median ignores the
+  one member whose trend runs away at 4 weeks).
+
+``auto`` and ``combo`` need at least ``min_prior`` prior
 windows (``min_prior_days`` = 14 for the 1-day horizon) and are scored only on the windows where they
 exist (the *evaluation* windows); every method's score is reported on the same windows. The forecast
 from the end of the history uses every backtest window, all of which precede it.
@@ -57,8 +71,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE, HORIZONS, METHODS, SEASON,
-                                              _back, _Fitted,
+from acmemodel.models.forecast_models import (BASELINES, CANDIDATES, COMBO_SIZE, HORIZONS, LEVEL_BASELINES, METHODS,
+                                              REGIME_WEEKS, SEASON, WEEKDAY_BASELINES, _back, _Fitted,
                                               _has_own_interval, anchor_weight, baseline_track_record,
                                               ensemble_z, level_regime)
 
@@ -121,6 +135,7 @@ class _Horizon:
     Lz: dict = field(default_factory=dict)   # own lower
     Hz: dict = field(default_factory=dict)   # own upper
     Zhist: np.ndarray | None = None          # the whole series on z (a window at o may look at [:o] only)
+    rec: dict | None = None                  # 1-day horizon: baseline_track_record(Zhist) (entries < o only)
 
 
 @dataclass
@@ -152,6 +167,12 @@ def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequenc
                     level: float = 0.9, log: bool = True, one_se: bool = True) -> SeriesBacktest:
     """Time-honest rolling-origin backtest of one daily series (module docstring). ``min_prior``: prior
     4-week windows before auto/combo choose (``min_prior_days``: prior 1-day windows)."""
+    methods, H = _backtest_forecasts(y, methods, horizons, weeks, min_train, level, log)
+    return _scored(H, methods, len(y), level, log, min_prior, min_prior_days, one_se)
+
+
+def _backtest_forecasts(y, methods, horizons, weeks, min_train, level, log) -> tuple[tuple, dict]:
+    """Every method's backtest forecasts (on ``z``), per horizon: ``(methods, {h: _Horizon})``."""
     y = np.maximum(np.nan_to_num(np.asarray(y, dtype=float)), 0.0)
     methods = tuple(dict.fromkeys(m for m in methods if m not in ("auto", "combo", "ensemble")))
     for m in methods:
@@ -190,6 +211,11 @@ def backtest_series(y, *, methods: Iterable[str] = CANDIDATES, horizons: Sequenc
                     if len(i):
                         f, lo, hi = fit.predict(h)
                         hz.Fz[m][i[0]], hz.Lz[m][i[0]], hz.Hz[m][i[0]] = f, lo, hi
+    return methods, H
+
+
+def _scored(H: dict, methods: tuple, n: int, level, log, min_prior, min_prior_days, one_se) -> SeriesBacktest:
+    """Scores, the causal choice and the intervals from the backtest forecasts (module docstring)."""
     rows, choice, members, interval, wins = [], {}, {}, {}, []
     for h, hz in H.items():
         r, c, mem, iv, fc = _score_horizon(hz, methods, level, log, int(min_prior if h > 1 else min_prior_days),
@@ -238,8 +264,8 @@ def _abs_err(hz: _Horizon, Fz: np.ndarray, mask: np.ndarray, log: bool) -> np.nd
 
 
 def _beats(hz, Fz, m1, m2, mask, log, one_se) -> bool:
-    """``m1`` has a lower WAPE than ``m2`` on the windows in ``mask`` (by more than one standard error
-    of the paired difference when ``one_se``, which then needs evidence from at least
+    """``m1`` has a lower WAPE than ``m2`` on the windows in ``mask`` (by more than one standard
+    error of the paired difference when ``one_se``, which then needs evidence from at least
     :data:`MIN_BLOCKS` independent blocks). The SE of this decision takes as independent units blocks
     of ``max(h, 7)`` days of origins (:func:`_evidence_blocks`): the days of one week (1-day horizon)
     share their week's errors, and 4-week windows at weekly origins overlap by three weeks, so counting
@@ -256,7 +282,9 @@ def _beats(hz, Fz, m1, m2, mask, log, one_se) -> bool:
     d, se = paired_diff_se(a1, a2, b)
     if not np.isfinite(d):
         return False
-    return d + (se if one_se else 0.0) < 0 if (not one_se or np.isfinite(se)) else False
+    if not one_se:
+        return d < 0
+    return bool(np.isfinite(se) and d + se < 0)
 
 
 def _evidence_blocks(origins: np.ndarray, h: int) -> np.ndarray:
@@ -265,17 +293,53 @@ def _evidence_blocks(origins: np.ndarray, h: int) -> np.ndarray:
     return np.unique(g, return_inverse=True)[1].astype(np.int64)
 
 
-def _choose(hz, Fz, order, mask, mask_combo, log, one_se) -> str:
-    """The method for windows after ``mask``: ``ensemble``, replaced by the best single method on
-    ``mask`` when that beats it (one-SE rule when ``one_se``), replaced by ``combo`` when combo beats
-    that on ``mask_combo`` (the windows where combo existed)."""
-    ranked = _rank(hz, order, mask, log)
-    best = ranked[0][2]
-    pick = best if _beats(hz, Fz, best, "ensemble", mask, log, one_se) else "ensemble"
-    if mask_combo.sum() >= 1 and np.isfinite(Fz["combo"][mask_combo]).all() and \
-            _beats(hz, Fz, "combo", pick, mask_combo, log, one_se):
-        pick = "combo"
-    return pick
+def _base_baseline(hz: _Horizon, order, origin: int) -> str:
+    """The naive baseline ``auto`` falls back to for a forecast from ``origin`` (module docstring): at the
+    1-day horizon, when over the last :data:`~acmemodel.models.forecast_models.REGIME_WEEKS` weeks
+    before ``origin`` the best naive baseline (1-day errors of :func:`~acmemodel.models.forecast_models.
+    baseline_track_record`, summed) is a level one (naive, window average), that one; else (a weekly
+    pattern, or the 4-week horizon) the 8-week weekday median, the robust weekly baseline (the median
+    of the same weekday: on sparse counts, whose best absolute-error forecast is a median, it is far
+    ahead of any mean)."""
+    wk = "weekday_median" if "weekday_median" in order else "seasonal_naive"
+    if hz.h != 1 or hz.rec is None:
+        return wk
+    lo = max(SEASON, int(origin) - SEASON * REGIME_WEEKS)
+    if int(origin) - lo < SEASON:
+        return wk
+    tot = {m: float(np.nansum(hz.rec[m][lo:int(origin)])) for m in LEVEL_BASELINES + WEEKDAY_BASELINES}
+    bl = min(LEVEL_BASELINES, key=lambda m: tot[m])
+    bw = min(WEEKDAY_BASELINES, key=lambda m: tot[m])
+    return bl if tot[bl] < tot[bw] and bl in order else wk
+
+
+def _choose(hz, Fz, order, mask, mask_combo, log, one_se, origin: int) -> str:
+    """The method for a forecast from ``origin`` after the windows in ``mask`` (module docstring): the
+    baseline of :func:`_base_baseline`, replaced by the model, ``ensemble`` or ``combo`` (on
+    ``mask_combo``, the windows where combo existed) that beats it by the most among those that beat it
+    by more than one SE (``one_se``; the plain lowest WAPE otherwise); with fewer than
+    :data:`MIN_BLOCKS` blocks of evidence, ``ensemble`` unless the baseline had the lower WAPE."""
+    base = _base_baseline(hz, order, origin)
+    if one_se:
+        blk = _evidence_blocks(hz.origins[mask], hz.h) if mask.any() else np.zeros(0, np.int64)
+        if len(blk) == 0 or blk.max() + 1 < MIN_BLOCKS:
+            return base if _beats(hz, Fz, base, "ensemble", mask, log, False) else "ensemble"
+    best, gain = base, 0.0
+    for m in [m for m in order if m not in BASELINES] + ["ensemble", "combo"]:
+        mk = mask_combo if m == "combo" else mask
+        if m == "combo" and not (mk.any() and np.isfinite(Fz["combo"][mk]).all()):
+            continue
+        if _beats(hz, Fz, m, base, mk, log, one_se):
+            g = _wape(hz, Fz[m], mk, log) - _wape(hz, Fz[base], mk, log)
+            if g < gain or best == base:
+                best, gain = m, g
+    return best
+
+
+def _wape(hz: _Horizon, F: np.ndarray, mask: np.ndarray, log: bool) -> float:
+    """WAPE of the forecasts ``F`` (on ``z``) over the windows in ``mask``."""
+    b = np.nansum(hz.Y[mask])
+    return float(np.nansum(np.abs(_back(F[mask], log) - hz.Y[mask])) / b) if b > 0 else float("inf")
 
 
 def _shift_guard(origins: np.ndarray, resid: np.ndarray, q: float, day: int, misses: int = SHIFT_MISSES) -> bool:
@@ -306,10 +370,10 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
         Fz[nm] = np.full((W, h), np.nan)
         Lz[nm] = np.full((W, h), np.nan)
         Hz[nm] = np.full((W, h), np.nan)
+    hz.rec = baseline_track_record(hz.Zhist, log) if h == 1 and hz.Zhist is not None else None
     if W:
         if h == 1:  # the level regime per window, from the baselines' record before its origin
-            rec = baseline_track_record(hz.Zhist, log)
-            lev = np.array([level_regime(rec, o) is not None for o in hz.origins])
+            lev = np.array([level_regime(hz.rec, o) is not None for o in hz.origins])
             Fz["ensemble"] = ensemble_z({m: Fz[m] for m in methods}, False, level=None)
             if lev.any():
                 Fz["ensemble"][lev] = ensemble_z({m: Fz[m][lev] for m in methods}, False, level="level")
@@ -349,7 +413,7 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
         if not evaluable[k]:
             continue
         prior = _prior_mask(hz.origins, h, k)
-        best_m = _choose(hz, Fz, order, prior, prior & evaluable, log, one_se)
+        best_m = _choose(hz, Fz, order, prior, prior & evaluable, log, one_se, int(hz.origins[k]))
         if h == 1 and "naive" in methods and _shift_guard(hz.origins, resid[best_m], Cq[best_m][k, 0], hz.origins[k]):
             best_m = "naive"
         auto_pick[k] = best_m
@@ -399,7 +463,7 @@ def _score_horizon(hz: _Horizon, methods, level, log, min_prior, one_se=True):
         return rows, "ensemble", list(methods), {"kind": "model", "q": []}, fc
     ranked = _rank(hz, order, allw, log)
     top = [m for _, _, m in ranked[:COMBO_SIZE]]
-    choice = _choose(hz, Fz, order, allw, ev, log, one_se)
+    choice = _choose(hz, Fz, order, allw, ev, log, one_se, len(hz.Zhist))
     if h == 1 and "naive" in methods:
         r_c = resid[choice] if choice != "combo" else np.where(ev[:, None], resid["combo"], np.nan)
         if _shift_guard(hz.origins, r_c, _conformal_q(r_c[np.isfinite(r_c[:, 0])].ravel(), level),

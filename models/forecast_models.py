@@ -22,7 +22,8 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
 * ``"glm"`` — statsmodels: a negative-binomial GLM (job counts) or log-linear least squares (other
   series) with weekday effects and a linear trend (held flat beyond one history length ahead);
 * ``"ensemble"`` — the median (on ``z``, day by day) of every candidate's forecast: no choice to make,
-  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default. A
+  robust to the one member that runs away (an extrapolated trend at 4 weeks); ``auto``'s default on
+  thin evidence. A
   forecast of more than one day is *anchored*: ``ẑ = (1 − w) · median + w · ẑ_weekday_median`` with
   ``w`` = :data:`ANCHOR_WEIGHT` = 1/2 (equal weights, not tuned), when ``weekday_median`` is a member
   and the last week's level agrees with the 8 weeks before it (:func:`anchor_weight`), else ``w = 0``.
@@ -37,9 +38,10 @@ definitions, ~100× cheaper a call; ``glm`` from statsmodels; all work on ``z = 
   of the members other than the weekday baselines, which would pull it towards old days (a running load
   such as GPU-hours in use, where the last value wins);
 * ``"combo"`` — the mean (on ``z``) of the ``COMBO_SIZE`` = 3 candidates with the lowest backtest WAPE;
-* ``"auto"`` — per series, the ensemble, a single method or the combination, chosen by the
-  time-honest backtest (:mod:`acmemodel.models.forecast_backtest`; a single method or combo must beat
-  the ensemble by more than one SE).
+* ``"auto"`` — per series, a naive baseline, replaced by a model, the ensemble or the combination
+  only when that beats it on earlier origins by more than one SE (the ensemble when the evidence is
+  too thin for that test), chosen by the time-honest backtest
+  (:mod:`acmemodel.models.forecast_backtest`).
 
 :data:`BASELINES` are the naive methods a capacity planner would use instead (naive, seasonal naive,
 window average, weekday mean, weekday median).

@@ -432,8 +432,9 @@ def test_weekly_structure_test_and_robust_weekday_median():
 
 
 def test_auto_defaults_to_the_ensemble_without_evidence():
-    """With fewer than MIN_BLOCKS weeks of prior 1-day windows, auto stays with the ensemble (the median of
-    every candidate) whatever single method led on those few days."""
+    """With fewer than MIN_BLOCKS weeks of prior 1-day windows, auto is the ensemble (the median of every
+    candidate) unless its baseline led on those few days (here the ensemble leads: no single method,
+    whatever led, is picked)."""
     from acmemodel.models.forecast_backtest import MIN_BLOCKS
 
     y = _weekly_series(42, 4)
@@ -583,3 +584,24 @@ def test_shift_guard_switches_to_the_last_value_after_two_misses():
     fc = forecast_series(y[:123], 1)
     assert fc["method"].iloc[0] == "naive" and fc["forecast"].iloc[0] == 0.0
     assert forecast_series(y[:121], 1)["forecast"].iloc[0] > 50
+
+
+def test_auto_starts_from_the_baseline_of_the_regime():
+    """auto's fallback baseline (before any model beats it by one SE): 1 day ahead, the level baseline
+    that leads the 8-week one-day track record on a drifting level (no weekly pattern), the weekday
+    median on a weekly series; 4 weeks ahead always the weekday median (seasonal naive when the
+    candidates lack it)."""
+    from types import SimpleNamespace
+
+    from acmemodel.models.forecast_backtest import _base_baseline
+    from acmemodel.models.forecast_models import BASELINES, LEVEL_BASELINES, baseline_track_record
+
+    walk = np.log1p(_walks(1, 98, 3, noise=0.01)[0])
+    weekly = np.log1p(_weekly_series(98, 3))
+    order = tuple(BASELINES)
+    for z, want in ((walk, LEVEL_BASELINES), (weekly, ("weekday_median",))):
+        rec = baseline_track_record(z)
+        for o in (70, 98):
+            assert _base_baseline(SimpleNamespace(h=1, rec=rec), order, o) in want
+            assert _base_baseline(SimpleNamespace(h=28, rec=None), order, o) == "weekday_median"
+    assert _base_baseline(SimpleNamespace(h=28, rec=None), ("naive", "seasonal_naive"), 98) == "seasonal_naive"

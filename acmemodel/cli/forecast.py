@@ -81,8 +81,8 @@ def forecast_cmd(
     paths: Optional[List[Path]] = TRACE_PATHS,
     days: int = typer.Option(30, "--days", help="Days to forecast after the last full day of the history."),
     method: str = typer.Option("auto", "--method",
-                               help="auto (per series: the ensemble unless a method beats it in the time-honest "
-                                    "backtest) | ensemble | combo | ets | arima | theta | mstl | seasonal_naive | "
+                               help="auto (per series: a naive baseline unless a model, the ensemble or the "
+                                    "combination beats it in the time-honest backtest) | ensemble | combo | ets | arima | theta | mstl | seasonal_naive | "
                                     "naive | window_average | weekday_mean | weekday_median | glm"),
     level: float = typer.Option(0.9, "--level", help="Prediction-interval level."),
     demand: str = typer.Option("running", "--demand",
