@@ -248,10 +248,16 @@ def estimator_settings(assumptions: Assumptions | None = None, models=DEFAULT_MO
     params = {"restart": {"method": "prior"}} if "restart" in models else {}
     if "failure" in models:  # the failure model's domain is its own parameter (refits keep it)
         params["failure"] = {"min_gpus": float(a.infra_min_gpus), "late_covariates": list(FAILURE_LATE_COVARIATES)}
-    if "runtime" in models and a.large_job_gpus:
-        edges = large_class_edges(a.large_job_gpus)
-        if edges != tuple(DEFAULT_GPU_EDGES):
-            params["runtime"] = {"gpu_edges": list(edges)}
+    if "runtime" in models:
+        rt = {}
+        if a.large_job_gpus:
+            edges = large_class_edges(a.large_job_gpus)
+            if edges != tuple(DEFAULT_GPU_EDGES):
+                rt["gpu_edges"] = list(edges)
+        if a.runtime_pooling != "heldout":
+            rt["pooling"] = a.runtime_pooling
+        if rt:
+            params["runtime"] = rt
     return params
 
 
