@@ -75,6 +75,12 @@ _LL_FLOOR = -700.0
 
 # ====================================================================== the model base
 class DurationModel(BaseModel):
+    #: the pooling's shrinkage by the one-SE rule towards more pooling (:func:`choose_pooling`; else the ``k`` of
+    #: the best held-out likelihood): run times, where it turned a loss to one global law on a drifting real
+    #: log into a tie (docs/runtime-card.md); not waits, where the held-out windows of a calibrated cluster
+    #: cannot tell k = 100 from 300 and the stronger pooling moved the shipped default's wait fractions off
+    #: the published ones (Kalos Pretrain / Debug ≤ 20 s 67 / 71 % → 62 / 64 %, published 70)
+    POOL_ONE_SE: bool = True
     """Base of category-conditioned duration models (hurdle per cell + back-off).
 
     Subclasses set ``_threshold()`` and ``_observations(jobs)`` (→ frame with the key columns,
@@ -210,7 +216,7 @@ class DurationModel(BaseModel):
                 if n_hold >= POOL_MIN_HOLDOUT:
                     inner = table().fit(frame.iloc[:-n_hold], fit_inner, self._exclude_cells(),
                                         columns=("x", "censored"))
-                    self.pool_ = choose_pooling(inner, frame.iloc[-n_hold:])
+                    self.pool_ = choose_pooling(inner, frame.iloc[-n_hold:], one_se=self.POOL_ONE_SE)
         apply_pooling(self.cells_, self.pool_)
         self._fit_extra(frame)
         self.n_fit_ = len(frame)
@@ -568,7 +574,7 @@ def _choose_k(own: np.ndarray, cnt: np.ndarray, dropped: set[int] | None = None,
     return float(POOL_K_GRID[chosen])
 
 
-def choose_pooling(inner: CellTable, hold: pd.DataFrame) -> dict[str, Any]:
+def choose_pooling(inner: CellTable, hold: pd.DataFrame, one_se: bool = True) -> dict[str, Any]:
     """Choose the shrinkage ``k`` and the kept keys on the held-out (later) jobs ``hold`` with the cells
     ``inner`` fitted on the earlier ones (module docstring). Returns the ``pool_`` record:
     ``{k, n_holdout, levels: [{keys, dropped_key, n, gain, se, crps_gain, crps_se, kept}],
@@ -606,7 +612,7 @@ def choose_pooling(inner: CellTable, hold: pd.DataFrame) -> dict[str, Any]:
     # the keys chosen, the shrinkage by the one-SE rule towards more pooling on the kept lattice
     # (module docstring); the key choice above stays with the best k, so that a level is not kept
     # for undoing its parent's extra shrinkage
-    k_best, best_k = best_k, _choose_k(own, cnt, dropped, one_se=True)
+    k_best, best_k = best_k, _choose_k(own, cnt, dropped, one_se=one_se)
     final = float(np.mean(_finest(_pooled_chain(own, cnt, best_k, dropped))))
     fc = _finest(crps.chain(cnt_of, best_k, dropped))
     fc = fc[np.isfinite(fc)]

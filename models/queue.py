@@ -266,6 +266,8 @@ class StartupLatencyModel(DurationModel):
     Fitted attributes: ``cells_``, ``n_fit_``.
     """
 
+    POOL_ONE_SE = False  # (the best held-out k: :attr:`DurationModel.POOL_ONE_SE`)
+
     _required = ("cluster", "type", "gpu_num", "queue_s", "free")
     _kind = "start-up latency"
 
@@ -371,6 +373,8 @@ class QueueModel(DurationModel):
     × type: jobs, free jobs, mean and median total wait, latency mean/median, contention mean =
     total mean − latency mean, s). :meth:`p_immediate` gives ``π0`` of a cell.
     """
+
+    POOL_ONE_SE = False  # (the best held-out k: :attr:`DurationModel.POOL_ONE_SE`)
 
     _required = ("cluster", "type", "gpu_num", "queue_s", "queue_censored")
     _kind = "queueing delay"

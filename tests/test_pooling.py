@@ -203,3 +203,15 @@ def test_a_cell_with_its_parents_jobs_answers_with_the_parent():
         assert np.allclose(inner.value.cdf(xs), outer.value.cdf(xs))
         if m.pool_["k"]:
             assert 0 < outer.value.pool_w < 1
+
+
+def test_queue_models_keep_the_best_heldout_k():
+    """The one-SE rule towards more pooling is the run-time model's (``POOL_ONE_SE``); the queue's wait and
+    latency models keep the ``k`` of the best held-out likelihood."""
+    from acmemodel import load_default
+    from acmemodel.models.queue import QueueModel, StartupLatencyModel
+
+    assert RuntimeModel.POOL_ONE_SE and not QueueModel.POOL_ONE_SE and not StartupLatencyModel.POOL_ONE_SE
+    q = load_default().models["queue"]
+    for p in (q.pool_, q.latency_.pool_):
+        assert p["k"] == p["k_best"]
