@@ -175,7 +175,9 @@ class RuntimePredictor(BaseModel):
     gpu_only : train on GPU jobs only (default True).
     conformal : share of the (latest) training jobs used to calibrate the outer interval by CQR
         (default 0.2; ``None`` = raw LightGBM quantiles).
-    n_jobs : LightGBM threads (default 2) for a training set of at least :data:`PARALLEL_MIN_ROWS` jobs
+    n_jobs : LightGBM threads (default 1: on the 1M-job fleet's 100,000-job training set, quiet 2-core machine,
+        2 threads took 19.6 s wall and CPU against 10.3 s for one) for a training set of at least
+        :data:`PARALLEL_MIN_ROWS` jobs
         (smaller ones: one thread; at most the process's cap, :func:`~acmemodel.models.lgbm_text.limit_threads`). The
         trees do not depend on the thread count (``deterministic=True``, row-wise histograms; tested with 1, 2 and
         4 threads on a 1M-job fleet and in the suite). Idle threads wait passively
@@ -209,7 +211,7 @@ class RuntimePredictor(BaseModel):
     def __init__(self, *, quantiles: Sequence[float] = (0.1, 0.5, 0.9),
                  features: Sequence[str] | str = "auto", n_estimators: int = 200,
                  learning_rate: float = 0.05, num_leaves: int = 31, min_child_samples: int = 20,
-                 gpu_only: bool = True, conformal: float | None = 0.2, n_jobs: int = 2,
+                 gpu_only: bool = True, conformal: float | None = 0.2, n_jobs: int = 1,
                  random_state: int = 0, online_window: int | None = 300,
                  max_train_jobs: int | None = 100_000):
         self.quantiles = quantiles
