@@ -376,18 +376,17 @@ def _inferred_next(jobs: pd.DataFrame, window_s: float, min_precision: float, ru
     span = max(float(sub.max()), float(end.max())) - t0 + window_s + 1e6
     order = np.lexsort((sub, g))
     skey = g[order].astype(float) * span + (sub[order] - t0)
-    # every job's candidate: the first job of its key submitted at or after its end
+    # every job's candidate: the first job of its key submitted at or after its end and after the job itself in
+    # the key's (submit time, row) order — so that links only go forward and can never close a cycle (two jobs
+    # submitted and ended in the same second would otherwise each find the other)
     fkey = g.astype(float) * span + (end - t0)
-    pos = np.searchsorted(skey, fkey, side="left")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    pos = np.maximum(np.searchsorted(skey, fkey, side="left"), rank + 1)
     valid = pos < n
     cand = np.full(n, -1, dtype=np.int64)
     cand[valid] = order[pos[valid]]
-    # a job that ended the second it was submitted finds itself first: take the next job of the key
-    own = valid & (cand == np.arange(n))
-    pos[own] += 1
-    valid = pos < n
-    cand[own & valid] = order[pos[own & valid]]
-    fol = valid & (g[np.maximum(cand, 0)] == g) & (cand != np.arange(n))
+    fol = valid & (g[np.maximum(cand, 0)] == g)
     gap = np.where(fol, sub[np.maximum(cand, 0)] - end, np.inf)
     completed = (jobs["analysis_state"] == "COMPLETED").to_numpy(dtype=bool)
     inwin = fol & (gap <= window_s)
@@ -445,10 +444,13 @@ def chain_heads(prev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     head = np.arange(len(prev), dtype=np.int64)
     attempt = np.ones(len(prev), dtype=np.int64)
     p = prev.copy()
-    while True:
+    for step in range(len(prev) + 1):
         active = p >= 0
         if not active.any():
             break
+        if step == len(prev):  # (a chain longer than the rows: the links close a cycle)
+            raise ValueError(f"restart links form a cycle: row {int(np.flatnonzero(active)[0])}'s chain never "
+                             "reaches a first attempt")
         idx = np.flatnonzero(active)
         attempt[idx] += 1  # one more predecessor
         head[idx] = p[idx]

@@ -181,3 +181,22 @@ def test_window_rule_on_users_who_submit_after_any_end(real_data):
     tp, ip = j["true_prev"].to_numpy(), c["prev_index"].to_numpy()
     false = int(((ip >= 0) & (ip != tp)).sum())
     assert (tp >= 0).sum() > 2000 and false <= 0.005 * int((j["analysis_state"] == "FAILED").sum())
+
+
+def test_jobs_of_one_second_never_link_into_a_cycle():
+    """Failed jobs of one user and size submitted and ended in the same second (zero run time, as a synthetic
+    trace writes them): each could be the other's restart; links only go forward in submission order, so
+    the chains end (a cycle used to loop forever), and a cycle in given links is an error, not a hang."""
+    from acmemodel.features.chains import chain_heads
+
+    n = 6
+    t = 1.68e9 + np.r_[0.0, 0.0, 0.0, 30.0, 30.0, 400.0]
+    j = pd.DataFrame({"cluster": "c", "user": "u", "type": "Pretrain", "gpu_num": 32,
+                      "analysis_state": ["FAILED"] * 5 + ["COMPLETED"], "submit_s": t, "end_s": t,
+                      "job_id": [str(i) for i in range(n)], "start_s": t, "queue_s": 0.0, "run_s": 0.0})
+    c = restart_chains(j, rule="window")
+    prev = c["prev_index"].to_numpy()
+    head, attempt = chain_heads(prev)
+    assert np.all(attempt <= n) and np.all((prev < 0) | (prev < np.arange(n)))
+    with pytest.raises(ValueError, match="cycle"):
+        chain_heads(np.array([1, 0, -1]))
