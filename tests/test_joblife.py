@@ -252,9 +252,9 @@ def test_size_class_gives_the_runtime_model_its_own_bucket():
     assert large_class_edges({"Kalos": 256}) == tuple(DEFAULT_GPU_EDGES)
     assert large_class_edges({"X": 257}) == tuple(DEFAULT_GPU_EDGES)       # 256 already starts its bucket
     on = Assumptions(large_job_gpus={"Seren": 768, "Kalos": 256}, large_job_gt_share={"Seren": 0.28, "Kalos": 0.97})
-    assert estimator_settings(on)["runtime"] == {"gpu_edges": [1, 8, 64, 256, 767, 1024]}
-    assert "runtime" not in estimator_settings(Assumptions())
-    # the run-time pooling assumption goes to the runtime model's settings (and so to fit --like)
-    assert estimator_settings(Assumptions(runtime_pooling="none"))["runtime"] == {"pooling": "none"}
-    assert estimator_settings(on.__class__(**{**on.__dict__, "runtime_pooling": "none"}))["runtime"] == {
-        "gpu_edges": [1, 8, 64, 256, 767, 1024], "pooling": "none"}
+    assert estimator_settings(on)["runtime"] == {"gpu_edges": [1, 8, 64, 256, 767, 1024], "pooling": "none"}
+    # the run-time pooling assumption (default "none") goes to the runtime model's settings (and so to fit --like)
+    assert estimator_settings(Assumptions())["runtime"] == {"pooling": "none"}
+    assert "runtime" not in estimator_settings(Assumptions(runtime_pooling="heldout"))
+    assert estimator_settings(on.__class__(**{**on.__dict__, "runtime_pooling": "heldout"}))["runtime"] == {
+        "gpu_edges": [1, 8, 64, 256, 767, 1024]}
