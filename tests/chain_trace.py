@@ -74,14 +74,7 @@ def chain_trace(days: float = 60.0, users: int = 80, seed: int = 0, *,
     df["analysis_state"] = df["state"].replace({"TIMEOUT": "FAILED", "NODE_FAIL": "FAILED"})
     df["start_s"] = df["submit_s"] + df["queue_s"]
     df["end_s"] = df["start_s"] + df["run_s"]
-    order = np.argsort(df["submit_s"].to_numpy(), kind="stable")
-    pos = np.empty(len(df), dtype=np.int64)
-    pos[order] = np.arange(len(df))
-    df = df.iloc[order].reset_index(drop=True)
-    tp = df["true_prev"].to_numpy()
-    df["true_prev"] = np.where(tp >= 0, pos[np.maximum(tp, 0)], -1)
-    df["job_id"] = [f"j{k}" for k in range(len(df))]
-    return df
+    return _in_submit_order(df)
 
 
 def link_scores(true_prev: np.ndarray, inferred_prev: np.ndarray) -> tuple[float, float, int, int]:
@@ -120,6 +113,11 @@ def inject_restarts(jobs: pd.DataFrame, seed: int = 0, p_fail: float = 0.15, p_r
     df["queue_s"] = 0.0
     df["start_s"] = df["submit_s"]
     df["end_s"] = df["submit_s"] + df["run_s"]
+    return _in_submit_order(df)
+
+
+def _in_submit_order(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows in submission order (stable), ``true_prev`` renumbered to the new positions, job ids ``j0…``."""
     order = np.argsort(df["submit_s"].to_numpy(), kind="stable")
     pos = np.empty(len(df), dtype=np.int64)
     pos[order] = np.arange(len(df))

@@ -28,25 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-
-def dlrm_jobs(path):
-    """The DLRM instance trace as a job table (see the module docstring)."""
-    from acmemodel.trace.jobs import jobs_from_times
-
-    d = pd.read_csv(path)
-    d = d[d["creation_time"].notna()].reset_index(drop=True)
-    last = float(np.nanmax(d[["creation_time", "scheduled_time", "deletion_time"]].to_numpy(dtype=float)))
-    origin = 1735689600.0  # 2025-01-01 UTC: the file counts seconds from the trace start
-    ended = d["deletion_time"].notna().to_numpy()
-    start = d["scheduled_time"].to_numpy(dtype=float)
-    started = np.isfinite(start)
-    return jobs_from_times(
-        cluster="dlrm", submit_s=origin + d["creation_time"].to_numpy(dtype=float), start_s=origin + start,
-        end_s=origin + np.where(ended, d["deletion_time"].to_numpy(dtype=float), last),
-        gpu_num=d["gpu_request"].fillna(0).astype(int).to_numpy(), type=d["role"].astype(str).to_numpy(object),
-        state=np.where(ended, "COMPLETED", np.where(started, "RUNNING", "PENDING")).astype(object),
-        user=d["app_name"].astype(str).to_numpy(object), run_censored=started & ~ended,
-        cpu_num=d["cpu_request"].to_numpy(dtype=float), mem_per_pod_GB=d["memory_request"].to_numpy(dtype=float))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from test_real_runtime import dlrm_jobs  # noqa: E402  (the tests' reading of the DLRM instance trace)
 
 
 def read(path: Path):
