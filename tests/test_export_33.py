@@ -48,7 +48,7 @@ def _jobs_with_restarts():
     b = resolve_bundle(None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        jobs = simulate_jobs(b, days=2, cluster="Seren", seed=1, restart_prob=1.0, mix={"Pretrain": 0.3})
+        jobs = simulate_jobs(b, days=1, cluster="Seren", seed=1, restart_prob=1.0, mix={"Pretrain": 0.3})
     return b, jobs
 
 
